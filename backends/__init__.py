@@ -1,0 +1,1 @@
+"""Namespace for vyre.backends (installed from the repo's backends/ folder)."""

@@ -1,0 +1,1 @@
+"""Namespace for vyre.programs (installed from the repo's programs/ folder)."""

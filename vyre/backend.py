@@ -1,0 +1,547 @@
+"""The Backend protocol and the base class every backend builds on.
+
+The base class owns everything that is the same on every device: argument checking,
+ownership, the compile cache and its counters, the host-path convenience `dispatch`
+(built from the backend's own upload / dispatch / readback), `stream`, locking and the
+closed state. A subclass supplies the device parts (`_allocate`, `_write`, `_read`,
+`_launch`, ...). What a subclass does not supply raises UnsupportedFeature: the base class
+must never route resident work through host copies.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from .binding import BoundDispatch, BufferArg, bind, check_program_fits, validate_buffer_ownership
+from .buffer import BufferBase, DeviceBuffer, check_range, check_usable, host_bytes
+from .config import DispatchConfig, Timing
+from .errors import (
+    BackendError,
+    BackendUnavailable,
+    InvalidDispatch,
+    OutOfDeviceMemory,
+    UnsupportedFeature,
+)
+from .ir.nodes import Program
+from .ir.validate import validate
+from .pipeline import Pipeline, PipelineResult, ReadRange, Step
+
+T = TypeVar("T")
+
+
+class Capabilities(BaseModel):
+    """What a backend instance can do, reported before anything runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str  # instance id, e.g. "cuda:0"
+    kind: str  # "cuda", "wgpu", "reference"
+    device: str  # human-readable device name
+    features: frozenset[str] = frozenset()
+    limits: dict[str, int] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class CompileStats:
+    hits: int = 0  # served from the in-memory cache
+    misses: int = 0  # compiled (or loaded from disk)
+    disk_hits: int = 0  # of the misses, how many the on-disk cache served
+
+
+class Pending:
+    """Work enqueued on a backend; `wait()` blocks until it is done and returns its Timing."""
+
+    def __init__(
+        self,
+        is_ready: Callable[[], bool],
+        wait: Callable[[], Timing],
+    ) -> None:
+        self._is_ready = is_ready
+        self._wait = wait
+        self._timing: Timing | None = None
+
+    def is_ready(self) -> bool:
+        return self._timing is not None or self._is_ready()
+
+    def wait(self) -> Timing:
+        if self._timing is None:
+            self._timing = self._wait()
+        return self._timing
+
+    @classmethod
+    def done(cls, timing: Timing) -> Pending:
+        p = cls(lambda: True, lambda: timing)
+        p._timing = timing
+        return p
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What every vyre backend offers (see DESIGN.md)."""
+
+    id: str
+
+    def capabilities(self) -> Capabilities: ...
+    def supports(self, feature: str) -> bool: ...
+    def allocate_device_buffer(self, byte_len: int, label: str | None = None) -> DeviceBuffer: ...
+    def free(self, buffer: DeviceBuffer) -> None: ...
+    def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None: ...
+    def read(
+        self, buffer: DeviceBuffer, offset: int = 0, length: int | None = None, dtype: Any = ...
+    ) -> np.ndarray: ...
+    def dispatch(
+        self, program: Program, inputs: Any, config: DispatchConfig
+    ) -> dict[str, np.ndarray]: ...
+    def dispatch_with_device_buffers(
+        self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
+    ) -> Timing: ...
+    def dispatch_async(
+        self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
+    ) -> Pending: ...
+    def compile(self, program: Program) -> Any: ...
+    def pipeline(self, steps: Sequence[Step]) -> Pipeline: ...
+    def synchronize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class BaseBackend:
+    """Shared behaviour of all backends; see the module docstring."""
+
+    kind: str = "abstract"
+
+    def __init__(self, instance_id: str) -> None:
+        self.id = instance_id
+        self._closed = False
+        self._lock = threading.RLock()
+        self._compiled: dict[tuple[str, Any], Any] = {}
+        self.compile_stats = CompileStats()
+        self._live: dict[int, BufferBase] = {}
+
+    # ------------------------------------------------------------ to override
+    def capabilities(self) -> Capabilities:
+        raise NotImplementedError
+
+    def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
+        raise UnsupportedFeature("allocate_device_buffer", self.id)
+
+    def _free(self, buffer: BufferBase) -> None:
+        raise UnsupportedFeature("free", self.id)
+
+    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
+        raise UnsupportedFeature("write", self.id)
+
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+        raise UnsupportedFeature("read", self.id)
+
+    def _compile(self, program: Program, key: Any) -> Any:
+        raise UnsupportedFeature("compile", self.id)
+
+    def _launch(self, bound: BoundDispatch) -> Pending:
+        raise UnsupportedFeature(
+            "dispatch_with_device_buffers",
+            self.id,
+            "this backend cannot dispatch on resident device buffers, and vyre never "
+            "substitutes host copies; use a backend that reports 'resident'",
+        )
+
+    def _run_pipeline(
+        self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
+    ) -> PipelineResult:
+        raise UnsupportedFeature("pipeline", self.id)
+
+    def _synchronize(self) -> None:
+        pass
+
+    def _close(self) -> None:
+        pass
+
+    def source(self, program: Program) -> str:
+        """The generated device source for `program` (for inspection)."""
+        raise UnsupportedFeature("source", self.id)
+
+    # ------------------------------------------------------------ state
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BackendUnavailable(
+                self.id, "this instance was closed; create a new one with vyre.get_backend()"
+            )
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def supports(self, feature: str) -> bool:
+        """True only if the backend reports `feature` (unknown names are False)."""
+        return feature in self.capabilities().features
+
+    # ------------------------------------------------------------ memory
+    def allocate_device_buffer(self, byte_len: int, label: str | None = None) -> BufferBase:
+        """Allocate `byte_len` bytes of device memory owned by this instance."""
+        self._check_open()
+        if isinstance(byte_len, bool) or not isinstance(byte_len, (int, np.integer)):
+            raise InvalidDispatch(f"byte_len must be an int, got {type(byte_len).__name__}")
+        byte_len = int(byte_len)
+        if byte_len < 0:
+            raise InvalidDispatch(f"byte_len must be >= 0, got {byte_len}")
+        limit = self.capabilities().limits.get("max_allocation_bytes")
+        if limit is not None and byte_len > limit:
+            raise OutOfDeviceMemory(
+                self.id, byte_len, f"the largest allocation this device allows is {limit} bytes"
+            )
+        with self._lock:
+            buf = self._allocate(byte_len, label)
+            self._live[id(buf)] = buf
+            return buf
+
+    def free(self, buffer: DeviceBuffer) -> None:
+        """Release a buffer's device memory; freeing twice is harmless."""
+        validate_buffer_ownership_allow_freed(self, buffer)
+        assert isinstance(buffer, BufferBase)
+        with self._lock:
+            if buffer.freed:
+                return
+            if not self._closed:
+                self._free(buffer)
+            buffer._freed = True
+            self._live.pop(id(buffer), None)
+
+    def live_buffers(self) -> list[BufferBase]:
+        """Buffers allocated here and not yet freed."""
+        return list(self._live.values())
+
+    def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None:
+        """Copy host bytes (numpy array, bytes, memoryview) into `buffer` at `offset`."""
+        self.write_many([(buffer, data, offset)])
+
+    def write_many(self, items: Iterable[tuple[DeviceBuffer, Any, int] | tuple[DeviceBuffer, Any]]) -> None:
+        """Several uploads, validated all before any is issued."""
+        self._check_open()
+        checked: list[tuple[BufferBase, memoryview, int]] = []
+        for item in items:
+            buffer, data = item[0], item[1]
+            offset = item[2] if len(item) > 2 else 0  # type: ignore[misc]
+            validate_buffer_ownership(self, [buffer])
+            assert isinstance(buffer, BufferBase)
+            mv = host_bytes(data, f"write to {buffer.describe()}")
+            check_range(buffer, int(offset), mv.nbytes)
+            checked.append((buffer, mv, int(offset)))
+        with self._lock:
+            for buffer, mv, offset in checked:
+                if mv.nbytes:
+                    self._write(buffer, mv, offset)
+
+    def read(
+        self,
+        buffer: DeviceBuffer,
+        offset: int = 0,
+        length: int | None = None,
+        dtype: Any = np.uint8,
+    ) -> np.ndarray:
+        """Bytes [offset, offset+length) of `buffer` as a new numpy array of `dtype`.
+
+        Waits for work already enqueued on this backend that may write the buffer.
+        """
+        return self.read_many([ReadRange(buffer, offset, length, dtype)])[0]
+
+    def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
+        self._check_open()
+        from .pipeline import as_read_range
+
+        todo = []
+        for r in ranges:
+            rr = as_read_range(r)
+            validate_buffer_ownership(self, [rr.buffer])
+            length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
+            check_range(rr.buffer, rr.offset, length)
+            dt = np.dtype(rr.dtype)
+            if length % dt.itemsize:
+                raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
+            todo.append((rr.buffer, rr.offset, length, dt))
+        with self._lock:
+            raw = self._read_batch([(b, o, n) for b, o, n, _ in todo])
+        return [
+            np.frombuffer(bytearray(data), dtype=dt) for data, (_, _, _, dt) in zip(raw, todo)
+        ]
+
+    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
+        """Backends with a cheaper batched readback override this."""
+        return [self._read(b, o, n) if n else b"" for b, o, n in ranges]
+
+    # ------------------------------------------------------------ compile
+    def compile(self, program: Program) -> Any:
+        """Validate and compile `program` (cached); returns the backend's compiled handle."""
+        return self._compiled_for(program, None)
+
+    def _compiled_for(self, program: Program, key: Any) -> Any:
+        self._check_open()
+        if not isinstance(program, Program):
+            raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
+        cache_key = (program.content_hash, key)
+        with self._lock:
+            hit = self._compiled.get(cache_key)
+            if hit is not None:
+                self.compile_stats.hits += 1
+                return hit
+            validate(program)
+            check_program_fits(self, program)
+            compiled = self._compile(program, key)
+            self.compile_stats.misses += 1
+            self._compiled[cache_key] = compiled
+            return compiled
+
+    # ------------------------------------------------------------ dispatch
+    def bind(
+        self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
+    ) -> BoundDispatch:
+        """Validate a dispatch once (for callers that re-issue it many times)."""
+        self._check_open()
+        if not isinstance(config, DispatchConfig):
+            raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
+        validate(program)
+        return bind(self, program, inputs, outputs, config)
+
+    def dispatch_async(
+        self,
+        program: Program | BoundDispatch,
+        inputs: BufferArg = (),
+        outputs: BufferArg = (),
+        config: DispatchConfig | None = None,
+    ) -> Pending:
+        """Enqueue a dispatch over resident buffers; returns at once with a Pending."""
+        if isinstance(program, BoundDispatch):
+            bound = program
+            self._check_open()
+            for b in bound.buffers:
+                check_usable(b)
+        else:
+            bound = self.bind(program, inputs, outputs, config or DispatchConfig())
+        with self._lock:
+            return self._launch(bound)
+
+    def dispatch_with_device_buffers(
+        self,
+        program: Program | BoundDispatch,
+        inputs: BufferArg = (),
+        outputs: BufferArg = (),
+        config: DispatchConfig | None = None,
+    ) -> Timing:
+        """Dispatch over resident buffers, with no host copy.
+
+        The work is ordered after earlier work on this backend; the call returns once it is
+        enqueued (wait_ns is 0) unless `config.profile`, which waits and fills device_ns.
+        """
+        t0 = time.perf_counter_ns()
+        pending = self.dispatch_async(program, inputs, outputs, config)
+        cfg = program.config if isinstance(program, BoundDispatch) else config
+        if cfg is not None and cfg.profile:
+            return pending.wait()
+        t1 = time.perf_counter_ns()
+        return Timing(wall_ns=t1 - t0, enqueue_ns=t1 - t0)
+
+    def dispatch(
+        self,
+        program: Program,
+        inputs: Mapping[str, Any] | Sequence[Any],
+        config: DispatchConfig,
+    ) -> dict[str, np.ndarray]:
+        """Host path: upload, dispatch, read back every writable buffer as a numpy array.
+
+        `inputs` maps buffer names to host data, or is a sequence in declaration order.
+        Read and read_write buffers need data; a write-only buffer takes an int (its element
+        count, zero-filled) or an array (its initial contents), unless it declares a count.
+        """
+        self._check_open()
+        validate(program)
+        data = _host_inputs(program, inputs)
+        bufs: dict[str, BufferBase] = {}
+        try:
+            for d in program.buffers:
+                arr = data[d.name]
+                bufs[d.name] = self.allocate_device_buffer(arr.nbytes, label=d.name)
+            self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
+            self.dispatch_with_device_buffers(
+                program,
+                {d.name: bufs[d.name] for d in program.inputs},
+                {d.name: bufs[d.name] for d in program.outputs},
+                config,
+            )
+            outs = self.read_many(
+                [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
+            )
+            return {d.name: o for d, o in zip(program.outputs, outs)}
+        finally:
+            for b in bufs.values():
+                if not self._closed:
+                    self.free(b)
+
+    def stream(
+        self,
+        program: Program,
+        chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
+        config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Run `program` over successive input chunks, yielding each chunk's outputs in order.
+
+        Chunk i+1 is uploaded and enqueued before chunk i is read back, so uploads, compute
+        and readbacks overlap on backends whose queues run asynchronously. `config` may be a
+        function of (chunk index, host inputs) for chunks of varying size.
+        """
+        self._check_open()
+        validate(program)
+        in_flight: list[tuple[dict[str, BufferBase], Pending]] = []
+
+        def finish(
+            item: tuple[dict[str, BufferBase], Pending],
+        ) -> dict[str, np.ndarray]:
+            bufs, pending = item
+            pending.wait()
+            outs = self.read_many(
+                [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
+            )
+            for b in bufs.values():
+                self.free(b)
+            return {d.name: o for d, o in zip(program.outputs, outs)}
+
+        try:
+            for i, chunk in enumerate(chunks):
+                data = _host_inputs(program, chunk)
+                cfg = config(i, data) if callable(config) else config
+                bufs = {
+                    d.name: self.allocate_device_buffer(data[d.name].nbytes, label=d.name)
+                    for d in program.buffers
+                }
+                self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
+                pending = self.dispatch_async(
+                    program,
+                    {d.name: bufs[d.name] for d in program.inputs},
+                    {d.name: bufs[d.name] for d in program.outputs},
+                    cfg,
+                )
+                in_flight.append((bufs, pending))
+                if len(in_flight) > 1:
+                    yield finish(in_flight.pop(0))
+            while in_flight:
+                yield finish(in_flight.pop(0))
+        finally:
+            for bufs, _ in in_flight:
+                for b in bufs.values():
+                    if not self._closed:
+                        self.free(b)
+
+    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
+        """Record and validate a sequence of dispatches once; run it with `.run()`."""
+        self._check_open()
+        for i, s in enumerate(steps):
+            if isinstance(s, Step):
+                try:
+                    validate(s.program)
+                except BackendError as exc:
+                    raise type(exc)(f"pipeline step {i}: {exc}") from None  # type: ignore[call-arg]
+        p = Pipeline(self, steps)
+        for s in p.steps:
+            self._compiled_for(s.program, self._specialisation(s))
+        self._record_pipeline(p)
+        return p
+
+    def _specialisation(self, bound: BoundDispatch) -> Any:
+        """Part of the compile-cache key that depends on the binding (e.g. aliasing)."""
+        return None
+
+    def _record_pipeline(self, pipeline: Pipeline) -> None:
+        """Backends prepare their recording here (encoders, graphs); default: nothing."""
+
+    # ------------------------------------------------------------ lifecycle
+    def synchronize(self) -> None:
+        """Block until all work enqueued on this backend has finished."""
+        self._check_open()
+        with self._lock:
+            self._synchronize()
+
+    def close(self) -> None:
+        """Free every buffer and release the device. Closing twice is harmless."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                for b in list(self._live.values()):
+                    try:
+                        self._free(b)
+                    except BackendError:
+                        pass
+                    b._freed = True
+                self._live.clear()
+                self._compiled.clear()
+                self._close()
+            finally:
+                self._closed = True
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}{' closed' if self._closed else ''}>"
+
+
+def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) -> None:
+    if isinstance(buffer, BufferBase) and buffer.owner is backend:
+        return
+    validate_buffer_ownership(backend, [buffer])
+
+
+def _host_inputs(
+    program: Program, inputs: Mapping[str, Any] | Sequence[Any]
+) -> dict[str, np.ndarray]:
+    """Host arrays for every buffer of `program`, typed and contiguous (see dispatch)."""
+    if isinstance(inputs, Mapping):
+        given = dict(inputs)
+        unknown = sorted(set(given) - {d.name for d in program.buffers})
+        if unknown:
+            raise InvalidDispatch(
+                f"program {program.name!r} has no buffer(s) {unknown}; "
+                f"its buffers are {[d.name for d in program.buffers]}"
+            )
+    else:
+        seq = list(inputs)
+        names = [d.name for d in program.buffers]
+        if len(seq) != len(names):
+            raise InvalidDispatch(
+                f"program {program.name!r} takes data for {len(names)} buffers {names} "
+                f"in declaration order, got {len(seq)}; or pass a dict by name"
+            )
+        given = dict(zip(names, seq))
+    out: dict[str, np.ndarray] = {}
+    for d in program.buffers:
+        what = f"program {program.name!r} buffer {d.name!r}"
+        if d.name not in given:
+            if d.access == "write" and d.count is not None:
+                out[d.name] = np.zeros(d.count, dtype=d.ty.numpy)
+                continue
+            need = (
+                "an int element count or an array of initial contents"
+                if d.access == "write"
+                else f"a {d.ty.numpy} array"
+            )
+            raise InvalidDispatch(f"{what} ({d.access}) needs {need}")
+        v = given[d.name]
+        if d.access == "write" and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            if v < 0:
+                raise InvalidDispatch(f"{what}: element count must be >= 0, got {v}")
+            out[d.name] = np.zeros(int(v), dtype=d.ty.numpy)
+            continue
+        mv = host_bytes(v, what, d.ty)
+        arr = np.frombuffer(mv, dtype=d.ty.numpy) if mv.nbytes % d.ty.byte_size == 0 else None
+        if arr is None:
+            raise InvalidDispatch(f"{what}: {mv.nbytes} bytes is not a whole number of {d.ty}")
+        out[d.name] = arr
+    return out

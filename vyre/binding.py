@@ -1,0 +1,236 @@
+"""Binding a Program to device buffers and a DispatchConfig, checked once.
+
+`bind` is the single place where a dispatch is validated: ownership, freed buffers, sizes
+and element types against the declarations, the exact parameter set, the grid and the
+workgroup against the backend's limits, and the features the Program needs. Backends and
+recorded pipelines run only BoundDispatch values, so they never re-check and never fail on
+those things at run time. This module must never touch device memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .buffer import BufferBase, DeviceBuffer
+from .config import DispatchConfig, IndirectGrid
+from .errors import BufferOwnershipError, BufferStateError, InvalidDispatch, UnsupportedFeature
+from .features import INDIRECT_DISPATCH
+from .ir.nodes import BufferDecl, Program
+from .ir.types import ScalarType, normalise_literal
+
+if TYPE_CHECKING:
+    from .backend import BaseBackend
+
+BufferArg = Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer]
+
+
+@dataclass(frozen=True)
+class BoundDispatch:
+    """A validated dispatch: buffers in declaration order, element counts, typed params."""
+
+    program: Program
+    buffers: tuple[BufferBase, ...]
+    counts: tuple[int, ...]
+    params: tuple[bool | int | float, ...]  # in program.params order
+    grid: tuple[int, int, int] | IndirectGrid
+    config: DispatchConfig
+    aliased: frozenset[int]  # indices of buffer slots that share a buffer with another slot
+
+    def param_dict(self) -> dict[str, bool | int | float]:
+        return {p.name: v for p, v in zip(self.program.params, self.params)}
+
+
+def _describe(buf: object) -> str:
+    if isinstance(buf, BufferBase):
+        return buf.describe()
+    label = getattr(buf, "label", None)
+    return f"{type(buf).__name__}{f' {label!r}' if label else ''}"
+
+
+def validate_buffer_ownership(backend: BaseBackend, buffers: Sequence[object]) -> None:
+    """Every buffer must be a live buffer allocated by this backend instance."""
+    for i, buf in enumerate(buffers):
+        owner = getattr(buf, "owner", None)
+        if owner is not backend or not isinstance(buf, BufferBase):
+            owner_id = getattr(buf, "backend_id", None) or getattr(owner, "id", "unknown")
+            hint = (
+                " (a HostShimBuffer is host memory for tests and is never device memory)"
+                if type(buf).__name__ == "HostShimBuffer"
+                else ""
+            )
+            same_kind = owner is not None and getattr(owner, "id", None) == backend.id
+            who = "another instance of " if same_kind else ""
+            raise BufferOwnershipError(
+                f"buffer {i} ({_describe(buf)}) belongs to {who}{owner_id!r}, not to this "
+                f"backend {backend.id!r}{hint}; move it explicitly with vyre.transfer(buffer, "
+                "backend) or allocate it with this backend's allocate_device_buffer"
+            )
+        if buf.freed:
+            raise BufferStateError(
+                f"buffer {i} ({buf.describe()}) was freed and cannot be used; "
+                "allocate a new buffer"
+            )
+
+
+def _ordered(
+    decls: tuple[BufferDecl, ...], given: BufferArg, role: str, program: Program
+) -> list[object]:
+    names = [d.name for d in decls]
+    if isinstance(given, Mapping):
+        extra = sorted(set(given) - set(names))
+        missing = [n for n in names if n not in given]
+        if extra or missing:
+            raise InvalidDispatch(
+                f"program {program.name!r} {role}: expected buffers {names}, "
+                f"missing {missing}, unexpected {extra}"
+            )
+        return [given[n] for n in names]
+    seq = list(given)
+    if len(seq) != len(decls):
+        raise InvalidDispatch(
+            f"program {program.name!r} takes {len(decls)} {role} buffer(s) {names} "
+            f"(in declaration order), got {len(seq)}"
+        )
+    return seq
+
+
+def _check_params(program: Program, params: Mapping[str, Any]) -> tuple[bool | int | float, ...]:
+    declared = {p.name: p for p in program.params}
+    missing = sorted(set(declared) - set(params))
+    extra = sorted(set(params) - set(declared))
+    if missing or extra:
+        raise InvalidDispatch(
+            f"program {program.name!r} params: expected {sorted(declared)}, "
+            f"missing {missing}, unexpected {extra}; pass them in DispatchConfig(params=...)"
+        )
+    out: list[bool | int | float] = []
+    for p in program.params:
+        try:
+            out.append(normalise_literal(params[p.name], p.ty))
+        except ValueError as exc:
+            raise InvalidDispatch(f"param {p.name!r} ({p.ty}): {exc}") from None
+    return tuple(out)
+
+
+def check_program_fits(backend: BaseBackend, program: Program) -> None:
+    """Features and workgroup limits: fails before any compilation."""
+    caps = backend.capabilities()
+    missing = sorted(f for f in program.required_features if f not in caps.features)
+    if missing:
+        raise UnsupportedFeature(
+            missing[0],
+            backend.id,
+            f"program {program.name!r} needs {missing}, which this backend does not report; "
+            "see backend.capabilities().features",
+        )
+    lim = caps.limits
+    x, y, z = program.workgroup_size
+    if program.invocations_per_workgroup > lim["max_workgroup_invocations"]:
+        raise InvalidDispatch(
+            f"program {program.name!r}: workgroup size {program.workgroup_size} has "
+            f"{program.invocations_per_workgroup} invocations; {backend.id} allows at most "
+            f"{lim['max_workgroup_invocations']}"
+        )
+    for axis, (v, key) in enumerate(zip((x, y, z), ("x", "y", "z"))):
+        if v > lim[f"max_workgroup_size_{key}"]:
+            raise InvalidDispatch(
+                f"program {program.name!r}: workgroup_size[{axis}] = {v} exceeds "
+                f"{backend.id}'s limit {lim[f'max_workgroup_size_{key}']}"
+            )
+    if program.workgroup_bytes > lim["max_workgroup_bytes"]:
+        raise InvalidDispatch(
+            f"program {program.name!r} declares {program.workgroup_bytes} bytes of workgroup "
+            f"memory; {backend.id} allows {lim['max_workgroup_bytes']}; use smaller arrays"
+        )
+    if len(program.buffers) > lim["max_buffers_per_program"]:
+        raise InvalidDispatch(
+            f"program {program.name!r} declares {len(program.buffers)} buffers; "
+            f"{backend.id} binds at most {lim['max_buffers_per_program']}"
+        )
+
+
+def bind(
+    backend: BaseBackend,
+    program: Program,
+    inputs: BufferArg,
+    outputs: BufferArg,
+    config: DispatchConfig,
+) -> BoundDispatch:
+    """Validate one dispatch completely; see the module docstring."""
+    ins = _ordered(program.inputs, inputs, "input", program)
+    outs = _ordered(program.outputs, outputs, "output", program)
+    validate_buffer_ownership(backend, ins + outs)
+    it_in, it_out = iter(ins), iter(outs)
+    ordered: list[BufferBase] = []
+    for d in program.buffers:
+        ordered.append(next(it_out) if d.writable else next(it_in))  # type: ignore[arg-type]
+    counts = []
+    for d, buf in zip(program.buffers, ordered):
+        counts.append(_element_count(program, d, buf))
+    seen: dict[int, int] = {}
+    aliased: set[int] = set()
+    for i, buf in enumerate(ordered):
+        if id(buf) in seen:
+            aliased.update({i, seen[id(buf)]})
+        seen.setdefault(id(buf), i)
+    caps = backend.capabilities()
+    grid = config.grid
+    if isinstance(grid, IndirectGrid):
+        if INDIRECT_DISPATCH not in caps.features:
+            raise UnsupportedFeature(INDIRECT_DISPATCH, backend.id)
+        validate_buffer_ownership(backend, [grid.buffer])
+        if grid.offset + 12 > grid.buffer.byte_len:
+            raise InvalidDispatch(
+                f"indirect grid needs 12 bytes at offset {grid.offset} of "
+                f"{grid.buffer.describe()}"
+            )
+    else:
+        limit = caps.limits["max_workgroups_per_dimension"]
+        for axis, c in enumerate(grid):
+            if c > limit:
+                raise InvalidDispatch(
+                    f"grid[{axis}] = {c} exceeds {backend.id}'s limit of {limit} workgroups "
+                    "per dimension; fold the grid into y/z (DispatchConfig.for_elements does)"
+                )
+    check_program_fits(backend, program)
+    return BoundDispatch(
+        program=program,
+        buffers=tuple(ordered),
+        counts=tuple(counts),
+        params=_check_params(program, config.params),
+        grid=grid,
+        config=config,
+        aliased=frozenset(aliased),
+    )
+
+
+def _element_count(program: Program, d: BufferDecl, buf: BufferBase) -> int:
+    size = d.ty.byte_size
+    if buf.byte_len % size:
+        raise InvalidDispatch(
+            f"program {program.name!r} buffer {d.name!r} ({d.ty}, {size} bytes each): "
+            f"{buf.describe()} is not a whole number of elements"
+        )
+    n = buf.byte_len // size
+    if d.count is not None and n != d.count:
+        raise InvalidDispatch(
+            f"program {program.name!r} buffer {d.name!r} declares {d.count} elements of {d.ty}"
+            f" ({d.count * size} bytes); {buf.describe()} holds {n}"
+        )
+    if n > 0xFFFFFFFF:
+        raise InvalidDispatch(
+            f"buffer {d.name!r}: {n} elements exceed the IR's u32 indexing; split the data"
+        )
+    return n
+
+
+def element_type_of(program: Program, name: str) -> ScalarType:
+    for b in program.buffers:
+        if b.name == name:
+            return b.ty
+    for a in program.workgroup_arrays:
+        if a.name == name:
+            return a.ty
+    raise KeyError(name)

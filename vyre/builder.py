@@ -1,0 +1,703 @@
+"""The builder DSL: write kernels that read like kernels.
+
+    k = ProgramBuilder("saxpy", workgroup_size=256)
+    x, y = k.buffer("x", f32), k.buffer("y", f32, "read_write")
+    a = k.param("a", f32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = a * x[i] + y[i]
+    program = k.build()
+
+Python numbers and numpy scalars become literals of the other operand's type; every type
+rule of the IR is checked as the kernel is written, so misuse fails at build time with a
+message naming the fix. This module must never evaluate a kernel or know about backends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidProgram
+from .ir import nodes as N
+from .ir.types import ScalarType, normalise_literal
+from .ir.validate import validate
+
+U32 = ScalarType.U32
+BOOL = ScalarType.BOOL
+
+
+class BuildError(InvalidProgram):
+    """A kernel was written wrongly (raised while building, before any backend sees it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class _Scope:
+    __slots__ = ("alive", "what")
+
+    def __init__(self, what: str) -> None:
+        self.alive = True
+        self.what = what
+
+
+Number = int | float | bool | np.generic
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float, bool, np.generic)) and not isinstance(x, Value)
+
+
+def _literal_type(x: Any) -> ScalarType:
+    if isinstance(x, (bool, np.bool_)):
+        return BOOL
+    if isinstance(x, np.generic):
+        return ScalarType.from_numpy(x.dtype)
+    if isinstance(x, int):
+        return ScalarType.I32
+    if isinstance(x, float):
+        return ScalarType.F32
+    raise BuildError(f"{x!r} ({type(x).__name__}) cannot be used in a kernel")
+
+
+def _const(x: Any, ty: ScalarType) -> N.Const:
+    try:
+        return N.Const(ty=ty, value=normalise_literal(x, ty))
+    except ValueError as exc:
+        raise BuildError(f"literal {x!r} as {ty}: {exc}") from None
+
+
+class Value:
+    """An expression being built. Operators build IR; `bool(value)` is an error."""
+
+    __slots__ = ("_b", "_expr", "_scope")
+
+    def __init__(self, builder: ProgramBuilder, expr: N.ExprNode, scope: _Scope | None = None):
+        self._b = builder
+        self._expr = expr
+        self._scope = scope
+
+    @property
+    def ty(self) -> ScalarType:
+        return self._expr.ty
+
+    @property
+    def expr(self) -> N.ExprNode:
+        if self._scope is not None and not self._scope.alive:
+            raise BuildError(
+                f"{self._scope.what} is used outside the block that declares it; "
+                "declare it with k.let() before the block to keep it"
+            )
+        return self._expr
+
+    def __repr__(self) -> str:
+        return f"<vyre Value {self.ty}: {self._expr.kind}>"
+
+    def __bool__(self) -> bool:
+        raise BuildError(
+            "a kernel value has no Python truth value: use `with k.if_(cond):`, "
+            "`k.while_(cond)` or vyre.builder.select(cond, a, b) instead of Python if/and/or"
+        )
+
+    def __index__(self) -> int:
+        raise BuildError("a kernel value cannot be used as a Python int (e.g. in range())")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- helpers
+    def _other(self, other: Any, op: str) -> N.ExprNode:
+        return self._b._coerce(other, self.ty, f"right operand of {op}")
+
+    def _bin(self, op: str, other: Any, swap: bool = False) -> Value:
+        a = self.expr
+        b = self._other(other, op)
+        if swap:
+            a, b = b, a
+        return Value(self._b, _binary(op, a, b))
+
+    # -- arithmetic
+    def __add__(self, o: Any) -> Value: return self._bin("add", o)
+    def __radd__(self, o: Any) -> Value: return self._bin("add", o, True)
+    def __sub__(self, o: Any) -> Value: return self._bin("sub", o)
+    def __rsub__(self, o: Any) -> Value: return self._bin("sub", o, True)
+    def __mul__(self, o: Any) -> Value: return self._bin("mul", o)
+    def __rmul__(self, o: Any) -> Value: return self._bin("mul", o, True)
+    def __truediv__(self, o: Any) -> Value: return self._bin("div", o)
+    def __rtruediv__(self, o: Any) -> Value: return self._bin("div", o, True)
+    def __floordiv__(self, o: Any) -> Value:
+        if self.ty.is_float:
+            raise BuildError("// is integer division; use / for floats (or floor(a / b))")
+        return self._bin("div", o)
+    def __rfloordiv__(self, o: Any) -> Value: return self._bin("div", o, True)
+    def __mod__(self, o: Any) -> Value: return self._bin("rem", o)
+    def __rmod__(self, o: Any) -> Value: return self._bin("rem", o, True)
+    def __and__(self, o: Any) -> Value:
+        return self._bin("logical_and" if self.ty is BOOL else "and", o)
+    def __rand__(self, o: Any) -> Value:
+        return self._bin("logical_and" if self.ty is BOOL else "and", o, True)
+    def __or__(self, o: Any) -> Value:
+        return self._bin("logical_or" if self.ty is BOOL else "or", o)
+    def __ror__(self, o: Any) -> Value:
+        return self._bin("logical_or" if self.ty is BOOL else "or", o, True)
+    def __xor__(self, o: Any) -> Value:
+        return self._bin("ne" if self.ty is BOOL else "xor", o)
+    def __rxor__(self, o: Any) -> Value:
+        return self._bin("ne" if self.ty is BOOL else "xor", o, True)
+
+    def __lshift__(self, o: Any) -> Value:
+        return Value(self._b, _binary("shl", self.expr, self._b._shift_amount(o)))
+
+    def __rshift__(self, o: Any) -> Value:
+        return Value(self._b, _binary("shr", self.expr, self._b._shift_amount(o)))
+
+    def __neg__(self) -> Value:
+        return Value(self._b, _unary("neg", self.expr))
+
+    def __pos__(self) -> Value:
+        return self
+
+    def __invert__(self) -> Value:
+        return Value(self._b, _unary("not" if self.ty is BOOL else "bit_not", self.expr))
+
+    def __abs__(self) -> Value:
+        return Value(self._b, _call("abs", self.expr))
+
+    # -- comparisons
+    def __lt__(self, o: Any) -> Value: return self._bin("lt", o)
+    def __le__(self, o: Any) -> Value: return self._bin("le", o)
+    def __gt__(self, o: Any) -> Value: return self._bin("gt", o)
+    def __ge__(self, o: Any) -> Value: return self._bin("ge", o)
+    def __eq__(self, o: Any) -> Value: return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Value: return self._bin("ne", o)  # type: ignore[override]
+
+    # -- conversions
+    def cast(self, ty: ScalarType) -> Value:
+        """Value conversion (float->int truncates and saturates, NaN -> 0)."""
+        return Value(self._b, N.Cast(a=self.expr, ty=ScalarType(ty)))
+
+    def bitcast(self, ty: ScalarType) -> Value:
+        ty = ScalarType(ty)
+        if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
+            raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
+        return Value(self._b, N.Bitcast(a=self.expr, ty=ty))
+
+
+class Variable(Value):
+    """A mutable local (from k.let). Assign with `v.set(x)` or augmented operators."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, scope: _Scope):
+        super().__init__(builder, N.Var(name=name, ty=ty), scope)
+        self.name = name
+
+    def set(self, value: Any) -> None:
+        self._b.assign(self, value)
+
+    def _aug(self, op: str, o: Any) -> Variable:
+        self._b.assign(self, self._bin(op, o))
+        return self
+
+    def __iadd__(self, o: Any) -> Variable: return self._aug("add", o)
+    def __isub__(self, o: Any) -> Variable: return self._aug("sub", o)
+    def __imul__(self, o: Any) -> Variable: return self._aug("mul", o)
+    def __itruediv__(self, o: Any) -> Variable: return self._aug("div", o)
+    def __imod__(self, o: Any) -> Variable: return self._aug("rem", o)
+
+    def __iand__(self, o: Any) -> Variable:
+        return self._aug("logical_and" if self.ty is BOOL else "and", o)
+
+    def __ior__(self, o: Any) -> Variable:
+        return self._aug("logical_or" if self.ty is BOOL else "or", o)
+
+    def __ixor__(self, o: Any) -> Variable:
+        return self._aug("ne" if self.ty is BOOL else "xor", o)
+
+    def __ilshift__(self, o: Any) -> Variable:
+        self._b.assign(self, self << o)
+        return self
+
+    def __irshift__(self, o: Any) -> Variable:
+        self._b.assign(self, self >> o)
+        return self
+
+
+class BufferRef:
+    """A storage buffer or workgroup array: index to load, assign to store, atomics."""
+
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, access: str):
+        self._b = builder
+        self.name = name
+        self.ty = ty
+        self.access = access
+
+    def __repr__(self) -> str:
+        return f"<vyre buffer {self.name}: {self.ty} {self.access}>"
+
+    def __getitem__(self, index: Any) -> Value:
+        return Value(self._b, N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._b.store(self, index, value)
+
+    def length(self) -> Value:
+        """Number of elements (as bound for buffers; the declared count for arrays), u32."""
+        return Value(self._b, N.Length(buffer=self.name))
+
+    def __len__(self) -> int:
+        raise BuildError(f"use {self.name}.length() inside a kernel, not len()")
+
+    def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None) -> Value:
+        return self._b.atomic(op, self, index, value, comparand)
+
+    def atomic_add(self, index: Any, value: Any) -> Value: return self._atomic("add", index, value)
+    def atomic_min(self, index: Any, value: Any) -> Value: return self._atomic("min", index, value)
+    def atomic_max(self, index: Any, value: Any) -> Value: return self._atomic("max", index, value)
+    def atomic_and(self, index: Any, value: Any) -> Value: return self._atomic("and", index, value)
+    def atomic_or(self, index: Any, value: Any) -> Value: return self._atomic("or", index, value)
+    def atomic_xor(self, index: Any, value: Any) -> Value: return self._atomic("xor", index, value)
+
+    def atomic_exchange(self, index: Any, value: Any) -> Value:
+        return self._atomic("exchange", index, value)
+
+    def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
+        """Store `value` if the element equals `compare`; returns the old value."""
+        return self._atomic("compare_exchange", index, value, compare)
+
+
+# ------------------------------------------------------------------ typing rules
+
+
+def _binary(op: str, a: N.ExprNode, b: N.ExprNode) -> N.Binary:
+    ta, tb = a.ty, b.ty
+    if op in N.SHIFT_OPS:
+        if not ta.is_int:
+            raise BuildError(f"{op} needs an integer left operand, got {ta}")
+        return N.Binary(op=op, a=a, b=b, ty=ta)
+    if ta != tb:
+        raise BuildError(
+            f"{op} on {ta} and {tb}: both operands must have one type; "
+            f"convert one with .cast({ta}) or .cast({tb})"
+        )
+    if op in N.LOGICAL_OPS:
+        if ta is not BOOL:
+            raise BuildError(f"{op} needs bool operands, got {ta}")
+        return N.Binary(op=op, a=a, b=b, ty=BOOL)
+    if op in N.COMPARISON_OPS:
+        if ta is BOOL and op not in ("eq", "ne"):
+            raise BuildError(f"{op} is not defined on bool; compare numbers")
+        return N.Binary(op=op, a=a, b=b, ty=BOOL)
+    if op in N.BITWISE_OPS:
+        if not ta.is_int:
+            raise BuildError(f"bitwise {op} needs integers, got {ta}; bitcast floats first")
+        return N.Binary(op=op, a=a, b=b, ty=ta)
+    if not ta.is_numeric:
+        raise BuildError(f"{op} needs numbers, got {ta}")
+    return N.Binary(op=op, a=a, b=b, ty=ta)
+
+
+def _unary(op: str, a: N.ExprNode) -> N.Unary:
+    t = a.ty
+    if op == "neg" and not (t.is_float or t.is_signed):
+        raise BuildError(f"negation needs a signed or float value, got {t}; use 0 - x to wrap")
+    if op == "bit_not" and not t.is_int:
+        raise BuildError(f"~ needs an integer or bool, got {t}")
+    if op == "not" and t is not BOOL:
+        raise BuildError(f"logical not needs bool, got {t}")
+    return N.Unary(op=op, a=a, ty=t)
+
+
+def _call(fn: str, *args: N.ExprNode) -> N.Call:
+    t = args[0].ty
+    for x in args[1:]:
+        if x.ty != t:
+            raise BuildError(f"{fn} arguments must share one type, got {[a.ty for a in args]}")
+    if fn in N.FLOAT_ONLY_FNS and not t.is_float:
+        raise BuildError(f"{fn} needs a float argument, got {t}; cast with .cast(f32)")
+    if not t.is_numeric:
+        raise BuildError(f"{fn} needs numbers, got {t}")
+    return N.Call(fn=fn, args=tuple(args), ty=t)
+
+
+# ------------------------------------------------------------------ the builder
+
+
+class ProgramBuilder:
+    """Builds one Program; see the module docstring."""
+
+    def __init__(self, name: str, workgroup_size: int | tuple[int, ...] = 64) -> None:
+        self.name = name
+        ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
+        self.workgroup_size: tuple[int, int, int] = tuple([*ws, 1, 1, 1][:3])  # type: ignore[assignment]
+        self._buffers: list[N.BufferDecl] = []
+        self._params: list[N.ParamDecl] = []
+        self._arrays: list[N.WorkgroupArray] = []
+        self._refs: dict[str, BufferRef] = {}
+        self._names: set[str] = set()
+        self._blocks: list[list[N.StmtNode]] = [[]]
+        self._scopes: list[list[_Scope]] = [[]]
+        self._loop_depth = 0
+        self._counter = 0
+        self._built = False
+
+    # -- declarations
+    def _declare_name(self, name: str, what: str) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise BuildError(f"{what} name {name!r} must be a Python-style identifier")
+        if name in self._names:
+            raise BuildError(f"{what} name {name!r} is already declared in {self.name!r}")
+        self._names.add(name)
+
+    def buffer(
+        self, name: str, ty: ScalarType, access: str = "read", count: int | None = None
+    ) -> BufferRef:
+        """Declare a storage buffer (access: read, write or read_write)."""
+        ty = ScalarType(ty)
+        if access not in ("read", "write", "read_write"):
+            raise BuildError(f"buffer {name!r}: access must be read, write or read_write")
+        self._declare_name(name, "buffer")
+        self._buffers.append(N.BufferDecl(name=name, ty=ty, access=access, count=count))  # type: ignore[arg-type]
+        ref = BufferRef(self, name, ty, access)
+        self._refs[name] = ref
+        return ref
+
+    def param(self, name: str, ty: ScalarType) -> Value:
+        """Declare a scalar parameter, set per dispatch in DispatchConfig(params=...)."""
+        ty = ScalarType(ty)
+        self._declare_name(name, "param")
+        self._params.append(N.ParamDecl(name=name, ty=ty))
+        return Value(self, N.Param(name=name, ty=ty))
+
+    def shared(self, name: str, ty: ScalarType, count: int) -> BufferRef:
+        """Declare a workgroup (shared) array of `count` elements."""
+        ty = ScalarType(ty)
+        self._declare_name(name, "workgroup array")
+        self._arrays.append(N.WorkgroupArray(name=name, ty=ty, count=count))
+        ref = BufferRef(self, name, ty, "workgroup")
+        self._refs[name] = ref
+        return ref
+
+    # -- builtins
+    def _builtin(self, name: str, axis: int) -> Value:
+        if axis not in (0, 1, 2):
+            raise BuildError(f"{name} axis must be 0, 1 or 2, got {axis}")
+        return Value(self, N.Builtin(name=name, axis=axis))  # type: ignore[arg-type]
+
+    def global_id(self, axis: int = 0) -> Value: return self._builtin("global_id", axis)
+    def local_id(self, axis: int = 0) -> Value: return self._builtin("local_id", axis)
+    def workgroup_id(self, axis: int = 0) -> Value: return self._builtin("workgroup_id", axis)
+    def num_workgroups(self, axis: int = 0) -> Value: return self._builtin("num_workgroups", axis)
+
+    def local_index(self) -> Value:
+        """The flattened local invocation index (0 .. workgroup invocations - 1)."""
+        return Value(self, N.Builtin(name="local_index", axis=0))
+
+    def global_linear_id(self) -> Value:
+        """gid.x + gid.y * (grid.x * wg.x): the element index for DispatchConfig.for_elements."""
+        row = self.num_workgroups(0) * self.workgroup_size[0]
+        return self.global_id(0) + self.global_id(1) * row
+
+    def workgroup_linear_id(self) -> Value:
+        """wid.x + wid.y * grid.x: the workgroup index for folded grids."""
+        return self.workgroup_id(0) + self.workgroup_id(1) * self.num_workgroups(0)
+
+    # -- coercion
+    def _coerce(self, x: Any, ty: ScalarType | None, what: str) -> N.ExprNode:
+        if isinstance(x, Value):
+            if x._b is not self:
+                raise BuildError(
+                    f"{what} belongs to another ProgramBuilder ({x._b.name!r}); values "
+                    "cannot be shared between programs"
+                )
+            return x.expr
+        if _is_number(x):
+            return _const(x, ty if ty is not None else _literal_type(x))
+        raise BuildError(f"{what}: {x!r} ({type(x).__name__}) cannot be used in a kernel")
+
+    def lit(self, x: Any, ty: ScalarType | None = None) -> Value:
+        """A literal of type `ty` (default: i32 for int, f32 for float, bool)."""
+        return Value(self, _const(x, ScalarType(ty) if ty else _literal_type(x)))
+
+    def _index(self, index: Any) -> N.ExprNode:
+        e = self._coerce(index, U32, "index")
+        if e.ty is ScalarType.I32:  # negative indices become huge: out of bounds, reads 0
+            e = N.Bitcast(a=e, ty=U32)
+        if e.ty is not U32:
+            raise BuildError(f"an index must be u32 or i32, got {e.ty}; cast it")
+        return e
+
+    def _shift_amount(self, x: Any) -> N.ExprNode:
+        e = self._coerce(x, U32, "shift amount")
+        if e.ty is ScalarType.I32:
+            e = N.Bitcast(a=e, ty=U32)
+        if e.ty is not U32:
+            raise BuildError(f"a shift amount must be u32, got {e.ty}")
+        return e
+
+    # -- statements
+    def _emit(self, stmt: N.StmtNode) -> None:
+        if self._built:
+            raise BuildError(f"program {self.name!r} was already built; start a new builder")
+        self._blocks[-1].append(stmt)
+
+    def _fresh(self, prefix: str) -> str:
+        while True:
+            self._counter += 1
+            name = f"{prefix}{self._counter}"
+            if name not in self._names:
+                return name
+
+    def let(self, value: Any, ty: ScalarType | None = None, name: str | None = None) -> Variable:
+        """Declare a mutable local initialised to `value` (type from value, or `ty`)."""
+        e = self._coerce(value, ScalarType(ty) if ty else None, "let value")
+        if ty is not None and e.ty != ScalarType(ty):
+            raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
+        name = name or self._fresh("v")
+        self._declare_name(name, "variable")
+        self._emit(N.Let(name=name, value=e))
+        scope = _Scope(f"variable {name!r}")
+        self._scopes[-1].append(scope)
+        return Variable(self, name, e.ty, scope)
+
+    def assign(self, var: Variable, value: Any) -> None:
+        if not isinstance(var, Variable) or var._b is not self:
+            raise BuildError("assign needs a Variable of this program (made with k.let)")
+        if var._scope is not None and not var._scope.alive:
+            raise BuildError(f"variable {var.name!r} is assigned outside the block declaring it")
+        e = self._coerce(value, var.ty, f"value assigned to {var.name!r}")
+        if e.ty != var.ty:
+            raise BuildError(
+                f"cannot assign a {e.ty} to {var.name!r} ({var.ty}); cast with .cast({var.ty})"
+            )
+        self._emit(N.Assign(name=var.name, value=e))
+
+    def store(self, buf: BufferRef, index: Any, value: Any) -> None:
+        self._check_ref(buf)
+        if buf.access == "read":
+            raise BuildError(
+                f"buffer {buf.name!r} is declared read-only; declare it 'write' or 'read_write'"
+            )
+        e = self._coerce(value, buf.ty, f"value stored to {buf.name!r}")
+        if e.ty != buf.ty:
+            raise BuildError(
+                f"cannot store a {e.ty} into {buf.name!r} ({buf.ty}); cast it with .cast({buf.ty})"
+            )
+        self._emit(N.Store(buffer=buf.name, index=self._index(index), value=e))
+
+    def atomic(
+        self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
+    ) -> Value:
+        self._check_ref(buf)
+        if buf.access not in ("read_write", "workgroup"):
+            raise BuildError(f"atomics need a read_write buffer; {buf.name!r} is {buf.access}")
+        v = self._coerce(value, buf.ty, f"atomic {op} value")
+        if v.ty != buf.ty:
+            raise BuildError(f"atomic {op} on {buf.name!r} ({buf.ty}) got a {v.ty} value")
+        c = None
+        if comparand is not None:
+            c = self._coerce(comparand, buf.ty, "compare value")
+            if c.ty != buf.ty:
+                raise BuildError(f"compare value must be {buf.ty}, got {c.ty}")
+        name = self._fresh("old")
+        self._names.add(name)
+        self._emit(
+            N.Atomic(op=op, buffer=buf.name, index=self._index(index), value=v,  # type: ignore[arg-type]
+                     comparand=c, result=name)
+        )
+        scope = _Scope(f"atomic result {name!r}")
+        self._scopes[-1].append(scope)
+        return Value(self, N.Var(name=name, ty=buf.ty), scope)
+
+    def _check_ref(self, buf: BufferRef) -> None:
+        if not isinstance(buf, BufferRef) or self._refs.get(buf.name) is not buf:
+            raise BuildError(f"{buf!r} is not a buffer of program {self.name!r}")
+
+    def barrier(self) -> None:
+        """Workgroup barrier; must be reached by every invocation of the workgroup."""
+        self._emit(N.Barrier())
+
+    def return_(self) -> None:
+        self._emit(N.Return())
+
+    def break_(self) -> None:
+        if not self._loop_depth:
+            raise BuildError("break outside a loop")
+        self._emit(N.Break())
+
+    def continue_(self) -> None:
+        if not self._loop_depth:
+            raise BuildError("continue outside a loop")
+        self._emit(N.Continue())
+
+    # -- control flow
+    @contextmanager
+    def _block(self) -> Iterator[list[N.StmtNode]]:
+        block: list[N.StmtNode] = []
+        self._blocks.append(block)
+        self._scopes.append([])
+        try:
+            yield block
+        finally:
+            self._blocks.pop()
+            for s in self._scopes.pop():
+                s.alive = False
+
+    def _cond(self, cond: Any, what: str) -> N.ExprNode:
+        e = self._coerce(cond, BOOL, what)
+        if e.ty is not BOOL:
+            raise BuildError(f"{what} must be bool, got {e.ty}; compare it, e.g. x != 0")
+        return e
+
+    @contextmanager
+    def if_(self, cond: Any) -> Iterator[None]:
+        c = self._cond(cond, "if condition")
+        with self._block() as body:
+            yield
+        self._emit(N.If(cond=c, then=tuple(body)))
+
+    @contextmanager
+    def else_(self) -> Iterator[None]:
+        """Must directly follow a `with k.if_(...)` block."""
+        block = self._blocks[-1]
+        if not block or not isinstance(block[-1], N.If) or block[-1].orelse:
+            raise BuildError("else_() must directly follow a `with k.if_(...)` block")
+        last = block.pop()
+        assert isinstance(last, N.If)
+        try:
+            with self._block() as body:
+                yield
+        finally:
+            block.append(N.If(cond=last.cond, then=last.then, orelse=tuple(body)))
+
+    @contextmanager
+    def for_range(
+        self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
+    ) -> Iterator[Value]:
+        """`for i in range(start, end, step)` (step: a positive int constant)."""
+        if end is None:
+            start, end = 0, start
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise BuildError(f"for_range step must be a positive int constant, got {step!r}")
+        t = ScalarType(ty) if ty else None
+        if t is None:
+            for v in (start, end):
+                if isinstance(v, Value):
+                    t = v.ty
+                    break
+            else:
+                t = U32
+        if t not in (ScalarType.I32, U32):
+            raise BuildError(f"a loop variable must be i32 or u32, got {t}")
+        s = self._coerce(start, t, "loop start")
+        e = self._coerce(end, t, "loop end")
+        if s.ty != t or e.ty != t:
+            raise BuildError(f"loop bounds must be {t}, got {s.ty} and {e.ty}; cast them")
+        name = self._fresh("i")
+        self._declare_name(name, "loop variable")
+        scope = _Scope(f"loop variable {name!r}")
+        self._loop_depth += 1
+        try:
+            with self._block() as body:
+                yield Value(self, N.Var(name=name, ty=t), scope)
+        finally:
+            self._loop_depth -= 1
+            scope.alive = False
+        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)))
+
+    @contextmanager
+    def while_(self, cond: Any) -> Iterator[None]:
+        """Loop while `cond` (re-evaluated each iteration) holds; break_/continue_ inside."""
+        c = self._cond(cond, "while condition")
+        self._loop_depth += 1
+        try:
+            with self._block() as body:
+                yield
+        finally:
+            self._loop_depth -= 1
+        self._emit(N.While(cond=c, body=tuple(body)))
+
+    # -- finish
+    def build(self) -> N.Program:
+        """The validated, immutable Program."""
+        if len(self._blocks) != 1:
+            raise BuildError("build() called inside an open block")
+        prog = N.Program(
+            name=self.name,
+            workgroup_size=self.workgroup_size,
+            buffers=tuple(self._buffers),
+            params=tuple(self._params),
+            workgroup_arrays=tuple(self._arrays),
+            body=tuple(self._blocks[0]),
+        )
+        validate(prog)
+        self._built = True
+        return prog
+
+
+# ------------------------------------------------------------------ functions
+
+
+def _args(*xs: Any) -> tuple[N.ExprNode, ...]:
+    b = next((x._b for x in xs if isinstance(x, Value)), None)
+    if b is None:
+        raise BuildError("at least one argument must be a kernel value")
+    ty = next(x.ty for x in xs if isinstance(x, Value))
+    return tuple(b._coerce(x, ty, "argument") for x in xs)
+
+
+def _fn(fn: str, *xs: Any) -> Value:
+    args = _args(*xs)
+    b = next(x._b for x in xs if isinstance(x, Value))
+    return Value(b, _call(fn, *args))
+
+
+def sqrt(x: Value) -> Value: return _fn("sqrt", x)
+def exp(x: Value) -> Value: return _fn("exp", x)
+def exp2(x: Value) -> Value: return _fn("exp2", x)
+def log(x: Value) -> Value: return _fn("log", x)
+def log2(x: Value) -> Value: return _fn("log2", x)
+def sin(x: Value) -> Value: return _fn("sin", x)
+def cos(x: Value) -> Value: return _fn("cos", x)
+def tan(x: Value) -> Value: return _fn("tan", x)
+def tanh(x: Value) -> Value: return _fn("tanh", x)
+def floor(x: Value) -> Value: return _fn("floor", x)
+def ceil(x: Value) -> Value: return _fn("ceil", x)
+def trunc(x: Value) -> Value: return _fn("trunc", x)
+def round_(x: Value) -> Value: return _fn("round", x)
+def abs_(x: Value) -> Value: return _fn("abs", x)
+def pow_(x: Any, y: Any) -> Value: return _fn("pow", x, y)
+def atan2(y: Any, x: Any) -> Value: return _fn("atan2", y, x)
+def fma(a: Any, b: Any, c: Any) -> Value: return _fn("fma", a, b, c)
+def clamp(x: Any, lo: Any, hi: Any) -> Value: return _fn("clamp", x, lo, hi)
+
+
+def min_(a: Any, b: Any) -> Value:
+    x, y = _args(a, b)
+    return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("min", x, y))
+
+
+def max_(a: Any, b: Any) -> Value:
+    x, y = _args(a, b)
+    return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("max", x, y))
+
+
+def select(cond: Value, a: Any, b: Any) -> Value:
+    """`a` where `cond` else `b` (both sides are evaluated)."""
+    if not isinstance(cond, Value) or cond.ty is not BOOL:
+        raise BuildError("select needs a bool kernel value as its condition")
+    bld = cond._b
+    ty = next((x.ty for x in (a, b) if isinstance(x, Value)), None)
+    x = bld._coerce(a, ty, "select true value")
+    y = bld._coerce(b, x.ty, "select false value")
+    if x.ty != y.ty:
+        raise BuildError(f"select branches must share a type, got {x.ty} and {y.ty}")
+    return Value(bld, N.Select(cond=cond.expr, a=x, b=y, ty=x.ty))
+
+
+def ceil_div(n: int, d: int) -> int:
+    return -(-n // d) if n >= 0 else math.ceil(n / d)

@@ -1,0 +1,112 @@
+"""Per-dispatch configuration and timing records.
+
+`DispatchConfig` checks what it can on its own (positive workgroup counts, plain-scalar
+params); the checks against a Program and a backend's limits live in vyre.binding. This
+module must never talk to a device.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_GRID_DIM = 65535
+
+
+class IndirectGrid(BaseModel):
+    """The workgroup counts are three u32 values in a device buffer at `offset` bytes."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    buffer: Any
+    offset: int = Field(default=0, ge=0)
+
+    @field_validator("offset")
+    @classmethod
+    def _aligned(cls, v: int) -> int:
+        if v % 4:
+            raise ValueError(f"indirect grid offset {v} must be a multiple of 4 bytes")
+        return v
+
+
+class DispatchConfig(BaseModel):
+    """How to run one dispatch: grid (workgroup counts), params, label and options.
+
+    `grid` is an int, a 1-3 tuple of workgroup counts (each >= 1), or an IndirectGrid.
+    `profile=True` makes the dispatch wait and report device nanoseconds where the backend
+    has device timers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    grid: tuple[int, int, int] | IndirectGrid = (1, 1, 1)
+    params: dict[str, bool | int | float] = Field(default_factory=dict)
+    label: str | None = None
+    profile: bool = False
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _grid(cls, v: Any) -> Any:
+        if isinstance(v, IndirectGrid):
+            return v
+        if isinstance(v, bool):
+            raise ValueError("grid must be workgroup counts, not a bool")
+        if isinstance(v, int):
+            v = (v,)
+        if isinstance(v, (list, tuple)):
+            if not 1 <= len(v) <= 3:
+                raise ValueError(f"grid needs 1 to 3 workgroup counts, got {len(v)}")
+            counts = [*v, *([1] * (3 - len(v)))]
+            for axis, c in enumerate(counts):
+                if isinstance(c, bool) or not isinstance(c, int):
+                    raise ValueError(f"grid[{axis}] must be an int, got {c!r}")
+                if c < 1:
+                    raise ValueError(
+                        f"grid[{axis}] = {c}: workgroup counts must be >= 1 (a dispatch over "
+                        "zero elements should be skipped by the caller)"
+                    )
+            return tuple(counts)
+        return v
+
+    @classmethod
+    def for_elements(
+        cls, n: int, workgroup_size: int, max_per_dim: int = MAX_GRID_DIM, **kw: Any
+    ) -> DispatchConfig:
+        """A grid covering `n` invocations along x with `workgroup_size` per workgroup.
+
+        Past `max_per_dim` workgroups the grid folds into y; kernels should index with the
+        builder's `global_linear_id()`, which accounts for that.
+        """
+        if n < 1:
+            raise ValueError(f"for_elements needs n >= 1, got {n}; skip empty dispatches")
+        groups = math.ceil(n / workgroup_size)
+        if groups <= max_per_dim:
+            return cls(grid=(groups, 1, 1), **kw)
+        y = math.ceil(groups / max_per_dim)
+        return cls(grid=(max_per_dim, y, 1), **kw)
+
+    @property
+    def total_workgroups(self) -> int | None:
+        if isinstance(self.grid, IndirectGrid):
+            return None
+        x, y, z = self.grid
+        return x * y * z
+
+
+class Timing(BaseModel):
+    """Nanoseconds spent on one dispatch (or one pipeline run).
+
+    wall: from the call to its return (or to wait() returning, for async work);
+    enqueue: recording and submitting; wait: blocked on the device; device: measured by
+    device timers where the backend has them and profiling was asked for, else None.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    wall_ns: int = 0
+    enqueue_ns: int = 0
+    wait_ns: int = 0
+    device_ns: int | None = None

@@ -1,0 +1,43 @@
+"""Names of the capabilities a backend can report and a Program can need.
+
+A backend reports a feature only where its lowering really emits it; anything not listed
+is treated as absent (the conservative answer), so adding a name here never promotes an
+existing backend.
+"""
+
+from __future__ import annotations
+
+# IR features a Program can need (vyre.ir.analysis.required_features derives them).
+F16 = "f16"
+F64 = "f64"
+I64 = "i64"
+ATOMIC_FLOAT = "atomic_float"
+ATOMIC_I64 = "atomic_i64"
+WORKGROUP_MEMORY = "workgroup_memory"
+
+# API features of a backend.
+RESIDENT = "resident"  # allocate_device_buffer + dispatch_with_device_buffers
+ASYNC = "async"  # dispatch_async returns before the device finishes
+PIPELINE = "pipeline"  # recorded multi-dispatch pipelines behind one sync
+INDIRECT_DISPATCH = "indirect_dispatch"  # grid read from a device buffer
+DEVICE_TIMERS = "device_timers"  # per-dispatch device nanoseconds
+DISK_CACHE = "disk_cache"  # compiled programs persist across processes
+MANAGED_MEMORY = "managed_memory"
+
+IR_FEATURES = frozenset({F16, F64, I64, ATOMIC_FLOAT, ATOMIC_I64, WORKGROUP_MEMORY})
+API_FEATURES = frozenset(
+    {RESIDENT, ASYNC, PIPELINE, INDIRECT_DISPATCH, DEVICE_TIMERS, DISK_CACHE, MANAGED_MEMORY}
+)
+ALL_FEATURES = IR_FEATURES | API_FEATURES
+
+# Limit keys every backend reports in Capabilities.limits.
+LIMIT_KEYS = (
+    "max_workgroup_invocations",
+    "max_workgroup_size_x",
+    "max_workgroup_size_y",
+    "max_workgroup_size_z",
+    "max_workgroups_per_dimension",
+    "max_workgroup_bytes",
+    "max_buffer_bytes",
+    "max_buffers_per_program",
+)

@@ -1,0 +1,125 @@
+"""Facts derived from a Program's IR: walks, the features it needs, which buffers it uses
+atomically. Pure functions over nodes; this module must never mutate or build Programs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .nodes import (
+    Atomic, Binary, Bitcast, Call, Cast, Const, Expr, For, If, Let, Load, Program, Select,
+    Stmt, Store, Unary, While, Assign, Var, Param,
+)
+from .types import ScalarType
+
+
+def child_exprs(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Load):
+        return (e.index,)
+    if isinstance(e, (Unary, Cast, Bitcast)):
+        return (e.a,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    return ()
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    if isinstance(s, (Let, Assign)):
+        return (s.value,)
+    if isinstance(s, Store):
+        return (s.index, s.value)
+    if isinstance(s, (If, While)):
+        return (s.cond,)
+    if isinstance(s, For):
+        return (s.start, s.end)
+    if isinstance(s, Atomic):
+        return (s.index, s.value) + ((s.comparand,) if s.comparand is not None else ())
+    return ()
+
+
+def child_blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    if isinstance(s, If):
+        return (s.then, s.orelse)
+    if isinstance(s, (For, While)):
+        return (s.body,)
+    return ()
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    for s in body:
+        yield s
+        for block in child_blocks(s):
+            yield from walk_stmts(block)
+
+
+def walk_expr(e: Expr) -> Iterator[Expr]:
+    stack = [e]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(child_exprs(cur))
+
+
+def walk_all_exprs(program: Program) -> Iterator[Expr]:
+    for s in walk_stmts(program.body):
+        for e in stmt_exprs(s):
+            yield from walk_expr(e)
+
+
+def atomic_buffers(program: Program) -> frozenset[str]:
+    """Names of buffers / workgroup arrays that some Atomic statement targets."""
+    return frozenset(s.buffer for s in walk_stmts(program.body) if isinstance(s, Atomic))
+
+
+def types_used(program: Program) -> frozenset[ScalarType]:
+    tys: set[ScalarType] = set()
+    tys.update(b.ty for b in program.buffers)
+    tys.update(p.ty for p in program.params)
+    tys.update(a.ty for a in program.workgroup_arrays)
+    for e in walk_all_exprs(program):
+        tys.add(e.ty)
+    for s in walk_stmts(program.body):
+        if isinstance(s, For):
+            tys.add(s.ty)
+    return frozenset(tys)
+
+
+def required_features(program: Program) -> frozenset[str]:
+    """Capabilities a backend must report to run `program` (see vyre.features)."""
+    feats: set[str] = set()
+    for t in types_used(program):
+        if t.feature:
+            feats.add(t.feature)
+    elem = {b.name: b.ty for b in program.buffers}
+    elem.update({a.name: a.ty for a in program.workgroup_arrays})
+    for s in walk_stmts(program.body):
+        if isinstance(s, Atomic):
+            t = elem.get(s.buffer)
+            if t is None:
+                continue
+            if t.is_float:
+                feats.add("atomic_float")
+            elif t.bits == 64:
+                feats.add("atomic_i64")
+    if program.workgroup_arrays:
+        feats.add("workgroup_memory")
+    return frozenset(feats)
+
+
+def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
+    for e in walk_all_exprs(program):
+        if isinstance(e, Call) and e.fn in names and e.ty.is_float:
+            return True
+        if isinstance(e, Binary) and e.op in names and e.ty.is_float:
+            return True
+    return False
+
+
+__all__ = [
+    "Const", "Var", "Param",
+    "atomic_buffers", "child_blocks", "child_exprs", "required_features", "stmt_exprs",
+    "types_used", "uses_float_ops", "walk_all_exprs", "walk_expr", "walk_stmts",
+]

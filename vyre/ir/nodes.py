@@ -1,0 +1,364 @@
+"""Immutable nodes of the Program IR.
+
+Every node is a frozen pydantic model with a `kind` tag, so a Program is plain data: it
+compares by value, hashes by content and round-trips through the wire format exactly.
+Expressions carry their result type (`ty`); the validator checks it. This module must never
+contain semantics (how an op evaluates) or backend code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .types import ScalarType, normalise_literal
+
+MAX_WORKGROUP_INVOCATIONS = 1024
+MAX_WORKGROUP_DIM = (1024, 1024, 64)
+
+
+class Node(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+
+
+# ---------------------------------------------------------------- expressions
+
+BuiltinName = Literal["global_id", "local_id", "workgroup_id", "num_workgroups", "local_index"]
+
+BinaryOp = Literal[
+    "add", "sub", "mul", "div", "rem",
+    "min", "max",
+    "and", "or", "xor", "shl", "shr",
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or",
+]
+UnaryOp = Literal["neg", "bit_not", "not"]
+CallFn = Literal[
+    "abs", "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh",
+    "floor", "ceil", "trunc", "round", "fma", "clamp", "pow", "atan2",
+]
+AtomicOp = Literal["add", "min", "max", "and", "or", "xor", "exchange", "compare_exchange"]
+Access = Literal["read", "write", "read_write"]
+
+COMPARISON_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+LOGICAL_OPS = frozenset({"logical_and", "logical_or"})
+BITWISE_OPS = frozenset({"and", "or", "xor"})
+SHIFT_OPS = frozenset({"shl", "shr"})
+ARITH_OPS = frozenset({"add", "sub", "mul", "div", "rem", "min", "max"})
+FLOAT_ONLY_FNS = frozenset(
+    {"sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "floor", "ceil",
+     "trunc", "round", "fma", "pow", "atan2"}
+)
+# Functions whose float results are compared with a ulp tolerance rather than bit-exactly.
+APPROX_FNS = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
+FN_ARITY = {
+    "abs": 1, "sqrt": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "sin": 1, "cos": 1,
+    "tan": 1, "tanh": 1, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
+    "fma": 3, "clamp": 3, "pow": 2, "atan2": 2,
+}
+
+
+class Const(Node):
+    """A literal. Float values are stored already rounded to `ty`."""
+
+    kind: Literal["const"] = "const"
+    ty: ScalarType
+    value: bool | int | float
+
+    @model_validator(mode="after")
+    def _normalise(self) -> Const:
+        v = normalise_literal(self.value, self.ty)
+        if v is not self.value or type(v) is not type(self.value):
+            object.__setattr__(self, "value", v)
+        return self
+
+
+class Var(Node):
+    """A local variable (let, loop variable or atomic result)."""
+
+    kind: Literal["var"] = "var"
+    name: str
+    ty: ScalarType
+
+
+class Param(Node):
+    """A scalar parameter: uniform for the whole dispatch."""
+
+    kind: Literal["param"] = "param"
+    name: str
+    ty: ScalarType
+
+
+class Builtin(Node):
+    """An invocation id. `local_index` is the flattened local id; its axis is 0."""
+
+    kind: Literal["builtin"] = "builtin"
+    name: BuiltinName
+    axis: int = 0
+    ty: ScalarType = ScalarType.U32
+
+
+class Load(Node):
+    """Element `index` of a storage buffer or workgroup array; 0 outside its length."""
+
+    kind: Literal["load"] = "load"
+    buffer: str
+    index: Expr
+    ty: ScalarType
+
+
+class Length(Node):
+    """Number of elements of a storage buffer (as bound) or workgroup array, as u32."""
+
+    kind: Literal["length"] = "length"
+    buffer: str
+    ty: ScalarType = ScalarType.U32
+
+
+class Unary(Node):
+    kind: Literal["unary"] = "unary"
+    op: UnaryOp
+    a: Expr
+    ty: ScalarType
+
+
+class Binary(Node):
+    kind: Literal["binary"] = "binary"
+    op: BinaryOp
+    a: Expr
+    b: Expr
+    ty: ScalarType
+
+
+class Call(Node):
+    kind: Literal["call"] = "call"
+    fn: CallFn
+    args: tuple[Expr, ...]
+    ty: ScalarType
+
+
+class Select(Node):
+    """`a` where `cond` is true, else `b` (both evaluated)."""
+
+    kind: Literal["select"] = "select"
+    cond: Expr
+    a: Expr
+    b: Expr
+    ty: ScalarType
+
+
+class Cast(Node):
+    """Value conversion to `ty` (see DESIGN.md for the exact rules)."""
+
+    kind: Literal["cast"] = "cast"
+    a: Expr
+    ty: ScalarType
+
+
+class Bitcast(Node):
+    """Reinterpret the bits of `a` as `ty` (same width)."""
+
+    kind: Literal["bitcast"] = "bitcast"
+    a: Expr
+    ty: ScalarType
+
+
+Expr = Annotated[
+    Union[Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast],
+    Field(discriminator="kind"),
+]
+
+# ---------------------------------------------------------------- statements
+
+
+class Let(Node):
+    """Declare a new mutable local `name` of `value`'s type."""
+
+    kind: Literal["let"] = "let"
+    name: str
+    value: Expr
+
+
+class Assign(Node):
+    kind: Literal["assign"] = "assign"
+    name: str
+    value: Expr
+
+
+class Store(Node):
+    """Write element `index`; a store outside the length does nothing."""
+
+    kind: Literal["store"] = "store"
+    buffer: str
+    index: Expr
+    value: Expr
+
+
+class If(Node):
+    kind: Literal["if"] = "if"
+    cond: Expr
+    then: tuple[Stmt, ...] = ()
+    orelse: tuple[Stmt, ...] = ()
+
+
+class For(Node):
+    """`for var in range(start, end, step)`: bounds evaluated once; never overflows."""
+
+    kind: Literal["for"] = "for"
+    var: str
+    ty: ScalarType
+    start: Expr
+    end: Expr
+    step: int = 1
+    body: tuple[Stmt, ...] = ()
+
+
+class While(Node):
+    kind: Literal["while"] = "while"
+    cond: Expr
+    body: tuple[Stmt, ...] = ()
+
+
+class Break(Node):
+    kind: Literal["break"] = "break"
+
+
+class Continue(Node):
+    kind: Literal["continue"] = "continue"
+
+
+class Return(Node):
+    kind: Literal["return"] = "return"
+
+
+class Barrier(Node):
+    """Workgroup barrier: orders workgroup and storage memory within the workgroup."""
+
+    kind: Literal["barrier"] = "barrier"
+
+
+class Atomic(Node):
+    """Atomic read-modify-write; `result` (if set) declares a local holding the old value.
+
+    Outside the buffer's length it does nothing and the old value reads as 0.
+    """
+
+    kind: Literal["atomic"] = "atomic"
+    op: AtomicOp
+    buffer: str
+    index: Expr
+    value: Expr
+    comparand: Expr | None = None
+    result: str | None = None
+
+
+Stmt = Annotated[
+    Union[Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic],
+    Field(discriminator="kind"),
+]
+
+# ---------------------------------------------------------------- declarations
+
+
+class BufferDecl(Node):
+    name: str
+    ty: ScalarType
+    access: Access = "read"
+    count: int | None = None
+
+    @property
+    def writable(self) -> bool:
+        return self.access != "read"
+
+
+class ParamDecl(Node):
+    name: str
+    ty: ScalarType
+
+
+class WorkgroupArray(Node):
+    name: str
+    ty: ScalarType
+    count: int
+
+
+class Program(Node):
+    """A compute kernel: declarations plus the body every invocation runs."""
+
+    name: str
+    workgroup_size: tuple[int, int, int] = (64, 1, 1)
+    buffers: tuple[BufferDecl, ...] = ()
+    params: tuple[ParamDecl, ...] = ()
+    workgroup_arrays: tuple[WorkgroupArray, ...] = ()
+    body: tuple[Stmt, ...] = ()
+
+    @field_validator("workgroup_size", mode="before")
+    @classmethod
+    def _pad_workgroup_size(cls, v: Any) -> Any:
+        if isinstance(v, int):
+            return (v, 1, 1)
+        if isinstance(v, (list, tuple)) and 1 <= len(v) < 3:
+            return (*v, *([1] * (3 - len(v))))
+        return v
+
+    # Derived data, computed once per (immutable) Program.
+    @cached_property
+    def canonical_json(self) -> str:
+        data = self.model_dump(mode="json")
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Stable across processes and Python versions: sha256 of the canonical JSON."""
+        return hashlib.sha256(self.canonical_json.encode()).hexdigest()
+
+    @property
+    def invocations_per_workgroup(self) -> int:
+        x, y, z = self.workgroup_size
+        return x * y * z
+
+    def buffer(self, name: str) -> BufferDecl:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    @property
+    def inputs(self) -> tuple[BufferDecl, ...]:
+        """Read-only buffers, in declaration order (the `inputs` of a resident dispatch)."""
+        return tuple(b for b in self.buffers if b.access == "read")
+
+    @property
+    def outputs(self) -> tuple[BufferDecl, ...]:
+        """Writable buffers (write, read_write), in declaration order."""
+        return tuple(b for b in self.buffers if b.access != "read")
+
+    @property
+    def workgroup_bytes(self) -> int:
+        return sum(a.count * a.ty.byte_size for a in self.workgroup_arrays)
+
+    @cached_property
+    def required_features(self) -> frozenset[str]:
+        from .analysis import required_features
+
+        return required_features(self)
+
+    def __hash__(self) -> int:
+        return hash(self.content_hash)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Program) and other.canonical_json == self.canonical_json
+
+
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, If, For, While, Atomic,
+               Let, Assign, Store, Program):
+    _model.model_rebuild()
+
+EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast)
+STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic)
+ExprNode = Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
+StmtNode = Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic

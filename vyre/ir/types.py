@@ -1,0 +1,151 @@
+"""Scalar types of the Program IR and their host (NumPy) counterparts.
+
+This module only describes types; it must never hold semantics of operations (those live
+in the reference backend and the validator).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import numpy as np
+
+
+class ScalarType(str, Enum):
+    BOOL = "bool"
+    I32 = "i32"
+    U32 = "u32"
+    F32 = "f32"
+    F16 = "f16"
+    F64 = "f64"
+    I64 = "i64"
+    U64 = "u64"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_float(self) -> bool:
+        return self in (ScalarType.F16, ScalarType.F32, ScalarType.F64)
+
+    @property
+    def is_int(self) -> bool:
+        return self in (ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64)
+
+    @property
+    def is_signed(self) -> bool:
+        return self in (ScalarType.I32, ScalarType.I64)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_float or self.is_int
+
+    @property
+    def bits(self) -> int:
+        return _BITS[self]
+
+    @property
+    def byte_size(self) -> int:
+        """Size of one element in a buffer (bool is not storable; reported as 4)."""
+        return max(_BITS[self] // 8, 1) if self is not ScalarType.BOOL else 4
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(_NUMPY[self])
+
+    @property
+    def feature(self) -> str | None:
+        """The capability a Program needs to use this type, or None for the core types."""
+        return _FEATURE.get(self)
+
+    @property
+    def storable(self) -> bool:
+        """Whether the type may be the element type of a buffer, workgroup array or param."""
+        return self is not ScalarType.BOOL
+
+    @classmethod
+    def from_numpy(cls, dtype: object) -> ScalarType:
+        dt = np.dtype(dtype)  # type: ignore[call-overload]
+        for st, name in _NUMPY.items():
+            if np.dtype(name) == dt and st is not ScalarType.BOOL:
+                return st
+        if dt == np.dtype(np.bool_):
+            return ScalarType.BOOL
+        raise TypeError(
+            f"numpy dtype {dt} has no vyre scalar type; use one of "
+            "int32, uint32, float32, float16, float64, int64, uint64"
+        )
+
+
+_BITS = {
+    ScalarType.BOOL: 1,
+    ScalarType.I32: 32,
+    ScalarType.U32: 32,
+    ScalarType.F32: 32,
+    ScalarType.F16: 16,
+    ScalarType.F64: 64,
+    ScalarType.I64: 64,
+    ScalarType.U64: 64,
+}
+_NUMPY = {
+    ScalarType.BOOL: "bool",
+    ScalarType.I32: "int32",
+    ScalarType.U32: "uint32",
+    ScalarType.F32: "float32",
+    ScalarType.F16: "float16",
+    ScalarType.F64: "float64",
+    ScalarType.I64: "int64",
+    ScalarType.U64: "uint64",
+}
+_FEATURE = {
+    ScalarType.F16: "f16",
+    ScalarType.F64: "f64",
+    ScalarType.I64: "i64",
+    ScalarType.U64: "i64",
+}
+
+bool_ = ScalarType.BOOL
+i32 = ScalarType.I32
+u32 = ScalarType.U32
+f32 = ScalarType.F32
+f16 = ScalarType.F16
+f64 = ScalarType.F64
+i64 = ScalarType.I64
+u64 = ScalarType.U64
+
+
+def normalise_literal(value: object, ty: ScalarType) -> bool | int | float:
+    """The canonical Python value of a literal of type `ty`, or ValueError saying why not.
+
+    Integers must fit the type's range (a literal never wraps silently); floats are rounded
+    to the type (so 0.1 as f32 is stored as the f32 nearest 0.1).
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if ty is ScalarType.BOOL:
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"a bool literal must be True or False, got {value!r}")
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is a bool; a {ty} literal needs a number (use int(flag))")
+    if ty.is_int:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(
+                    f"{value!r} is not an integer; a {ty} literal needs an int "
+                    "(cast a float value explicitly with .cast())"
+                )
+            value = int(value)
+        if not isinstance(value, int):
+            raise ValueError(f"{value!r} is not a number")
+        info = np.iinfo(ty.numpy)
+        if not int(info.min) <= value <= int(info.max):
+            raise ValueError(
+                f"{value} does not fit in {ty} (range {info.min}..{info.max}); "
+                "use a wider type or reduce the value"
+            )
+        return value
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number")
+    with np.errstate(over="ignore"):
+        return float(ty.numpy.type(value))

@@ -1,0 +1,106 @@
+"""Backend discovery through the entry-point group `vyre.backends`.
+
+Each entry point names a provider object with `name`, `probe()` and `create(device)`.
+Discovery never imports a backend's device library until it is probed, and a provider that
+fails to import is reported as unavailable with the reason, never hidden. This module must
+never import a backend package directly.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Protocol
+
+from .backend import BaseBackend
+from .errors import BackendUnavailable
+
+GROUP = "vyre.backends"
+ENV_DEFAULT = "VYRE_BACKEND"
+# Preference for the default backend when VYRE_BACKEND is unset: fastest first.
+PREFERENCE = ("cuda", "wgpu", "reference")
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run here; `reason` says why not and how to fix it."""
+
+    name: str
+    available: bool
+    reason: str = ""
+    devices: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    name: str
+
+    def probe(self) -> Availability: ...
+    def create(self, device: int | str | None = None) -> BaseBackend: ...
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+
+
+def providers() -> dict[str, Provider | Exception]:
+    """Every registered provider by name (an Exception where its module failed to import)."""
+    out: dict[str, Provider | Exception] = {}
+    for name, ep in sorted(_entry_points().items()):
+        try:
+            out[name] = ep.load()
+        except Exception as exc:  # a broken third-party backend must not break discovery
+            out[name] = exc
+    return out
+
+
+def available_backends() -> list[Availability]:
+    """Each known backend with whether it is available here and, if not, why."""
+    result = []
+    for name, prov in providers().items():
+        if isinstance(prov, Exception):
+            result.append(
+                Availability(name, False, f"its module failed to import: {prov!r}")
+            )
+            continue
+        try:
+            result.append(prov.probe())
+        except Exception as exc:
+            result.append(Availability(name, False, f"probe failed: {exc!r}"))
+    return result
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    name, _, dev = spec.partition(":")
+    return name.strip(), (dev.strip() or None)
+
+
+def default_backend_name() -> str:
+    env = os.environ.get(ENV_DEFAULT)
+    if env:
+        return env
+    avail = {a.name: a for a in available_backends()}
+    for name in PREFERENCE:
+        if name in avail and avail[name].available:
+            return name
+    for name, a in avail.items():
+        if a.available:
+            return name
+    raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
+
+
+def get_backend(spec: str | None = None) -> BaseBackend:
+    """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
+    ($VYRE_BACKEND, else the first available of cuda, wgpu, reference)."""
+    spec = spec or default_backend_name()
+    name, dev = parse_spec(spec)
+    provs = providers()
+    prov = provs.get(name)
+    if prov is None:
+        raise BackendUnavailable(
+            name, f"no backend of that name is registered; known: {sorted(provs)}"
+        )
+    if isinstance(prov, Exception):
+        raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
+    return prov.create(dev)
