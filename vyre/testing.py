@@ -1,0 +1,174 @@
+"""Test support: HostShimBuffer and the conformance helpers that compare backends.
+
+`HostShimBuffer` is host memory that claims a backend id; it exists so tests can prove that
+no production path accepts host memory as device memory. The comparison rules here are the
+IR's (docs/IR.md): integers and bools bit-exact; floats exact except for approximate
+functions, compared within a stated ulp tolerance, with -0 == +0 and NaN == NaN. This
+module must never be imported by production code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .backend import BaseBackend
+from .config import DispatchConfig
+from .ir.analysis import uses_float_ops
+from .ir.nodes import APPROX_FNS, Program
+from .ir.types import ScalarType
+
+
+class HostShimBuffer:
+    """Host bytes pretending to be a device buffer of `backend_id`. Tests only."""
+
+    def __init__(self, data: bytes | int, backend_id: str = "reference", label: str | None = None):
+        self.data = bytearray(data if isinstance(data, (bytes, bytearray)) else bytes(data))
+        self.backend_id = backend_id
+        self.byte_len = len(self.data)
+        self.label = label
+
+    @property
+    def owner(self) -> object:
+        return None
+
+    @property
+    def freed(self) -> bool:
+        return False
+
+    def free(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Float comparison rule: |a - e| <= atol + rtol*|e|, or within `ulps` units in the last place."""
+
+    ulps: int = 0
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    @property
+    def exact(self) -> bool:
+        return self.ulps == 0 and self.atol == 0.0 and self.rtol == 0.0
+
+
+EXACT = Tolerance()
+# Ops Vulkan/WGSL only promise to 2.5 ulp (division, sqrt): wgpu's rule for them.
+WGPU_INEXACT_OPS = frozenset({"div", "sqrt", "rem"})
+
+
+def tolerance_for(program: Program, backend_kind: str) -> Tolerance:
+    """The float tolerance a backend's results for `program` are held to.
+
+    Approximate functions (exp, log, sin, ...) are allowed 4 ulp plus a small absolute
+    slack near zero (sin(pi) is ~1e-8, far in ulps from 0); on wgpu, division and sqrt are
+    allowed 3 ulp because Vulkan specifies them to 2.5 ulp. Everything else is exact.
+    """
+    if uses_float_ops(program, APPROX_FNS):
+        return Tolerance(ulps=4, atol=1e-6, rtol=1e-6)
+    if backend_kind == "wgpu" and uses_float_ops(program, WGPU_INEXACT_OPS):
+        return Tolerance(ulps=3)
+    return EXACT
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between same-dtype float arrays (treating -0 as +0)."""
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    ia = a.view(bits).astype(np.int64)
+    ib = b.view(bits).astype(np.int64)
+    sign = np.int64(1) << (a.dtype.itemsize * 8 - 1)
+    # map to a monotonic integer line: negative floats below positive ones
+    ia = np.where(ia < 0, -(ia + sign) if a.dtype.itemsize == 8 else -(ia & (sign - 1)), ia)
+    ib = np.where(ib < 0, -(ib + sign) if a.dtype.itemsize == 8 else -(ib & (sign - 1)), ib)
+    return np.abs(ia - ib)
+
+
+def mismatches(
+    actual: np.ndarray, expected: np.ndarray, tol: Tolerance = EXACT
+) -> np.ndarray:
+    """Indices where `actual` disagrees with `expected` under the IR's comparison rules."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        raise AssertionError(
+            f"shape/dtype differ: got {actual.shape} {actual.dtype}, "
+            f"expected {expected.shape} {expected.dtype}"
+        )
+    if actual.dtype.kind != "f":
+        return np.flatnonzero(actual != expected)
+    a = actual.reshape(-1)
+    e = expected.reshape(-1)
+    both_nan = np.isnan(a) & np.isnan(e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        equal = (a == e) | both_nan
+        if not tol.exact:
+            close = ulp_distance(a, e) <= tol.ulps
+            diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+            close |= diff <= tol.atol + tol.rtol * np.abs(e.astype(np.float64))
+            close &= ~(np.isnan(a) ^ np.isnan(e))
+            equal |= close
+    return np.flatnonzero(~equal)
+
+
+def assert_agree(
+    actual: np.ndarray, expected: np.ndarray, tol: Tolerance = EXACT, what: str = "result"
+) -> None:
+    bad = mismatches(actual, expected, tol)
+    if bad.size:
+        a = np.asarray(actual).reshape(-1)
+        e = np.asarray(expected).reshape(-1)
+        shown = ", ".join(f"[{i}] got {a[i]!r} expected {e[i]!r}" for i in bad[:8])
+        raise AssertionError(
+            f"{what}: {bad.size} of {a.size} elements disagree ({tol}): {shown}"
+        )
+
+
+def run_host(
+    backend: BaseBackend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
+    config: DispatchConfig,
+) -> dict[str, np.ndarray]:
+    return backend.dispatch(program, inputs, config)
+
+
+def check_against_reference(
+    program: Program,
+    inputs: Mapping[str, Any],
+    config: DispatchConfig,
+    backends: Iterable[BaseBackend],
+    reference: BaseBackend,
+    tol: Tolerance | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Run `program` on the reference and each backend; assert every output agrees."""
+    expected = reference.dispatch(program, inputs, config)
+    results = {reference.id: expected}
+    for b in backends:
+        got = b.dispatch(program, inputs, config)
+        t = tol if tol is not None else tolerance_for(program, b.kind)
+        for name, exp in expected.items():
+            assert_agree(got[name], exp, t, f"{program.name} on {b.id}, buffer {name!r}")
+        results[b.id] = got
+    return results
+
+
+def random_array(rng: np.random.Generator, ty: ScalarType, n: int) -> np.ndarray:
+    """Inputs that exercise edge cases: extremes, zero, negatives, specials for floats."""
+    dt = ty.numpy
+    if ty.is_float:
+        vals = rng.standard_normal(n).astype(np.float64) * 100
+        arr = vals.astype(dt)
+        specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan], dtype=dt)
+    elif ty.is_int:
+        info = np.iinfo(dt)
+        arr = rng.integers(int(info.min), int(info.max), size=n, dtype=dt, endpoint=True)
+        specials = np.array([0, 1, info.max, info.min, info.max // 2], dtype=dt)
+    else:
+        return rng.integers(0, 2, size=n).astype(bool)
+    k = min(n, len(specials))
+    if k:
+        idx = rng.choice(n, size=k, replace=False)
+        arr[idx] = specials[:k]
+    return arr
