@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import builder, errors, features
-from .backend import BaseBackend, Backend, Capabilities, CompileStats, Pending
+from .backend import Backend, BaseBackend, Capabilities, CompileStats, Pending
 from .binding import BoundDispatch, validate_buffer_ownership
 from .buffer import BufferBase, DeviceBuffer
 from .builder import ProgramBuilder
@@ -24,7 +24,9 @@ from .errors import (
     UnsupportedFeature,
 )
 from .ir.nodes import Program
+from .ir.serialize import from_json, to_json
 from .ir.types import ScalarType, bool_, f16, f32, f64, i32, i64, u32, u64
+from .ir.validate import validate
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
 
@@ -56,6 +58,6 @@ __all__ = [
     "IndirectGrid", "InvalidDispatch", "InvalidProgram", "OutOfDeviceMemory", "Pending",
     "Pipeline", "PipelineResult", "Program", "ProgramBuilder", "ReadRange", "ScalarType",
     "Step", "Timing", "UnsupportedFeature", "available_backends", "bool_", "builder",
-    "dispatch", "errors", "f16", "f32", "f64", "features", "get_backend", "i32", "i64",
-    "transfer", "u32", "u64", "validate_buffer_ownership",
+    "dispatch", "errors", "f16", "f32", "f64", "features", "from_json", "get_backend", "i32",
+    "i64", "to_json", "transfer", "u32", "u64", "validate", "validate_buffer_ownership",
 ]

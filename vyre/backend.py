@@ -10,6 +10,7 @@ must never route resident work through host copies.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ from .errors import (
     BackendError,
     BackendUnavailable,
     InvalidDispatch,
+    InvalidProgram,
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
@@ -197,6 +199,7 @@ class BaseBackend:
                 self.id, byte_len, f"the largest allocation this device allows is {limit} bytes"
             )
         with self._lock:
+            self._check_open()  # again under the lock: close() may have run meanwhile
             buf = self._allocate(byte_len, label)
             self._live[id(buf)] = buf
             return buf
@@ -227,13 +230,16 @@ class BaseBackend:
         checked: list[tuple[BufferBase, memoryview, int]] = []
         for item in items:
             buffer, data = item[0], item[1]
-            offset = item[2] if len(item) > 2 else 0  # type: ignore[misc]
+            offset = item[2] if len(item) > 2 else 0
             validate_buffer_ownership(self, [buffer])
             assert isinstance(buffer, BufferBase)
             mv = host_bytes(data, f"write to {buffer.describe()}")
             check_range(buffer, int(offset), mv.nbytes)
             checked.append((buffer, mv, int(offset)))
         with self._lock:
+            self._check_open()
+            for buffer, _, _ in checked:
+                check_usable(buffer)  # not freed by another thread since validation
             for buffer, mv, offset in checked:
                 if mv.nbytes:
                     self._write(buffer, mv, offset)
@@ -266,6 +272,9 @@ class BaseBackend:
                 raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
             todo.append((rr.buffer, rr.offset, length, dt))
         with self._lock:
+            self._check_open()
+            for b, _, _, _ in todo:
+                check_usable(b)
             raw = self._read_batch([(b, o, n) for b, o, n, _ in todo])
         return [
             np.frombuffer(bytearray(data), dtype=dt) for data, (_, _, _, dt) in zip(raw, todo)
@@ -286,6 +295,7 @@ class BaseBackend:
             raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
         cache_key = (program.content_hash, key)
         with self._lock:
+            self._check_open()
             hit = self._compiled.get(cache_key)
             if hit is not None:
                 self.compile_stats.hits += 1
@@ -324,6 +334,9 @@ class BaseBackend:
         else:
             bound = self.bind(program, inputs, outputs, config or DispatchConfig())
         with self._lock:
+            self._check_open()
+            for b in bound.buffers:
+                check_usable(b)
             return self._launch(bound)
 
     def dispatch_with_device_buffers(
@@ -443,12 +456,14 @@ class BaseBackend:
             if isinstance(s, Step):
                 try:
                     validate(s.program)
-                except BackendError as exc:
-                    raise type(exc)(f"pipeline step {i}: {exc}") from None  # type: ignore[call-arg]
+                except InvalidProgram as exc:
+                    raise InvalidProgram(f"pipeline step {i} ({s.program.name}): {exc}") from None
         p = Pipeline(self, steps)
         for s in p.steps:
             self._compiled_for(s.program, self._specialisation(s))
-        self._record_pipeline(p)
+        with self._lock:
+            self._check_open()
+            self._record_pipeline(p)
         return p
 
     def _specialisation(self, bound: BoundDispatch) -> Any:
@@ -463,6 +478,7 @@ class BaseBackend:
         """Block until all work enqueued on this backend has finished."""
         self._check_open()
         with self._lock:
+            self._check_open()
             self._synchronize()
 
     def close(self) -> None:
@@ -472,10 +488,8 @@ class BaseBackend:
                 return
             try:
                 for b in list(self._live.values()):
-                    try:
+                    with contextlib.suppress(BackendError):
                         self._free(b)
-                    except BackendError:
-                        pass
                     b._freed = True
                 self._live.clear()
                 self._compiled.clear()

@@ -87,7 +87,7 @@ def _ordered(
                 f"missing {missing}, unexpected {extra}"
             )
         return [given[n] for n in names]
-    seq = list(given)
+    seq: list[object] = list(given)
     if len(seq) != len(decls):
         raise InvalidDispatch(
             f"program {program.name!r} takes {len(decls)} {role} buffer(s) {names} "

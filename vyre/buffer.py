@@ -125,4 +125,4 @@ def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview
             f"{what}: array is not C-contiguous (strides {data.strides}); "
             "pass np.ascontiguousarray(arr)"
         )
-    return memoryview(data.reshape(-1).view(np.uint8))
+    return memoryview(data.reshape(-1).view(np.uint8))  # type: ignore[arg-type]

@@ -18,14 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .errors import InvalidProgram
 from .ir import nodes as N
 from .ir.types import ScalarType, normalise_literal
-from .ir.validate import validate
+from .ir.validate import MAX_NAME_LEN, is_valid_name, validate
 
 U32 = ScalarType.U32
 BOOL = ScalarType.BOOL
@@ -133,7 +133,10 @@ class Value:
         if self.ty.is_float:
             raise BuildError("// is integer division; use / for floats (or floor(a / b))")
         return self._bin("div", o)
-    def __rfloordiv__(self, o: Any) -> Value: return self._bin("div", o, True)
+    def __rfloordiv__(self, o: Any) -> Value:
+        if self.ty.is_float:
+            raise BuildError("// is integer division; use / for floats (or floor(a / b))")
+        return self._bin("div", o, True)
     def __mod__(self, o: Any) -> Value: return self._bin("rem", o)
     def __rmod__(self, o: Any) -> Value: return self._bin("rem", o, True)
     def __and__(self, o: Any) -> Value:
@@ -209,6 +212,10 @@ class Variable(Value):
     def __itruediv__(self, o: Any) -> Variable: return self._aug("div", o)
     def __imod__(self, o: Any) -> Variable: return self._aug("rem", o)
 
+    def __ifloordiv__(self, o: Any) -> Variable:
+        self._b.assign(self, self // o)
+        return self
+
     def __iand__(self, o: Any) -> Variable:
         return self._aug("logical_and" if self.ty is BOOL else "and", o)
 
@@ -240,6 +247,11 @@ class BufferRef:
         return f"<vyre buffer {self.name}: {self.ty} {self.access}>"
 
     def __getitem__(self, index: Any) -> Value:
+        if self.access == "write":
+            raise BuildError(
+                f"buffer {self.name!r} is declared 'write' (write-only) and cannot be loaded; "
+                "declare it 'read_write' to read it back"
+            )
         return Value(self._b, N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty))
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -278,7 +290,7 @@ def _binary(op: str, a: N.ExprNode, b: N.ExprNode) -> N.Binary:
     if op in N.SHIFT_OPS:
         if not ta.is_int:
             raise BuildError(f"{op} needs an integer left operand, got {ta}")
-        return N.Binary(op=op, a=a, b=b, ty=ta)
+        return N.Binary(op=cast(N.BinaryOp, op), a=a, b=b, ty=ta)
     if ta != tb:
         raise BuildError(
             f"{op} on {ta} and {tb}: both operands must have one type; "
@@ -287,18 +299,18 @@ def _binary(op: str, a: N.ExprNode, b: N.ExprNode) -> N.Binary:
     if op in N.LOGICAL_OPS:
         if ta is not BOOL:
             raise BuildError(f"{op} needs bool operands, got {ta}")
-        return N.Binary(op=op, a=a, b=b, ty=BOOL)
+        return N.Binary(op=cast(N.BinaryOp, op), a=a, b=b, ty=BOOL)
     if op in N.COMPARISON_OPS:
         if ta is BOOL and op not in ("eq", "ne"):
             raise BuildError(f"{op} is not defined on bool; compare numbers")
-        return N.Binary(op=op, a=a, b=b, ty=BOOL)
+        return N.Binary(op=cast(N.BinaryOp, op), a=a, b=b, ty=BOOL)
     if op in N.BITWISE_OPS:
         if not ta.is_int:
             raise BuildError(f"bitwise {op} needs integers, got {ta}; bitcast floats first")
-        return N.Binary(op=op, a=a, b=b, ty=ta)
+        return N.Binary(op=cast(N.BinaryOp, op), a=a, b=b, ty=ta)
     if not ta.is_numeric:
         raise BuildError(f"{op} needs numbers, got {ta}")
-    return N.Binary(op=op, a=a, b=b, ty=ta)
+    return N.Binary(op=cast(N.BinaryOp, op), a=a, b=b, ty=ta)
 
 
 def _unary(op: str, a: N.ExprNode) -> N.Unary:
@@ -309,7 +321,7 @@ def _unary(op: str, a: N.ExprNode) -> N.Unary:
         raise BuildError(f"~ needs an integer or bool, got {t}")
     if op == "not" and t is not BOOL:
         raise BuildError(f"logical not needs bool, got {t}")
-    return N.Unary(op=op, a=a, ty=t)
+    return N.Unary(op=cast(N.UnaryOp, op), a=a, ty=t)
 
 
 def _call(fn: str, *args: N.ExprNode) -> N.Call:
@@ -321,7 +333,9 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
         raise BuildError(f"{fn} needs a float argument, got {t}; cast with .cast(f32)")
     if not t.is_numeric:
         raise BuildError(f"{fn} needs numbers, got {t}")
-    return N.Call(fn=fn, args=tuple(args), ty=t)
+    if len(args) != N.FN_ARITY[fn]:
+        raise BuildError(f"{fn} takes {N.FN_ARITY[fn]} arguments, got {len(args)}")
+    return N.Call(fn=cast(N.CallFn, fn), args=tuple(args), ty=t)
 
 
 # ------------------------------------------------------------------ the builder
@@ -333,7 +347,14 @@ class ProgramBuilder:
     def __init__(self, name: str, workgroup_size: int | tuple[int, ...] = 64) -> None:
         self.name = name
         ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
-        self.workgroup_size: tuple[int, int, int] = tuple([*ws, 1, 1, 1][:3])  # type: ignore[assignment]
+        if not 1 <= len(ws) <= 3 or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in ws
+        ):
+            raise BuildError(
+                f"workgroup_size must be an int or a tuple of 1 to 3 ints, got {workgroup_size!r}"
+            )
+        x, y, z = [*ws, 1, 1][:3]
+        self.workgroup_size: tuple[int, int, int] = (x, y, z)
         self._buffers: list[N.BufferDecl] = []
         self._params: list[N.ParamDecl] = []
         self._arrays: list[N.WorkgroupArray] = []
@@ -347,8 +368,11 @@ class ProgramBuilder:
 
     # -- declarations
     def _declare_name(self, name: str, what: str) -> None:
-        if not isinstance(name, str) or not name.isidentifier():
-            raise BuildError(f"{what} name {name!r} must be a Python-style identifier")
+        if not is_valid_name(name):
+            raise BuildError(
+                f"{what} name {name!r} must be an ASCII identifier ([A-Za-z_][A-Za-z0-9_]*, "
+                f"at most {MAX_NAME_LEN} characters)"
+            )
         if name in self._names:
             raise BuildError(f"{what} name {name!r} is already declared in {self.name!r}")
         self._names.add(name)
@@ -360,8 +384,12 @@ class ProgramBuilder:
         ty = ScalarType(ty)
         if access not in ("read", "write", "read_write"):
             raise BuildError(f"buffer {name!r}: access must be read, write or read_write")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise BuildError(f"buffer {name!r}: a fixed count must be an int >= 0, got {count!r}")
         self._declare_name(name, "buffer")
-        self._buffers.append(N.BufferDecl(name=name, ty=ty, access=access, count=count))  # type: ignore[arg-type]
+        self._buffers.append(
+            N.BufferDecl(name=name, ty=ty, access=cast(N.Access, access), count=count)
+        )
         ref = BufferRef(self, name, ty, access)
         self._refs[name] = ref
         return ref
@@ -376,6 +404,8 @@ class ProgramBuilder:
     def shared(self, name: str, ty: ScalarType, count: int) -> BufferRef:
         """Declare a workgroup (shared) array of `count` elements."""
         ty = ScalarType(ty)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise BuildError(f"workgroup array {name!r}: count must be an int >= 1, got {count!r}")
         self._declare_name(name, "workgroup array")
         self._arrays.append(N.WorkgroupArray(name=name, ty=ty, count=count))
         ref = BufferRef(self, name, ty, "workgroup")
@@ -386,7 +416,7 @@ class ProgramBuilder:
     def _builtin(self, name: str, axis: int) -> Value:
         if axis not in (0, 1, 2):
             raise BuildError(f"{name} axis must be 0, 1 or 2, got {axis}")
-        return Value(self, N.Builtin(name=name, axis=axis))  # type: ignore[arg-type]
+        return Value(self, N.Builtin(name=cast(N.BuiltinName, name), axis=axis))
 
     def global_id(self, axis: int = 0) -> Value: return self._builtin("global_id", axis)
     def local_id(self, axis: int = 0) -> Value: return self._builtin("local_id", axis)
@@ -495,6 +525,12 @@ class ProgramBuilder:
         self._check_ref(buf)
         if buf.access not in ("read_write", "workgroup"):
             raise BuildError(f"atomics need a read_write buffer; {buf.name!r} is {buf.access}")
+        if buf.ty.is_float and (buf.ty is not ScalarType.F32 or op != "add"):
+            raise BuildError(
+                f"atomic {op} on {buf.ty} {buf.name!r}: only atomic add exists for floats (f32)"
+            )
+        if not buf.ty.is_numeric:
+            raise BuildError(f"atomic {op} needs integer elements, {buf.name!r} is {buf.ty}")
         v = self._coerce(value, buf.ty, f"atomic {op} value")
         if v.ty != buf.ty:
             raise BuildError(f"atomic {op} on {buf.name!r} ({buf.ty}) got a {v.ty} value")
@@ -505,8 +541,10 @@ class ProgramBuilder:
                 raise BuildError(f"compare value must be {buf.ty}, got {c.ty}")
         name = self._fresh("old")
         self._names.add(name)
+        if (op == "compare_exchange") != (c is not None):
+            raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
         self._emit(
-            N.Atomic(op=op, buffer=buf.name, index=self._index(index), value=v,  # type: ignore[arg-type]
+            N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=self._index(index), value=v,
                      comparand=c, result=name)
         )
         scope = _Scope(f"atomic result {name!r}")

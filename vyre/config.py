@@ -10,9 +10,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import InvalidDispatch
 
 MAX_GRID_DIM = 65535
+
+
+def _invalid(what: str, exc: ValidationError) -> InvalidDispatch:
+    """A pydantic error as the vyre error users catch (every user error is a BackendError)."""
+    parts = []
+    for err in exc.errors(include_url=False)[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or what
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
+    return InvalidDispatch(f"invalid {what}: " + "; ".join(parts))
 
 
 class IndirectGrid(BaseModel):
@@ -22,6 +33,12 @@ class IndirectGrid(BaseModel):
 
     buffer: Any
     offset: int = Field(default=0, ge=0)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid("IndirectGrid", exc) from None
 
     @field_validator("offset")
     @classmethod
@@ -46,6 +63,12 @@ class DispatchConfig(BaseModel):
     label: str | None = None
     profile: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid("DispatchConfig", exc) from None
 
     @field_validator("grid", mode="before")
     @classmethod
@@ -81,7 +104,7 @@ class DispatchConfig(BaseModel):
         builder's `global_linear_id()`, which accounts for that.
         """
         if n < 1:
-            raise ValueError(f"for_elements needs n >= 1, got {n}; skip empty dispatches")
+            raise InvalidDispatch(f"for_elements needs n >= 1, got {n}; skip empty dispatches")
         groups = math.ceil(n / workgroup_size)
         if groups <= max_per_dim:
             return cls(grid=(groups, 1, 1), **kw)

@@ -99,11 +99,16 @@ class Pipeline:
         """Run every step `repeat` times in order, then the readbacks; one host sync."""
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise InvalidDispatch(f"repeat must be an int >= 1, got {repeat!r}")
+        self.backend._check_open()
         reads = self._check_reads(read)
-        for s in self.steps:
-            for b in s.buffers:
-                check_usable(b)
-        return self.backend._run_pipeline(self, repeat, reads)
+        # Under the backend's lock like every other device call: device libraries (wgpu-native)
+        # abort the process when two threads submit at once.
+        with self.backend._lock:
+            self.backend._check_open()
+            for s in self.steps:
+                for b in s.buffers:
+                    check_usable(b)
+            return self.backend._run_pipeline(self, repeat, reads)
 
     def buffers(self) -> list[BufferBase]:
         return [b for s in self.steps for b in s.buffers]

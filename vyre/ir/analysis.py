@@ -6,8 +6,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .nodes import (
-    Atomic, Binary, Bitcast, Call, Cast, Const, Expr, For, If, Let, Load, Program, Select,
-    Stmt, Store, Unary, While, Assign, Var, Param,
+    Assign,
+    Atomic,
+    Binary,
+    Bitcast,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    For,
+    If,
+    Let,
+    Load,
+    Param,
+    Program,
+    Select,
+    Stmt,
+    Store,
+    Unary,
+    Var,
+    While,
 )
 from .types import ScalarType
 
@@ -97,12 +115,12 @@ def required_features(program: Program) -> frozenset[str]:
     elem.update({a.name: a.ty for a in program.workgroup_arrays})
     for s in walk_stmts(program.body):
         if isinstance(s, Atomic):
-            t = elem.get(s.buffer)
-            if t is None:
+            at = elem.get(s.buffer)
+            if at is None:
                 continue
-            if t.is_float:
+            if at.is_float:
                 feats.add("atomic_float")
-            elif t.bits == 64:
+            elif at.bits == 64:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:
         feats.add("workgroup_memory")
@@ -119,7 +137,17 @@ def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
 
 
 __all__ = [
-    "Const", "Var", "Param",
-    "atomic_buffers", "child_blocks", "child_exprs", "required_features", "stmt_exprs",
-    "types_used", "uses_float_ops", "walk_all_exprs", "walk_expr", "walk_stmts",
+    "Const",
+    "Param",
+    "Var",
+    "atomic_buffers",
+    "child_blocks",
+    "child_exprs",
+    "required_features",
+    "stmt_exprs",
+    "types_used",
+    "uses_float_ops",
+    "walk_all_exprs",
+    "walk_expr",
+    "walk_stmts",
 ]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +20,8 @@ from .types import ScalarType, normalise_literal
 
 MAX_WORKGROUP_INVOCATIONS = 1024
 MAX_WORKGROUP_DIM = (1024, 1024, 64)
+# cached_property names of Program: derived from the fields, dropped by model_copy.
+_DERIVED = ("canonical_json", "content_hash", "required_features")
 
 
 class Node(BaseModel):
@@ -168,7 +171,7 @@ class Bitcast(Node):
 
 
 Expr = Annotated[
-    Union[Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast],
+    Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast,
     Field(discriminator="kind"),
 ]
 
@@ -257,7 +260,7 @@ class Atomic(Node):
 
 
 Stmt = Annotated[
-    Union[Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic],
+    Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic,
     Field(discriminator="kind"),
 ]
 
@@ -299,16 +302,26 @@ class Program(Node):
     @field_validator("workgroup_size", mode="before")
     @classmethod
     def _pad_workgroup_size(cls, v: Any) -> Any:
-        if isinstance(v, int):
+        # Always hand pydantic a tuple, so strict validation (the wire format) accepts a
+        # JSON array; shorter forms are padded with 1s.
+        if isinstance(v, int) and not isinstance(v, bool):
             return (v, 1, 1)
-        if isinstance(v, (list, tuple)) and 1 <= len(v) < 3:
-            return (*v, *([1] * (3 - len(v))))
+        if isinstance(v, (list, tuple)):
+            return (*v, *([1] * (3 - len(v)))) if 1 <= len(v) < 3 else tuple(v)
         return v
 
     # Derived data, computed once per (immutable) Program.
     @cached_property
     def canonical_json(self) -> str:
-        data = self.model_dump(mode="json")
+        try:
+            data = self.model_dump(mode="json")
+        except ValueError:
+            # pydantic's serialiser stops at its depth limit; the validator names the node
+            # that nests too deeply (MAX_DEPTH) with a clean InvalidProgram instead.
+            from .validate import validate
+
+            validate(self)
+            raise
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
     @cached_property
@@ -346,6 +359,18 @@ class Program(Node):
         from .analysis import required_features
 
         return required_features(self)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Program:
+        """A copy (with `update` applied); derived data is recomputed, never carried over.
+
+        pydantic copies `__dict__`, where cached_property keeps its values: without this a
+        changed copy would keep the original's content hash (a wrong compile-cache key).
+        The copy is not re-validated by pydantic; vyre's validator checks it before use.
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        for key in _DERIVED:
+            copy.__dict__.pop(key, None)
+        return copy
 
     def __hash__(self) -> int:
         return hash(self.content_hash)

@@ -6,12 +6,12 @@ in the reference backend and the validator).
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 
-class ScalarType(str, Enum):
+class ScalarType(StrEnum):
     BOOL = "bool"
     I32 = "i32"
     U32 = "u32"

@@ -1,0 +1,749 @@
+"""Program IR -> CUDA C source (one `extern "C"` kernel per Program).
+
+The generated code implements docs/IR.md exactly: integer arithmetic is done in unsigned
+types (wrapping, no C undefined behaviour), division and remainder by zero give 0, shifts
+take their amount modulo the width, every load / store / atomic is bounds-checked against
+an element count passed as a kernel argument, float -> int casts saturate with NaN -> 0,
+float min/max use fminf/fmaxf (IEEE minNum/maxNum), round is half-to-even (rintf), float
+rem is a - b*trunc(a/b) step by step, For loops never overflow. f16 values are kept as
+their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
+ships no headers); arithmetic on them is done in f32 and rounded once, which is exact for
++ - * / sqrt (24 >= 2*11+2 bits) and matches the reference.
+
+Kernel arguments, in this order: one pointer per buffer (declaration order), one u32
+element count per buffer, then the params (declaration order). `KernelSignature` describes
+that layout for the launcher.
+
+This module must never talk to NVRTC or the driver, and never emits fast-math constructs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from vyre.errors import InvalidProgram, UnsupportedFeature
+from vyre.ir import nodes as N
+from vyre.ir.types import ScalarType
+
+KERNEL_NAME = "vyre_main"
+LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
+ST = ScalarType
+
+CTYPE: dict[ScalarType, str] = {
+    ST.BOOL: "bool",
+    ST.I32: "int",
+    ST.U32: "unsigned",
+    ST.F32: "float",
+    ST.F16: "vy_f16",
+    ST.F64: "double",
+    ST.I64: "long long",
+    ST.U64: "unsigned long long",
+}
+UTYPE: dict[ScalarType, str] = {
+    ST.I32: "unsigned",
+    ST.U32: "unsigned",
+    ST.I64: "unsigned long long",
+    ST.U64: "unsigned long long",
+}
+
+# Kernel-argument sizes (bytes) of each param type; bool params never exist.
+ARG_SIZE: dict[ScalarType, int] = {
+    ST.I32: 4, ST.U32: 4, ST.F32: 4, ST.F16: 2, ST.F64: 8, ST.I64: 8, ST.U64: 8,
+}
+STRUCT_CODE: dict[ScalarType, str] = {
+    ST.I32: "<i", ST.U32: "<I", ST.F32: "<f", ST.F16: "<e", ST.F64: "<d", ST.I64: "<q",
+    ST.U64: "<Q",
+}
+
+PRELUDE = r"""
+// ---- vyre prelude: exact IR semantics (docs/IR.md) ----
+typedef unsigned short vy_f16;  // f16 kept as its bit pattern; converted with PTX cvt
+__device__ __forceinline__ float vy_h2f(vy_f16 h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ vy_f16 vy_f2h(float f) {
+  vy_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ vy_f16 vy_d2h(double d) {
+  vy_f16 h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+
+// bounds-checked memory access: out of range loads read 0, stores do nothing
+template <class T> __device__ __forceinline__ T vy_ld(const T* p, unsigned i, unsigned n) {
+  return i < n ? p[i] : T(0); }
+template <class T> __device__ __forceinline__ void vy_st(T* p, unsigned i, unsigned n, T v) {
+  if (i < n) p[i] = v; }
+
+// integer division / remainder: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
+__device__ __forceinline__ int vy_div(int a, int b) {
+  return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
+__device__ __forceinline__ int vy_rem(int a, int b) {
+  return (b == 0 || b == -1) ? 0 : a % b; }
+__device__ __forceinline__ unsigned vy_div(unsigned a, unsigned b) { return b == 0u ? 0u : a / b; }
+__device__ __forceinline__ unsigned vy_rem(unsigned a, unsigned b) { return b == 0u ? 0u : a % b; }
+__device__ __forceinline__ long long vy_div(long long a, long long b) {
+  return b == 0 ? 0 : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b); }
+__device__ __forceinline__ long long vy_rem(long long a, long long b) {
+  return (b == 0 || b == -1) ? 0 : a % b; }
+__device__ __forceinline__ unsigned long long vy_div(unsigned long long a, unsigned long long b) {
+  return b == 0ull ? 0ull : a / b; }
+__device__ __forceinline__ unsigned long long vy_rem(unsigned long long a, unsigned long long b) {
+  return b == 0ull ? 0ull : a % b; }
+
+// shifts: amount modulo the bit width; shr arithmetic for signed, logical for unsigned
+__device__ __forceinline__ int vy_shl(int a, unsigned s) { return (int)((unsigned)a << (s & 31u)); }
+__device__ __forceinline__ unsigned vy_shl(unsigned a, unsigned s) { return a << (s & 31u); }
+__device__ __forceinline__ long long vy_shl(long long a, unsigned s) {
+  return (long long)((unsigned long long)a << (s & 63u)); }
+__device__ __forceinline__ unsigned long long vy_shl(unsigned long long a, unsigned s) {
+  return a << (s & 63u); }
+__device__ __forceinline__ int vy_shr(int a, unsigned s) { return a >> (s & 31u); }
+__device__ __forceinline__ unsigned vy_shr(unsigned a, unsigned s) { return a >> (s & 31u); }
+__device__ __forceinline__ long long vy_shr(long long a, unsigned s) { return a >> (s & 63u); }
+__device__ __forceinline__ unsigned long long vy_shr(unsigned long long a, unsigned s) {
+  return a >> (s & 63u); }
+
+template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
+__device__ __forceinline__ int vy_iabs(int a) { return a < 0 ? (int)(0u - (unsigned)a) : a; }
+__device__ __forceinline__ long long vy_iabs(long long a) {
+  return a < 0 ? (long long)(0ull - (unsigned long long)a) : a; }
+__device__ __forceinline__ unsigned vy_iabs(unsigned a) { return a; }
+__device__ __forceinline__ unsigned long long vy_iabs(unsigned long long a) { return a; }
+
+// float rem: a - b * trunc(a / b), each step rounded in the type (no contraction)
+__device__ __forceinline__ float vy_frem(float a, float b) {
+  float q = truncf(a / b); float p = b * q; return a - p; }
+__device__ __forceinline__ double vy_frem(double a, double b) {
+  double q = trunc(a / b); double p = b * q; return a - p; }
+__device__ __forceinline__ vy_f16 vy_hrem(vy_f16 a, vy_f16 b) {
+  vy_f16 q = vy_f2h(truncf(vy_h2f(vy_f2h(vy_h2f(a) / vy_h2f(b)))));
+  vy_f16 p = vy_f2h(vy_h2f(b) * vy_h2f(q));
+  return vy_f2h(vy_h2f(a) - vy_h2f(p)); }
+
+// float -> int: truncate toward zero, saturate, NaN -> 0 (explicit, not left to cvt)
+__device__ __forceinline__ int vy_f2i32(double x) {
+  return x != x ? 0 : (x >= 2147483648.0 ? 2147483647 : (x <= -2147483648.0 ? (-2147483647 - 1) : (int)x)); }
+__device__ __forceinline__ unsigned vy_f2u32(double x) {
+  return x != x ? 0u : (x >= 4294967296.0 ? 4294967295u : (x <= 0.0 ? 0u : (unsigned)x)); }
+__device__ __forceinline__ long long vy_f2i64(double x) {
+  return x != x ? 0ll : (x >= 9223372036854775808.0 ? 9223372036854775807ll
+         : (x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1) : (long long)x)); }
+__device__ __forceinline__ unsigned long long vy_f2u64(double x) {
+  return x != x ? 0ull : (x >= 18446744073709551616.0 ? 18446744073709551615ull
+         : (x <= 0.0 ? 0ull : (unsigned long long)x)); }
+__device__ __forceinline__ int vy_f2i32(float x) {
+  return x != x ? 0 : (x >= 2147483648.0f ? 2147483647 : (x <= -2147483648.0f ? (-2147483647 - 1) : (int)x)); }
+__device__ __forceinline__ unsigned vy_f2u32(float x) {
+  return x != x ? 0u : (x >= 4294967296.0f ? 4294967295u : (x <= 0.0f ? 0u : (unsigned)x)); }
+__device__ __forceinline__ long long vy_f2i64(float x) {
+  return x != x ? 0ll : (x >= 9223372036854775808.0f ? 9223372036854775807ll
+         : (x <= -9223372036854775808.0f ? (-9223372036854775807ll - 1) : (long long)x)); }
+__device__ __forceinline__ unsigned long long vy_f2u64(float x) {
+  return x != x ? 0ull : (x >= 18446744073709551616.0f ? 18446744073709551615ull
+         : (x <= 0.0f ? 0ull : (unsigned long long)x)); }
+// ---- end of prelude ----
+"""
+
+_F32_FN = {
+    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
+    "sin": "sinf", "cos": "cosf", "tan": "tanf", "tanh": "tanhf", "floor": "floorf",
+    "ceil": "ceilf", "trunc": "truncf", "round": "rintf", "fma": "fmaf", "pow": "powf",
+    "atan2": "atan2f", "abs": "fabsf",
+}
+_F64_FN = {
+    "sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
+    "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor",
+    "ceil": "ceil", "trunc": "trunc", "round": "rint", "fma": "fma", "pow": "pow",
+    "atan2": "atan2", "abs": "fabs",
+}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_BITS = {"and": "&", "or": "|", "xor": "^"}
+
+_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def mangle(prefix: str, name: str) -> str:
+    """A C identifier for a user name: `prefix` + the name, non-ASCII-alnum escaped."""
+    safe = _IDENT.sub(lambda m: f"_x{ord(m.group()):x}_", name)
+    return f"{prefix}_{safe}"
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """The kernel's argument list: buffer pointers, u32 counts, then params."""
+
+    buffers: tuple[ScalarType, ...]
+    params: tuple[ScalarType, ...]
+
+    def layout(self) -> tuple[list[int], int]:
+        """(offset of each argument in a packed, naturally aligned block, block size)."""
+        offsets: list[int] = []
+        pos = 0
+        sizes = [8] * len(self.buffers) + [4] * len(self.buffers)
+        sizes += [ARG_SIZE[t] for t in self.params]
+        for s in sizes:
+            pos = (pos + s - 1) // s * s
+            offsets.append(pos)
+            pos += s
+        return offsets, max(pos, 8)
+
+
+@dataclass(frozen=True)
+class Generated:
+    source: str
+    signature: KernelSignature
+    block: tuple[int, int, int]
+
+
+def _float_literal(value: float, ty: ScalarType) -> str:
+    if ty is ST.F16:
+        bits = int(np.array(value, dtype=np.float16).view(np.uint16))
+        return f"((vy_f16)0x{bits:04x}u)"
+    if ty is ST.F32:
+        if math.isfinite(value):
+            r = repr(float(value))
+            if float(np.float32(float(r))) == value:
+                return f"{r}f" if ("e" in r or "." in r) else f"{r}.0f"
+        bits = 0x7FC00000 if math.isnan(value) else struct.unpack("<I", struct.pack("<f", value))[0]
+        return f"__uint_as_float(0x{bits:08x}u)"
+    if math.isfinite(value):
+        r = repr(float(value))
+        return r if ("e" in r or "." in r) else f"{r}.0"
+    bits = (
+        0x7FF8000000000000 if math.isnan(value) else struct.unpack("<Q", struct.pack("<d", value))[0]
+    )
+    return f"__longlong_as_double(0x{bits:016x}ll)"
+
+
+def _int_literal(value: int, ty: ScalarType) -> str:
+    if ty is ST.I32:
+        return "(-2147483647 - 1)" if value == -(2**31) else (f"({value})" if value < 0 else str(value))
+    if ty is ST.U32:
+        return f"{value}u"
+    if ty is ST.I64:
+        if value == -(2**63):
+            return "(-9223372036854775807ll - 1)"
+        return f"({value}ll)" if value < 0 else f"{value}ll"
+    return f"{value}ull"
+
+
+def literal(value: bool | int | float, ty: ScalarType) -> str:
+    if ty is ST.BOOL:
+        return "true" if value else "false"
+    if ty.is_int:
+        return _int_literal(int(value), ty)
+    return _float_literal(float(value), ty)
+
+
+class _Gen:
+    def __init__(self, program: N.Program, restrict: bool, coarsen: int = 1) -> None:
+        self.p = program
+        self.restrict = restrict
+        self.coarsen = coarsen
+        self.sfx = ""  # per-invocation name suffix in lockstep mode ("_0", "_1", ...)
+        self.tmp = 0
+        self.lines: list[str] = []
+        self.buf_ty = {b.name: b.ty for b in program.buffers}
+        self.arr = {a.name: a for a in program.workgroup_arrays}
+        self.vars: dict[str, str] = {}
+
+    # ------------------------------------------------------------ expressions
+    def name_of(self, var: str) -> str:
+        return mangle("v", var) + self.sfx
+
+    def mem(self, name: str) -> tuple[str, str]:
+        """(pointer expression, count expression) of a buffer or workgroup array."""
+        if name in self.arr:
+            return mangle("s", name), f"{self.arr[name].count}u"
+        if name in self.buf_ty:
+            return mangle("b", name), mangle("n", name)
+        raise InvalidProgram(f"unknown buffer or workgroup array {name!r}")
+
+    def f(self, code: str, ty: ScalarType) -> str:
+        """`code` (of float type `ty`) as an expression of the type computations use."""
+        return f"vy_h2f({code})" if ty is ST.F16 else code
+
+    def expr(self, e: N.ExprNode) -> str:
+        if isinstance(e, N.Const):
+            return literal(e.value, e.ty)
+        if isinstance(e, N.Var):
+            return self.name_of(e.name)
+        if isinstance(e, N.Param):
+            return mangle("p", e.name)
+        if isinstance(e, N.Builtin):
+            if e.name == "local_index":
+                return "vy_lidx" + self.sfx
+            short = {"global_id": "gid", "local_id": "lid", "workgroup_id": "wid",
+                     "num_workgroups": "nwg"}[e.name]
+            per_j = e.axis == 0 and short in ("gid", "lid")
+            return f"vy_{short}{e.axis}" + (self.sfx if per_j else "")
+        if isinstance(e, N.Load):
+            ptr, n = self.mem(e.buffer)
+            return f"vy_ld({ptr}, {self.expr(e.index)}, {n})"
+        if isinstance(e, N.Length):
+            return self.mem(e.buffer)[1]
+        if isinstance(e, N.Unary):
+            return self.unary(e)
+        if isinstance(e, N.Binary):
+            return self.binary(e)
+        if isinstance(e, N.Call):
+            return self.call(e)
+        if isinstance(e, N.Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
+        if isinstance(e, N.Cast):
+            return self.cast(self.expr(e.a), e.a.ty, e.ty)
+        if isinstance(e, N.Bitcast):
+            return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
+        raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def unary(self, e: N.Unary) -> str:
+        a, t = self.expr(e.a), e.ty
+        if e.op == "not":
+            return f"(!{a})"
+        if e.op == "bit_not":
+            return f"(({CTYPE[t]})~{a})"
+        # neg
+        if t is ST.F16:
+            return f"((vy_f16)({a} ^ 0x8000u))"
+        if t.is_float:
+            return f"(-{a})"
+        return f"(({CTYPE[t]})(({UTYPE[t]})0 - ({UTYPE[t]}){a}))"
+
+    def binary(self, e: N.Binary) -> str:
+        op, t = e.op, e.a.ty
+        a, b = self.expr(e.a), self.expr(e.b)
+        if op in _CMP:
+            if t is ST.F16:
+                a, b = self.f(a, t), self.f(b, t)
+            return f"({a} {_CMP[op]} {b})"
+        if op == "logical_and":
+            return f"({a} && {b})"
+        if op == "logical_or":
+            return f"({a} || {b})"
+        if op == "shl":
+            return f"vy_shl({a}, {b})"
+        if op == "shr":
+            return f"vy_shr({a}, {b})"
+        if op in _BITS:
+            return f"(({CTYPE[t]})({a} {_BITS[op]} {b}))"
+        if t.is_int:
+            if op in _ARITH:
+                if not t.is_signed:  # unsigned C arithmetic already wraps
+                    return f"({a} {_ARITH[op]} {b})"
+                u = UTYPE[t]
+                return f"(({CTYPE[t]})(({u}){a} {_ARITH[op]} ({u}){b}))"
+            if op == "div":
+                return f"vy_div({a}, {b})"
+            if op == "rem":
+                return f"vy_rem({a}, {b})"
+            if op == "min":
+                return f"vy_imin({a}, {b})"
+            if op == "max":
+                return f"vy_imax({a}, {b})"
+        if t.is_float:
+            sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op)
+            if t is ST.F16:
+                fa, fb = self.f(a, t), self.f(b, t)
+                if sym:
+                    return f"vy_f2h({fa} {sym} {fb})"
+                if op == "rem":
+                    return f"vy_hrem({a}, {b})"
+                if op in ("min", "max"):
+                    return f"vy_f2h(f{op}f({fa}, {fb}))"
+            else:
+                if sym:
+                    return f"({a} {sym} {b})"
+                if op == "rem":
+                    return f"vy_frem({a}, {b})"
+                if op in ("min", "max"):
+                    suffix = "f" if t is ST.F32 else ""
+                    return f"f{op}{suffix}({a}, {b})"
+        raise InvalidProgram(f"binary {op} on {t} has no CUDA lowering")
+
+    def call(self, e: N.Call) -> str:
+        t, fn = e.ty, e.fn
+        args = [self.expr(x) for x in e.args]
+        if fn == "clamp":
+            x, lo, hi = args
+            if t.is_int:
+                return f"vy_imin(vy_imax({x}, {lo}), {hi})"
+            if t is ST.F16:
+                x, lo, hi = (self.f(v, t) for v in (x, lo, hi))
+                return f"vy_f2h(fminf(fmaxf({x}, {lo}), {hi}))"
+            s = "f" if t is ST.F32 else ""
+            return f"fmin{s}(fmax{s}({x}, {lo}), {hi})"
+        if t.is_int:
+            if fn == "abs":
+                return f"vy_iabs({args[0]})"
+            raise InvalidProgram(f"{fn} needs a float argument, got {t}")
+        if t is ST.F16:
+            if fn == "abs":
+                return f"((vy_f16)({args[0]} & 0x7fffu))"
+            if fn == "fma":  # exact f16 product in f64, one f64 rounding, then to f16
+                a, b, c = (f"(double){self.f(v, t)}" for v in args)
+                return f"vy_d2h(fma({a}, {b}, {c}))"
+            fargs = ", ".join(self.f(v, t) for v in args)
+            return f"vy_f2h({_F32_FN[fn]}({fargs}))"
+        table = _F32_FN if t is ST.F32 else _F64_FN
+        return f"{table[fn]}({', '.join(args)})"
+
+    def cast(self, a: str, src: ScalarType, dst: ScalarType) -> str:
+        if src == dst:
+            return a
+        if dst is ST.BOOL:
+            if src is ST.F16:
+                return f"({self.f(a, src)} != 0.0f)"
+            return f"({a} != 0)"
+        if src is ST.BOOL:
+            if dst is ST.F16:
+                return f"({a} ? (vy_f16)0x3c00u : (vy_f16)0u)"
+            return f"(({CTYPE[dst]})({a} ? 1 : 0))"
+        if src.is_int and dst.is_int:
+            return f"(({CTYPE[dst]}){a})"
+        if src.is_int and dst.is_float:
+            if dst is ST.F16:  # through f64: exact up to 2**53, beyond that inf in f16 anyway
+                return f"vy_d2h((double){a})"
+            return f"(({CTYPE[dst]}){a})"
+        if src.is_float and dst.is_int:
+            x = self.f(a, src)
+            fn = {ST.I32: "vy_f2i32", ST.U32: "vy_f2u32", ST.I64: "vy_f2i64", ST.U64: "vy_f2u64"}
+            return f"{fn[dst]}({x})"
+        # float -> float
+        if dst is ST.F16:
+            return f"vy_d2h({a})" if src is ST.F64 else f"vy_f2h({a})"
+        if src is ST.F16:
+            x = self.f(a, src)
+            return x if dst is ST.F32 else f"((double){x})"
+        return f"(({CTYPE[dst]}){a})"
+
+    def bitcast(self, a: str, src: ScalarType, dst: ScalarType) -> str:
+        if src == dst:
+            return a
+        if src.bits != dst.bits or ST.BOOL in (src, dst):
+            raise InvalidProgram(f"bitcast {src} -> {dst} needs two types of one width")
+        if src.is_int and dst.is_int:
+            return f"(({CTYPE[dst]}){a})"
+        table = {
+            (ST.F32, ST.I32): "__float_as_int", (ST.F32, ST.U32): "__float_as_uint",
+            (ST.I32, ST.F32): "__int_as_float", (ST.U32, ST.F32): "__uint_as_float",
+            (ST.F64, ST.I64): "__double_as_longlong",
+            (ST.I64, ST.F64): "__longlong_as_double",
+        }
+        if (src, dst) == (ST.F64, ST.U64):
+            return f"((unsigned long long)__double_as_longlong({a}))"
+        if (src, dst) == (ST.U64, ST.F64):
+            return f"__longlong_as_double((long long){a})"
+        if (src, dst) in table:
+            return f"{table[(src, dst)]}({a})"
+        raise InvalidProgram(f"bitcast {src} -> {dst} has no CUDA lowering")
+
+    # ------------------------------------------------------------ statements
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("  " * depth + line)
+
+    def block(self, body: tuple[N.StmtNode, ...], depth: int) -> None:
+        for s in body:
+            self.stmt(s, depth)
+
+    def stmt(self, s: N.StmtNode, d: int) -> None:
+        if isinstance(s, N.Let):
+            self.emit(d, f"{CTYPE[s.value.ty]} {self.name_of(s.name)} = {self.expr(s.value)};")
+        elif isinstance(s, N.Assign):
+            self.emit(d, f"{self.name_of(s.name)} = {self.expr(s.value)};")
+        elif isinstance(s, N.Store):
+            ptr, n = self.mem(s.buffer)
+            self.emit(d, f"vy_st({ptr}, {self.expr(s.index)}, {n}, {self.expr(s.value)});")
+        elif isinstance(s, N.If):
+            self.emit(d, f"if ({self.expr(s.cond)}) {{")
+            self.block(s.then, d + 1)
+            if s.orelse:
+                self.emit(d, "} else {")
+                self.block(s.orelse, d + 1)
+            self.emit(d, "}")
+        elif isinstance(s, N.For):
+            self.for_(s, d)
+        elif isinstance(s, N.While):
+            self.emit(d, f"while ({self.expr(s.cond)}) {{")
+            self.block(s.body, d + 1)
+            self.emit(d, "}")
+        elif isinstance(s, N.Break):
+            self.emit(d, "break;")
+        elif isinstance(s, N.Continue):
+            self.emit(d, "continue;")
+        elif isinstance(s, N.Return):
+            self.emit(d, "goto vy_next;" if self.coarsen > 1 else "return;")
+        elif isinstance(s, N.Barrier):
+            self.emit(d, "__syncthreads();")
+        elif isinstance(s, N.Atomic):
+            self.atomic(s, d)
+        else:
+            raise InvalidProgram(f"unknown statement {type(s).__name__}")
+
+    def for_(self, s: N.For, d: int) -> None:
+        t = CTYPE[s.ty]
+        v = self.name_of(s.var)
+        end = f"{v}_end"
+        step = f"{s.step}u"
+        self.emit(d, "{")
+        self.emit(d + 1, f"const {t} {end} = {self.expr(s.end)};")
+        # the increment never overflows: past the last value the variable becomes `end`
+        incr = f"{v} = ((unsigned)({end}) - (unsigned)({v}) > {step}) ? ({t})((unsigned){v} + {step}) : {end}"
+        self.emit(d + 1, f"for ({t} {v} = {self.expr(s.start)}; {v} < {end}; {incr}) {{")
+        self.block(s.body, d + 2)
+        self.emit(d + 1, "}")
+        self.emit(d, "}")
+
+    def atomic(self, s: N.Atomic, d: int, assign_to: str | None = None) -> None:
+        ty = self.buf_ty.get(s.buffer) or (self.arr[s.buffer].ty if s.buffer in self.arr else None)
+        if ty is None:
+            raise InvalidProgram(f"atomic on unknown buffer {s.buffer!r}")
+        ptr, n = self.mem(s.buffer)
+        c = CTYPE[ty]
+        idx = f"vy_ai_{len(self.lines)}"
+        val = self.expr(s.value)
+        addr = f"&{ptr}[{idx}]"
+        op = s.op
+        fn = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "and": "atomicAnd",
+              "or": "atomicOr", "xor": "atomicXor", "exchange": "atomicExch",
+              "compare_exchange": "atomicCAS"}[op]
+        cmp = self.expr(s.comparand) if s.comparand is not None else None
+        if op == "compare_exchange" and cmp is None:
+            raise InvalidProgram("compare_exchange needs a comparand")
+        if ty in (ST.I32, ST.U32):
+            call = f"{fn}({addr}, {cmp}, {val})" if cmp is not None else f"{fn}({addr}, {val})"
+        elif ty in (ST.I64, ST.U64):
+            ull = "unsigned long long"
+            if op in ("min", "max"):  # the signed / unsigned 64-bit overloads
+                call = f"{fn}(({c}*){addr}, ({c}){val})"
+            elif cmp is not None:
+                call = f"({c}){fn}(({ull}*){addr}, ({ull}){cmp}, ({ull}){val})"
+            else:
+                call = f"({c}){fn}(({ull}*){addr}, ({ull}){val})"
+        elif (ty in (ST.F32, ST.F64) and op == "add") or (ty is ST.F32 and op == "exchange"):
+            call = f"{fn}({addr}, {val})"
+        else:
+            raise UnsupportedFeature(
+                f"atomic {op} on {ty}", "cuda",
+                "CUDA lowers float atomics for add (f32, f64) and exchange (f32) only",
+            )
+        if s.result is not None:
+            self.emit(d, f"{c} {self.name_of(s.result)} = {literal(0, ty)};")
+        self.emit(d, "{")
+        self.emit(d + 1, f"const unsigned {idx} = {self.expr(s.index)};")
+        target = f"{self.name_of(s.result)} = " if s.result is not None else ""
+        if assign_to is not None:
+            target = f"{assign_to} = "
+        self.emit(d + 1, f"if ({idx} < {n}) {target}{call};")
+        self.emit(d, "}")
+
+    # ------------------------------------------------------------ kernel
+    def kernel(self) -> str:
+        p = self.p
+        wx, wy, wz = p.workgroup_size
+        k = self.coarsen
+        bx = wx // k  # CUDA threads along x; each runs `k` IR invocations
+        restrict = " __restrict__" if self.restrict else ""
+        args: list[str] = []
+        for b in p.buffers:
+            const = "const " if b.access == "read" else ""
+            args.append(f"{const}{CTYPE[b.ty]}*{restrict} {mangle('b', b.name)}")
+        args += [f"const unsigned {mangle('n', b.name)}" for b in p.buffers]
+        args += [f"const {CTYPE[q.ty]} {mangle('p', q.name)}" for q in p.params]
+        head = [
+            f"// vyre program {p.name!r}, workgroup size ({wx}, {wy}, {wz})",
+            "// generated by vyre.backends.cuda.codegen; arguments: buffer pointers,",
+            "// u32 element counts, params (declaration order)",
+        ]
+        if k > 1:
+            head.append(f"// coarsened: each CUDA thread runs {k} invocations of its workgroup "
+                        f"(local_id.x = threadIdx.x + j * {bx}); no barriers in this program")
+        head += [
+            PRELUDE,
+            f'extern "C" __global__ void __launch_bounds__({bx * wy * wz}) {KERNEL_NAME}(',
+            "    " + (",\n    ".join(args) if args else "void") + ") {",
+        ]
+        for a in p.workgroup_arrays:
+            head.append(f"  __shared__ {CTYPE[a.ty]} {mangle('s', a.name)}[{a.count}];")
+        dims = ((wx, "x"), (wy, "y"), (wz, "z"))
+        per_j: list[str] = []
+        for i, (w, ax) in enumerate(dims):
+            lid = f"  const unsigned vy_lid{i} = threadIdx.{ax};"
+            gid = f"  const unsigned vy_gid{i} = vy_wid{i} * {w}u + vy_lid{i};"
+            head.append(f"  const unsigned vy_wid{i} = blockIdx.{ax};")
+            head.append(f"  const unsigned vy_nwg{i} = gridDim.{ax};")
+            if i == 0 and k > 1:
+                per_j += [f"  const unsigned vy_lid0 = threadIdx.x + vy_j * {bx}u;", gid]
+            else:
+                head += [lid, gid]
+        lidx = f"  const unsigned vy_lidx = vy_lid0 + vy_lid1 * {wx}u + vy_lid2 * {wx * wy}u;"
+        if k == 1:
+            head.append(lidx)
+            self.block(p.body, 1)
+            return "\n".join([*head, *self.lines, "}", ""])
+        per_j.append(lidx)
+        if LOCKSTEP and lockstep_allowed(p):
+            return self.lockstep_kernel(head, k)
+        self.block(p.body, 3)
+        loop = [
+            "#pragma unroll",
+            f"  for (unsigned vy_j = 0; vy_j < {k}u; ++vy_j) {{",
+            *("  " + line for line in per_j),
+            "    {",
+            *self.lines,
+            "    }",
+            "    vy_next: ;  // an invocation's `return` jumps here",
+            "  }",
+        ]
+        return "\n".join([*head, *loop, "}", ""])
+
+
+    # ------------------------------------------------------------ lockstep coarsening
+    def lockstep_kernel(self, head: list[str], k: int) -> str:
+        """The k invocations of a thread run statement by statement (like lanes of a warp):
+        every statement is done for all k before the next, and a store evaluates all k
+        values before writing any, so the loads of all k invocations are in flight
+        together. Only for bodies of let / assign / store / if / atomic (no loops, no
+        return), where this is one valid interleaving of independent invocations."""
+        wx, wy, _ = self.p.workgroup_size
+        bx = wx // k
+        defs = []
+        for j in range(k):
+            defs += [
+                f"  const unsigned vy_lid0_{j} = threadIdx.x + {j * bx}u;",
+                f"  const unsigned vy_gid0_{j} = vy_wid0 * {wx}u + vy_lid0_{j};",
+                f"  const unsigned vy_lidx_{j} = vy_lid0_{j} + vy_lid1 * {wx}u"
+                f" + vy_lid2 * {wx * wy}u;",
+            ]
+        head.append(f"  // lockstep: {k} invocations per thread, statement by statement")
+        self.ls_block(self.p.body, 1, [None] * k)
+        return "\n".join([*head, *defs, *self.lines, "}", ""])
+
+    def fresh(self, prefix: str) -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def per(self, j: int) -> None:
+        self.sfx = f"_{j}"
+
+    def ls_block(self, body: tuple[N.StmtNode, ...], d: int, masks: list[str | None]) -> None:
+        for s in body:
+            self.ls_stmt(s, d, masks)
+        self.sfx = ""
+
+    def ls_stmt(self, s: N.StmtNode, d: int, masks: list[str | None]) -> None:
+        k = len(masks)
+        if isinstance(s, (N.Let, N.Assign)):
+            for j, m in enumerate(masks):
+                self.per(j)
+                name, val = self.name_of(s.name), self.expr(s.value)
+                decl = f"{CTYPE[s.value.ty]} " if isinstance(s, N.Let) else ""
+                if m is None:
+                    self.emit(d, f"{decl}{name} = {val};")
+                else:
+                    if decl:
+                        self.emit(d, f"{decl}{name}{{}};")
+                    self.emit(d, f"if ({m}) {name} = {val};")
+        elif isinstance(s, N.Store):
+            ptr, n = self.mem(s.buffer)
+            ty = self.buf_ty.get(s.buffer) or self.arr[s.buffer].ty
+            slots = []
+            for j, m in enumerate(masks):
+                self.per(j)
+                si, sv = self.fresh("vy_si"), self.fresh("vy_sv")
+                idx, val = self.expr(s.index), self.expr(s.value)
+                if m is None:
+                    self.emit(d, f"const unsigned {si} = {idx}; const {CTYPE[ty]} {sv} = {val};")
+                else:
+                    self.emit(d, f"unsigned {si} = 0u; {CTYPE[ty]} {sv}{{}};")
+                    self.emit(d, f"if ({m}) {{ {si} = {idx}; {sv} = {val}; }}")
+                slots.append((m, si, sv))
+            for m, si, sv in slots:  # all values first, then the stores
+                guard = f"if ({m}) " if m is not None else ""
+                self.emit(d, f"{guard}vy_st({ptr}, {si}, {n}, {sv});")
+        elif isinstance(s, N.If):
+            conds = []
+            for j in range(k):
+                self.per(j)
+                c = self.fresh("vy_c")
+                self.emit(d, f"const bool {c} = {self.expr(s.cond)};")
+                conds.append(c)
+            then = [c if m is None else f"({m} && {c})" for m, c in zip(masks, conds)]
+            other = [f"!{c}" if m is None else f"({m} && !{c})" for m, c in zip(masks, conds)]
+            mt = [self.fresh("vy_m") for _ in range(k)]
+            for name, expr_ in zip(mt, then):
+                self.emit(d, f"const bool {name} = {expr_};")
+            self.emit(d, "{")
+            self.ls_block(s.then, d + 1, list(mt))
+            self.emit(d, "}")
+            if s.orelse:
+                mo = [self.fresh("vy_m") for _ in range(k)]
+                for name, expr_ in zip(mo, other):
+                    self.emit(d, f"const bool {name} = {expr_};")
+                self.emit(d, "{")
+                self.ls_block(s.orelse, d + 1, list(mo))
+                self.emit(d, "}")
+        elif isinstance(s, N.Atomic):
+            for j, m in enumerate(masks):
+                self.per(j)
+                if s.result is not None:
+                    ty = self.buf_ty.get(s.buffer) or self.arr[s.buffer].ty
+                    self.emit(d, f"{CTYPE[ty]} {self.name_of(s.result)}{{}};")
+                    s_ = s.model_copy(update={"result": None})
+                    target = self.name_of(s.result)
+                else:
+                    s_, target = s, None
+                self.emit(d, f"if ({m or 'true'}) {{")
+                self.atomic(s_, d + 1, target)
+                self.emit(d, "}")
+        else:
+            raise InvalidProgram(f"{type(s).__name__} cannot run in lockstep")
+
+
+def lockstep_allowed(program: N.Program) -> bool:
+    """Bodies of let / assign / store / if / atomic only (see _Gen.lockstep_kernel)."""
+    from vyre.ir.analysis import walk_stmts
+
+    ok = (N.Let, N.Assign, N.Store, N.If, N.Atomic)
+    return all(isinstance(s, ok) for s in walk_stmts(program.body))
+
+
+def coarsening_allowed(program: N.Program, factor: int) -> bool:
+    """Whether each CUDA thread may run `factor` invocations of a workgroup in sequence.
+
+    Only without barriers and workgroup arrays (invocations never wait for each other), and
+    when the workgroup's x size splits into warps-sized thread groups.
+    """
+    if factor <= 1:
+        return False
+    wx = program.workgroup_size[0]
+    if program.workgroup_arrays or wx % factor or (wx // factor) % 32:
+        return False
+    from vyre.ir.analysis import walk_stmts
+
+    return not any(isinstance(s, N.Barrier) for s in walk_stmts(program.body))
+
+
+def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Generated:
+    """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
+    `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
+    k = coarsen if coarsening_allowed(program, coarsen) else 1
+    gen = _Gen(program, restrict, k)
+    src = gen.kernel()
+    sig = KernelSignature(
+        buffers=tuple(b.ty for b in program.buffers),
+        params=tuple(q.ty for q in program.params),
+    )
+    wx, wy, wz = program.workgroup_size
+    return Generated(source=src, signature=sig, block=(wx // k, wy, wz))
+
+
+def pack_params(sig: KernelSignature, values: tuple[bool | int | float, ...]) -> list[bytes]:
+    """Each param's bytes (little-endian, its C type)."""
+    out = []
+    for ty, v in zip(sig.params, values):
+        out.append(struct.pack(STRUCT_CODE[ty], v))
+    return out

@@ -1,0 +1,51 @@
+"""The reference backend: a NumPy interpreter of the Program IR and the oracle every other
+backend is checked against (docs/IR.md). Its device is the CPU; it is a backend of its own,
+never a fallback for the others.
+
+Modules, one job each: `numeric` (operator semantics), `atomics` (atomic RMW over lanes),
+`interpreter` (statements with lane masks), `plan` (compiled form, running a bound
+dispatch), `buffers` (host-memory device buffers), `source` (pseudo-code listing),
+`backend` (the BaseBackend subclass). This module only exposes the provider and must never
+hold behaviour of its own.
+
+Choices where docs/IR.md leaves freedom (the oracle is deterministic):
+- Invocations run in lockstep, statement by statement, in lane order (workgroup-linear
+  index, then local_index); workgroups run in linear order, in chunks of whole workgroups.
+- Colliding atomics of one statement apply in lane order; old values are those of that
+  sequential execution (one valid interleaving).
+- Workgroup arrays start zeroed (the IR leaves them undefined until written).
+- Racy plain stores to one address in one statement: the highest lane wins.
+- fma: f32/f16 through an exact f64 product and a round-to-odd f64 sum (single rounding);
+  f64 exactly, with rational arithmetic per element (slow, but exact).
+- Approximate functions (exp, sin, pow, ...) are computed in f64 and rounded once.
+- `DispatchConfig.options["max_loop_iterations"]` bounds loops (DispatchError past it).
+"""
+
+from __future__ import annotations
+
+from vyre.registry import Availability
+
+from .backend import ReferenceBackend
+
+
+class _Provider:
+    """Entry point `vyre.backends:reference`: always available (NumPy is a dependency)."""
+
+    name = "reference"
+
+    def probe(self) -> Availability:
+        return Availability(
+            name=self.name,
+            available=True,
+            reason="NumPy interpreter on the CPU",
+            devices=("cpu",),
+        )
+
+    def create(self, device: int | str | None = None) -> ReferenceBackend:
+        suffix = "" if device in (None, "", 0, "0", "cpu") else f":{device}"
+        return ReferenceBackend(f"reference{suffix}")
+
+
+PROVIDER = _Provider()
+
+__all__ = ["PROVIDER", "ReferenceBackend"]

@@ -1,0 +1,142 @@
+"""ReferenceBackend: the NumPy oracle as a real vyre backend whose device is the CPU.
+
+Buffers are host memory owned by the instance; compile prepares (and caches) an
+interpreter Plan; a dispatch runs synchronously and returns a finished Pending; a pipeline
+runs its steps `repeat` times then its reads. This module must never implement IR
+semantics (see `numeric`, `atomics`, `interpreter`) nor accept memory of another owner
+(vyre.binding checks ownership before anything reaches here).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from vyre import features as F
+from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.binding import BoundDispatch
+from vyre.buffer import BufferBase
+from vyre.config import Timing
+from vyre.errors import OutOfDeviceMemory
+from vyre.ir.nodes import Program
+from vyre.pipeline import Pipeline, PipelineResult, ReadRange
+
+from .buffers import ReferenceBuffer
+from .plan import Plan, execute
+from .source import listing
+
+VERSION = "0.1.0"
+
+FEATURES = frozenset(
+    {
+        F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64, F.WORKGROUP_MEMORY,
+        F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH,
+    }
+)
+LIMITS = {
+    "max_workgroup_invocations": 1024,
+    "max_workgroup_size_x": 1024,
+    "max_workgroup_size_y": 1024,
+    "max_workgroup_size_z": 64,
+    "max_workgroups_per_dimension": 65535,
+    "max_workgroup_bytes": 65536,
+    "max_buffer_bytes": 2**34,
+    "max_allocation_bytes": 2**34,
+    "max_buffers_per_program": 32,
+}
+
+
+class ReferenceBackend(BaseBackend):
+    """The NumPy interpreter of the Program IR (docs/IR.md), on host memory."""
+
+    kind = "reference"
+
+    def __init__(self, instance_id: str = "reference") -> None:
+        super().__init__(instance_id)
+        self.version = VERSION
+        self._caps = Capabilities(
+            backend=self.id,
+            kind=self.kind,
+            device=f"CPU (NumPy {np.__version__})",
+            features=FEATURES,
+            limits=dict(LIMITS),
+            details={
+                "lockstep": "whole chunks of workgroups run as vectors with lane masks",
+                "fma_f64": "exact: rational arithmetic per element",
+                "atomics": "colliding atomics of one statement apply in lane order",
+                "workgroup_memory_init": "zero",
+            },
+        )
+
+    # ------------------------------------------------------------ capabilities
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    # ------------------------------------------------------------ memory
+    def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
+        try:
+            return ReferenceBuffer(self, byte_len, label)
+        except MemoryError:
+            raise OutOfDeviceMemory(self.id, byte_len, "host memory is exhausted") from None
+
+    def _free(self, buffer: BufferBase) -> None:
+        assert isinstance(buffer, ReferenceBuffer)
+        buffer.release()
+
+    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
+        assert isinstance(buffer, ReferenceBuffer)
+        buffer.array[offset : offset + data.nbytes] = np.frombuffer(data, dtype=np.uint8)
+
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+        assert isinstance(buffer, ReferenceBuffer)
+        return buffer.array[offset : offset + length].data
+
+    # ------------------------------------------------------------ compile / run
+    def _compile(self, program: Program, key: Any) -> Plan:
+        return Plan.prepare(program)
+
+    def source(self, program: Program) -> str:
+        return listing(program)
+
+    def _run(self, bound: BoundDispatch) -> int:
+        """Execute one bound dispatch now; returns the nanoseconds it took."""
+        plan = self._compiled_for(bound.program, self._specialisation(bound))
+        t0 = time.perf_counter_ns()
+        execute(plan, bound)
+        return time.perf_counter_ns() - t0
+
+    def _launch(self, bound: BoundDispatch) -> Pending:
+        t0 = time.perf_counter_ns()
+        ns = self._run(bound)
+        wall = time.perf_counter_ns() - t0
+        return Pending.done(
+            Timing(
+                wall_ns=wall,
+                enqueue_ns=wall,
+                wait_ns=0,
+                device_ns=ns if bound.config.profile else None,
+            )
+        )
+
+    def _run_pipeline(
+        self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
+    ) -> PipelineResult:
+        t0 = time.perf_counter_ns()
+        device = 0
+        for _ in range(repeat):
+            for step in pipeline.steps:
+                device += self._run(step)
+        t1 = time.perf_counter_ns()
+        out = []
+        for r in reads:
+            length = r.buffer.byte_len - r.offset if r.length is None else r.length
+            raw = self._read(r.buffer, r.offset, length) if length else b""
+            out.append(np.frombuffer(bytearray(raw), dtype=np.dtype(r.dtype)))
+        t2 = time.perf_counter_ns()
+        return PipelineResult(
+            reads=out,
+            timing=Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device),
+            extra={"dispatches": repeat * len(pipeline.steps)},
+        )

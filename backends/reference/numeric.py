@@ -1,0 +1,287 @@
+"""Exact IR semantics of every operator, on NumPy arrays of one lane per invocation.
+
+This is where docs/IR.md's arithmetic rules live: wrapping integers, division by zero,
+shifts modulo the bit width, IEEE float behaviour without contraction, single-rounding
+fma, saturating float->int casts. Every function takes arrays (or 0-d arrays) already of
+the operand type and returns an array of the result type. This module must never know
+about statements, masks, buffers or backends, and must never let NumPy's own promotion or
+warnings decide a result: types are explicit and evaluation runs under `quiet()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from vyre.ir.types import ScalarType
+
+Array = np.ndarray
+
+_UNSIGNED_OF: dict[np.dtype, np.dtype] = {
+    np.dtype(np.int32): np.dtype(np.uint32),
+    np.dtype(np.uint32): np.dtype(np.uint32),
+    np.dtype(np.int64): np.dtype(np.uint64),
+    np.dtype(np.uint64): np.dtype(np.uint64),
+}
+
+
+def quiet() -> np.errstate:
+    """Wrapping and IEEE specials are intended: no NumPy warnings during evaluation."""
+    return np.errstate(all="ignore")
+
+
+def as_type(x: object, ty: ScalarType) -> Array:
+    """`x` as an array of `ty`'s dtype (no copy when it already is one)."""
+    return np.asarray(x, dtype=ty.numpy)
+
+
+# ------------------------------------------------------------------ integer helpers
+
+
+def _int_div_rem(a: Array, b: Array, ty: ScalarType) -> tuple[Array, Array]:
+    """C division and remainder: truncate toward zero; by zero -> 0; MIN / -1 -> MIN, % -> 0."""
+    dt = ty.numpy
+    zero = b == 0
+    if ty.is_signed:
+        info = np.iinfo(dt)
+        # Replacing the divisor by 1 where b == 0 or (a == MIN and b == -1) gives exactly
+        # a / 1 = a (= MIN) and a % 1 = 0 there: the IR's answers for MIN / -1 and MIN % -1.
+        safe = np.where(zero | ((a == info.min) & (b == -1)), dt.type(1), b).astype(dt, copy=False)
+        r = np.fmod(a, safe).astype(dt, copy=False)  # integer fmod: sign of the dividend (C semantics)
+        q = ((a - r) // safe).astype(dt, copy=False)  # exact division; a - r lies between 0 and a
+    else:
+        safe = np.where(zero, dt.type(1), b).astype(dt, copy=False)
+        q = (a // safe).astype(dt, copy=False)
+        r = (a % safe).astype(dt, copy=False)
+    q = np.where(zero, dt.type(0), q).astype(dt, copy=False)
+    r = np.where(zero, dt.type(0), r).astype(dt, copy=False)
+    return q, r
+
+
+def _shift(op: str, a: Array, amount: Array, ty: ScalarType) -> Array:
+    """Shift by `amount % bits`; shl in the unsigned view (wraps), shr arithmetic if signed."""
+    dt = ty.numpy
+    udt = _UNSIGNED_OF[dt]
+    amt = (np.asarray(amount, dtype=np.uint32) % np.uint32(ty.bits)).astype(udt, copy=False)
+    if op == "shl":
+        return np.left_shift(np.asarray(a).astype(udt, copy=False), amt).astype(udt, copy=False).astype(dt, copy=False)
+    if ty.is_signed:
+        return np.right_shift(np.asarray(a, dtype=dt), amt.astype(dt, copy=False)).astype(dt, copy=False)
+    return np.right_shift(np.asarray(a, dtype=dt), amt).astype(dt, copy=False)
+
+
+# ------------------------------------------------------------------ floats
+
+
+def _float_rem(a: Array, b: Array, ty: ScalarType) -> Array:
+    """a - b * trunc(a / b), each step rounded to the type (no contraction)."""
+    dt = ty.numpy
+    q = np.divide(a, b).astype(dt, copy=False)
+    t = np.trunc(q).astype(dt, copy=False)
+    m = np.multiply(b, t).astype(dt, copy=False)
+    return np.subtract(a, m).astype(dt, copy=False)
+
+
+def _round_to_odd_sum(p: Array, c: Array) -> Array:
+    """p + c (p, c exact f64 values) rounded to 53 bits with round-to-odd.
+
+    Rounding that to a narrower format (f32: 24 bits, f16: 11 bits) is then correctly
+    rounded to nearest-even, which is how fma gets its single rounding for f32 and f16.
+    """
+    s = p + c
+    # TwoSum: the exact rounding error of s (valid for finite values).
+    bb = s - p
+    e = (p - (s - bb)) + (c - bb)
+    bits = s.view(np.int64)
+    fix = np.isfinite(s) & np.isfinite(e) & (e != 0) & ((bits & 1) == 0)
+    if np.any(fix):
+        towards = np.where(e > 0, np.inf, -np.inf)
+        s = np.where(fix, np.nextafter(s, towards), s)
+    return s
+
+
+def _fma(a: Array, b: Array, c: Array, ty: ScalarType) -> Array:
+    dt = ty.numpy
+    if ty is ScalarType.F64:
+        return _fma_f64(a, b, c)
+    # a*b is exact in f64 (at most 2x24 significant bits, exponent in range), then one
+    # round-to-odd addition in f64 and one rounding to the type: a single correct rounding.
+    a64, b64, c64 = np.broadcast_arrays(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64)
+    )
+    shape = a64.shape
+    p = (a64 * b64).reshape(-1)
+    s = _round_to_odd_sum(p, np.ascontiguousarray(c64).reshape(-1))
+    return s.reshape(shape).astype(dt, copy=False)
+
+
+def _fma_f64(a: Array, b: Array, c: Array) -> Array:
+    """Exact fma for f64: rational arithmetic per element where all inputs are finite.
+
+    NumPy has no fused multiply-add and Python 3.11 has no math.fma, so each finite element
+    is computed as the exact rational a*b+c and rounded once (Python's int/int true
+    division is correctly rounded). Non-finite inputs follow a*b+c, which is exact for them
+    except where a*b overflows and c is infinite (handled: the result is c).
+    """
+    a, b, c = np.broadcast_arrays(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64)
+    )
+    naive = np.asarray(a * b + c, dtype=np.float64)
+    out = np.array(naive, copy=True).reshape(-1)
+    fa, fb, fc = a.reshape(-1), b.reshape(-1), c.reshape(-1)
+    finite_ab = np.isfinite(fa) & np.isfinite(fb)
+    inf_c = finite_ab & np.isinf(fc)
+    out[inf_c] = fc[inf_c]
+    for i in np.flatnonzero(finite_ab & np.isfinite(fc)):
+        exact = Fraction(float(fa[i])) * Fraction(float(fb[i])) + Fraction(float(fc[i]))
+        if exact == 0:
+            continue  # a*b = -c exactly: the naive sum is exact, with IEEE's zero sign
+        try:
+            out[i] = exact.numerator / exact.denominator
+        except OverflowError:
+            out[i] = np.inf if exact > 0 else -np.inf
+    return out.reshape(naive.shape)
+
+
+def _approx(fn: Callable[..., Array], ty: ScalarType, *args: Array) -> Array:
+    """Approximate functions: computed in f64 and rounded once to the type."""
+    wide = [np.asarray(x, dtype=np.float64) for x in args]
+    return np.asarray(fn(*wide)).astype(ty.numpy, copy=False)
+
+
+_APPROX: dict[str, Callable[..., Array]] = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "pow": np.power, "atan2": np.arctan2,
+}
+
+
+# ------------------------------------------------------------------ operators
+
+
+def binary(op: str, a: Array, b: Array, ty: ScalarType, operand_ty: ScalarType) -> Array:
+    """`a op b`; `ty` is the result type, `operand_ty` the type of `a`."""
+    t = operand_ty
+    dt = t.numpy
+    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        fn = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+              "gt": np.greater, "ge": np.greater_equal}[op]
+        return np.asarray(fn(a, b), dtype=np.bool_)
+    if op == "logical_and":
+        return np.logical_and(a, b)
+    if op == "logical_or":
+        return np.logical_or(a, b)
+    if op in ("shl", "shr"):
+        return _shift(op, a, b, t)
+    if op == "and":
+        return np.bitwise_and(a, b).astype(dt, copy=False)
+    if op == "or":
+        return np.bitwise_or(a, b).astype(dt, copy=False)
+    if op == "xor":
+        return np.bitwise_xor(a, b).astype(dt, copy=False)
+    if op == "min":
+        return (np.fmin(a, b) if t.is_float else np.minimum(a, b)).astype(dt, copy=False)
+    if op == "max":
+        return (np.fmax(a, b) if t.is_float else np.maximum(a, b)).astype(dt, copy=False)
+    if op == "add":
+        return np.add(a, b).astype(dt, copy=False)
+    if op == "sub":
+        return np.subtract(a, b).astype(dt, copy=False)
+    if op == "mul":
+        return np.multiply(a, b).astype(dt, copy=False)
+    if op == "div":
+        if t.is_float:
+            return np.divide(a, b).astype(dt, copy=False)
+        return _int_div_rem(np.asarray(a), np.asarray(b), t)[0]
+    if op == "rem":
+        if t.is_float:
+            return _float_rem(a, b, t)
+        return _int_div_rem(np.asarray(a), np.asarray(b), t)[1]
+    raise NotImplementedError(f"binary op {op!r}")
+
+
+def unary(op: str, a: Array, ty: ScalarType) -> Array:
+    if op == "neg":
+        if ty.is_int:
+            return np.subtract(ty.numpy.type(0), a).astype(ty.numpy, copy=False)  # wraps: -MIN = MIN
+        return np.negative(a).astype(ty.numpy, copy=False)
+    if op == "bit_not":
+        return np.invert(a).astype(ty.numpy, copy=False)
+    if op == "not":
+        return np.logical_not(a)
+    raise NotImplementedError(f"unary op {op!r}")
+
+
+def call(fn: str, args: list[Array], ty: ScalarType) -> Array:
+    dt = ty.numpy
+    if fn == "abs":
+        (a,) = args
+        if ty.is_float:
+            return np.abs(a).astype(dt, copy=False)
+        if not ty.is_signed:
+            return np.asarray(a, dtype=dt)
+        return np.where(a < 0, np.subtract(dt.type(0), a), a).astype(dt, copy=False)  # abs(MIN) = MIN
+    if fn == "clamp":
+        x, lo, hi = args
+        return binary("min", binary("max", x, lo, ty, ty), hi, ty, ty)
+    if fn == "fma":
+        return _fma(args[0], args[1], args[2], ty)
+    if fn == "sqrt":
+        if ty is ScalarType.F16:  # f32 has > 2*11+2 bits: rounding twice is innocuous
+            return np.sqrt(np.asarray(args[0], np.float32)).astype(dt, copy=False)
+        return np.sqrt(args[0]).astype(dt, copy=False)
+    if fn == "floor":
+        return np.floor(args[0]).astype(dt, copy=False)
+    if fn == "ceil":
+        return np.ceil(args[0]).astype(dt, copy=False)
+    if fn == "trunc":
+        return np.trunc(args[0]).astype(dt, copy=False)
+    if fn == "round":
+        return np.rint(args[0]).astype(dt, copy=False)  # half to even
+    if fn in _APPROX:
+        return _approx(_APPROX[fn], ty, *args)
+    raise NotImplementedError(f"function {fn!r}")
+
+
+def select(cond: Array, a: Array, b: Array, ty: ScalarType) -> Array:
+    return np.where(cond, a, b).astype(ty.numpy, copy=False)
+
+
+def cast(a: Array, src: ScalarType, dst: ScalarType) -> Array:
+    """Value conversion (docs/IR.md, Cast)."""
+    a = np.asarray(a)
+    if dst is ScalarType.BOOL:
+        return np.asarray(a != 0, dtype=np.bool_)  # NaN != 0 is true
+    ddt = dst.numpy
+    if src is ScalarType.BOOL:
+        return a.astype(ddt, copy=False)
+    if src.is_int and dst.is_int:
+        return a.astype(ddt, copy=False)  # two's complement: low bits, sign-extended from signed
+    if src.is_int and dst.is_float:
+        if dst is ScalarType.F16:
+            # Through f64 (exact for |x| <= 2**53): one rounding. Larger magnitudes are inf
+            # in f16 anyway, so clip them to a value that still rounds to inf.
+            if src.bits == 64:
+                a = np.clip(a, -(2**20), 2**20) if src.is_signed else np.minimum(a, 2**20)
+            return a.astype(np.float64).astype(ddt, copy=False)
+        return a.astype(ddt, copy=False)  # a single C conversion: round to nearest even
+    if src.is_float and dst.is_float:
+        return a.astype(ddt, copy=False)
+    # float -> int: truncate, saturate, NaN -> 0
+    info = np.iinfo(ddt)
+    w = np.trunc(a.astype(np.float64))
+    lo = float(info.min)  # -2**(n-1) or 0: exact in f64
+    hi_excl = float(int(info.max) + 1)  # 2**n or 2**(n-1): exact in f64
+    inside = (w >= lo) & (w < hi_excl)
+    safe = np.where(inside, w, 0.0).astype(ddt, copy=False)
+    out = np.where(w >= hi_excl, ddt.type(info.max), safe)
+    out = np.where(w < lo, ddt.type(info.min), out)
+    return np.asarray(out, dtype=ddt)
+
+
+def bitcast(a: Array, dst: ScalarType) -> Array:
+    arr = np.asarray(a)
+    if arr.ndim and not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)  # (keeps 0-d values 0-d, unlike ascontiguousarray)
+    return arr.view(dst.numpy)

@@ -1,0 +1,60 @@
+"""The wgpu backend: Program IR -> WGSL, run through wgpu-py on any Vulkan / Metal / D3D12
+adapter (Mesa's lavapipe on a CPU-only machine).
+
+Modules, one job each: `adapter` (choose an adapter, open a device, probe features),
+`uniforms` (layout of the per-dispatch uniform block), `wgsl` (code generation),
+`runtime` (the BaseBackend subclass: buffers, pipelines, dispatch). This module only
+exposes the provider; it must never import wgpu at import time (probe reports a missing
+package instead).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vyre.errors import BackendUnavailable
+from vyre.registry import Availability
+
+if TYPE_CHECKING:
+    from .runtime import WgpuBackend
+
+
+class _Provider:
+    """Entry point `vyre.backends:wgpu`; device spec: None, an adapter index or a name."""
+
+    name = "wgpu"
+
+    def probe(self) -> Availability:
+        try:
+            from .adapter import adapter_name, import_wgpu, list_adapters, select_adapter
+
+            import_wgpu()
+            chosen = select_adapter(None)
+            names = tuple(adapter_name(a) for a in list_adapters())
+        except BackendUnavailable as exc:
+            return Availability(self.name, False, exc.reason)
+        except Exception as exc:  # pragma: no cover - a broken driver stack
+            return Availability(self.name, False, f"probing adapters failed: {exc!r}")
+        info = chosen.info
+        return Availability(
+            self.name,
+            True,
+            f"adapter {adapter_name(chosen)} ({info.get('backend_type', '')}, "
+            f"{info.get('adapter_type', '')})",
+            devices=names,
+            details={"adapter": adapter_name(chosen)},
+        )
+
+    def create(self, device: int | str | None = None) -> WgpuBackend:
+        from .adapter import open_device, select_adapter
+        from .runtime import WgpuBackend
+
+        spec = None if device in (None, "") else str(device)
+        adapter = select_adapter(spec)
+        info = open_device(adapter)
+        return WgpuBackend("wgpu" if spec is None else f"wgpu:{spec}", info)
+
+
+PROVIDER = _Provider()
+
+__all__ = ["PROVIDER"]

@@ -1,0 +1,236 @@
+"""Choosing a WebGPU adapter, requesting a device, and probing what it can really run.
+
+Adapter choice: the device spec (`wgpu:1` by index, `wgpu:llvmpipe` by a substring of the
+name), else $VYRE_WGPU_ADAPTER (same forms), else the high-performance adapter. The device
+is requested with the optional features vyre can use and the largest buffer limits the
+adapter offers. A vyre feature (f16, f64, i64, atomic_float) is reported only if the
+adapter has the wgpu feature *and* naga accepts a probe shader that uses it the way the
+WGSL generator emits it. This module must never run user programs or hold vyre buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+from vyre import features as F
+from vyre.errors import BackendUnavailable
+from vyre.ir.types import ScalarType
+
+ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
+
+# wgpu feature names we ask for when the adapter offers them
+OPTIONAL_FEATURES = (
+    "shader-f16",
+    "shader-f64",
+    "shader-int64",
+    "shader-float32-atomic",
+    "timestamp-query",
+)
+LIMITS_WANTED = (
+    "max-storage-buffer-binding-size",
+    "max-buffer-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-compute-workgroup-storage-size",
+    "max-compute-invocations-per-workgroup",
+    "max-compute-workgroup-size-x",
+    "max-compute-workgroup-size-y",
+    "max-compute-workgroup-size-z",
+    "max-compute-workgroups-per-dimension",
+)
+
+# probe shaders: exactly the constructs the generator emits for each feature
+_PROBES = {
+    F.F16: (
+        "shader-f16",
+        "enable f16;\n@group(0) @binding(0) var<storage, read_write> b: array<f16>;\n"
+        "@compute @workgroup_size(1) fn main() { b[0] = b[1] * 1.5h + f16(f32(b[2])); }",
+    ),
+    F.F64: (
+        "shader-f64",
+        "@group(0) @binding(0) var<storage, read_write> b: array<f64>;\n"
+        "fn t(x: f64) -> i32 { if (x != x) { return 0i; } return i32(x); }\n"
+        "@compute @workgroup_size(1) fn main() { b[0] = b[1] * 1.5lf + f64(t(b[2])); }",
+    ),
+    F.I64: (
+        "shader-int64",
+        "struct U { a: i64, b: u64, n: u32 }\n@group(0) @binding(1) var<uniform> u: U;\n"
+        "@group(0) @binding(0) var<storage, read_write> b: array<i64>;\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  b[0] = b[1] / u.a + bitcast<i64>(u.b >> (u.n & 63u)) + i64(i32(b[2]));\n}",
+    ),
+    F.ATOMIC_FLOAT: (
+        "shader-float32-atomic",
+        "@group(0) @binding(0) var<storage, read_write> b: array<atomic<f32>>;\n"
+        "@compute @workgroup_size(1) fn main() { atomicAdd(&b[0], 1.0f); }",
+    ),
+}
+
+FEATURE_TYPES = {F.F16: ScalarType.F16, F.F64: ScalarType.F64, F.I64: ScalarType.I64}
+
+
+def import_wgpu() -> Any:
+    try:
+        import wgpu
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "wgpu", f"the 'wgpu' package is not installed ({exc}); pip install 'vyre[wgpu]'"
+        ) from None
+    return wgpu
+
+
+def no_adapter_fix() -> str:
+    if platform.system() == "Linux":
+        return (
+            "install a Vulkan driver: `apt-get install mesa-vulkan-drivers` (lavapipe runs "
+            "on the CPU) or your GPU vendor's driver"
+        )
+    if platform.system() == "Windows":
+        return "install or update your GPU driver (D3D12/Vulkan)"
+    return "install or update your GPU driver (Metal on macOS, Vulkan elsewhere)"
+
+
+def _info(adapter: Any) -> dict[str, Any]:
+    info = adapter.info
+    return {k: info.get(k, "") for k in ("device", "vendor", "adapter_type", "backend_type",
+                                          "description")}
+
+
+def adapter_name(adapter: Any) -> str:
+    info = _info(adapter)
+    return str(info["device"] or info["description"] or info["vendor"] or "unknown adapter")
+
+
+def list_adapters() -> list[Any]:
+    wgpu = import_wgpu()
+    try:
+        adapters = list(wgpu.gpu.enumerate_adapters_sync())
+    except Exception as exc:
+        raise BackendUnavailable("wgpu", f"enumerating adapters failed: {exc!r}") from None
+    # compute work wants a real API: keep OpenGL adapters only if nothing else exists
+    good = [a for a in adapters if _info(a)["backend_type"] != "OpenGL"]
+    return good or adapters
+
+
+def select_adapter(spec: str | int | None) -> Any:
+    """The adapter for a device spec (index, name substring, None), see module docstring."""
+    wgpu = import_wgpu()
+    if spec is None:
+        spec = os.environ.get(ENV_ADAPTER) or None
+    if spec is None:
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except Exception as exc:
+            raise BackendUnavailable(
+                "wgpu", f"no WebGPU adapter found ({exc}); {no_adapter_fix()}"
+            ) from None
+        if adapter is None:
+            raise BackendUnavailable("wgpu", f"no WebGPU adapter found; {no_adapter_fix()}")
+        return adapter
+    adapters = list_adapters()
+    names = [f"{i}: {adapter_name(a)} ({_info(a)['backend_type']})" for i, a in enumerate(adapters)]
+    if not adapters:
+        raise BackendUnavailable("wgpu", f"no WebGPU adapter found; {no_adapter_fix()}")
+    s = str(spec).strip()
+    if s.isdigit():
+        i = int(s)
+        if i >= len(adapters):
+            raise BackendUnavailable(
+                f"wgpu:{s}", f"adapter index {i} out of range; adapters here: {names}"
+            )
+        return adapters[i]
+    for a in adapters:
+        info = _info(a)
+        hay = " ".join(str(v) for v in info.values()).lower()
+        if s.lower() in hay:
+            return a
+    raise BackendUnavailable(f"wgpu:{s}", f"no adapter matches {s!r}; adapters here: {names}")
+
+
+@dataclass
+class DeviceInfo:
+    adapter: Any
+    device: Any
+    name: str
+    details: dict[str, Any]
+    wgpu_features: frozenset[str]
+    limits: dict[str, int]
+    vyre_features: frozenset[str]  # IR features that probe shaders proved
+    fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
+
+
+def open_device(adapter: Any) -> DeviceInfo:
+    feats = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    alimits = dict(adapter.limits)
+    limits = {k: alimits[k] for k in LIMITS_WANTED if k in alimits}
+    try:
+        device = adapter.request_device_sync(
+            label="vyre", required_features=feats, required_limits=limits
+        )
+    except Exception as exc:
+        raise BackendUnavailable(
+            "wgpu", f"requesting a device from {adapter_name(adapter)} failed: {exc}"
+        ) from None
+    dev_feats = frozenset(str(f) for f in device.features)
+    dev_limits = {str(k): int(v) for k, v in dict(device.limits).items()}
+    proven = {F.WORKGROUP_MEMORY}
+    for vf, (wf, code) in _PROBES.items():
+        if wf in dev_feats and _compiles(device, code):
+            proven.add(vf)
+    return DeviceInfo(
+        fma_fused=_fma_rounds_once(device),
+        adapter=adapter,
+        device=device,
+        name=adapter_name(adapter),
+        details=_info(adapter),
+        wgpu_features=dev_feats,
+        limits=dev_limits,
+        vyre_features=frozenset(proven),
+    )
+
+
+def _fma_rounds_once(device: Any) -> bool:
+    """Vulkan lets fma round twice (llvmpipe does); measure fma(-2.5, 1e10, 1e10)."""
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
+        "@compute @workgroup_size(1) fn main() { b[3] = fma(b[0], b[1], b[2]); }"
+    )
+    try:
+        import struct
+
+        wgpu = import_wgpu()
+        u = wgpu.BufferUsage
+        buf = device.create_buffer_with_data(
+            data=struct.pack("<4f", -2.5, 1e10, 1e10, 0.0), usage=u.STORAGE | u.COPY_SRC
+        )
+        m = device.create_shader_module(code=code)
+        pipe = device.create_compute_pipeline(
+            layout="auto", compute={"module": m, "entry_point": "main"}
+        )
+        bg = device.create_bind_group(
+            layout=pipe.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 16}}],
+        )
+        enc = device.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, bg)
+        cp.dispatch_workgroups(1)
+        cp.end()
+        device.queue.submit([enc.finish()])
+        out = struct.unpack("<4f", bytes(device.queue.read_buffer(buf)))
+        buf.destroy()
+        return bool(out[3] == -1.5e10)
+    except Exception:
+        return True  # could not measure: keep the driver's fma
+
+
+def _compiles(device: Any, code: str) -> bool:
+    try:
+        m = device.create_shader_module(code=code)
+        device.create_compute_pipeline(layout="auto", compute={"module": m, "entry_point": "main"})
+        return True
+    except Exception:
+        return False

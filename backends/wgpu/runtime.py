@@ -1,0 +1,655 @@
+"""The wgpu backend: resident buffers, compiled pipelines, dispatches and recorded pipelines
+on one WebGPU device through wgpu-py.
+
+Resident work never touches the host: dispatches bind the caller's device buffers
+directly. Every wgpu exception is caught at this module's boundary and turned into a vyre
+error (CompileError, DispatchError, OutOfDeviceMemory) so the instance keeps working for new
+work. This module must never generate shader code (wgsl.py does) and must never fall back
+to host copies behind the resident API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vyre import features as F
+from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.binding import BoundDispatch
+from vyre.buffer import BufferBase
+from vyre.config import IndirectGrid, Timing
+from vyre.errors import (
+    BackendError,
+    CompileError,
+    DispatchError,
+    InvalidDispatch,
+    OutOfDeviceMemory,
+)
+from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
+from vyre.pipeline import Pipeline, PipelineResult, ReadRange
+
+from . import wgsl
+from .adapter import FEATURE_TYPES, DeviceInfo, import_wgpu
+
+_BIND_CACHE_SIZE = 256
+
+
+class WgpuBuffer(BufferBase):
+    """A wgpu storage buffer (size rounded up to 4 bytes, at least 8: one element of any
+    type, so even an empty buffer binds as array<i64>) owned by one backend."""
+
+    def __init__(self, owner: WgpuBackend, byte_len: int, label: str | None, gpu: Any) -> None:
+        super().__init__(owner, byte_len, label)
+        self.gpu = gpu
+        self.alloc_size = int(gpu.size)
+
+
+@dataclass
+class Compiled:
+    """A compiled program: WGSL, shader module, layouts and compute pipeline."""
+
+    module: wgsl.WgslModule
+    shader: Any
+    bind_group_layout: Any
+    pipeline: Any
+
+    @property
+    def source(self) -> str:
+        return self.module.source
+
+
+@dataclass
+class _Binding:
+    """A bind group with its own uniform buffer (and the bytes last written to it)."""
+
+    bind_group: Any
+    uniform: Any
+    data: bytes
+
+
+@dataclass
+class _Recorded:
+    """One pipeline step, ready to encode."""
+
+    pipeline: Any
+    bind_group: Any
+    grid: tuple[int, int, int] | IndirectGrid
+    grid_copy: Any  # a private 12-byte indirect buffer when the grid buffer is also bound
+
+
+def _align_down(x: int) -> int:
+    return x & ~3
+
+
+def _align_up(x: int) -> int:
+    return (x + 3) & ~3
+
+
+class WgpuBackend(BaseBackend):
+    """vyre on one WebGPU device (see the module docstring)."""
+
+    kind = "wgpu"
+
+    def __init__(self, instance_id: str, info: DeviceInfo) -> None:
+        super().__init__(instance_id)
+        self._wgpu = import_wgpu()
+        self._info = info
+        self.device = info.device
+        self.queue = info.device.queue
+        self._usage = self._wgpu.BufferUsage
+        lim = info.limits
+        self._max_binding = int(lim.get("max-storage-buffer-binding-size", 1 << 27))
+        self._max_buffer = _align_down(int(lim.get("max-buffer-size", 1 << 28)))
+        self._timestamps = "timestamp-query" in info.wgpu_features
+        self._bind_cache: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
+        self._bind_keys_by_buffer: dict[int, set[tuple[Any, ...]]] = {}
+        self._staging: Any = None
+        self._caps = self._make_capabilities()
+        self._allowed_types = frozenset(
+            {ScalarType.BOOL, ScalarType.I32, ScalarType.U32, ScalarType.F32}
+            | {t for f, t in FEATURE_TYPES.items() if f in self._info.vyre_features}
+            | ({ScalarType.U64} if F.I64 in self._caps.features else set())
+        )
+
+    # ------------------------------------------------------------ capabilities
+    def _make_capabilities(self) -> Capabilities:
+        lim = self._info.limits
+        # f64 arithmetic compiles and runs, but WGSL/SPIR-V has no f64 exp/log/sin/...
+        # (GLSL.std.450 is 16/32-bit only), so this backend cannot run every f64 Program:
+        # it does not report 'f64' (f64 is still used internally, e.g. for trig reduction).
+        feats = set(self._info.vyre_features) - {F.F64}
+        feats |= {F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH}
+        if self._timestamps:
+            feats.add(F.DEVICE_TIMERS)
+        limits = {
+            "max_workgroup_invocations": lim["max-compute-invocations-per-workgroup"],
+            "max_workgroup_size_x": lim["max-compute-workgroup-size-x"],
+            "max_workgroup_size_y": lim["max-compute-workgroup-size-y"],
+            "max_workgroup_size_z": lim["max-compute-workgroup-size-z"],
+            "max_workgroups_per_dimension": lim["max-compute-workgroups-per-dimension"],
+            "max_workgroup_bytes": lim["max-compute-workgroup-storage-size"],
+            "max_buffer_bytes": self._max_buffer,
+            "max_buffers_per_program": min(
+                lim.get("max-storage-buffers-per-shader-stage", 8),
+                lim.get("max-bindings-per-bind-group", 1000) - 1,
+            ),
+            "max_allocation_bytes": self._max_buffer,
+            "max_storage_binding_bytes": self._max_binding,
+        }
+        d = self._info.details
+        return Capabilities(
+            backend=self.id,
+            kind=self.kind,
+            device=self._info.name,
+            features=frozenset(feats),
+            limits=limits,
+            details={
+                "adapter": self._info.name,
+                "backend_type": d.get("backend_type", ""),
+                "adapter_type": d.get("adapter_type", ""),
+                "vendor": d.get("vendor", ""),
+                "description": d.get("description", ""),
+                "wgpu_features": sorted(self._info.wgpu_features),
+                "fma_rounds_once": self._info.fma_fused,
+                "f64_arithmetic": F.F64 in self._info.vyre_features,
+            },
+        )
+
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    # ------------------------------------------------------------ errors
+    def _gpu_error(self, what: str, exc: Exception, nbytes: int = 0) -> BackendError:
+        if isinstance(exc, BackendError):
+            return exc
+        if isinstance(exc, (self._wgpu.GPUOutOfMemoryError, MemoryError)):
+            return OutOfDeviceMemory(self.id, nbytes, f"{what}: {exc}")
+        msg = str(exc).strip()
+        lost = "lost" in msg.lower()
+        hint = (
+            "the device was lost; close this backend and create a new one with "
+            "vyre.get_backend('wgpu')"
+            if lost
+            else "the backend is still usable for new work"
+        )
+        return DispatchError(f"{self.id}: {what} failed: {msg}\n({hint})")
+
+    # ------------------------------------------------------------ memory
+    def _allocate(self, byte_len: int, label: str | None) -> WgpuBuffer:
+        size = max(8, _align_up(byte_len))
+        u = self._usage
+        try:
+            gpu = self.device.create_buffer(
+                label=label or "",
+                size=size,
+                usage=u.STORAGE | u.COPY_SRC | u.COPY_DST | u.INDIRECT,
+            )
+        except Exception as exc:
+            raise self._gpu_error(f"allocating {size} bytes", exc, size) from None
+        return WgpuBuffer(self, byte_len, label, gpu)
+
+    def _free(self, buffer: BufferBase) -> None:
+        assert isinstance(buffer, WgpuBuffer)
+        for key in self._bind_keys_by_buffer.pop(buffer.serial, set()):
+            self._bind_cache.pop(key, None)
+        try:
+            buffer.gpu.destroy()
+        except Exception as exc:
+            raise self._gpu_error("freeing a buffer", exc) from None
+
+    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
+        assert isinstance(buffer, WgpuBuffer)
+        n = data.nbytes
+        end = offset + n
+        a0, a1 = _align_down(offset), _align_up(end)
+        try:
+            if a0 == offset and a1 == end:
+                self.queue.write_buffer(buffer.gpu, offset, data)
+                return
+            # queue.write_buffer needs 4-byte aligned offset and size: read the edge words
+            # (ordered after earlier work), patch them, write the whole aligned span.
+            span = bytearray(a1 - a0)
+            edges = [a0] if offset != a0 else []
+            if end != a1 and (a1 - 4) not in edges:
+                edges.append(a1 - 4)
+            words = self._read_raw([(buffer, e, 4) for e in edges])
+            for e, w in zip(edges, words):
+                span[e - a0 : e - a0 + 4] = w
+            span[offset - a0 : offset - a0 + n] = data
+            self.queue.write_buffer(buffer.gpu, a0, span)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error(f"writing {n} bytes to {buffer.describe()}", exc, n) from None
+
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+        return self._read_batch([(buffer, offset, length)])[0]
+
+    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
+        try:
+            return list(self._read_raw(ranges))
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error("reading buffers back", exc) from None
+
+    def _staging_buffer(self, size: int) -> Any:
+        size = max(size, 256)
+        if self._staging is None or self._staging.size < size:
+            if self._staging is not None:
+                self._staging.destroy()
+            cap = 1 << (size - 1).bit_length()
+            u = self._usage
+            self._staging = self.device.create_buffer(
+                label="vyre-staging", size=cap, usage=u.MAP_READ | u.COPY_DST
+            )
+        return self._staging
+
+    def _plan_reads(
+        self, ranges: list[tuple[BufferBase, int, int]], start: int = 0
+    ) -> tuple[list[tuple[Any, int, int, int]], int]:
+        """(gpu buffer, aligned src offset, aligned size, staging offset) per range; total."""
+        plan = []
+        off = start
+        for buf, o, n in ranges:
+            assert isinstance(buf, WgpuBuffer)
+            a0, a1 = _align_down(o), _align_up(o + n)
+            plan.append((buf.gpu, a0, a1 - a0, off))
+            off += a1 - a0
+        return plan, off
+
+    def _read_raw(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes]:
+        ranges_nz = [(b, o, n) for b, o, n in ranges if n]
+        if not ranges_nz:
+            return [b"" for _ in ranges]
+        plan, total = self._plan_reads(ranges_nz)
+        staging = self._staging_buffer(total)
+        enc = self.device.create_command_encoder()
+        for gpu, a0, size, soff in plan:
+            enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
+        self.queue.submit([enc.finish()])
+        raw = self._map_staging(staging, total)
+        out: list[bytes] = []
+        it = iter(zip(ranges_nz, plan))
+        for _b, _o, n in ranges:
+            if not n:
+                out.append(b"")
+                continue
+            (_, o, n), (_, a0, _, soff) = next(it)
+            start = soff + (o - a0)
+            out.append(bytes(raw[start : start + n]))
+        return out
+
+    def _map_staging(self, staging: Any, total: int) -> memoryview:
+        size = max(4, _align_up(total))
+        try:
+            staging.map_async("READ_NOSYNC", 0, size).sync_wait()
+        except (ValueError, TypeError):
+            staging.map_sync(self._wgpu.MapMode.READ, 0, size)
+        try:
+            data: memoryview = staging.read_mapped(0, size)  # a copy
+        finally:
+            staging.unmap()
+        return data
+
+    # ------------------------------------------------------------ compile
+    def _specialisation(self, bound: BoundDispatch) -> Any:
+        """Read slots aliased with a writable slot must be declared read_write (wgpu rejects
+        one buffer bound as both read-only and writable storage in a dispatch)."""
+        if not bound.aliased:
+            return None
+        decls = bound.program.buffers
+        groups: dict[int, list[int]] = {}
+        for i in bound.aliased:
+            groups.setdefault(id(bound.buffers[i]), []).append(i)
+        rw: set[int] = set()
+        for slots in groups.values():
+            if any(decls[i].writable for i in slots):
+                rw.update(i for i in slots if not decls[i].writable)
+        return frozenset(rw) or None
+
+    def generate(self, program: Program, key: Any = None) -> wgsl.WgslModule:
+        """The WGSL module for `program` (`key`: a specialisation from _specialisation)."""
+        return wgsl.generate(
+            program, key or frozenset(), self._allowed_types, self._info.fma_fused
+        )
+
+    def source(self, program: Program) -> str:
+        return self.generate(program).source
+
+    def _compile(self, program: Program, key: Any) -> Compiled:
+        mod = self.generate(program, key)
+        dump = os.environ.get("VYRE_WGPU_DUMP")  # debugging: the source being compiled
+        if dump:
+            with open(dump, "w") as f:
+                f.write(mod.source)
+        u = self._wgpu.ShaderStage.COMPUTE
+        try:
+            shader = self.device.create_shader_module(label=program.name, code=mod.source)
+        except Exception as exc:
+            raise CompileError(
+                self.id, f"naga rejected the WGSL for program {program.name!r}", mod.source,
+                str(exc),
+            ) from None
+        try:
+            entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
+            for i, acc in enumerate(mod.storage_access):
+                kind = "storage" if acc == "read_write" else "read-only-storage"
+                entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
+            bgl = self.device.create_bind_group_layout(entries=entries)
+            layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+            pipeline = self.device.create_compute_pipeline(
+                label=program.name,
+                layout=layout,
+                compute={"module": shader, "entry_point": mod.entry_point},
+            )
+        except Exception as exc:
+            raise CompileError(
+                self.id, f"creating the compute pipeline for {program.name!r} failed",
+                mod.source, str(exc),
+            ) from None
+        return Compiled(module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline)
+
+    # ------------------------------------------------------------ binding
+    def _check_binding_sizes(self, bound: BoundDispatch) -> None:
+        for d, b in zip(bound.program.buffers, bound.buffers):
+            assert isinstance(b, WgpuBuffer)
+            if b.alloc_size > self._max_binding:
+                raise InvalidDispatch(
+                    f"program {bound.program.name!r} buffer {d.name!r}: {b.describe()} is "
+                    f"larger than this adapter's max storage binding size "
+                    f"({self._max_binding} bytes, limits['max_storage_binding_bytes']); "
+                    "split the data into buffers of at most that size"
+                )
+
+    def _new_binding(self, compiled: Compiled, bound: BoundDispatch, data: bytes) -> _Binding:
+        u = self._usage
+        ubuf = self.device.create_buffer_with_data(
+            label="vyre-uniforms", data=data, usage=u.UNIFORM | u.COPY_DST
+        )
+        entries: list[dict[str, Any]] = [
+            {"binding": 0, "resource": {"buffer": ubuf, "offset": 0, "size": len(data)}}
+        ]
+        for i, b in enumerate(bound.buffers):
+            assert isinstance(b, WgpuBuffer)
+            entries.append(
+                {"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.alloc_size}}
+            )
+        bg = self.device.create_bind_group(layout=compiled.bind_group_layout, entries=entries)
+        return _Binding(bind_group=bg, uniform=ubuf, data=data)
+
+    def _cached_binding(self, compiled: Compiled, bound: BoundDispatch) -> _Binding:
+        """Bind groups are reused for repeated dispatches over the same buffers; changed
+        params only rewrite the small uniform buffer (queue-ordered, so earlier submitted
+        dispatches keep their values)."""
+        data = compiled.module.layout.pack(bound.counts, bound.params)
+        key = (id(compiled), tuple(b.serial for b in bound.buffers))
+        hit = self._bind_cache.get(key)
+        if hit is not None:
+            self._bind_cache.move_to_end(key)
+            if hit.data != data:
+                self.queue.write_buffer(hit.uniform, 0, data)
+                hit.data = data
+            return hit
+        binding = self._new_binding(compiled, bound, data)
+        self._bind_cache[key] = binding
+        for b in bound.buffers:
+            self._bind_keys_by_buffer.setdefault(b.serial, set()).add(key)
+        while len(self._bind_cache) > _BIND_CACHE_SIZE:
+            old, _ = self._bind_cache.popitem(last=False)
+            for serial in old[1]:
+                keys = self._bind_keys_by_buffer.get(serial)
+                if keys is not None:
+                    keys.discard(old)
+        return binding
+
+    def _grid_copy_needed(self, bound: BoundDispatch) -> bool:
+        g = bound.grid
+        return isinstance(g, IndirectGrid) and any(b is g.buffer for b in bound.buffers)
+
+    def _indirect_scratch(self) -> Any:
+        u = self._usage
+        return self.device.create_buffer(
+            label="vyre-indirect", size=12, usage=u.INDIRECT | u.COPY_DST
+        )
+
+    # ------------------------------------------------------------ encoding
+    def _timestamp_set(self) -> tuple[Any, Any]:
+        qs = self.device.create_query_set(type="timestamp", count=2)
+        u = self._usage
+        resolve = self.device.create_buffer(size=16, usage=u.QUERY_RESOLVE | u.COPY_SRC)
+        return qs, resolve
+
+    def _encode(
+        self,
+        enc: Any,
+        steps: list[_Recorded],
+        repeat: int,
+        timestamps: Any | None,
+    ) -> None:
+        """All steps, `repeat` times, in as few compute passes as possible (a pass ends
+        only where an indirect grid must first be copied out of a buffer the step binds).
+        wgpu orders dispatches inside a pass by their storage-buffer usage."""
+        passes: list[list[_Recorded]] = []
+        cur: list[_Recorded] = []
+        for _ in range(repeat):
+            for s in steps:
+                if s.grid_copy is not None and cur:
+                    passes.append(cur)
+                    cur = []
+                cur.append(s)
+        passes.append(cur)
+        last = len(passes) - 1
+        for pi, group in enumerate(passes):
+            if group and group[0].grid_copy is not None:
+                g = group[0].grid
+                assert isinstance(g, IndirectGrid)
+                enc.copy_buffer_to_buffer(g.buffer.gpu, g.offset, group[0].grid_copy, 0, 12)
+            tw = None
+            if timestamps is not None:
+                tw = {"query_set": timestamps}
+                if pi == 0:
+                    tw["beginning_of_pass_write_index"] = 0
+                if pi == last:
+                    tw["end_of_pass_write_index"] = 1
+            cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
+            prev_pipe = prev_bg = None
+            for s in group:
+                if s.pipeline is not prev_pipe:
+                    cp.set_pipeline(s.pipeline)
+                    prev_pipe = s.pipeline
+                if s.bind_group is not prev_bg:
+                    cp.set_bind_group(0, s.bind_group)
+                    prev_bg = s.bind_group
+                if isinstance(s.grid, IndirectGrid):
+                    if s.grid_copy is not None:
+                        cp.dispatch_workgroups_indirect(s.grid_copy, 0)
+                    else:
+                        cp.dispatch_workgroups_indirect(s.grid.buffer.gpu, s.grid.offset)
+                else:
+                    cp.dispatch_workgroups(*s.grid)
+            cp.end()
+
+    def _record_step(
+        self, bound: BoundDispatch, own: dict[tuple[Any, ...], _Binding] | None
+    ) -> _Recorded:
+        """`own`: a pipeline's private bindings (steps with equal program, buffers and
+        params share one; the launch cache's uniform buffers are rewritten between
+        submissions, so a recording never uses them)."""
+        self._check_binding_sizes(bound)
+        compiled = self._compiled_for(bound.program, self._specialisation(bound))
+        if own is not None:
+            data = compiled.module.layout.pack(bound.counts, bound.params)
+            key = (id(compiled), tuple(b.serial for b in bound.buffers), data)
+            if key not in own:
+                own[key] = self._new_binding(compiled, bound, data)
+            binding = own[key]
+        else:
+            binding = self._cached_binding(compiled, bound)
+        copy = self._indirect_scratch() if self._grid_copy_needed(bound) else None
+        return _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy)
+
+    def _wait(self) -> None:
+        poll = getattr(self.device, "_poll_wait", None)
+        if poll is not None:
+            poll()
+            return
+        self._read_raw([])  # pragma: no cover - older wgpu-py
+
+    def _queue_empty(self) -> bool:
+        poll = getattr(self.device, "_poll", None)
+        if poll is None:
+            return False
+        try:
+            from wgpu.backends.wgpu_native._api import libf
+
+            return bool(libf.wgpuDevicePoll(self.device._internal, False, self._ffi_null()))
+        except Exception:
+            return False
+
+    @staticmethod
+    def _ffi_null() -> Any:
+        from wgpu.backends.wgpu_native._ffi import ffi
+
+        return ffi.NULL
+
+    # ------------------------------------------------------------ dispatch
+    def _launch(self, bound: BoundDispatch) -> Pending:
+        t0 = time.perf_counter_ns()
+        try:
+            step = self._record_step(bound, None)
+            profile = bound.config.profile and self._timestamps
+            ts = self._timestamp_set() if profile else None
+            enc = self.device.create_command_encoder()
+            self._encode(enc, [step], 1, ts[0] if ts else None)
+            staging = None
+            if ts is not None:
+                enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)
+                u = self._usage
+                staging = self.device.create_buffer(size=16, usage=u.MAP_READ | u.COPY_DST)
+                enc.copy_buffer_to_buffer(ts[1], 0, staging, 0, 16)
+            self.queue.submit([enc.finish()])
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error(f"dispatching {bound.program.name!r}", exc) from None
+        t1 = time.perf_counter_ns()
+        done = [False]
+
+        def is_ready() -> bool:
+            if not done[0] and self._queue_empty():
+                done[0] = True
+            return done[0]
+
+        def wait() -> Timing:
+            w0 = time.perf_counter_ns()
+            device_ns = None
+            try:
+                with self._lock:
+                    if staging is not None:
+                        raw = self._map_staging(staging, 16)
+                        device_ns = _timestamp_ns(raw)
+                        staging.destroy()
+                    else:
+                        self._wait()
+            except BackendError:
+                raise
+            except Exception as exc:
+                raise self._gpu_error(f"waiting for {bound.program.name!r}", exc) from None
+            done[0] = True
+            w1 = time.perf_counter_ns()
+            return Timing(wall_ns=w1 - t0, enqueue_ns=t1 - t0, wait_ns=w1 - w0,
+                          device_ns=device_ns)
+
+        return Pending(is_ready, wait)
+
+    # ------------------------------------------------------------ pipelines
+    def _record_pipeline(self, pipeline: Pipeline) -> None:
+        try:
+            own: dict[tuple[Any, ...], _Binding] = {}
+            pipeline.state = [self._record_step(s, own) for s in pipeline.steps]
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error("recording a pipeline", exc) from None
+
+    def _run_pipeline(
+        self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
+    ) -> PipelineResult:
+        t0 = time.perf_counter_ns()
+        steps: list[_Recorded] = pipeline.state
+        profile = self._timestamps and any(s.config.profile for s in pipeline.steps)
+        ranges = [(r.buffer, r.offset, int(r.length or 0)) for r in reads]
+        try:
+            ts = self._timestamp_set() if profile else None
+            enc = self.device.create_command_encoder()
+            self._encode(enc, steps, repeat, ts[0] if ts else None)
+            nz = [(b, o, n) for b, o, n in ranges if n]
+            plan, total = self._plan_reads(nz, 16 if ts else 0)
+            staging = None
+            if plan or ts:
+                staging = self._staging_buffer(total)
+                if ts:
+                    enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)
+                    enc.copy_buffer_to_buffer(ts[1], 0, staging, 0, 16)
+                for gpu, a0, size, soff in plan:
+                    enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
+            self.queue.submit([enc.finish()])
+            t1 = time.perf_counter_ns()
+            if staging is not None:
+                raw = self._map_staging(staging, total)
+            else:
+                self._wait()
+                raw = memoryview(b"")
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error("running a pipeline", exc) from None
+        t2 = time.perf_counter_ns()
+        device_ns = _timestamp_ns(raw[:16]) if ts else None
+        out = []
+        it = iter(plan)
+        for (_b, o, n), r in zip(ranges, reads):
+            if not n:
+                data = b""
+            else:
+                _, a0, _, soff = next(it)
+                start = soff + (o - a0)
+                data = bytes(raw[start : start + n])
+            out.append(np.frombuffer(bytearray(data), dtype=np.dtype(r.dtype)))
+        timing = Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device_ns)
+        return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
+
+    def _synchronize(self) -> None:
+        try:
+            self._wait()
+        except Exception as exc:
+            raise self._gpu_error("synchronize", exc) from None
+
+    def _close(self) -> None:
+        self._bind_cache.clear()
+        self._bind_keys_by_buffer.clear()
+        if self._staging is not None:
+            with contextlib.suppress(Exception):
+                self._staging.destroy()
+            self._staging = None
+        with contextlib.suppress(Exception):
+            self.device.destroy()
+
+
+def _timestamp_ns(raw: memoryview | bytes) -> int | None:
+    if len(raw) < 16:
+        return None
+    begin, end = struct.unpack_from("<QQ", bytes(raw[:16]))
+    return int(end - begin) if end >= begin else None
+
+
+__all__ = ["Compiled", "WgpuBackend", "WgpuBuffer"]

@@ -1,0 +1,1065 @@
+"""IR -> WGSL code generation, honouring docs/IR.md exactly where WGSL differs.
+
+Where WGSL's own rule differs from the IR's (integer division by zero, shift amounts,
+out-of-bounds access, float->int casts, NaN in min/max, constant folding of overflowing
+literals), the generated code spells the IR's rule out with small helper functions that
+are emitted only when used. Every user name is mangled with a prefix, so no IR name can
+collide with a WGSL keyword or builtin. Bounds checks use the element counts passed in the
+uniform block: the code never relies on robust buffer access or `arrayLength`.
+
+This module is pure: Program in, source text out. It must never touch a device, and it
+must never decide which features a device has (the caller passes what may be emitted).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+
+from vyre.errors import UnsupportedFeature
+from vyre.ir import nodes as N
+from vyre.ir.analysis import atomic_buffers, types_used
+from vyre.ir.types import ScalarType
+
+from .uniforms import ZERO_FIELD, UniformLayout, layout_for
+
+T = ScalarType
+U_VAR = "vy_u"
+
+_WGSL_TYPE = {
+    T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
+    T.F16: "f16", T.F64: "f64", T.I64: "i64", T.U64: "u64",
+}
+_SUFFIX = {T.I32: "i", T.U32: "u", T.F32: "f", T.F16: "h", T.F64: "lf", T.I64: "li", T.U64: "lu"}
+_BUILTIN_VAR = {
+    "global_id": "vy_gid", "local_id": "vy_lid", "workgroup_id": "vy_wid",
+    "num_workgroups": "vy_nwg",
+}
+_AXES = "xyz"
+_SIMPLE_BIN = {
+    "add": "+", "sub": "-", "mul": "*",
+    "and": "&", "or": "|", "xor": "^",
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+    "logical_and": "&", "logical_or": "|",
+}
+_DIRECT_FNS = {
+    "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "floor", "ceil", "trunc",
+    "round", "fma", "atan2",
+}
+
+
+def wgsl_type(t: ScalarType) -> str:
+    return _WGSL_TYPE[t]
+
+
+# float from bits, opaque to the driver (some assume no NaN/inf and fold such constants)
+_BITS_F32 = "fn vy_bits_f32(b: u32) -> f32 { return bitcast<f32>(b ^ vy_u.vy_zero); }"
+
+_IDENT_OK = re.compile(r"[A-Za-z0-9]")
+
+
+def mangle(name: str) -> str:
+    """A WGSL-safe identifier fragment for an IR name (injective; prefix added by callers)."""
+    out = []
+    for ch in name:
+        if _IDENT_OK.match(ch):
+            out.append(ch)
+        elif ch == "_":
+            out.append("_1")
+        else:
+            out.append(f"_{ord(ch):x}_")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class WgslModule:
+    """Generated source plus what the runtime needs to bind it."""
+
+    source: str
+    layout: UniformLayout
+    storage_access: tuple[str, ...]  # per buffer slot: "read" or "read_write" as declared
+    entry_point: str = "main"
+
+
+@dataclass
+class _Ctx:
+    program: N.Program
+    atomic: frozenset[str]
+    buffer_slot: dict[str, int]
+    arrays: dict[str, N.WorkgroupArray]
+    helpers: dict[str, str] = field(default_factory=dict)
+    scopes: list[dict[str, str]] = field(default_factory=list)
+    used_names: set[str] = field(default_factory=set)
+    counter: int = 0
+    wide_ok: bool = False  # the device runs i64 and f64 (exact trig reduction)
+    fma_fused: bool = True  # the driver's fma rounds once
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def declare(self, ir_name: str) -> str:
+        base = f"v_{mangle(ir_name)}"
+        name = base
+        while name in self.used_names:
+            self.counter += 1
+            name = f"{base}_{self.counter}"
+        self.used_names.add(name)
+        self.scopes[-1][ir_name] = name
+        return name
+
+    def lookup(self, ir_name: str) -> str:
+        for scope in reversed(self.scopes):
+            if ir_name in scope:
+                return scope[ir_name]
+        raise KeyError(f"variable {ir_name!r} is not declared (the validator should catch this)")
+
+
+# ------------------------------------------------------------------ literals
+
+
+def _float_bits_literal(ctx: _Ctx, v: float, ty: ScalarType) -> str | None:
+    """A runtime-only expression for floats WGSL cannot write (inf, NaN, -0, subnormal)."""
+    special = math.isinf(v) or math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0)
+    f32_sub = v != 0.0 and abs(v) < 1.1754943508222875e-38 and not math.isnan(v)
+    if ty is T.F32 and (special or f32_sub):
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        _helper(ctx, "vy_bits_f32", _BITS_F32)
+        return f"vy_bits_f32(0x{bits:08x}u)"
+    if ty in (T.F16, T.F64) and special:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        _helper(ctx, "vy_bits_f32", _BITS_F32)
+        return f"{wgsl_type(ty)}(vy_bits_f32(0x{bits:08x}u))"
+    if ty is T.F16 and v != 0.0 and abs(v) < 6.103515625e-05:
+        return f"f16({_float_text(v)}f)"
+    return None
+
+
+def _float_text(v: float) -> str:
+    s = repr(float(v))
+    if "e" not in s and "." not in s:
+        s += ".0"
+    return s
+
+
+def literal(ctx: _Ctx, c: N.Const, opaque: bool = False) -> str:
+    """WGSL text for a literal; `opaque` hides it from WGSL's constant evaluation."""
+    ty, v = c.ty, c.value
+    if ty is T.BOOL:
+        text = "true" if v else "false"
+    elif ty.is_float:
+        special = _float_bits_literal(ctx, float(v), ty)
+        if special is not None:
+            return special  # already a runtime function call
+        text = _float_text(float(v)) + _SUFFIX[ty]
+    else:
+        iv = int(v)
+        sfx = _SUFFIX[ty]
+        if ty.is_signed and iv == -(1 << (ty.bits - 1)):
+            text = f"({iv + 1}{sfx} - 1{sfx})"
+        elif iv < 0:
+            text = f"({iv}{sfx})"
+        else:
+            text = f"{iv}{sfx}"
+    if opaque:
+        name = f"vy_id_{wgsl_type(ty)}"
+        _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> {wgsl_type(ty)} {{ return x; }}")
+        return f"{name}({text})"
+    return text
+
+
+def _zero(ty: ScalarType) -> str:
+    return "false" if ty is T.BOOL else f"{wgsl_type(ty)}(0)"
+
+
+def _helper(ctx: _Ctx, name: str, code: str) -> str:
+    if name not in ctx.helpers:
+        ctx.helpers[name] = code
+    return name
+
+
+# ------------------------------------------------------------------ helpers by semantics
+
+
+def _isnan(ctx: _Ctx, ty: ScalarType) -> str:
+    name = f"vy_isnan_{wgsl_type(ty)}"
+    if ty is T.F32:
+        body = "return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;"
+    elif ty is T.F16:
+        _isnan(ctx, T.F32)
+        body = "return vy_isnan_f32(f32(x));"
+    else:
+        body = "return !(x == x);"
+    return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> bool {{ {body} }}")
+
+
+def _int_divrem(ctx: _Ctx, op: str, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_{op}_{t}"
+    s = _SUFFIX[ty]
+    if ty.is_signed:
+        mn = f"({-(1 << (ty.bits - 1)) + 1}{s} - 1{s})"
+        bad = f"(b == 0{s}) | ((a == {mn}) & (b == (-1{s})))"
+    else:
+        bad = f"b == 0{s}"
+    # rem as a - (a / sb) * sb: some drivers (NVIDIA Vulkan) get signed % wrong
+    res = f"select(a / sb, 0{s}, b == 0{s})" if op == "div" else "a - (a / sb) * sb"
+    return _helper(
+        ctx, name,
+        f"// IR: x / 0 = 0, x % 0 = 0, MIN / -1 = MIN, MIN % -1 = 0 (truncating)\n"
+        f"fn {name}(a: {t}, b: {t}) -> {t} {{\n"
+        f"    let sb = select(b, 1{s}, {bad});\n"
+        f"    return {res};\n}}",
+    )
+
+
+def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    nan = _isnan(ctx, ty)
+    name = f"vy_{op}_{t}"
+    return _helper(
+        ctx, name,
+        f"// IEEE minNum/maxNum: a NaN operand yields the other operand\n"
+        f"fn {name}(a: {t}, b: {t}) -> {t} {{\n"
+        f"    if ({nan}(a)) {{ return b; }}\n"
+        f"    if ({nan}(b)) {{ return a; }}\n"
+        f"    return {op}(a, b);\n}}",
+    )
+
+
+def _opaque_product(ctx: _Ctx, ty: ScalarType, product: str) -> str:
+    """`product`, hidden from the driver's compiler so it cannot fuse it with a following
+    add into an fma (the IR forbids contraction; naga emits no NoContraction decoration
+    and NVIDIA's Vulkan compiler does contract). XOR with a uniform that is 0 at run time
+    leaves the bits unchanged."""
+    z = f"{U_VAR}.{ZERO_FIELD}"
+    if ty is T.F32:
+        return f"bitcast<f32>(bitcast<u32>({product}) ^ {z})"
+    return f"select({product}, {wgsl_type(ty)}(0), {z} != 0u)"
+
+
+def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_rem_{t}"
+    return _helper(
+        ctx, name,
+        f"// IR float rem: a - b * trunc(a / b), step by step\n"
+        f"fn {name}(a: {t}, b: {t}) -> {t} {{\n"
+        f"    let q = trunc(a / b);\n    let p = {_opaque_product(ctx, ty, 'b * q')};\n"
+        f"    return a - p;\n}}",
+    )
+
+
+def _int_abs(ctx: _Ctx, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_abs_{t}"
+    s = _SUFFIX[ty]
+    return _helper(
+        ctx, name,
+        f"fn {name}(x: {t}) -> {t} {{ return select(x, 0{s} - x, x < 0{s}); }}  // wraps at MIN",
+    )
+
+
+def _float_abs(ctx: _Ctx, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_abs_{t}"
+    if ty is T.F32:
+        body = "return bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu);"
+    else:
+        body = "return abs(x);"
+    return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{ {body} }}")
+
+
+def _tanh(ctx: _Ctx, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_tanh_{t}"
+    lim = {T.F32: "20.0f", T.F16: "10.0h", T.F64: "40.0lf"}[ty]
+    return _helper(
+        ctx, name,
+        f"// large |x| saturates to +-1 (some drivers compute tanh through exp and overflow)\n"
+        f"fn {name}(x: {t}) -> {t} {{\n"
+        f"    if (abs(x) > {lim}) {{ return sign(x); }}\n    return tanh(x);\n}}",
+    )
+
+
+def _pow_pos_f32(ctx: _Ctx) -> str:
+    """x^y for x >= 0 evaluated in f64 (log2 by the atanh series, exp2 by Taylor): the
+    driver's pow is exp2(y * log2(x)) in f32, ~|y log2 x| ulp off for large results."""
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    return _helper(
+        ctx, "vy_pow_pos_f32",
+        "fn vy_pow_pos_f32(x: f32, y: f32) -> f32 {\n"
+        "    let xb = bitcast<u32>(x);\n"
+        "    let yb = bitcast<u32>(y) & 0x7fffffffu;\n"
+        "    if (xb == 0u || xb >= 0x7f800000u || yb >= 0x7f800000u) { return pow(x, y); }\n"
+        "    // x = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals normalised first)\n"
+        "    var e: i32;\n"
+        "    var mb: u32;\n"
+        "    if (xb < 0x00800000u) {\n"
+        "        let k = 31u - countLeadingZeros(xb);\n"
+        "        mb = ((xb << (23u - k)) & 0x007fffffu);\n"
+        "        e = i32(k) - 149i;\n"
+        "    } else {\n"
+        "        mb = xb & 0x007fffffu;\n"
+        "        e = i32(xb >> 23u) - 127i;\n"
+        "    }\n"
+        "    var m = f64(bitcast<f32>(mb | 0x3f800000u));\n"
+        "    if (m > 1.4142135623730951lf) { m = m * 0.5lf; e = e + 1i; }\n"
+        "    let t = (m - 1.0lf) / (m + 1.0lf);\n"
+        "    let t2 = t * t;\n"
+        "    let ser = 1.0lf + t2 * (1.0lf / 3.0lf + t2 * (0.2lf + t2 * (1.0lf / 7.0lf + t2 * (1.0lf / 9.0lf"
+        " + t2 * (1.0lf / 11.0lf + t2 * (1.0lf / 13.0lf + t2 * (1.0lf / 15.0lf)))))));\n"
+        "    let l2 = f64(e) + 2.0lf * t * ser * 1.4426950408889634lf;\n"
+        "    let w = f64(y) * l2;\n"
+        "    if (w >= 128.0lf) { return vy_bits_f32(0x7f800000u); }\n"
+        "    if (w <= -151.0lf) { return 0.0f; }\n"
+        "    let n = floor(w + 0.5lf);\n"
+        "    let f = (w - n) * 0.6931471805599453lf;  // |f| <= ln(2)/2\n"
+        "    var ex = 1.0lf;\n"
+        "    var term = 1.0lf;\n"
+        "    for (var i = 1; i <= 13; i = i + 1) { term = term * f / f64(i); ex = ex + term; }\n"
+        "    return ldexp(f32(ex), i32(n));\n}",
+    )
+
+
+# |y| from which every float of the type is an even integer
+_ODD_LIMIT = {T.F32: "16777216.0f", T.F16: "2048.0h", T.F64: "9007199254740992.0lf"}
+_BIG = {T.F32: "3.40282347e38f", T.F16: "65504.0h", T.F64: "1.7976931348623157e308lf"}
+
+
+def _pow(ctx: _Ctx, ty: ScalarType) -> str:
+    t = wgsl_type(ty)
+    name = f"vy_pow_{t}"
+    s = _SUFFIX[ty]
+    pw = "pow"
+    if ty is T.F32 and ctx.wide_ok:
+        pw = _pow_pos_f32(ctx)
+    if ty is T.F32:
+        nan = "vy_bits_f32(0x7fc00000u)"
+        _helper(ctx, "vy_bits_f32", _BITS_F32)
+    else:
+        _helper(ctx, "vy_bits_f32", _BITS_F32)
+        nan = f"{t}(vy_bits_f32(0x7fc00000u))"
+    return _helper(
+        ctx, name,
+        f"// C pow: WGSL's pow is undefined for x < 0; integral y gives a signed result\n"
+        f"fn {name}(x: {t}, y: {t}) -> {t} {{\n"
+        f"    if (y == 0.0{s} || x == 1.0{s}) {{ return 1.0{s}; }}\n"
+        f"    if (!(x == x) || !(y == y)) {{ return {nan}; }}\n"
+        f"    if (abs(x) == 1.0{s} && abs(y) > {_BIG[ty]}) {{ return 1.0{s}; }}  // (-1)^inf\n"
+        f"    var r = {pw}(abs(x), y);\n"
+        f"    let odd = abs(y) < {_ODD_LIMIT[ty]} && trunc(y) == y && fract(y * 0.5{s}) != 0.0{s};\n"
+        f"    if (x < 0.0{s} && abs(x) > {_BIG[ty]}) {{  // x = -inf: C pow\n"
+        f"        let m = select({t}(0), abs(x), y > 0.0{s});\n"
+        f"        return select(m, -m, odd);\n"
+        f"    }}\n"
+        f"    if (x < 0.0{s}) {{\n"
+        f"        if (trunc(y) != y) {{ return {nan}; }}\n"
+        f"        if (odd) {{ r = -r; }}\n"
+        f"    }}\n"
+        f"    return r;\n}}",
+    )
+
+
+def _atan2_f32(ctx: _Ctx) -> str:
+    """Vulkan allows 4096 ulp for atan/atan2 (llvmpipe is ~20 ulp off); this is the
+    Cephes atanf polynomial (about 2 ulp) with IEEE atan2's special cases."""
+    nan = _isnan(ctx, T.F32)
+    _helper(
+        ctx, "vy_atan_f32",
+        "fn vy_atan_f32(x: f32) -> f32 {\n"
+        "    let ax = abs(x);\n"
+        "    var base = 0.0f;\n"
+        "    var t = ax;\n"
+        "    if (ax > 2.4142135623730950f) { base = 1.5707963267948966f; t = -1.0f / ax; }\n"
+        "    else if (ax > 0.4142135623730950f) {\n"
+        "        base = 0.7853981633974483f; t = (ax - 1.0f) / (ax + 1.0f);\n"
+        "    }\n"
+        "    let z = t * t;\n"
+        "    let q = ((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z"
+        " - 3.33329491539e-1f;\n"
+        "    let r = base + (q * z * t + t);\n"
+        "    return select(r, -r, x < 0.0f);\n}",
+    )
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    return _helper(
+        ctx, "vy_atan2_f32",
+        "fn vy_atan2_f32(y: f32, x: f32) -> f32 {\n"
+        f"    if ({nan}(x) || {nan}(y)) {{ return vy_bits_f32(0x7fc00000u); }}\n"
+        "    let ys = bitcast<u32>(y) & 0x80000000u;\n"
+        "    let xneg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
+        "    let pi = 3.14159274f;\n"
+        "    let pi_lo = -8.74227766e-8f;\n"
+        "    var r: f32;\n"
+        "    let xinf = abs(x) > 3.40282347e38f;\n"
+        "    let yinf = abs(y) > 3.40282347e38f;\n"
+        "    if (y == 0.0f) { r = select(0.0f, pi, xneg); }\n"
+        "    else if (x == 0.0f) { r = 1.57079637f; }\n"
+        "    else if (xinf && yinf) { r = select(0.785398185f, 2.35619450f, xneg); }\n"
+        "    else if (xinf) { r = select(0.0f, pi, xneg); }\n"
+        "    else if (yinf) { r = 1.57079637f; }\n"
+        "    else {\n"
+        "        let a = vy_atan_f32(abs(y) / abs(x));\n"
+        "        r = select(a, (pi_lo - a) + pi, xneg);\n"
+        "    }\n"
+        "    return bitcast<f32>(bitcast<u32>(r) | ys);  // the sign of y\n}",
+    )
+
+
+def _tan_big(ctx: _Ctx) -> None:
+    if ctx.wide_ok:
+        _sincos_f32(ctx, "sin")
+        code = (
+            "fn vy_tan_big(x: f32) -> f32 {\n"
+            "    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {"
+            " return vy_bits_f32(0x7fc00000u); }\n"
+            "    let red = vy_trig_reduce(x);\n"
+            "    let q = u32(red.y);\n"
+            "    let sn = vy_sincos_poly(red.x, 0u);\n"
+            "    let cs = vy_sincos_poly(red.x, 1u);\n"
+            "    let t = select(sn / cs, -cs / sn, (q & 1u) != 0u);\n"
+            "    return select(t, -t, x < 0.0f);\n}"
+        )
+    else:
+        code = "fn vy_tan_big(x: f32) -> f32 { return tan(x); }  // no i64/f64: the driver's"
+    _helper(ctx, "vy_tan_big", code)
+
+
+def _tan_f32(ctx: _Ctx) -> str:
+    _tan_big(ctx)
+    """Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
+    ulp tolerance near the poles; this is Cephes tanf (Cody-Waite reduction by pi/4, about
+    3 ulp) for |x| <= 8192, the driver's tan beyond."""
+    return _helper(
+        ctx, "vy_tan_f32",
+        "fn vy_tan_f32(xx: f32) -> f32 {\n"
+        "    let x = abs(xx);\n"
+        "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x46000000u) { return vy_tan_big(xx); }"
+        "  // NaN, inf, > 8192\n"
+        "    var j = u32(1.27323954473516f * x);\n"
+        "    var y = f32(j);\n"
+        "    if ((j & 1u) != 0u) { j = j + 1u; y = y + 1.0f; }\n"
+        "    let z = ((x - y * 0.78515625f) - y * 2.4187564849853515625e-4f)"
+        " - y * 3.77489497744594108e-8f;\n"
+        "    let zz = z * z;\n"
+        "    var r = z;\n"
+        "    if (x > 1.0e-4f) {\n"
+        "        r = (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f)"
+        " * zz + 5.34112807005e-2f) * zz + 1.33387994085e-1f) * zz + 3.33331568548e-1f)"
+        " * zz * z + z;\n"
+        "    }\n"
+        "    if ((j & 2u) != 0u) { r = -1.0f / r; }\n"
+        "    return select(r, -r, xx < 0.0f);\n}",
+    )
+
+
+_INV_PIO4 = "0x000000a2u, 0x0000a2f9u, 0x00a2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u, 0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u, 0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u"
+
+
+def _sincos_f32(ctx: _Ctx, fn: str) -> str:
+    """sin/cos of f32 with exact argument reduction: Vulkan only bounds sin/cos on
+    [-pi, pi] (absolute 2^-11), and drivers return garbage for huge arguments. |x| < 2:
+    Cody-Waite by pi/2; larger: the 4/pi table reduction of ARM's optimized-routines sinf
+    (a 32x96-bit product in u64, the remainder in f64). Both feed Cephes' f32 polynomials
+    on [-pi/4, pi/4]. Needs i64 + f64 on the device (else the driver's sin/cos is used)."""
+    _helper(ctx, "vy_inv_pio4",
+            f"var<private> vy_inv_pio4: array<u32, 24> = array<u32, 24>({_INV_PIO4});")
+    _helper(
+        ctx, "vy_trig_reduce",
+        "// |x| reduced by multiples of pi/2: (remainder in [-pi/4, pi/4], quadrant)\n"
+        "fn vy_trig_reduce(x: f32) -> vec2<f32> {\n"
+        "    let ax = abs(x);\n"
+        "    if (ax < 2.0f) {\n"
+        "        let n = round(ax * 0.636619772f);\n"
+        "        let r = ((ax - n * 1.5703125f) - n * 4.837512969970703125e-4f)"
+        " - n * 7.54978995489188216e-8f;\n"
+        "        return vec2<f32>(r, n);\n"
+        "    }\n"
+        "    let xi = bitcast<u32>(ax);\n"
+        "    let idx = (xi >> 26u) & 15u;\n"
+        "    let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);\n"
+        "    let lo = m * vy_inv_pio4[idx];\n"
+        "    let r1 = u64(m) * u64(vy_inv_pio4[idx + 4u]);\n"
+        "    let r2 = u64(m) * u64(vy_inv_pio4[idx + 8u]);\n"
+        "    var res = ((r2 >> 32u) | (u64(lo) << 32u)) + r1;\n"
+        "    let n = (res + (1lu << 61u)) >> 62u;\n"
+        "    res = res - (n << 62u);\n"
+        "    let r = f64(bitcast<i64>(res)) * 3.4061215800865545e-19lf;\n"
+        "    return vec2<f32>(f32(r), f32(u32(n & 3lu)));\n}",
+    )
+    _helper(
+        ctx, "vy_sincos_poly",
+        "// Cephes sinf/cosf polynomials on [-pi/4, pi/4]; q selects sin (even) or cos (odd)\n"
+        "fn vy_sincos_poly(r: f32, q: u32) -> f32 {\n"
+        "    let z = r * r;\n"
+        "    var v: f32;\n"
+        "    if ((q & 1u) == 0u) {\n"
+        "        v = r + r * z * ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z"
+        " - 1.6666654611e-1f);\n"
+        "    } else {\n"
+        "        v = 1.0f - 0.5f * z + z * z * ((2.443315711809948e-5f * z"
+        " - 1.388731625493765e-3f) * z + 4.166664568298827e-2f);\n"
+        "    }\n"
+        "    return select(v, -v, (q & 2u) != 0u);\n}",
+    )
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    name = f"vy_{fn}_f32"
+    if fn == "sin":
+        body = (
+            "    let red = vy_trig_reduce(x);\n"
+            "    let v = vy_sincos_poly(red.x, u32(red.y));\n"
+            "    return select(v, -v, x < 0.0f);\n"
+        )
+    else:
+        body = (
+            "    let red = vy_trig_reduce(x);\n"
+            "    return vy_sincos_poly(red.x, u32(red.y) + 1u);\n"
+        )
+    return _helper(
+        ctx, name,
+        f"fn {name}(x: f32) -> f32 {{\n"
+        f"    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{"
+        f" return vy_bits_f32(0x7fc00000u); }}  // NaN, inf (a bit test: drivers may assume finite)\n"
+        f"{body}}}",
+    )
+
+
+def _exp_log_f32(ctx: _Ctx, fn: str) -> str:
+    """exp/exp2 with the exponent split off exactly (drivers compute exp as
+    exp2(x * log2(e)), off by ~|x| ulp near overflow); log/log2 that normalise subnormal
+    inputs first (drivers flush them to 0). The remaining evaluation is the driver's on a
+    small range, where it is within the IR's tolerance."""
+    name = f"vy_{fn}_f32"
+    if fn == "exp":
+        body = (
+            "    if (x > 88.7228394f) { return vy_bits_f32(0x7f800000u); }\n"
+            "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }  // NaN\n"
+            "    if (x < -104.0f) { return 0.0f; }\n"
+            "    let n = round(x * 1.44269504f);\n"
+            "    let r = (x - n * 0.693359375f) - n * -2.12194440e-4f;\n"
+            "    return ldexp(exp(r), i32(n));\n"
+        )
+    elif fn == "exp2":
+        body = (
+            "    if (x >= 128.0f) { return vy_bits_f32(0x7f800000u); }\n"
+            "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }  // NaN\n"
+            "    if (x < -150.0f) { return 0.0f; }\n"
+            "    let n = floor(x);\n"
+            "    return ldexp(exp2(x - n), i32(n));\n"
+        )
+    else:
+        scale = "1.0f" if fn == "log2" else "0.693147181f"
+        body = (
+            "    let bits = bitcast<u32>(x);\n"
+            "    if (bits == 0u || bits >= 0x00800000u) {"
+            f" return {fn}(x); }}  // 0, normal, negative, inf, NaN\n"
+            "    let k = 31u - countLeadingZeros(bits);  // subnormal: bits * 2^-149\n"
+            "    let y = bitcast<f32>(((bits << (23u - k)) & 0x007fffffu) | 0x3f800000u);\n"
+            f"    return {fn}(y) + f32(i32(k) - 149i) * {scale};\n"
+        )
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    return _helper(ctx, name, f"fn {name}(x: f32) -> f32 {{\n{body}}}")
+
+
+def _fma_f32(ctx: _Ctx) -> str:
+    """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
+    f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
+    is correct."""
+    return _helper(
+        ctx, "vy_fma_f32",
+        "fn vy_fma_f32(a: f32, b: f32, c: f32) -> f32 {\n"
+        "    let p = f64(a) * f64(b);\n"
+        "    let cd = f64(c);\n"
+        "    let s = p + cd;\n"
+        "    var bits = bitcast<u64>(s);\n"
+        "    if ((bits & 0x7ff0000000000000lu) != 0x7ff0000000000000lu) {  // finite\n"
+        "        let bb = s - p;\n"
+        "        let e = (p - (s - bb)) + (cd - bb);\n"
+        "        if (e != 0.0lf && (bits & 1lu) == 0lu) {\n"
+        "            if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }\n"
+        "        }\n"
+        "    }\n"
+        "    return f32(bitcast<f64>(bits));\n}",
+    )
+
+
+def _float_to_int(ctx: _Ctx, src: ScalarType, dst: ScalarType) -> str:
+    """Truncate toward zero, saturate, NaN -> 0."""
+    if src is T.F16:
+        inner = _float_to_int(ctx, T.F32, dst)
+        name = f"vy_cast_f16_{wgsl_type(dst)}"
+        return _helper(
+            ctx, name,
+            f"fn {name}(x: f16) -> {wgsl_type(dst)} {{ return {inner}(f32(x)); }}",
+        )
+    st, dt = wgsl_type(src), wgsl_type(dst)
+    name = f"vy_cast_{st}_{dt}"
+    fs = _SUFFIX[src]
+    ds = _SUFFIX[dst]
+    bits = dst.bits
+    nan = _isnan(ctx, src)
+    if dst.is_signed:
+        hi = float(2 ** (bits - 1))
+        mx = f"{2 ** (bits - 1) - 1}{ds}"
+        mn = f"({-(2 ** (bits - 1)) + 1}{ds} - 1{ds})"
+        body = (
+            f"    if ({nan}(x)) {{ return 0{ds}; }}\n"
+            f"    if (x >= {_float_text(hi)}{fs}) {{ return {mx}; }}\n"
+            f"    if (x <= {_float_text(-hi)}{fs}) {{ return {mn}; }}\n"
+            f"    return {dt}(x);\n"
+        )
+    else:
+        hi = float(2 ** bits)
+        mx = f"{2 ** bits - 1}{ds}"
+        body = (
+            f"    if (!(x >= 1.0{fs})) {{ return 0{ds}; }}  // NaN, negative, [0, 1)\n"
+            f"    if (x >= {_float_text(hi)}{fs}) {{ return {mx}; }}\n"
+            f"    return {dt}(x);\n"
+        )
+    return _helper(ctx, name, f"fn {name}(x: {st}) -> {dt} {{\n{body}}}")
+
+
+# ------------------------------------------------------------------ expressions
+
+
+def _children(e: N.ExprNode) -> tuple[N.ExprNode, ...]:
+    if isinstance(e, N.Load):
+        return (e.index,)
+    if isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
+        return (e.a,)
+    if isinstance(e, N.Binary):
+        return (e.a, e.b)
+    if isinstance(e, N.Call):
+        return e.args
+    if isinstance(e, N.Select):
+        return (e.cond, e.a, e.b)
+    return ()
+
+
+_FLOAT_ARITH = frozenset({"add", "sub", "mul", "div", "rem", "min", "max"})
+
+
+def _driver_literal(ctx: _Ctx, c: N.Const) -> str | None:
+    """A float literal the driver's compiler cannot see (None: keep it plain). Some
+    drivers fold arithmetic on literals non-IEEE (llvmpipe: x * 0.0 -> 0, x / 0.0 -> 0)."""
+    v = float(c.value)
+    f = struct.unpack("<f", struct.pack("<f", v))[0] if math.isfinite(v) else v
+    if c.ty is not T.F32 and not (f == v or (math.isnan(v) and math.isnan(f))):
+        return None  # an f64 literal f32 cannot hold exactly
+    bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    _helper(
+        ctx, "vy_f32c",
+        f"// a float constant the driver's compiler cannot fold ({U_VAR}.{ZERO_FIELD} is 0)\n"
+        f"fn vy_f32c(b: u32) -> f32 {{ return bitcast<f32>(b ^ {U_VAR}.{ZERO_FIELD}); }}",
+    )
+    text = f"vy_f32c(0x{bits:08x}u)"
+    return text if c.ty is T.F32 else f"{wgsl_type(c.ty)}({text})"
+
+
+def _const_tree(e: N.ExprNode) -> bool:
+    if isinstance(e, N.Const):
+        return True
+    kids = _children(e)
+    return bool(kids) and all(_const_tree(k) for k in kids)
+
+
+def _hides_float_literals(e: N.ExprNode) -> bool:
+    if isinstance(e, N.Binary):
+        return e.a.ty.is_float and e.op in _FLOAT_ARITH
+    return isinstance(e, N.Call) and e.ty.is_float
+
+
+def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
+    if isinstance(e, N.Const):
+        return literal(ctx, e, opaque)
+    kids = _children(e)
+    # An operator over literals only would be folded by WGSL's constant evaluator, which
+    # rejects overflow and division by zero; hiding one literal makes it a runtime value.
+    hide = bool(kids) and all(isinstance(k, N.Const) for k in kids)
+    driver = _hides_float_literals(e)
+    sub = []
+    for k in kids:
+        lit = _driver_literal(ctx, k) if driver and isinstance(k, N.Const) else None
+        if lit is None:
+            lit = expr(ctx, k, hide)
+            if driver and k.ty.is_float and not isinstance(k, N.Const) and _const_tree(k):
+                # a constant subtree (e.g. a bitcast literal) is folded just the same
+                lit = _opaque_product(ctx, k.ty, lit)
+        sub.append(lit)
+    if isinstance(e, N.Var):
+        return ctx.lookup(e.name)
+    if isinstance(e, N.Param):
+        idx = [p.name for p in ctx.program.params].index(e.name)
+        ref = f"{U_VAR}.p_{mangle(ctx.program.params[idx].name)}"
+        return f"f16({ref})" if e.ty is T.F16 else ref
+    if isinstance(e, N.Builtin):
+        if e.name == "local_index":
+            return "vy_lidx"
+        return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
+    if isinstance(e, N.Load):
+        return f"{_load_fn(ctx, e.buffer)}({sub[0]})"
+    if isinstance(e, N.Length):
+        if e.buffer in ctx.arrays:
+            return f"{ctx.arrays[e.buffer].count}u"
+        return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
+    if isinstance(e, N.Unary):
+        return _unary(ctx, e, sub[0])
+    if isinstance(e, N.Binary):
+        return _binary(ctx, e, sub[0], sub[1])
+    if isinstance(e, N.Call):
+        return _call(ctx, e, sub)
+    if isinstance(e, N.Select):
+        return f"select({sub[2]}, {sub[1]}, {sub[0]})"
+    if isinstance(e, N.Cast):
+        return _cast(ctx, e.a.ty, e.ty, sub[0])
+    if isinstance(e, N.Bitcast):
+        if e.a.ty == e.ty:
+            return sub[0]
+        return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
+    raise TypeError(f"unknown expression {e!r}")
+
+
+def _unary(ctx: _Ctx, e: N.Unary, a: str) -> str:
+    if e.op == "neg":
+        return f"(-{a})"  # runtime negation wraps for ints (MIN -> MIN)
+    if e.op == "bit_not":
+        return f"(~{a})"
+    return f"(!{a})"
+
+
+def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
+    op, ty = e.op, e.a.ty
+    if op in ("div", "rem") and ty.is_int:
+        return f"{_int_divrem(ctx, op, ty)}({a}, {b})"
+    if op == "div":
+        return f"({a} / {b})"
+    if op == "mul" and ty.is_float:
+        return _opaque_product(ctx, ty, f"({a} * {b})")
+    if op == "rem":
+        return f"{_float_rem(ctx, ty)}({a}, {b})"
+    if op in ("min", "max"):
+        if ty.is_float:
+            return f"{_float_minmax(ctx, op, ty)}({a}, {b})"
+        return f"{op}({a}, {b})"
+    if op in ("shl", "shr"):
+        mask = ty.bits - 1
+        sym = "<<" if op == "shl" else ">>"
+        return f"({a} {sym} ({b} & {mask}u))"
+    if op == "ne" and ty.is_float:
+        return f"(!({a} == {b}))"  # IEEE: NaN != x is true (WGSL != may be ordered)
+    return f"({a} {_SIMPLE_BIN[op]} {b})"
+
+
+# GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
+# NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
+_NO_F64 = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
+
+
+def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
+    fn, ty = e.fn, e.ty
+    if ty is T.F64 and fn in _NO_F64:
+        raise UnsupportedFeature(
+            f"f64 {fn}", "wgpu",
+            f"WGSL/SPIR-V has no f64 {fn} (GLSL.std.450 transcendental functions are 16/32-bit "
+            "only); compute it in f32 (cast) or use the cuda or reference backend",
+        )
+    if fn == "abs":
+        if ty.is_float:
+            return f"{_float_abs(ctx, ty)}({args[0]})"
+        if ty.is_signed:
+            return f"{_int_abs(ctx, ty)}({args[0]})"
+        return args[0]
+    if fn == "clamp":
+        x, lo, hi = args
+        if ty.is_float:
+            mx = _float_minmax(ctx, "max", ty)
+            mn = _float_minmax(ctx, "min", ty)
+            return f"{mn}({mx}({x}, {lo}), {hi})"
+        return f"min(max({x}, {lo}), {hi})"
+    if fn == "tanh":
+        return f"{_tanh(ctx, ty)}({args[0]})"
+    if fn == "pow":
+        return f"{_pow(ctx, ty)}({args[0]}, {args[1]})"
+    if fn in ("sin", "cos") and ty is T.F32 and ctx.wide_ok:
+        return f"{_sincos_f32(ctx, fn)}({args[0]})"
+    if fn in ("exp", "exp2", "log", "log2") and ty is T.F32:
+        return f"{_exp_log_f32(ctx, fn)}({args[0]})"
+    if fn == "tan" and ty is T.F32:
+        return f"{_tan_f32(ctx)}({args[0]})"
+    if fn == "fma" and ty is T.F32 and not ctx.fma_fused and ctx.wide_ok:
+        return f"{_fma_f32(ctx)}({', '.join(args)})"
+    if fn == "atan2" and ty is T.F32:
+        return f"{_atan2_f32(ctx)}({args[0]}, {args[1]})"
+    if fn in _DIRECT_FNS:
+        return f"{fn}({', '.join(args)})"
+    raise TypeError(f"unknown function {fn}")
+
+
+def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
+    if src == dst:
+        return a
+    d = wgsl_type(dst)
+    if dst is T.BOOL:
+        if src.is_float:
+            return f"(!({a} == {_zero(src)}))"  # NaN -> true
+        return f"({a} != {_zero(src)})"
+    if src is T.BOOL:
+        return f"select({_zero(dst)}, {d}(1), {a})"
+    if src.is_float and dst.is_int:
+        return f"{_float_to_int(ctx, src, dst)}({a})"
+    if src.is_float or dst.is_float:
+        return f"{d}({a})"
+    # int -> int: wrap (low bits; sign-extend a signed source when widening)
+    if src.bits == dst.bits:
+        return f"bitcast<{d}>({a})"
+    if dst.bits > src.bits:  # 32 -> 64
+        wide = "i64" if src.is_signed else "u64"
+        inner = f"{wide}({a})"
+        return inner if wide == d else f"bitcast<{d}>({inner})"
+    # 64 -> 32: the low bits, in the source's signedness, then reinterpret
+    narrow = "i32" if src.is_signed else "u32"
+    inner = f"{narrow}({a})"
+    return inner if narrow == d else f"bitcast<{d}>({inner})"
+
+
+# ------------------------------------------------------------------ memory access
+
+
+def _storage_ref(ctx: _Ctx, name: str) -> tuple[str, str, ScalarType]:
+    """(WGSL variable, bound expression, element type) of a buffer or workgroup array."""
+    if name in ctx.arrays:
+        arr = ctx.arrays[name]
+        return f"w_{mangle(name)}", f"{arr.count}u", arr.ty
+    slot = ctx.buffer_slot[name]
+    return f"b_{mangle(name)}", f"{U_VAR}.n_{slot}", ctx.program.buffers[slot].ty
+
+
+def _load_fn(ctx: _Ctx, name: str) -> str:
+    var, bound, ty = _storage_ref(ctx, name)
+    fn = f"vy_load_{var}"
+    t = wgsl_type(ty)
+    val = f"atomicLoad(&{var}[i])" if name in ctx.atomic else f"{var}[i]"
+    return _helper(
+        ctx, fn,
+        f"fn {fn}(i: u32) -> {t} {{\n"
+        f"    if (i < {bound}) {{ return {val}; }}\n"
+        f"    return {_zero(ty)};  // out of bounds reads 0\n}}",
+    )
+
+
+def _store_fn(ctx: _Ctx, name: str) -> str:
+    var, bound, ty = _storage_ref(ctx, name)
+    fn = f"vy_store_{var}"
+    t = wgsl_type(ty)
+    st = f"atomicStore(&{var}[i], v);" if name in ctx.atomic else f"{var}[i] = v;"
+    return _helper(
+        ctx, fn,
+        f"fn {fn}(i: u32, v: {t}) {{\n"
+        f"    if (i < {bound}) {{ {st} }}  // out of bounds does nothing\n}}",
+    )
+
+
+_ATOMIC_FN = {
+    "add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "and": "atomicAnd",
+    "or": "atomicOr", "xor": "atomicXor", "exchange": "atomicExchange",
+}
+
+
+# ------------------------------------------------------------------ statements
+
+
+def _block(ctx: _Ctx, body: tuple[N.StmtNode, ...], ind: str) -> list[str]:
+    ctx.scopes.append({})
+    out: list[str] = []
+    for s in body:
+        out.extend(_stmt(ctx, s, ind))
+    ctx.scopes.pop()
+    return out
+
+
+def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
+    nxt = ind + "    "
+    if isinstance(s, N.Let):
+        value = expr(ctx, s.value)
+        name = ctx.declare(s.name)
+        return [f"{ind}var {name}: {wgsl_type(s.value.ty)} = {value};"]
+    if isinstance(s, N.Assign):
+        return [f"{ind}{ctx.lookup(s.name)} = {expr(ctx, s.value)};"]
+    if isinstance(s, N.Store):
+        return [f"{ind}{_store_fn(ctx, s.buffer)}({expr(ctx, s.index)}, {expr(ctx, s.value)});"]
+    if isinstance(s, N.If):
+        out = [f"{ind}if ({expr(ctx, s.cond)}) {{"]
+        out += _block(ctx, s.then, nxt)
+        if s.orelse:
+            out.append(f"{ind}}} else {{")
+            out += _block(ctx, s.orelse, nxt)
+        out.append(f"{ind}}}")
+        return out
+    if isinstance(s, N.While):
+        out = [f"{ind}loop {{", f"{nxt}if (!({expr(ctx, s.cond)})) {{ break; }}"]
+        out += _block(ctx, s.body, nxt)
+        out.append(f"{ind}}}")
+        return out
+    if isinstance(s, N.For):
+        return _for(ctx, s, ind)
+    if isinstance(s, N.Break):
+        return [f"{ind}break;"]
+    if isinstance(s, N.Continue):
+        return [f"{ind}continue;"]
+    if isinstance(s, N.Return):
+        return [f"{ind}return;"]
+    if isinstance(s, N.Barrier):
+        return [f"{ind}storageBarrier(); workgroupBarrier();"]
+    if isinstance(s, N.Atomic):
+        return _atomic(ctx, s, ind)
+    raise TypeError(f"unknown statement {s!r}")
+
+
+def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
+    """start/end once; var = start, start+step, ... < end; the counter never overflows."""
+    t = wgsl_type(s.ty)
+    sfx = _SUFFIX[s.ty]
+    k = ctx.fresh("")
+    lo, hi, it = f"vy_lo{k}", f"vy_hi{k}", f"vy_it{k}"
+    nxt, inner = ind + "    ", ind + "        "
+    dist = f"({hi} - {it})" if s.ty is T.U32 else f"(bitcast<u32>({hi}) - bitcast<u32>({it}))"
+    out = [
+        f"{ind}{{",
+        f"{nxt}let {lo}: {t} = {expr(ctx, s.start)};",
+        f"{nxt}let {hi}: {t} = {expr(ctx, s.end)};",
+        f"{nxt}var {it}: {t} = {lo};",
+        f"{nxt}if ({lo} < {hi}) {{ loop {{",
+    ]
+    ctx.scopes.append({})
+    var = ctx.declare(s.var)
+    out.append(f"{inner}let {var}: {t} = {it};")
+    out += _block(ctx, s.body, inner)
+    ctx.scopes.pop()
+    out += [
+        f"{inner}continuing {{",
+        f"{inner}    let done = {dist} <= {s.step}u;  // next value would reach end",
+        f"{inner}    {it} = {it} + {s.step}{sfx};",
+        f"{inner}    break if done;",
+        f"{inner}}}",
+        f"{nxt}}} }}",
+        f"{ind}}}",
+    ]
+    return out
+
+
+def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
+    """One helper per (op, buffer): the index is a function parameter, so naga never sees
+    a constant out-of-range index (it folds `let` constants and rejects those)."""
+    var, bound, ty = _storage_ref(ctx, s.buffer)
+    t = wgsl_type(ty)
+    fn = f"vy_atomic_{s.op}_{var}"
+    ptr = f"&{var}[i]"
+    if s.op == "compare_exchange":
+        body = (
+            f"    if (i < {bound}) {{\n"
+            f"        loop {{  // the weak form may fail spuriously: retry until decided\n"
+            f"            let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
+            f"            if (r.exchanged || r.old_value != c) {{ return r.old_value; }}\n"
+            f"        }}\n"
+            f"    }}\n"
+        )
+        sig = f"fn {fn}(i: u32, v: {t}, c: {t}) -> {t} {{\n"
+    else:
+        body = f"    if (i < {bound}) {{ return {_ATOMIC_FN[s.op]}({ptr}, v); }}\n"
+        sig = f"fn {fn}(i: u32, v: {t}) -> {t} {{\n"
+    return _helper(
+        ctx, fn, sig + body + f"    return {_zero(ty)};  // out of bounds: nothing, old value 0\n}}"
+    )
+
+
+def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
+    fn = _atomic_fn(ctx, s)
+    args = [expr(ctx, s.index), expr(ctx, s.value)]
+    if s.comparand is not None:
+        args.append(expr(ctx, s.comparand))
+    call = f"{fn}({', '.join(args)})"
+    if s.result is not None:
+        _, _, ty = _storage_ref(ctx, s.buffer)
+        res = ctx.declare(s.result)
+        return [f"{ind}var {res}: {wgsl_type(ty)} = {call};"]
+    return [f"{ind}{call};"]
+
+
+# ------------------------------------------------------------------ module
+
+
+def generate(
+    program: N.Program,
+    read_write_slots: frozenset[int] = frozenset(),
+    allowed_types: frozenset[ScalarType] | None = None,
+    fma_fused: bool = True,
+) -> WgslModule:
+    """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
+    program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
+    types the device supports (None: all)."""
+    if allowed_types is not None:
+        for missing in sorted(types_used(program) - allowed_types):
+            raise UnsupportedFeature(
+                missing.feature or str(missing), "wgpu",
+                f"this device/naga cannot emit {missing} in WGSL",
+            )
+    atomic = atomic_buffers(program)
+    ctx = _Ctx(
+        program=program,
+        atomic=atomic,
+        buffer_slot={b.name: i for i, b in enumerate(program.buffers)},
+        arrays={a.name: a for a in program.workgroup_arrays},
+        wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
+        fma_fused=fma_fused,
+    )
+    ctx.scopes.append({})
+    mangled_params = tuple(mangle(p.name) for p in program.params)
+    layout = layout_for(program, mangled_params)
+    body = _block(ctx, program.body, "    ")
+
+    decls: list[str] = []
+    decls.append(layout.struct_source())
+    decls.append(f"@group(0) @binding(0) var<uniform> {U_VAR}: VyUniforms;")
+    access: list[str] = []
+    for i, b in enumerate(program.buffers):
+        acc = "read_write" if (b.writable or i in read_write_slots) else "read"
+        access.append(acc)
+        t = wgsl_type(b.ty)
+        elem = f"atomic<{t}>" if b.name in atomic else t
+        decls.append(
+            f"@group(0) @binding({i + 1}) var<storage, {acc}> b_{mangle(b.name)}: array<{elem}>;"
+            f"  // {b.name!r}, {b.access}"
+        )
+    for a in program.workgroup_arrays:
+        t = wgsl_type(a.ty)
+        elem = f"atomic<{t}>" if a.name in atomic else t
+        decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {a.count}>;  // {a.name!r}")
+
+    x, y, z = program.workgroup_size
+    head = [f"// vyre program {program.name!r} ({program.content_hash[:16]})"]
+    if T.F16 in types_used(program):
+        head.append("enable f16;")
+    src = "\n".join(
+        [
+            *head,
+            "",
+            *decls,
+            "",
+            *[ctx.helpers[k] for k in ctx.helpers],
+            "",
+            f"@compute @workgroup_size({x}, {y}, {z})",
+            "fn main(",
+            "    @builtin(global_invocation_id) vy_gid: vec3<u32>,",
+            "    @builtin(local_invocation_id) vy_lid: vec3<u32>,",
+            "    @builtin(workgroup_id) vy_wid: vec3<u32>,",
+            "    @builtin(num_workgroups) vy_nwg: vec3<u32>,",
+            "    @builtin(local_invocation_index) vy_lidx: u32,",
+            ") {",
+            *body,
+            "}",
+            "",
+        ]
+    )
+    return WgslModule(source=src, layout=layout, storage_access=tuple(access))

@@ -1,0 +1,213 @@
+"""Shared pieces of the standard program library: plans of resident passes, grids, typed
+allocation, identities and the in-workgroup scan every block algorithm builds on.
+
+A `Plan` is a list of dispatch steps over device buffers plus the temporaries they use;
+`run_plan` issues them in order on one backend (as one recorded pipeline where the backend
+has pipelines) and frees the temporaries afterwards. This module must never copy data
+between host and device between passes, and never know about a particular backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vyre.backend import BaseBackend
+from vyre.buffer import BufferBase
+from vyre.builder import ProgramBuilder, Value, Variable
+from vyre.builder import max_ as _max
+from vyre.builder import min_ as _min
+from vyre.config import MAX_GRID_DIM, DispatchConfig
+from vyre.features import PIPELINE
+from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
+from vyre.pipeline import Step
+
+u32 = ScalarType.U32
+i32 = ScalarType.I32
+f32 = ScalarType.F32
+
+#: Element types the reductions, scans and sorts are written for.
+NUMERIC = (u32, i32, f32)
+
+
+@dataclass
+class Plan:
+    """Dispatch steps over resident buffers, plus the temporaries to free after them."""
+
+    steps: list[Step] = field(default_factory=list)
+    temporaries: list[BufferBase] = field(default_factory=list)
+
+    def add(
+        self,
+        program: Program,
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        config: DispatchConfig,
+    ) -> None:
+        self.steps.append(Step(program, dict(inputs), dict(outputs), config))
+
+    def extend(self, other: Plan) -> None:
+        self.steps.extend(other.steps)
+        self.temporaries.extend(other.temporaries)
+
+
+def run_plan(backend: BaseBackend, plan: Plan, use_pipeline: bool | None = None) -> None:
+    """Issue `plan` on `backend` in order, then free its temporaries.
+
+    `use_pipeline=None` records one pipeline where the backend reports "pipeline", else
+    issues the steps one by one with dispatch_with_device_buffers. No host copies either way.
+    """
+    try:
+        if plan.steps:
+            if use_pipeline is None:
+                use_pipeline = backend.supports(PIPELINE)
+            if use_pipeline:
+                backend.pipeline(plan.steps).run()
+            else:
+                for s in plan.steps:
+                    backend.dispatch_with_device_buffers(s.program, s.inputs, s.outputs, s.config)
+    finally:
+        if plan.temporaries:
+            if not backend.closed:
+                backend.synchronize()
+            for b in plan.temporaries:
+                backend.free(b)
+            plan.temporaries.clear()
+
+
+def grid(
+    invocations: int, workgroup_size: int, max_per_dim: int = MAX_GRID_DIM, **params: Any
+) -> DispatchConfig:
+    """A 1-D grid over `invocations` (folded into y past `max_per_dim` workgroups)."""
+    return DispatchConfig.for_elements(
+        invocations, workgroup_size, max_per_dim=max_per_dim, params=params
+    )
+
+
+def blocks_grid(
+    blocks: int, workgroup_size: int, max_per_dim: int = MAX_GRID_DIM, **params: Any
+) -> DispatchConfig:
+    """A grid of `blocks` workgroups (kernels index them with workgroup_linear_id)."""
+    return grid(blocks * workgroup_size, workgroup_size, max_per_dim, **params)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def alloc(backend: BaseBackend, ty: ScalarType, n: int, label: str) -> BufferBase:
+    """A device buffer of `n` elements of `ty` (at least one element, never zero bytes)."""
+    return backend.allocate_device_buffer(max(n, 1) * ty.byte_size, label=label)
+
+
+def upload(backend: BaseBackend, data: np.ndarray, label: str) -> BufferBase:
+    """A new device buffer holding `data` (at least one element long)."""
+    data = np.ascontiguousarray(data)
+    buf = backend.allocate_device_buffer(max(data.nbytes, data.dtype.itemsize), label=label)
+    if data.nbytes:
+        backend.write(buf, data)
+    return buf
+
+
+def read_elems(backend: BaseBackend, buf: BufferBase, ty: ScalarType, n: int) -> np.ndarray:
+    """The first `n` elements of `buf` as a host array."""
+    if n == 0:
+        return np.zeros(0, dtype=ty.numpy)
+    return backend.read(buf, 0, n * ty.byte_size, ty.numpy)
+
+
+def check_type(ty: ScalarType, allowed: tuple[ScalarType, ...], what: str) -> ScalarType:
+    ty = ScalarType(ty)
+    if ty not in allowed:
+        raise ValueError(f"{what} supports {[str(t) for t in allowed]}, got {ty}")
+    return ty
+
+
+def check_pow2(n: int, what: str) -> None:
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"{what} must be a power of two, got {n}")
+
+
+# ------------------------------------------------------------------ reduction operators
+
+REDUCE_OPS = ("sum", "min", "max")
+
+
+def identity(op: str, ty: ScalarType) -> int | float:
+    """The neutral element of `op` over `ty` (sum 0, min the largest value, max the least)."""
+    if op == "sum":
+        return 0
+    if ty.is_float:
+        return math.inf if op == "min" else -math.inf
+    info = np.iinfo(ty.numpy)
+    return int(info.max) if op == "min" else int(info.min)
+
+
+def combine(op: str, a: Value, b: Any) -> Value:
+    """`a op b` in a fixed operand order (so results are reproducible bit for bit)."""
+    if op == "sum":
+        return a + b
+    if op == "min":
+        return _min(a, b)
+    if op == "max":
+        return _max(a, b)
+    raise ValueError(f"unknown reduction {op!r}; use one of {REDUCE_OPS}")
+
+
+# ------------------------------------------------------------------ in-workgroup scan
+
+
+def emit_block_scan(
+    k: ProgramBuilder,
+    data: Any,
+    totals: Any,
+    workgroup_size: int,
+    per_thread: int,
+    ty: ScalarType,
+    t: Value,
+    inclusive: bool,
+) -> Variable:
+    """Emit an in-place prefix sum of the workgroup array `data` (workgroup_size * per_thread
+    elements); returns a local holding the block total.
+
+    Invocation t sums its own run data[t*per : (t+1)*per] serially, the run totals are
+    scanned Hillis-Steele style in `totals` (workgroup_size elements), then each invocation
+    rewrites its run. The order of additions is fixed, so floats are reproducible. The caller
+    must put a barrier between writing `data` and calling this; it ends with a barrier.
+    """
+    check_pow2(workgroup_size, "workgroup_size")
+    zero = k.lit(0, ty)
+    start = k.let(t * per_thread)
+    s = k.let(zero)
+    with k.for_range(0, per_thread) as j:
+        s.set(s + data[start + j])
+    totals[t] = s
+    k.barrier()
+    off = 1
+    while off < workgroup_size:
+        v = k.let(totals[t])
+        with k.if_(t >= off):
+            v.set(totals[t - off] + v)
+        k.barrier()
+        totals[t] = v
+        k.barrier()
+        off *= 2
+    total = k.let(totals[workgroup_size - 1])
+    run = k.let(zero)
+    with k.if_(t > 0):
+        run.set(totals[t - 1])
+    with k.for_range(0, per_thread) as j:
+        x = k.let(data[start + j])
+        if inclusive:
+            run.set(run + x)
+            data[start + j] = run
+        else:
+            data[start + j] = run
+            run.set(run + x)
+    k.barrier()
+    return total

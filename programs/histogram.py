@@ -1,0 +1,177 @@
+"""Histograms with atomics: each workgroup counts its block into private bins in workgroup
+memory (atomic add), then adds its non-zero bins into the global bins with one atomic add
+each.
+
+Integer input (u32 / i32): a value v counts in bin v when 0 <= v < nbins, else nowhere.
+f32 input: bin floor((x - lo) * scale) when that is in [0, nbins) (params lo, scale; NaN
+counts nowhere); the arithmetic is plain f32 (no fma), so every backend bins identically.
+Counts are order-independent, so results are bit-exact on every backend. `nbins` is fixed
+per program (workgroup memory holds the private bins: 4 bytes each). This module must never
+use float atomics or read the counts back to the host between passes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from vyre.backend import BaseBackend
+from vyre.buffer import BufferBase
+from vyre.builder import ProgramBuilder
+from vyre.config import MAX_GRID_DIM
+from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
+
+from ._common import (
+    NUMERIC,
+    Plan,
+    alloc,
+    blocks_grid,
+    ceil_div,
+    check_type,
+    f32,
+    grid,
+    read_elems,
+    run_plan,
+    u32,
+    upload,
+)
+from .elementwise import fill
+
+WORKGROUP = 256
+PER_THREAD = 8
+MAX_BINS = 2048  # 8 KiB of workgroup memory
+
+
+@cache
+def histogram_program(
+    nbins: int, ty: ScalarType = u32, workgroup_size: int = WORKGROUP,
+    per_thread: int = PER_THREAD,
+) -> Program:
+    """bins[b] += number of src[:n] elements in bin b (bins is read_write: accumulates)."""
+    ty = check_type(ty, NUMERIC, "histogram")
+    if not 1 <= nbins <= MAX_BINS:
+        raise ValueError(f"nbins must be in 1..{MAX_BINS}, got {nbins}")
+    wg, per = workgroup_size, per_thread
+    k = ProgramBuilder(f"histogram_{ty}_{nbins}_{wg}x{per}", wg)
+    src = k.buffer("src", ty)
+    bins = k.buffer("bins", u32, "read_write")
+    n = k.param("n", u32)
+    lo = scale = None
+    if ty is f32:
+        lo = k.param("lo", f32)
+        scale = k.param("scale", f32)
+    local = k.shared("local_bins", u32, nbins)
+    t = k.let(k.local_index())
+    base = k.let(k.workgroup_linear_id() * (wg * per))
+    rounds = ceil_div(nbins, wg)
+    for r in range(rounds):
+        b = t + r * wg
+        if (r + 1) * wg <= nbins:
+            local[b] = 0
+        else:
+            with k.if_(b < nbins):
+                local[b] = 0
+    k.barrier()
+    with k.for_range(0, per) as j:
+        i = k.let(base + j * wg + t)
+        with k.if_(i < n):
+            x = k.let(src[i])
+            if ty is f32:
+                assert lo is not None and scale is not None
+                f = k.let((x - lo) * scale)
+                with k.if_((f >= 0.0) & (f < float(nbins))):
+                    local.atomic_add(f.cast(u32), 1)
+            else:
+                v = x if ty is u32 else x.bitcast(u32)  # negatives become huge: no bin
+                with k.if_(v < nbins):
+                    local.atomic_add(v, 1)
+    k.barrier()
+    for r in range(rounds):
+        b = k.let(t + r * wg)
+        c = k.let(local[b])
+        with k.if_((b < nbins) & (c != 0)):
+            bins.atomic_add(b, c)
+    return k.build()
+
+
+def plan_histogram(
+    backend: BaseBackend,
+    src: BufferBase,
+    n: int,
+    bins: BufferBase,
+    nbins: int,
+    ty: ScalarType = u32,
+    lo: float = 0.0,
+    scale: float = 1.0,
+    accumulate: bool = False,
+    workgroup_size: int = WORKGROUP,
+    per_thread: int = PER_THREAD,
+    max_per_dim: int = MAX_GRID_DIM,
+) -> Plan:
+    """Zero `bins` (unless `accumulate`), then count src[:n] into it."""
+    ty = ScalarType(ty)
+    plan = Plan()
+    if not accumulate:
+        plan.add(fill(u32), {}, {"out": bins}, grid(nbins, 256, max_per_dim, n=nbins, value=0))
+    if n == 0:
+        return plan
+    params: dict[str, float | int] = {"n": n}
+    if ty is f32:
+        params.update(lo=lo, scale=scale)
+    groups = ceil_div(n, workgroup_size * per_thread)
+    plan.add(
+        histogram_program(nbins, ty, workgroup_size, per_thread),
+        {"src": src},
+        {"bins": bins},
+        blocks_grid(groups, workgroup_size, max_per_dim, **params),
+    )
+    return plan
+
+
+def histogram_device(
+    backend: BaseBackend,
+    src: BufferBase,
+    n: int,
+    bins: BufferBase,
+    nbins: int,
+    ty: ScalarType = u32,
+    use_pipeline: bool | None = None,
+    **kw: float,
+) -> None:
+    """Histogram of resident src[:n] into resident bins[:nbins]; no readback."""
+    run_plan(backend, plan_histogram(backend, src, n, bins, nbins, ty, **kw), use_pipeline)  # type: ignore[arg-type]
+
+
+def histogram_host(
+    backend: BaseBackend,
+    data: np.ndarray,
+    nbins: int,
+    use_pipeline: bool | None = None,
+    **kw: float,
+) -> np.ndarray:
+    """Upload, histogram on `backend`, read back the nbins counts (u32)."""
+    ty = ScalarType.from_numpy(data.dtype)
+    src = upload(backend, data, "histogram_src")
+    bins = alloc(backend, u32, nbins, "histogram_bins")
+    try:
+        histogram_device(backend, src, data.size, bins, nbins, ty, use_pipeline, **kw)
+        return read_elems(backend, bins, u32, nbins)
+    finally:
+        backend.free(src)
+        backend.free(bins)
+
+
+def histogram_reference(data: np.ndarray, nbins: int, lo: float = 0.0, scale: float = 1.0
+                        ) -> np.ndarray:
+    """The same binning in NumPy (exact: f32 arithmetic in the kernel's order)."""
+    if data.dtype == np.float32:
+        with np.errstate(invalid="ignore"):
+            f = (data - np.float32(lo)) * np.float32(scale)
+            ok = (f >= 0) & (f < np.float32(nbins))
+        b = f[ok].astype(np.int64)
+    else:
+        b = data.astype(np.int64)
+        b = b[(b >= 0) & (b < nbins)]
+    return np.bincount(b, minlength=nbins).astype(np.uint32)

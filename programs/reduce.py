@@ -1,0 +1,240 @@
+"""Reductions: sum, min, max and argmin / argmax over f32, i32 and u32, any length.
+
+Each pass reduces blocks of `workgroup_size * per_thread` elements to one value per block:
+invocation t folds elements base + t, base + t + wg, ... serially, then a tree in workgroup
+memory (halving strides, a barrier per level) combines the invocations. `plan_reduce`
+chains passes until one value is left. The order of operations is fixed by the program, so
+results are deterministic (same bits run to run) and the reference backend, which runs the
+same order, agrees bit-exactly with every backend (no float atomics anywhere).
+
+Semantics: an empty sum is 0; an empty min / max is the identity (+inf / largest int for
+min, -inf / least int for max). Float min / max follow the IR (IEEE minNum / maxNum: NaN is
+ignored unless everything is NaN). argmin / argmax skip NaNs, break ties by the lowest
+index and report index 0xFFFFFFFF (with the identity value) when nothing qualifies.
+
+This module must never use atomics on floats or copy through the host between passes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from vyre.backend import BaseBackend
+from vyre.buffer import BufferBase
+from vyre.builder import ProgramBuilder, Value
+from vyre.config import MAX_GRID_DIM
+from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
+
+from ._common import (
+    NUMERIC,
+    REDUCE_OPS,
+    Plan,
+    alloc,
+    blocks_grid,
+    ceil_div,
+    check_pow2,
+    check_type,
+    combine,
+    identity,
+    read_elems,
+    run_plan,
+    u32,
+    upload,
+)
+
+WORKGROUP = 256
+PER_THREAD = 4
+NO_INDEX = 0xFFFFFFFF
+
+
+@cache
+def reduce_program(
+    op: str, ty: ScalarType, workgroup_size: int = WORKGROUP, per_thread: int = PER_THREAD
+) -> Program:
+    """One pass: dst[b] = op over src[b*B : min((b+1)*B, n)], B = workgroup_size*per_thread."""
+    if op not in REDUCE_OPS:
+        raise ValueError(f"reduction {op!r} is not one of {REDUCE_OPS}")
+    ty = check_type(ty, NUMERIC, "reduce")
+    check_pow2(workgroup_size, "workgroup_size")
+    wg, per = workgroup_size, per_thread
+    k = ProgramBuilder(f"reduce_{op}_{ty}_{wg}x{per}", wg)
+    src = k.buffer("src", ty)
+    dst = k.buffer("dst", ty, "write")
+    n = k.param("n", u32)
+    part = k.shared("partial", ty, wg)
+    t = k.let(k.local_index())
+    base = k.let(k.workgroup_linear_id() * (wg * per))
+    acc = k.let(k.lit(identity(op, ty), ty))
+    with k.for_range(0, per) as j:
+        i = k.let(base + j * wg + t)
+        with k.if_(i < n):
+            acc.set(combine(op, acc, src[i]))
+    part[t] = acc
+    k.barrier()
+    s = wg // 2
+    while s >= 1:
+        with k.if_(t < s):
+            part[t] = combine(op, part[t], part[t + s])
+        k.barrier()
+        s //= 2
+    with k.if_((t == 0) & (base < n)):
+        dst[k.workgroup_linear_id()] = part[0]
+    return k.build()
+
+
+def _better(op: str, bv: Value, bi: Value, av: Value, ai: Value) -> Value:
+    """Whether (bv, bi) beats (av, ai): a strict total order, so any combine order agrees."""
+    strictly = bv < av if op == "argmin" else bv > av
+    return strictly | ((bv == av) & (bi < ai))
+
+
+@cache
+def arg_reduce_program(
+    op: str,
+    ty: ScalarType,
+    first: bool,
+    workgroup_size: int = WORKGROUP,
+    per_thread: int = PER_THREAD,
+) -> Program:
+    """One argmin / argmax pass to (dst, dst_index) per block.
+
+    The first pass (`first=True`) reads values only (the index is the position); later
+    passes read (src, src_index) pairs made by an earlier pass.
+    """
+    if op not in ("argmin", "argmax"):
+        raise ValueError(f"{op!r} is not argmin or argmax")
+    ty = check_type(ty, NUMERIC, op)
+    check_pow2(workgroup_size, "workgroup_size")
+    wg, per = workgroup_size, per_thread
+    k = ProgramBuilder(f"{op}_{ty}_{'first' if first else 'next'}_{wg}x{per}", wg)
+    src = k.buffer("src", ty)
+    src_index = None if first else k.buffer("src_index", u32)
+    dst = k.buffer("dst", ty, "write")
+    dst_index = k.buffer("dst_index", u32, "write")
+    n = k.param("n", u32)
+    sv = k.shared("best_value", ty, wg)
+    si = k.shared("best_index", u32, wg)
+    t = k.let(k.local_index())
+    base = k.let(k.workgroup_linear_id() * (wg * per))
+    ident = identity("min" if op == "argmin" else "max", ty)
+    bv = k.let(k.lit(ident, ty))
+    bi = k.let(k.lit(NO_INDEX, u32))
+    with k.for_range(0, per) as j:
+        i = k.let(base + j * wg + t)
+        v = k.let(src[i])
+        idx = k.let(i if src_index is None else src_index[i])
+        ok = i < n
+        if ty.is_float:
+            ok = ok & (v == v)  # NaN never qualifies
+        with k.if_(ok & _better(op, v, idx, bv, bi)):
+            bv.set(v)
+            bi.set(idx)
+    sv[t] = bv
+    si[t] = bi
+    k.barrier()
+    s = wg // 2
+    while s >= 1:
+        with k.if_(t < s):
+            ov = k.let(sv[t + s])
+            oi = k.let(si[t + s])
+            with k.if_(_better(op, ov, oi, sv[t], si[t])):
+                sv[t] = ov
+                si[t] = oi
+        k.barrier()
+        s //= 2
+    with k.if_((t == 0) & (base < n)):
+        g = k.let(k.workgroup_linear_id())
+        dst[g] = sv[0]
+        dst_index[g] = si[0]
+    return k.build()
+
+
+def plan_reduce(
+    backend: BaseBackend,
+    src: BufferBase,
+    n: int,
+    op: str,
+    ty: ScalarType,
+    out: BufferBase,
+    out_index: BufferBase | None = None,
+    workgroup_size: int = WORKGROUP,
+    per_thread: int = PER_THREAD,
+    max_per_dim: int = MAX_GRID_DIM,
+) -> Plan:
+    """Passes reducing the first `n` elements of `src` into out[0] (and out_index[0] for
+    argmin / argmax). n == 0 gives no steps: use `reduce_device`, which writes the identity."""
+    ty = ScalarType(ty)
+    arg = op in ("argmin", "argmax")
+    if arg and out_index is None:
+        raise ValueError(f"{op} needs out_index, a u32 buffer for the position")
+    plan = Plan()
+    block = workgroup_size * per_thread
+    cur, cur_index, count, first = src, None, n, True
+    while count > 0:
+        groups = ceil_div(count, block)
+        if groups == 1:
+            dst, dst_index = out, out_index
+        else:
+            dst = alloc(backend, ty, groups, f"{op}_partial")
+            plan.temporaries.append(dst)
+            dst_index = None
+            if arg:
+                dst_index = alloc(backend, u32, groups, f"{op}_partial_index")
+                plan.temporaries.append(dst_index)
+        cfg = blocks_grid(groups, workgroup_size, max_per_dim, n=count)
+        if arg:
+            prog = arg_reduce_program(op, ty, first, workgroup_size, per_thread)
+            ins = {"src": cur} if first else {"src": cur, "src_index": cur_index}
+            plan.add(prog, ins, {"dst": dst, "dst_index": dst_index}, cfg)
+        else:
+            prog = reduce_program(op, ty, workgroup_size, per_thread)
+            plan.add(prog, {"src": cur}, {"dst": dst}, cfg)
+        if groups == 1:
+            break
+        cur, cur_index, count, first = dst, dst_index, groups, False
+    return plan
+
+
+def reduce_device(
+    backend: BaseBackend,
+    src: BufferBase,
+    n: int,
+    op: str,
+    ty: ScalarType,
+    out: BufferBase,
+    out_index: BufferBase | None = None,
+    use_pipeline: bool | None = None,
+    **kw: int,
+) -> None:
+    """Reduce resident `src[:n]` into resident out[0] (and out_index[0]); no readback."""
+    ty = ScalarType(ty)
+    if n == 0:
+        ident = identity("min" if op == "argmin" else "max" if op == "argmax" else op, ty)
+        backend.write(out, np.array([ident], dtype=ty.numpy))
+        if out_index is not None:
+            backend.write(out_index, np.array([NO_INDEX], dtype=np.uint32))
+        return
+    run_plan(backend, plan_reduce(backend, src, n, op, ty, out, out_index, **kw), use_pipeline)
+
+
+def reduce_host(
+    backend: BaseBackend, data: np.ndarray, op: str, use_pipeline: bool | None = None, **kw: int
+) -> tuple[np.generic, int | None]:
+    """Upload `data`, reduce it on `backend`, read back (value, index-or-None)."""
+    ty = ScalarType.from_numpy(data.dtype)
+    arg = op in ("argmin", "argmax")
+    src = upload(backend, data, "reduce_src")
+    out = alloc(backend, ty, 1, "reduce_out")
+    out_index = alloc(backend, u32, 1, "reduce_out_index") if arg else None
+    try:
+        reduce_device(backend, src, data.size, op, ty, out, out_index, use_pipeline, **kw)
+        value = read_elems(backend, out, ty, 1)[0]
+        index = int(read_elems(backend, out_index, u32, 1)[0]) if out_index is not None else None
+        return value, index
+    finally:
+        for b in (src, out, out_index):
+            if b is not None:
+                backend.free(b)

@@ -1,0 +1,144 @@
+"""2-D five-point stencils on row-major f32 grids (H rows x W columns): the Laplacian,
+a blur, or any weights, with clamped (replicate-edge) or zero boundaries.
+
+out[y, x] = ((((wc*u[y,x] + wn*u[y-1,x]) + ws*u[y+1,x]) + ww*u[y,x-1]) + we*u[y,x+1]),
+evaluated in exactly that order in f32 with no fma, so every backend and the NumPy
+`stencil_reference` agree bit for bit. Boundary "clamp" reads the nearest edge cell for a
+neighbour outside the grid; "zero" reads 0 there. `iterate_stencil` ping-pongs two resident
+buffers as one recorded pipeline (repeat), never touching the host between steps. This
+module must never read neighbours outside the grid from memory.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from vyre.backend import BaseBackend
+from vyre.buffer import BufferBase
+from vyre.builder import ProgramBuilder, Value, select
+from vyre.config import MAX_GRID_DIM, DispatchConfig
+from vyre.features import PIPELINE
+from vyre.ir.nodes import Program
+from vyre.pipeline import Step
+
+from ._common import alloc, ceil_div, f32, read_elems, u32, upload
+
+TILE = 16
+BOUNDARIES = ("clamp", "zero")
+LAPLACIAN = (-4.0, 1.0, 1.0, 1.0, 1.0)  # centre, north, south, west, east
+BLUR = (0.5, 0.125, 0.125, 0.125, 0.125)
+
+
+@cache
+def stencil_program(boundary: str = "clamp", tile: int = TILE) -> Program:
+    """One five-point step u -> out (params H, W and weights wc, wn, ws, ww, we)."""
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+    k = ProgramBuilder(f"stencil5_{boundary}", (tile, tile))
+    u = k.buffer("u", f32)
+    out = k.buffer("out", f32, "write")
+    h = k.param("H", u32)
+    w = k.param("W", u32)
+    wts = [k.param(nm, f32) for nm in ("wc", "wn", "ws", "ww", "we")]
+    x = k.let(k.global_id(0))
+    y = k.let(k.global_id(1))
+    with k.if_((x < w) & (y < h)):
+        def cell(yy: Value, xx: Value) -> Value:
+            return u[yy * w + xx]
+
+        def nb(ok: Value, yy: Value, xx: Value, edge_y: Value, edge_x: Value) -> Value:
+            if boundary == "clamp":
+                return cell(select(ok, yy, edge_y), select(ok, xx, edge_x))
+            return select(ok, cell(select(ok, yy, edge_y), select(ok, xx, edge_x)), 0.0)
+
+        c = k.let(cell(y, x))
+        north = nb(y > 0, y - 1, x, y, x)
+        south = nb(y + 1 < h, y + 1, x, y, x)
+        west = nb(x > 0, y, x - 1, y, x)
+        east = nb(x + 1 < w, y, x + 1, y, x)
+        r = wts[0] * c + wts[1] * north
+        r = r + wts[2] * south
+        r = r + wts[3] * west
+        out[y * w + x] = r + wts[4] * east
+    return k.build()
+
+
+def stencil_config(
+    h: int, w: int, weights: tuple[float, ...] = LAPLACIAN, tile: int = TILE
+) -> DispatchConfig:
+    gx, gy = ceil_div(w, tile), ceil_div(h, tile)
+    if gx > MAX_GRID_DIM or gy > MAX_GRID_DIM:
+        raise ValueError(f"a {h} x {w} grid needs more than {MAX_GRID_DIM} tiles per side")
+    names = ("wc", "wn", "ws", "ww", "we")
+    return DispatchConfig(grid=(gx, gy, 1), params={"H": h, "W": w, **dict(zip(names, weights))})
+
+
+def iterate_stencil(
+    backend: BaseBackend,
+    u: BufferBase,
+    scratch: BufferBase,
+    h: int,
+    w: int,
+    steps: int,
+    weights: tuple[float, ...] = BLUR,
+    boundary: str = "clamp",
+    use_pipeline: bool | None = None,
+) -> BufferBase:
+    """Apply the stencil `steps` times, ping-ponging u <-> scratch on the device; returns
+    the buffer holding the result (u for an even number of steps, else scratch)."""
+    if steps == 0 or h == 0 or w == 0:
+        return u
+    prog = stencil_program(boundary)
+    cfg = stencil_config(h, w, weights)
+    there = Step(prog, {"u": u}, {"out": scratch}, cfg)
+    back = Step(prog, {"u": scratch}, {"out": u}, cfg)
+    if use_pipeline is None:
+        use_pipeline = backend.supports(PIPELINE)
+    pairs, odd = divmod(steps, 2)
+    if use_pipeline:
+        if pairs:
+            backend.pipeline([there, back]).run(repeat=pairs)
+        if odd:
+            backend.pipeline([there]).run()
+    else:
+        for s in [there, back] * pairs + [there] * odd:
+            backend.dispatch_with_device_buffers(s.program, s.inputs, s.outputs, s.config)
+    return scratch if odd else u
+
+
+def stencil_host(
+    backend: BaseBackend,
+    grid2d: np.ndarray,
+    steps: int = 1,
+    weights: tuple[float, ...] = LAPLACIAN,
+    boundary: str = "clamp",
+    use_pipeline: bool | None = None,
+) -> np.ndarray:
+    """Upload an f32 (H, W) grid, apply the stencil `steps` times, read back."""
+    if grid2d.dtype != np.float32 or grid2d.ndim != 2:
+        raise ValueError("stencil takes a 2-D float32 array")
+    h, w = grid2d.shape
+    u = upload(backend, grid2d, "stencil_u")
+    s = alloc(backend, f32, h * w, "stencil_scratch")
+    try:
+        res = iterate_stencil(backend, u, s, h, w, steps, weights, boundary, use_pipeline)
+        return read_elems(backend, res, f32, h * w).reshape(h, w)
+    finally:
+        backend.free(u)
+        backend.free(s)
+
+
+def stencil_reference(
+    u: np.ndarray, weights: tuple[float, ...] = LAPLACIAN, boundary: str = "clamp",
+    steps: int = 1,
+) -> np.ndarray:
+    """The kernel's exact arithmetic in NumPy (same order, f32)."""
+    wc, wn, ws, ww, we = (np.float32(v) for v in weights)
+    for _ in range(steps):
+        p = np.pad(u, 1, mode="edge") if boundary == "clamp" else np.pad(u, 1)
+        c, north, south = p[1:-1, 1:-1], p[:-2, 1:-1], p[2:, 1:-1]
+        west, east = p[1:-1, :-2], p[1:-1, 2:]
+        u = (((wc * c + wn * north) + ws * south) + ww * west) + we * east
+    return u.astype(np.float32)

@@ -1,0 +1,1 @@
+/* no newline at end */ int x = 1; // trailing line comment

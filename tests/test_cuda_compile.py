@@ -1,0 +1,254 @@
+"""CUDA backend without a GPU: NVRTC errors, the disk cache, the provider, the source.
+
+Everything here runs in CI (NVRTC works without a driver).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import CompileError, ScalarType
+from vyre.builder import ProgramBuilder
+
+ST = ScalarType
+
+
+def _saxpy(name: str = "saxpy") -> vyre.Program:
+    k = ProgramBuilder(name, workgroup_size=256)
+    x, y = k.buffer("x", ST.F32), k.buffer("y", ST.F32, "read_write")
+    a = k.param("a", ST.F32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = a * x[i] + y[i]
+    return k.build()
+
+
+def test_compile_error_has_source_and_log() -> None:
+    from vyre.backends.cuda import compile_source
+
+    src = 'extern "C" __global__ void vyre_main() { this is not C; }'
+    with pytest.raises(CompileError) as info:
+        compile_source(src, "sm_90")
+    assert info.value.source == src
+    assert "error" in info.value.log
+    assert "sm_90" in str(info.value)
+
+
+def test_cubin_not_ptx_and_options() -> None:
+    from vyre.backends.cuda import compile_program
+    from vyre.backends.cuda.nvrtc import BASE_OPTIONS
+
+    c = compile_program(_saxpy(), "sm_90")
+    assert c.cubin.startswith(b"\x7fELF")
+    assert "--fmad=false" in BASE_OPTIONS
+    assert not any("fast-math" in o for o in BASE_OPTIONS)
+
+
+def test_source_is_readable_and_names_are_mangled() -> None:
+    from vyre.backends.cuda import compile_program, generate
+
+    k = ProgramBuilder("weird-names.v1", workgroup_size=32)
+    buf = k.buffer("float", ST.U32, "read_write")  # C keywords and builtins as user names
+    t = k.param("threadIdx", ST.U32)
+    v = k.let(buf[k.global_id(0)], name="int")
+    buf[k.global_id(0)] = v + t
+    prog = k.build()
+    src = generate(prog).source
+    assert "b_float" in src and "v_int" in src and "p_threadIdx" in src
+    compile_program(prog, "sm_90")
+
+
+def test_disk_cache_hit_across_fresh_cache_objects(tmp_path: Path) -> None:
+    from vyre.backends.cuda import DiskCache, compile_program
+
+    prog = _saxpy()
+    first = compile_program(prog, "sm_90", DiskCache(tmp_path))
+    assert not first.from_disk
+    fresh = DiskCache(tmp_path)
+    second = compile_program(prog, "sm_90", fresh)
+    assert second.from_disk and second.cubin == first.cubin
+    assert fresh.stats.hits == 1
+    # another architecture is another entry
+    third = compile_program(prog, "sm_80", DiskCache(tmp_path))
+    assert not third.from_disk and third.key != first.key
+
+
+def test_disk_cache_corrupted_entry_is_rebuilt(tmp_path: Path) -> None:
+    from vyre.backends.cuda import DiskCache, compile_program
+
+    prog = _saxpy()
+    first = compile_program(prog, "sm_90", DiskCache(tmp_path))
+    path = DiskCache(tmp_path).path(first.key)
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF  # flip bits in the payload
+    path.write_bytes(bytes(data))
+    cache = DiskCache(tmp_path)
+    again = compile_program(prog, "sm_90", cache)
+    assert not again.from_disk, "a corrupted entry must never be loaded"
+    assert cache.stats.corrupt == 1
+    assert again.cubin == first.cubin
+    assert compile_program(prog, "sm_90", DiskCache(tmp_path)).from_disk
+    # a truncated entry too
+    path.write_bytes(path.read_bytes()[:20])
+    assert not compile_program(prog, "sm_90", DiskCache(tmp_path)).from_disk
+
+
+def _compile_in_child(directory: str) -> bytes:
+    from vyre.backends.cuda import DiskCache, compile_program
+
+    return compile_program(_saxpy(), "sm_90", DiskCache(directory)).cubin
+
+
+def test_disk_cache_concurrent_writers(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        results = pool.map(_compile_in_child, [str(tmp_path)] * 8)
+    assert len(set(results)) == 1
+    entries = sorted(p.name for p in tmp_path.iterdir())
+    assert len(entries) == 1 and entries[0].endswith(".cubin"), entries
+    from vyre.backends.cuda import DiskCache, compile_program
+
+    assert compile_program(_saxpy(), "sm_90", DiskCache(tmp_path)).from_disk
+
+
+def test_cache_dir_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vyre.backends.cuda.nvrtc import default_cache_dir
+
+    monkeypatch.setenv("VYRE_CACHE_DIR", str(tmp_path))
+    assert default_cache_dir() == tmp_path / "cuda"
+    monkeypatch.delenv("VYRE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert default_cache_dir() == tmp_path / "x" / "vyre" / "cuda"
+
+
+def test_import_does_not_load_the_driver() -> None:
+    code = (
+        "import sys, vyre, vyre.backends.cuda as c; "
+        "assert 'cuda.bindings.driver' not in sys.modules, 'driver imported'; "
+        "a = {x.name: x for x in vyre.available_backends()}['cuda']; "
+        "print(a.available, a.reason)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
+def test_provider_reports_reason_when_unavailable() -> None:
+    from vyre.backends.cuda import PROVIDER
+
+    a = PROVIDER.probe()
+    if a.available:
+        assert a.devices, "an available CUDA must list its devices"
+        return
+    assert a.reason, "an unavailable backend must say why"
+    with pytest.raises(vyre.BackendUnavailable) as info:
+        vyre.get_backend("cuda")
+    assert info.value.reason == a.reason or info.value.reason
+    # and the other backends still work
+    ref = vyre.get_backend("reference")
+    try:
+        out = ref.dispatch(_saxpy(), {"x": np.ones(4, np.float32), "y": np.ones(4, np.float32)},
+                           vyre.DispatchConfig(grid=1, params={"a": 2.0}))
+        assert out["y"].tolist() == [3.0] * 4
+    finally:
+        ref.close()
+
+
+def test_kernel_argument_layout() -> None:
+    from vyre.backends.cuda.codegen import KernelSignature
+
+    sig = KernelSignature(buffers=(ST.F32, ST.U64), params=(ST.F16, ST.F64, ST.I32))
+    offsets, size = sig.layout()
+    # two pointers, two u32 counts, then f16 (2), f64 (8-aligned), i32
+    assert offsets == [0, 8, 16, 20, 24, 32, 40]
+    assert size == 44
+
+
+def test_coarsening_rules() -> None:
+    from vyre.backends.cuda.codegen import coarsening_allowed, generate, lockstep_allowed
+
+    saxpy = _saxpy()
+    assert coarsening_allowed(saxpy, 4) and lockstep_allowed(saxpy)
+    src = generate(saxpy, coarsen=4).source
+    assert "lockstep: 4 invocations" in src and "__launch_bounds__(64)" in src
+    assert generate(saxpy, coarsen=4).block == (64, 1, 1)
+
+    k = ProgramBuilder("with_barrier", workgroup_size=256)
+    y = k.buffer("y", ST.U32, "read_write")
+    y[k.global_id(0)] = 1
+    k.barrier()
+    assert not coarsening_allowed(k.build(), 4)
+
+    k = ProgramBuilder("small_group", workgroup_size=64)
+    y = k.buffer("y", ST.U32, "read_write")
+    y[k.global_id(0)] = 1
+    assert not coarsening_allowed(k.build(), 4)  # 16-thread blocks would waste warps
+
+    k = ProgramBuilder("with_loop_and_return", workgroup_size=256)
+    y = k.buffer("y", ST.U32, "read_write")
+    i = k.global_id(0)
+    with k.if_(i >= y.length()):
+        k.return_()
+    with k.for_range(0, 4):
+        y[i] = y[i] + 1
+    prog = k.build()
+    assert coarsening_allowed(prog, 4) and not lockstep_allowed(prog)
+    src = generate(prog, coarsen=4).source
+    assert "goto vy_next;" in src and "vy_next: ;" in src and "return;" not in src.split(
+        "end of prelude")[1]
+
+
+def test_semantic_helpers_are_used() -> None:
+    from vyre.backends.cuda.codegen import generate
+
+    k = ProgramBuilder("helpers", workgroup_size=64)
+    a = k.buffer("a", ST.I32)
+    f = k.buffer("f", ST.F32)
+    o = k.buffer("o", ST.I32, "write")
+    i = k.global_id(0)
+    o[i] = (a[i] // a[i + 1]) + (a[i] % 3) + (a[i] << a[i]) + f[i].cast(ST.I32)
+    src = generate(k.build()).source.split("end of prelude")[1]
+    for helper in ("vy_div(", "vy_rem(", "vy_shl(", "vy_f2i32(", "vy_ld(", "vy_st("):
+        assert helper in src, helper
+    assert "(unsigned)" in src  # signed arithmetic is done in unsigned types
+
+
+_ALL_TYPES = frozenset({ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64})
+
+
+def test_random_programs_compile() -> None:
+    """Differential-fuzz programs of every type compile with NVRTC (CI: no GPU)."""
+    from hypothesis import given
+    from vyre.backends.cuda import compile_program
+
+    from vyre import fuzz
+
+    opts = fuzz.GenOptions(types=_ALL_TYPES, atomic_types=frozenset({ST.I32, ST.U32, ST.I64,
+                                                                      ST.U64}))
+
+    @fuzz.fuzz_settings(30, use_database=False)
+    @given(fuzz.cases(opts))
+    def check(case: fuzz.FuzzCase) -> None:
+        for coarsen in (1, 4):
+            compile_program(case.program, "sm_90", coarsen=coarsen)
+
+    check()
+
+
+def test_saved_regression_programs_compile() -> None:
+    from vyre.backends.cuda import compile_program
+
+    from vyre import fuzz
+
+    paths = sorted(fuzz.regressions_dir().glob("*.json"))
+    for path in paths:
+        case = fuzz.load_case(path)
+        for coarsen in (1, 4):
+            compile_program(case.program, "sm_90", coarsen=coarsen)

@@ -1,0 +1,298 @@
+"""CUDA backend on a GPU: device facts, resident buffers, async, profiling, pipelines as
+CUDA graphs, OOM, leaks, faults. Every test is `gpu` and skips with the reason without one.
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ScalarType, Step
+from vyre.builder import ProgramBuilder
+
+ST = ScalarType
+pytestmark = pytest.mark.gpu
+
+
+def _skip_without_cuda() -> None:
+    a = {x.name: x for x in vyre.available_backends()}.get("cuda")
+    if a is None or not a.available:
+        pytest.skip(f"no CUDA here: {a.reason if a else 'backend not registered'}")
+
+
+@pytest.fixture(scope="module")
+def cuda() -> Any:
+    _skip_without_cuda()
+    b = vyre.get_backend("cuda")
+    yield b
+    b.close()
+
+
+def _inc() -> vyre.Program:
+    k = ProgramBuilder("inc", workgroup_size=128)
+    y = k.buffer("y", ST.U32, "read_write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] + 1
+    return k.build()
+
+
+def _copy() -> vyre.Program:
+    k = ProgramBuilder("copy", workgroup_size=128)
+    x = k.buffer("x", ST.U32)
+    y = k.buffer("y", ST.U32, "write")
+    i = k.global_linear_id()
+    y[i] = x[i] * 2
+    return k.build()
+
+
+def _saxpy() -> vyre.Program:
+    k = ProgramBuilder("saxpy", workgroup_size=256)
+    x, y = k.buffer("x", ST.F32), k.buffer("y", ST.F32, "read_write")
+    a = k.param("a", ST.F32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = a * x[i] + y[i]
+    return k.build()
+
+
+def test_capabilities(cuda: Any) -> None:
+    caps = cuda.capabilities()
+    d = caps.details
+    for key in ("name", "compute_capability", "sm_count", "total_memory",
+                "max_threads_per_block", "shared_memory_per_block", "warp_size", "arch"):
+        assert key in d, key
+    assert d["warp_size"] == 32 and d["sm_count"] > 0
+    for f in ("f16", "f64", "i64", "atomic_float", "atomic_i64", "workgroup_memory",
+              "resident", "async", "pipeline", "device_timers", "disk_cache"):
+        assert cuda.supports(f), f
+    assert not cuda.supports("indirect_dispatch")
+    assert cuda.arch == "sm_{}{}".format(*d["compute_capability"])
+
+
+def test_indirect_dispatch_is_refused(cuda: Any) -> None:
+    g = cuda.allocate_device_buffer(16)
+    y = cuda.allocate_device_buffer(64)
+    with pytest.raises(vyre.UnsupportedFeature):
+        cuda.dispatch_with_device_buffers(_inc(), [], [y],
+                                          DispatchConfig(grid=vyre.IndirectGrid(buffer=g)))
+    g.free()
+    y.free()
+
+
+def test_resident_roundtrip_and_bound_dispatch(cuda: Any) -> None:
+    n = 1 << 20
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n, 3.0, np.float32)
+    bx = cuda.allocate_device_buffer(x.nbytes, "x")
+    by = cuda.allocate_device_buffer(y.nbytes, "y")
+    cuda.write(bx, x)
+    cuda.write(by, y)
+    cfg = DispatchConfig.for_elements(n, 256, params={"a": 2.0})
+    bound = cuda.bind(_saxpy(), [bx], [by], cfg)
+    for _ in range(10):
+        cuda.dispatch_with_device_buffers(bound)
+    for _ in range(5):  # the unbound path, cached per binding
+        cuda.dispatch_with_device_buffers(_saxpy(), [bx], [by], cfg)
+    got = cuda.read(by, dtype=np.float32)
+    expect = y.copy()
+    for _ in range(15):
+        expect = np.float32(2.0) * x + expect
+    np.testing.assert_array_equal(got, expect)
+    part = cuda.read(by, offset=8, length=16, dtype=np.float32)
+    np.testing.assert_array_equal(part, expect[2:6])
+    bx.free()
+    by.free()
+
+
+def test_async_and_profile(cuda: Any) -> None:
+    n = 1 << 16
+    with cuda.allocate_device_buffer(4 * n) as by:
+        cuda.write(by, np.zeros(n, np.uint32))
+        pend = [cuda.dispatch_async(_inc(), [], [by], DispatchConfig.for_elements(n, 128))
+                for _ in range(20)]
+        t = pend[-1].wait()
+        assert pend[-1].is_ready() and pend[0].wait().wall_ns >= 0
+        assert t.wait_ns >= 0
+        prof = cuda.dispatch_with_device_buffers(
+            _inc(), [], [by], DispatchConfig.for_elements(n, 128, profile=True))
+        assert prof.device_ns is not None and prof.device_ns > 0
+        assert (cuda.read(by, dtype=np.uint32) == 21).all()
+
+
+def test_aliased_buffers(cuda: Any) -> None:
+    k = ProgramBuilder("alias", workgroup_size=64)
+    x = k.buffer("x", ST.U32)
+    y = k.buffer("y", ST.U32, "read_write")
+    i = k.global_id(0)
+    with k.if_(i < y.length()):
+        y[i] = x[i] + y[i]
+    prog = k.build()
+    with cuda.allocate_device_buffer(256) as b:
+        cuda.write(b, np.arange(64, dtype=np.uint32))
+        cuda.dispatch_with_device_buffers(prog, [b], [b], DispatchConfig(grid=1))
+        assert (cuda.read(b, dtype=np.uint32) == 2 * np.arange(64)).all()
+
+
+def test_ownership(cuda: Any) -> None:
+    other = vyre.get_backend("cuda")
+    try:
+        foreign = other.allocate_device_buffer(64)
+        y = cuda.allocate_device_buffer(64)
+        with pytest.raises(vyre.BufferOwnershipError):
+            cuda.dispatch_with_device_buffers(_copy(), [foreign], [y], DispatchConfig())
+        y.free()
+    finally:
+        other.close()
+
+
+def test_compile_cache_counters(cuda: Any, tmp_path: Any) -> None:
+    from vyre.backends.cuda.backend import CudaBackend
+
+    k = ProgramBuilder("counter_probe", workgroup_size=32)
+    y = k.buffer("y", ST.U32, "read_write")
+    y[k.global_id(0)] = y[k.global_id(0)] + 7
+    prog = k.build()
+    b1 = CudaBackend(0, cache_dir=str(tmp_path))
+    try:
+        b1.compile(prog)
+        b1.compile(prog)
+        assert (b1.compile_stats.misses, b1.compile_stats.hits, b1.compile_stats.disk_hits) == (1, 1, 0)
+    finally:
+        b1.close()
+    b2 = CudaBackend(0, cache_dir=str(tmp_path))
+    try:
+        b2.compile(prog)
+        assert b2.compile_stats.disk_hits == 1
+        assert "vyre_main" in b2.source(prog)
+    finally:
+        b2.close()
+
+
+def test_pipeline_graph_repeat_and_reads(cuda: Any) -> None:
+    n = 4096
+    cfg = DispatchConfig.for_elements(n, 128)
+    a = cuda.allocate_device_buffer(4 * n, "a")
+    z = cuda.allocate_device_buffer(4 * n, "z")
+    cuda.write(a, np.arange(n, dtype=np.uint32))
+    p = cuda.pipeline([Step(_inc(), [], [a], cfg), Step(_copy(), [a], [z], cfg)])
+    r = p.run(repeat=1000, read=[(z, 0, None, np.uint32), (a, 16, 16, np.uint32)])
+    np.testing.assert_array_equal(r.reads[0], (np.arange(n) + 1000) * 2)
+    np.testing.assert_array_equal(r.reads[1], np.arange(4, 8) + 1000)
+    assert r.extra["graph_launches"] < 20, r.extra  # sublinear host work
+    assert r.timing.device_ns and r.timing.device_ns > 0
+    r2 = p.run(repeat=3, read=[(z, 0, None, np.uint32)])
+    np.testing.assert_array_equal(r2.reads[0], (np.arange(n) + 1003) * 2)
+    a.free()
+    z.free()
+
+
+def test_out_of_memory_reports_sizes(cuda: Any) -> None:
+    _free, total = cuda.memory_info()
+    with pytest.raises(vyre.OutOfDeviceMemory) as info:
+        cuda.allocate_device_buffer(total * 2)
+    assert str(total * 2) in str(info.value)
+    held = []
+    chunk = total // 4
+    try:
+        with pytest.raises(vyre.OutOfDeviceMemory) as info2:
+            for _ in range(8):
+                held.append(cuda.allocate_device_buffer(chunk))
+        assert str(chunk) in str(info2.value) and "free" in str(info2.value)
+    finally:
+        for b in held:
+            b.free()
+    # the backend still works after an OOM
+    with cuda.allocate_device_buffer(64) as b:
+        cuda.write(b, np.arange(16, dtype=np.uint32))
+        assert (cuda.read(b, dtype=np.uint32) == np.arange(16)).all()
+
+
+def test_no_leaks_over_thousands_of_cycles(cuda: Any) -> None:
+    cuda.synchronize()
+    gc.collect()
+    before, _ = cuda.memory_info()
+    data = np.arange(1 << 16, dtype=np.uint32)
+    for i in range(3000):
+        b = cuda.allocate_device_buffer(data.nbytes)
+        cuda.write(b, data)
+        if i % 2:
+            b.free()
+        else:
+            del b  # dropped: the finalizer frees it
+    gc.collect()
+    cuda.synchronize()
+    after, _ = cuda.memory_info()
+    assert abs(before - after) < (8 << 20), (before, after)
+    assert not cuda.live_buffers()
+
+
+_FAULT = textwrap.dedent("""
+    import numpy as np, vyre
+    from vyre import DispatchConfig, ScalarType as ST
+    from vyre.builder import ProgramBuilder
+    from vyre.backends.cuda.backend import CudaBuffer
+    k = ProgramBuilder("poke", workgroup_size=64)
+    y = k.buffer("y", ST.U32, "read_write")
+    y[k.global_id(0)] = 1
+    prog = k.build()
+    b = vyre.get_backend("cuda")
+    bogus = CudaBuffer(b, 1 << 20, "bogus", 0x1000)   # a pointer into nothing
+    bogus._release.detach()
+    try:
+        b.dispatch_with_device_buffers(prog, [], [bogus], DispatchConfig(grid=64))
+        b.synchronize()
+        raise SystemExit("no fault reported")
+    except vyre.DispatchError as exc:
+        print("FAULT", str(exc)[:200])
+    try:
+        b.allocate_device_buffer(16)
+        raise SystemExit("dead context accepted work")
+    except vyre.BackendUnavailable as exc:
+        print("REFUSED", str(exc)[:120])
+    b.close()
+    try:
+        b2 = vyre.get_backend("cuda")
+    except vyre.BackendUnavailable as exc:
+        # the driver may refuse any context in a process after a fault: then the reason must
+        # say so (the fix is a new process)
+        assert "restart the process" in exc.reason, exc.reason
+        print("UNRECOVERABLE IN PROCESS", exc.reason)
+        raise SystemExit(0)
+    out = b2.dispatch(prog, {"y": np.zeros(64, np.uint32)}, DispatchConfig(grid=1))
+    assert (out["y"] == 1).all(), out
+    print("RECREATED OK", "private context" if b2._private_ctx else "primary context")
+    b2.close()
+""")
+
+
+_FRESH = textwrap.dedent("""
+    import numpy as np, vyre
+    b = vyre.get_backend("cuda")
+    with b.allocate_device_buffer(16) as x:
+        b.write(x, np.arange(4, dtype=np.uint32))
+        assert (b.read(x, dtype=np.uint32) == np.arange(4)).all()
+    b.close()
+    print("FRESH OK")
+""")
+
+
+def test_fault_poisons_and_backend_can_be_recreated() -> None:
+    _skip_without_cuda()
+    out = subprocess.run([sys.executable, "-c", _FAULT], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    print(out.stdout)
+    assert "FAULT" in out.stdout and "REFUSED" in out.stdout
+    assert "RECREATED OK" in out.stdout or "UNRECOVERABLE IN PROCESS" in out.stdout
+    # a fresh process always gets a working device again
+    fresh = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True,
+                           timeout=300)
+    assert fresh.returncode == 0 and "FRESH OK" in fresh.stdout, fresh.stdout + fresh.stderr

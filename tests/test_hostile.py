@@ -1,0 +1,509 @@
+"""Hostile input: every misuse gets a precise vyre error, the process stays alive, and the
+backend keeps doing valid work afterwards.
+
+Covers malformed / truncated / deeply nested / future-version wire documents, absurd sizes,
+grids over the limits or empty, wrong element types, counts and parameter sets, buffers of
+another instance, HostShimBuffers, freed buffers and closed backends. Every test runs on
+every available backend and ends with a real dispatch checked against the expected result.
+This file must never accept a bare Exception (or a pydantic / NumPy error) as the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, IndirectGrid, ProgramBuilder, ReadRange, Step, f32, i32, u32
+from vyre.backend import BaseBackend
+from vyre.errors import (
+    BackendError,
+    BackendUnavailable,
+    BufferOwnershipError,
+    BufferStateError,
+    InvalidDispatch,
+    InvalidProgram,
+    OutOfDeviceMemory,
+    UnsupportedFeature,
+)
+from vyre.ir import nodes as N
+from vyre.ir.serialize import from_json, to_json
+from vyre.testing import HostShimBuffer
+
+BACKENDS = [a.name for a in vyre.available_backends() if a.available]
+
+
+@pytest.fixture(params=BACKENDS)
+def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
+    b = vyre.get_backend(request.param)
+    yield b
+    if not b.closed:
+        assert_alive(b)
+        b.close()
+
+
+def saxpy() -> N.Program:
+    k = ProgramBuilder("saxpy", workgroup_size=64)
+    x = k.buffer("x", f32)
+    y = k.buffer("y", f32, "read_write")
+    a = k.param("a", f32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = a * x[i] + y[i]
+    return k.build()
+
+
+def fixed_count() -> N.Program:
+    k = ProgramBuilder("fixed", workgroup_size=4)
+    x = k.buffer("x", i32, count=4)
+    o = k.buffer("o", i32, "write", count=4)
+    i = k.global_id()
+    o[i] = x[i] + 1
+    return k.build()
+
+
+def assert_alive(b: BaseBackend) -> None:
+    """A host dispatch and a resident dispatch both give the right answer."""
+    n = 100
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, dtype=np.float32)
+    cfg = DispatchConfig.for_elements(n, 64, params={"a": 2.0})
+    out = b.dispatch(saxpy(), {"x": x, "y": y}, cfg)["y"]
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    bx = b.allocate_device_buffer(x.nbytes, label="alive_x")
+    by = b.allocate_device_buffer(y.nbytes, label="alive_y")
+    try:
+        b.write_many([(bx, x, 0), (by, y, 0)])
+        b.dispatch_with_device_buffers(saxpy(), [bx], [by], cfg)
+        np.testing.assert_array_equal(b.read(by, dtype=np.float32), 2 * x + 1)
+    finally:
+        b.free(bx)
+        b.free(by)
+
+
+def raises(
+    exc: type[BaseException], *phrases: str
+) -> Callable[[Callable[[], Any]], BaseException]:
+    """Run the call; it must raise `exc` (a vyre error) whose message has every phrase."""
+
+    def run(fn: Callable[[], Any]) -> BaseException:
+        with pytest.raises(exc) as info:
+            fn()
+        assert isinstance(info.value, BackendError), type(info.value)
+        msg = str(info.value)
+        for p in phrases:
+            assert p.lower() in msg.lower(), f"{p!r} not in {msg!r}"
+        return info.value
+
+    return run
+
+
+# ------------------------------------------------------------------ wire format
+
+
+VALID = to_json(saxpy())
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads(VALID)
+
+
+def _nested_not(depth: int) -> str:
+    """JSON text of `depth` nested logical nots (built as text: json.dumps would recurse)."""
+    return ('{"kind":"unary","op":"not","ty":"bool","a":' * depth
+            + '{"kind":"const","ty":"bool","value":true}' + "}" * depth)
+
+
+def _with_body(body: list[Any]) -> str:
+    d = _doc()
+    d["program"]["body"] = ["BODY"]
+    text = json.dumps(d)
+    parts = [p if isinstance(p, str) else json.dumps(p) for p in body]
+    return text.replace('["BODY"]', "[" + ",".join(parts) + "]")
+
+
+def _let(value: str, name: str = "v") -> str:
+    return f'{{"kind":"let","name":"{name}","value":{value}}}'
+
+
+WIRE_CASES: list[tuple[str, str | bytes, tuple[str, ...]]] = [
+    ("empty", "", ("empty",)),
+    ("whitespace", "   \n", ("empty",)),
+    ("not json", "hello", ("malformed json",)),
+    ("truncated", VALID[: len(VALID) // 2], ("truncated",)),
+    ("truncated at end", VALID[:-1], ("truncated",)),
+    ("not utf8", b"\xff\xfe{}", ("not utf-8",)),
+    ("array", "[1, 2]", ("expected a json object",)),
+    ("wrong format", json.dumps({**_doc(), "format": "other"}), ("format tag", "not a vyre")),
+    ("future version", json.dumps({**_doc(), "version": 2}), ("version 2", "newer", "upgrade")),
+    ("far future version", json.dumps({**_doc(), "version": 10**30}), ("newer",)),
+    ("version zero", json.dumps({**_doc(), "version": 0}), ("does not exist",)),
+    ("string version", json.dumps({**_doc(), "version": "1"}), ("version must be an integer",)),
+    ("no program", json.dumps({"format": "vyre.program", "version": 1}), ("no 'program'",)),
+    ("extra top field", json.dumps({**_doc(), "x": 1}), ("unknown top-level",)),
+    ("deep arrays", "[" * 100_000 + "]" * 100_000, ("nested too deeply",)),
+    ("deep objects", '{"a":' * 50_000 + "1" + "}" * 50_000, ("nested too deeply",)),
+    ("deep expression", _with_body([_let(_nested_not(5000))]), ("nested too deeply",)),
+    ("past MAX_DEPTH", _with_body([_let(_nested_not(80))]), ("MAX_DEPTH",)),
+    ("unknown node kind", _with_body([{"kind": "launch_missiles"}]), ("ir schema",)),
+    ("wrong field type", _with_body(['{"kind":"let","name":3,"value":' + _nested_not(1) + "}"]),
+     ("ir schema",)),
+    ("store to read buffer",
+     _with_body([{"kind": "store", "buffer": "x",
+                  "index": {"kind": "const", "ty": "u32", "value": 0},
+                  "value": {"kind": "const", "ty": "f32", "value": 1.0}}]),
+     ("declared 'read'",)),
+    ("undeclared var",
+     _with_body([{"kind": "let", "name": "v", "value": {"kind": "var", "name": "nope",
+                                                        "ty": "i32"}}]),
+     ("not a local",)),
+]
+
+
+@pytest.mark.parametrize("doc,phrases", [(d, p) for _, d, p in WIRE_CASES],
+                         ids=[n for n, _, _ in WIRE_CASES])
+def test_hostile_wire_documents(doc: str | bytes, phrases: tuple[str, ...]) -> None:
+    raises(InvalidProgram, *phrases)(lambda: from_json(doc))
+
+
+def test_huge_wire_document_is_refused_without_parsing() -> None:
+    from vyre.ir.serialize import MAX_DOCUMENT_BYTES
+
+    raises(InvalidProgram, "bytes", "at most")(lambda: from_json(b" " * (MAX_DOCUMENT_BYTES + 1)))
+
+
+def test_valid_wire_document_runs_everywhere(be: BaseBackend) -> None:
+    prog = from_json(VALID)
+    x = np.arange(8, dtype=np.float32)
+    out = be.dispatch(prog, {"x": x, "y": x}, DispatchConfig(grid=1, params={"a": 3.0}))["y"]
+    np.testing.assert_array_equal(out, 4 * x)
+
+
+def test_unvalidated_program_object_is_rejected_at_dispatch(be: BaseBackend) -> None:
+    """A Program built with model_construct (skipping validation) still cannot run."""
+    bad = N.Program.model_construct(
+        name="bad", workgroup_size=(1, 1, 1),
+        buffers=(N.BufferDecl(name="x", ty=f32, access="read"),),
+        params=(), workgroup_arrays=(),
+        body=(N.Store(buffer="x", index=N.Const(ty=u32, value=0),
+                      value=N.Const(ty=f32, value=1.0)),),
+    )
+    raises(InvalidProgram, "declared 'read'")(
+        lambda: be.dispatch(bad, {"x": np.zeros(1, np.float32)}, DispatchConfig()))
+    raises(InvalidDispatch, "expected a vyre program")(lambda: be.compile("not a program"))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ sizes and grids
+
+
+@pytest.mark.parametrize("n", [2**62, 2**63 - 1, 2**80])
+def test_absurd_allocation(be: BaseBackend, n: int) -> None:
+    raises(OutOfDeviceMemory, "out of device memory", str(n))(
+        lambda: be.allocate_device_buffer(n))
+    assert be.live_buffers() == []
+
+
+@pytest.mark.parametrize("n,phrase", [(-1, ">= 0"), (2.5, "must be an int"), ("8", "must be an int"),
+                                      (True, "must be an int"), (None, "must be an int")])
+def test_bad_allocation_size(be: BaseBackend, n: Any, phrase: str) -> None:
+    raises(InvalidDispatch, phrase)(lambda: be.allocate_device_buffer(n))
+
+
+@pytest.mark.parametrize("grid,phrase", [(0, "grid[0] = 0"), ((1, 0, 1), "grid[1] = 0"),
+                                         ((1, 1, -5), "grid[2] = -5"), ((), "1 to 3"),
+                                         ((1, 2, 3, 4), "1 to 3"), ("big", "grid"),
+                                         (1.5, "grid")])
+def test_bad_grid_config(grid: Any, phrase: str) -> None:
+    raises(InvalidDispatch, "DispatchConfig", phrase)(lambda: DispatchConfig(grid=grid))
+
+
+def test_empty_for_elements() -> None:
+    raises(InvalidDispatch, "n >= 1")(lambda: DispatchConfig.for_elements(0, 64))
+
+
+def test_bad_config_fields() -> None:
+    raises(InvalidDispatch, "params")(lambda: DispatchConfig(params={"a": "text"}))
+    raises(InvalidDispatch, "unknown_option")(lambda: DispatchConfig(unknown_option=1))
+    raises(InvalidDispatch, "multiple of 4")(lambda: IndirectGrid(buffer=None, offset=2))
+
+
+@pytest.mark.parametrize("grid", [(70000, 1, 1), (1, 2**31, 1), (1, 1, 2**40)])
+def test_grid_over_limits(be: BaseBackend, grid: tuple[int, int, int]) -> None:
+    y = be.allocate_device_buffer(16)
+    x = be.allocate_device_buffer(16)
+    try:
+        raises(InvalidDispatch, "exceeds", "limit")(
+            lambda: be.dispatch_with_device_buffers(
+                saxpy(), [x], [y], DispatchConfig(grid=grid, params={"a": 1.0})))
+        raises(InvalidDispatch, "exceeds")(
+            lambda: be.dispatch(saxpy(), {"x": np.zeros(4, np.float32),
+                                          "y": np.zeros(4, np.float32)},
+                                DispatchConfig(grid=grid, params={"a": 1.0})))
+    finally:
+        be.free(x)
+        be.free(y)
+    assert be.live_buffers() == []
+
+
+def test_indirect_grid_too_short(be: BaseBackend) -> None:
+    if "indirect_dispatch" not in be.capabilities().features:
+        pytest.skip("no indirect dispatch")
+    g = be.allocate_device_buffer(8)
+    x = be.allocate_device_buffer(16)
+    y = be.allocate_device_buffer(16)
+    try:
+        raises(InvalidDispatch, "indirect grid needs 12 bytes")(
+            lambda: be.dispatch_with_device_buffers(
+                saxpy(), [x], [y],
+                DispatchConfig(grid=IndirectGrid(buffer=g), params={"a": 1.0})))
+    finally:
+        for b in (g, x, y):
+            be.free(b)
+
+
+def test_workgroup_memory_over_limit(be: BaseBackend) -> None:
+    limit = be.capabilities().limits["max_workgroup_bytes"]
+    k = ProgramBuilder("big_shared", workgroup_size=1)
+    sh = k.shared("sh", u32, limit // 4 + 1)
+    o = k.buffer("o", u32, "write")
+    sh[0] = k.lit(1, u32)
+    k.barrier()
+    o[0] = sh[0]
+    raises(InvalidDispatch, "workgroup memory", str(limit))(
+        lambda: be.dispatch(k.build(), {"o": 1}, DispatchConfig()))
+
+
+def test_missing_feature(be: BaseBackend) -> None:
+    feats = be.capabilities().features
+    missing = next((f for f in ("atomic_i64", "f64", "f16") if f not in feats), None)
+    if missing is None:
+        pytest.skip(f"{be.id} reports every feature this test can ask for")
+    k = ProgramBuilder("needs", workgroup_size=1)
+    if missing == "atomic_i64":
+        acc = k.buffer("acc", vyre.i64, "read_write")
+        acc.atomic_add(0, k.lit(1, vyre.i64))
+        inputs: dict[str, Any] = {"acc": np.zeros(1, np.int64)}
+    else:
+        ty = vyre.f64 if missing == "f64" else vyre.f16
+        o = k.buffer("o", ty, "write")
+        o[0] = k.lit(1.0, ty)
+        inputs = {"o": 1}
+    raises(UnsupportedFeature, missing, be.id)(
+        lambda: be.dispatch(k.build(), inputs, DispatchConfig()))
+
+
+# ------------------------------------------------------------------ wrong arguments
+
+
+def test_wrong_host_dtype(be: BaseBackend) -> None:
+    raises(InvalidDispatch, "float64", "f32", "astype")(
+        lambda: be.dispatch(saxpy(), {"x": np.zeros(4), "y": np.zeros(4, np.float32)},
+                            DispatchConfig(params={"a": 1.0})))
+
+
+def test_wrong_buffer_names_and_counts(be: BaseBackend) -> None:
+    y = np.zeros(4, np.float32)
+    cfg = DispatchConfig(params={"a": 1.0})
+    raises(InvalidDispatch, "no buffer", "zz")(
+        lambda: be.dispatch(saxpy(), {"x": y, "y": y, "zz": y}, cfg))
+    raises(InvalidDispatch, "needs")(lambda: be.dispatch(saxpy(), {"y": y}, cfg))
+    raises(InvalidDispatch, "2 buffers", "got 3")(lambda: be.dispatch(saxpy(), [y, y, y], cfg))
+    bx = be.allocate_device_buffer(16)
+    by = be.allocate_device_buffer(16)
+    try:
+        raises(InvalidDispatch, "takes 1 input", "got 2")(
+            lambda: be.dispatch_with_device_buffers(saxpy(), [bx, by], [by], cfg))
+        raises(InvalidDispatch, "missing ['x']", "unexpected ['q']")(
+            lambda: be.dispatch_with_device_buffers(saxpy(), {"q": bx}, {"y": by}, cfg))
+    finally:
+        be.free(bx)
+        be.free(by)
+
+
+def test_partial_elements_and_fixed_counts(be: BaseBackend) -> None:
+    odd = be.allocate_device_buffer(10)  # 2.5 f32 elements
+    x = be.allocate_device_buffer(16)
+    three = be.allocate_device_buffer(12)
+    four = be.allocate_device_buffer(16)
+    cfg = DispatchConfig(params={"a": 1.0})
+    try:
+        raises(InvalidDispatch, "not a whole number of elements")(
+            lambda: be.dispatch_with_device_buffers(saxpy(), [x], [odd], cfg))
+        raises(InvalidDispatch, "declares 4 elements", "holds 3")(
+            lambda: be.dispatch_with_device_buffers(fixed_count(), [three], [four],
+                                                    DispatchConfig()))
+        raises(InvalidDispatch, "not a whole number")(
+            lambda: be.dispatch(saxpy(), {"x": b"\x00" * 6, "y": np.zeros(2, np.float32)}, cfg))
+    finally:
+        for b in (odd, x, three, four):
+            be.free(b)
+
+
+@pytest.mark.parametrize("params,phrases", [
+    ({}, ("missing ['a']",)),
+    ({"a": 1.0, "b": 2}, ("unexpected ['b']",)),
+    ({"a": True}, ("'a'", "bool")),
+])
+def test_wrong_params(be: BaseBackend, params: dict[str, Any], phrases: tuple[str, ...]) -> None:
+    z = np.zeros(4, np.float32)
+    raises(InvalidDispatch, *phrases)(
+        lambda: be.dispatch(saxpy(), {"x": z, "y": z}, DispatchConfig(params=params)))
+
+
+def test_wrong_int_params(be: BaseBackend) -> None:
+    k = ProgramBuilder("ip", workgroup_size=1)
+    o = k.buffer("o", i32, "write")
+    p = k.param("p", i32)
+    o[0] = p
+    prog = k.build()
+    raises(InvalidDispatch, "'p'", "does not fit")(
+        lambda: be.dispatch(prog, {"o": 1}, DispatchConfig(params={"p": 2**40})))
+    raises(InvalidDispatch, "'p'", "not an integer")(
+        lambda: be.dispatch(prog, {"o": 1}, DispatchConfig(params={"p": 1.5})))
+    assert be.dispatch(prog, {"o": 1}, DispatchConfig(params={"p": -7}))["o"][0] == -7
+
+
+def test_bad_reads_and_writes(be: BaseBackend) -> None:
+    b = be.allocate_device_buffer(16)
+    try:
+        raises(BufferStateError, "lies outside")(lambda: be.read(b, 8, 16))
+        raises(BufferStateError, "lies outside")(lambda: be.read(b, -4, 4))
+        raises(BufferStateError, "lies outside")(lambda: be.write(b, np.zeros(5, np.float32)))
+        raises(BufferStateError, "lies outside")(lambda: be.write(b, b"\x00", 16))
+        raises(InvalidDispatch, "whole number")(lambda: be.read(b, 0, 6, dtype=np.float32))
+        raises(InvalidDispatch, "list has no element type")(lambda: be.write(b, [1, 2]))
+        raises(InvalidDispatch, "not c-contiguous")(
+            lambda: be.write(b, np.zeros((2, 4), np.float32)[:, ::2]))
+        raises(InvalidDispatch, "expected a numpy array")(lambda: be.write(b, object()))
+        # Nothing partial happened: write_many validates every item before writing any.
+        be.write(b, np.arange(4, dtype=np.float32))
+        raises(BufferStateError, "lies outside")(
+            lambda: be.write_many([(b, np.full(4, 9, np.float32), 0), (b, b"\x00" * 4, 14)]))
+        np.testing.assert_array_equal(be.read(b, dtype=np.float32), np.arange(4))
+    finally:
+        be.free(b)
+
+
+# ------------------------------------------------------------------ ownership and state
+
+
+def test_buffer_of_another_instance(be: BaseBackend) -> None:
+    other = vyre.get_backend(be.kind if be.kind != "reference" else "reference")
+    try:
+        foreign = other.allocate_device_buffer(16, label="foreign")
+        mine = be.allocate_device_buffer(16)
+        cfg = DispatchConfig(params={"a": 1.0})
+        raises(BufferOwnershipError, "foreign", "another instance of", "transfer")(
+            lambda: be.dispatch_with_device_buffers(saxpy(), [foreign], [mine], cfg))
+        raises(BufferOwnershipError, "foreign")(lambda: be.read(foreign))
+        raises(BufferOwnershipError, "foreign")(lambda: be.write(foreign, b"\x00" * 4))
+        raises(BufferOwnershipError, "foreign")(lambda: be.free(foreign))
+        assert not foreign.freed
+        moved = vyre.transfer(foreign, be)
+        be.dispatch_with_device_buffers(saxpy(), [moved], [mine], cfg)
+        be.free(moved)
+        be.free(mine)
+    finally:
+        other.close()
+
+
+def test_buffer_of_another_backend_kind(be: BaseBackend) -> None:
+    kinds = [n for n in BACKENDS if n != be.kind]
+    if not kinds:
+        pytest.skip("only one backend kind is available")
+    other = vyre.get_backend(kinds[0])
+    try:
+        foreign = other.allocate_device_buffer(16, label="alien")
+        mine = be.allocate_device_buffer(16)
+        raises(BufferOwnershipError, "alien", repr(other.id), repr(be.id))(
+            lambda: be.dispatch_with_device_buffers(saxpy(), [foreign], [mine],
+                                                    DispatchConfig(params={"a": 1.0})))
+        be.free(mine)
+    finally:
+        other.close()
+
+
+def test_host_shim_buffer(be: BaseBackend) -> None:
+    shim = HostShimBuffer(16, backend_id=be.id, label="shim")
+    mine = be.allocate_device_buffer(16)
+    try:
+        raises(BufferOwnershipError, "HostShimBuffer", "never device memory")(
+            lambda: be.dispatch_with_device_buffers(saxpy(), [shim], [mine],
+                                                    DispatchConfig(params={"a": 1.0})))
+        raises(BufferOwnershipError, "HostShimBuffer")(lambda: be.read(shim))
+        raises(BufferOwnershipError, "HostShimBuffer")(lambda: be.write(shim, b"\x00" * 4))
+        raises(BufferOwnershipError, "HostShimBuffer")(lambda: be.free(shim))
+    finally:
+        be.free(mine)
+
+
+def test_use_after_free(be: BaseBackend) -> None:
+    x = be.allocate_device_buffer(16, label="gone")
+    y = be.allocate_device_buffer(16)
+    cfg = DispatchConfig(params={"a": 1.0})
+    bound = be.bind(saxpy(), [x], [y], cfg)
+    pipe = be.pipeline([Step(saxpy(), [x], [y], cfg)]) if "pipeline" in \
+        be.capabilities().features else None
+    be.free(x)
+    be.free(x)  # twice is harmless
+    x.free()
+    assert x.freed and x not in be.live_buffers()
+    raises(BufferStateError, "gone", "was freed")(lambda: be.read(x))
+    raises(BufferStateError, "was freed")(lambda: be.write(x, b"\x00" * 4))
+    raises(BufferStateError, "was freed")(
+        lambda: be.dispatch_with_device_buffers(saxpy(), [x], [y], cfg))
+    raises(BufferStateError, "was freed")(lambda: be.dispatch_with_device_buffers(bound))
+    raises(BufferStateError, "was freed")(lambda: be.dispatch_async(bound))
+    if pipe is not None:
+        raises(BufferStateError, "was freed")(lambda: pipe.run())
+    raises(BufferStateError, "was freed")(lambda: be.read_many([ReadRange(x)]))
+    be.free(y)
+    assert be.live_buffers() == []
+
+
+def test_closed_backend(be: BaseBackend) -> None:
+    b = vyre.get_backend(be.kind)
+    buf = b.allocate_device_buffer(16)
+    other = b.allocate_device_buffer(16)
+    prog = saxpy()
+    b.compile(prog)
+    pipe = (b.pipeline([Step(prog, [buf], [other], DispatchConfig(params={"a": 1.0}))])
+            if "pipeline" in b.capabilities().features else None)
+    pending = b.dispatch_async(prog, [buf], [other], DispatchConfig(params={"a": 1.0}))
+    pending.wait()
+    b.close()
+    b.close()  # twice is harmless
+    assert b.closed and buf.freed and b.live_buffers() == []
+    z = np.zeros(4, np.float32)
+    cfg = DispatchConfig(params={"a": 1.0})
+    for call in (
+        lambda: b.allocate_device_buffer(16),
+        lambda: b.read(buf),
+        lambda: b.write(buf, b"\x00" * 4),
+        lambda: b.dispatch(prog, {"x": z, "y": z}, cfg),
+        lambda: b.dispatch_with_device_buffers(prog, [buf], [buf], cfg),
+        lambda: b.compile(prog),
+        lambda: b.synchronize(),
+        lambda: b.pipeline([Step(prog, [buf], [buf], cfg)]),
+        lambda: list(b.stream(prog, [{"x": z, "y": z}], cfg)),
+    ):
+        raises(BackendUnavailable, "closed", b.id)(call)
+    if pipe is not None:  # a pipeline recorded before close() cannot run after it
+        raises(BackendUnavailable, "closed", b.id)(lambda: pipe.run())
+    assert pending.is_ready()
+    b.free(buf)  # freeing a buffer of a closed backend is harmless
+    assert_alive(be)  # other instances are unaffected
+
+
+def test_errors_leave_no_buffers_behind(be: BaseBackend) -> None:
+    """A host dispatch that fails after allocating frees what it allocated."""
+    z = np.zeros(4, np.float32)
+    raises(InvalidDispatch)(lambda: be.dispatch(saxpy(), {"x": z, "y": z},
+                                                DispatchConfig(params={})))
+    raises(InvalidDispatch)(lambda: be.dispatch(saxpy(), {"x": z, "y": z},
+                                                DispatchConfig(grid=70000, params={"a": 1.0})))
+    assert be.live_buffers() == []

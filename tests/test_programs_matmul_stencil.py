@@ -1,0 +1,60 @@
+"""Tiled matmul and the 2-D five-point stencil on every available backend: bit-exact against
+the reference and against NumPy evaluating the kernel's own operation order; matmul also
+within K * 2^-24 * (|A| @ |B|) of a float64 product. Shapes include 0, 1 and
+non-multiples of the 16 x 16 tile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from vyre.programs import matmul as MM
+from vyre.programs import stencil as ST
+
+import vyre
+from vyre.backend import BaseBackend
+
+NAMES = [a.name for a in vyre.available_backends() if a.available]
+
+
+@pytest.fixture(params=NAMES)
+def backend(request: pytest.FixtureRequest, backends: dict[str, BaseBackend]) -> BaseBackend:
+    return backends[request.param]
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "n"), [(1, 1, 1), (16, 16, 16), (37, 29, 41), (5, 70, 3), (33, 0, 17), (0, 4, 4)]
+)
+def test_matmul(backend: BaseBackend, reference: BaseBackend, m: int, k: int, n: int) -> None:
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    got = MM.matmul_host(backend, a, b)
+    np.testing.assert_array_equal(got, MM.matmul_host(reference, a, b))
+    np.testing.assert_array_equal(got, MM.matmul_reference(a, b))  # same order: exact
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
+
+
+def test_matmul_deterministic(backend: BaseBackend) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((50, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 20)).astype(np.float32)
+    assert MM.matmul_host(backend, a, b).tobytes() == MM.matmul_host(backend, a, b).tobytes()
+
+
+@pytest.mark.parametrize("boundary", ST.BOUNDARIES)
+@pytest.mark.parametrize(("h", "w"), [(1, 1), (1, 7), (17, 33), (40, 16)])
+def test_stencil(backend: BaseBackend, reference: BaseBackend, boundary: str, h: int,
+                 w: int) -> None:
+    u = np.random.default_rng(h * 100 + w).standard_normal((h, w)).astype(np.float32)
+    got = ST.stencil_host(backend, u, 1, ST.LAPLACIAN, boundary)
+    np.testing.assert_array_equal(got, ST.stencil_host(reference, u, 1, ST.LAPLACIAN, boundary))
+    np.testing.assert_array_equal(got, ST.stencil_reference(u, ST.LAPLACIAN, boundary))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4, 5])
+@pytest.mark.parametrize("use_pipeline", [False, None])
+def test_stencil_iterated(backend: BaseBackend, steps: int, use_pipeline: bool | None) -> None:
+    u = np.random.default_rng(steps).standard_normal((23, 31)).astype(np.float32)
+    got = ST.stencil_host(backend, u, steps, ST.BLUR, "zero", use_pipeline)
+    np.testing.assert_array_equal(got, ST.stencil_reference(u, ST.BLUR, "zero", steps))

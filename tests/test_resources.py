@@ -1,0 +1,186 @@
+"""Resources: thousands of allocate / write / dispatch / read / free cycles leave no live
+buffers and flat host memory; close() frees everything and later calls raise
+BackendUnavailable.
+
+Host memory is checked two ways: Python allocations with tracemalloc (catches lists, dicts
+and caches that grow per call) and the process RSS (catches native allocations of the
+device library). This file must never assert on absolute memory numbers, only on growth
+between a warmed-up point and the end.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tracemalloc
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ProgramBuilder, ReadRange, Step, u32
+from vyre.backend import BaseBackend
+from vyre.errors import BackendUnavailable
+from vyre.ir import nodes as N
+
+BACKENDS = [a.name for a in vyre.available_backends() if a.available]
+CYCLES = int(os.environ.get("VYRE_RESOURCE_CYCLES", "2000"))
+
+
+@pytest.fixture(params=BACKENDS)
+def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
+    b = vyre.get_backend(request.param)
+    yield b
+    b.close()
+
+
+def add_one() -> N.Program:
+    k = ProgramBuilder("add_one", workgroup_size=64)
+    x = k.buffer("x", u32)
+    y = k.buffer("y", u32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = x[i] + 1
+    return k.build()
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cycle(be: BaseBackend, prog: N.Program, i: int) -> None:
+    n = 64 + (i % 7) * 50  # a few sizes, so allocator reuse is not trivially perfect
+    x = np.arange(n, dtype=np.uint32) + np.uint32(i)
+    bx = be.allocate_device_buffer(x.nbytes, label="x")
+    by = be.allocate_device_buffer(x.nbytes, label="y")
+    be.write(bx, x)
+    be.dispatch_with_device_buffers(prog, [bx], [by], DispatchConfig.for_elements(n, 64))
+    got = be.read(by, dtype=np.uint32)
+    if got[0] != x[0] + 1 or got[-1] != x[-1] + 1:
+        raise AssertionError(f"cycle {i}: wrong result {got[:4]}")
+    be.free(bx)
+    by.free()
+
+
+def host_cycle(be: BaseBackend, prog: N.Program, i: int) -> None:
+    x = np.full(100, i, dtype=np.uint32)
+    out = be.dispatch(prog, {"x": x, "y": 100}, DispatchConfig(grid=2))["y"]
+    if out[0] != i + 1:
+        raise AssertionError(f"host cycle {i}: wrong result {out[:4]}")
+
+
+def _growth(be: BaseBackend, fn: object, cycles: int) -> tuple[int, int]:
+    """(traced Python bytes, RSS bytes) grown between cycle cycles/4 and the end."""
+    prog = add_one()
+    warm = max(cycles // 4, 1)
+    for i in range(warm):
+        fn(be, prog, i)  # type: ignore[operator]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        t0, _ = tracemalloc.get_traced_memory()
+        r0 = rss_bytes()
+        for i in range(warm, cycles):
+            fn(be, prog, i)  # type: ignore[operator]
+        gc.collect()
+        t1, _ = tracemalloc.get_traced_memory()
+        r1 = rss_bytes()
+    finally:
+        tracemalloc.stop()
+    return t1 - t0, r1 - r0
+
+
+@pytest.mark.parametrize("fn", [cycle, host_cycle], ids=["resident", "host"])
+def test_cycles_leave_nothing_behind(be: BaseBackend, fn: object) -> None:
+    py, rss = _growth(be, fn, CYCLES)
+    assert be.live_buffers() == []
+    # Per cycle, less than 64 bytes of Python memory and 2 KiB of RSS may remain: a leak of
+    # even one small object or one device allocation per cycle exceeds that.
+    n = CYCLES - CYCLES // 4
+    assert py < 64 * n + 256 * 1024, f"Python memory grew {py} bytes over {n} cycles"
+    assert rss < 2048 * n + 16 * 1024 * 1024, f"RSS grew {rss} bytes over {n} cycles"
+    assert be.compile_stats.misses == 1
+
+
+def test_pipeline_runs_leave_nothing_behind(be: BaseBackend) -> None:
+    if "pipeline" not in be.capabilities().features:
+        pytest.skip(f"{be.id} has no pipelines")
+    x = np.arange(1000, dtype=np.uint32)
+    bx = be.allocate_device_buffer(x.nbytes)
+    by = be.allocate_device_buffer(x.nbytes)
+    be.write(bx, x)
+    pipe = be.pipeline([Step(add_one(), [bx], [by], DispatchConfig.for_elements(1000, 64))])
+    for _ in range(100):
+        pipe.run(read=[ReadRange(by, 0, None, np.uint32)])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        t0, _ = tracemalloc.get_traced_memory()
+        for _ in range(CYCLES // 2):
+            res = pipe.run(read=[ReadRange(by, 0, None, np.uint32)])
+        del res
+        gc.collect()
+        t1, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert t1 - t0 < 64 * CYCLES + 256 * 1024, f"Python memory grew {t1 - t0} bytes"
+    be.free(bx)
+    be.free(by)
+    assert be.live_buffers() == []
+
+
+def test_buffer_context_manager_frees(be: BaseBackend) -> None:
+    for _ in range(200):
+        with be.allocate_device_buffer(1024) as b:
+            be.write(b, np.zeros(256, np.uint32))
+        assert b.freed
+    assert be.live_buffers() == []
+
+
+def test_close_frees_everything(be: BaseBackend) -> None:
+    b = vyre.get_backend(be.kind)
+    bufs = [b.allocate_device_buffer(4096 * (i + 1), label=f"b{i}") for i in range(20)]
+    prog = add_one()
+    b.write(bufs[0], np.zeros(1024, np.uint32))
+    b.dispatch_with_device_buffers(prog, [bufs[0]], [bufs[1]], DispatchConfig(grid=16))
+    b.free(bufs[2])
+    assert len(b.live_buffers()) == 19
+    b.close()
+    assert b.closed
+    assert b.live_buffers() == []
+    assert all(x.freed for x in bufs)
+    for call in (
+        lambda: b.allocate_device_buffer(4),
+        lambda: b.read(bufs[0]),
+        lambda: b.write(bufs[0], b"\x00" * 4),
+        lambda: b.dispatch_with_device_buffers(prog, [bufs[0]], [bufs[1]], DispatchConfig()),
+        lambda: b.dispatch(prog, {"x": np.zeros(4, np.uint32), "y": 4}, DispatchConfig()),
+        lambda: b.compile(prog),
+        lambda: b.synchronize(),
+    ):
+        with pytest.raises(BackendUnavailable, match="closed"):
+            call()
+    for x in bufs:
+        x.free()  # harmless after close
+    b.close()
+
+
+def test_many_instances_open_and_close(be: BaseBackend) -> None:
+    """Creating and closing instances repeatedly does not accumulate host memory."""
+    def once() -> None:
+        b = vyre.get_backend(be.kind)
+        x = b.allocate_device_buffer(4096)
+        b.write(x, np.zeros(1024, np.uint32))
+        b.close()
+
+    for _ in range(5):
+        once()
+    gc.collect()
+    r0 = rss_bytes()
+    for _ in range(30):
+        once()
+    gc.collect()
+    grew = rss_bytes() - r0
+    assert grew < 64 * 1024 * 1024, f"RSS grew {grew} bytes over 30 instances"
