@@ -236,7 +236,9 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
         return "true" if value else "false"
     if ty.is_int:
         return _int_literal(int(value), ty)
-    return _float_literal(float(value), ty)
+    text = _float_literal(float(value), ty)
+    # Parenthesised so a negative literal never fuses with a preceding '-' into '--'.
+    return f"({text})" if text.startswith("-") else text
 
 
 class _Gen:
@@ -310,7 +312,7 @@ class _Gen:
         if t is ST.F16:
             return f"((vy_f16)({a} ^ 0x8000u))"
         if t.is_float:
-            return f"(-{a})"
+            return f"(-({a}))"
         return f"(({CTYPE[t]})(({UTYPE[t]})0 - ({UTYPE[t]}){a}))"
 
     def binary(self, e: N.Binary) -> str:
