@@ -6,4 +6,5 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
+. "$ROOT/scripts/runtime_env.sh"
 exec "$ROOT/.venv/bin/vyre" demo "$@"

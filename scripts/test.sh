@@ -13,6 +13,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh" || { echo "[test] setup failed" >&2; exit 1; }
 cd "$ROOT"
+. "$ROOT/scripts/runtime_env.sh"
 VPY="$ROOT/.venv/bin/python"
 
 failed=()
