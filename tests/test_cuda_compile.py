@@ -177,8 +177,14 @@ def test_coarsening_rules() -> None:
     saxpy = _saxpy()
     assert coarsening_allowed(saxpy, 4) and lockstep_allowed(saxpy)
     src = generate(saxpy, coarsen=4).source
-    assert "lockstep: 4 invocations" in src and "__launch_bounds__(64)" in src
-    assert generate(saxpy, coarsen=4).block == (64, 1, 1)
+    assert "lockstep: 4 invocations" in src
+    # 64 threads per workgroup after coarsening; 4 workgroups share one 256-thread block,
+    # and the real grid.x is a trailing kernel argument
+    g = generate(saxpy, coarsen=4)
+    assert "__launch_bounds__(256)" in src and "merged: 4 workgroups of 64 threads" in src
+    assert (g.block, g.merge, g.signature.grid_x) == ((256, 1, 1), 4, True)
+    assert g.signature.layout() == ([0, 8, 16, 20, 24, 28], 32)
+    assert generate(saxpy).merge == 1 and not generate(saxpy).signature.grid_x
 
     k = ProgramBuilder("with_barrier", workgroup_size=256)
     y = k.buffer("y", ST.U32, "read_write")
@@ -252,3 +258,63 @@ def test_saved_regression_programs_compile() -> None:
         case = fuzz.load_case(path)
         for coarsen in (1, 4):
             compile_program(case.program, "sm_90", coarsen=coarsen)
+
+
+def _ptx(source: str) -> str:
+    """PTX for compute_90 (inspection only: the backend itself always loads cubins)."""
+    from cuda.bindings import nvrtc as nv
+    from vyre.backends.cuda.nvrtc import BASE_OPTIONS
+
+    opts = [b"--gpu-architecture=compute_90", *(o.encode() for o in BASE_OPTIONS)]
+    _e, prog = nv.nvrtcCreateProgram(source.encode(), b"v.cu", 0, [], [])
+    try:
+        (res,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+        assert int(res) == 0, res
+        _err, size = nv.nvrtcGetPTXSize(prog)
+        buf = b" " * size
+        nv.nvrtcGetPTX(prog, buf)
+        return buf.decode(errors="replace")
+    finally:
+        nv.nvrtcDestroyProgram(prog)
+
+
+@pytest.mark.parametrize("coarsen", [4, 8])
+def test_lockstep_saxpy_moves_16_byte_vectors(coarsen: int) -> None:
+    """Unit-stride accesses in a coarsened straight-line body become 128-bit loads and
+    stores (with a lane-by-lane bounds-checked path for tails and misaligned starts)."""
+    from vyre.backends.cuda.codegen import generate
+
+    src = generate(_saxpy(), coarsen=coarsen).source
+    assert "vectorised" in src and "vy_vok<float, 4>" in src
+    ptx = _ptx(src)
+    groups = coarsen // 4
+    assert ptx.count("ld.global.nc.v4.f32") == groups  # x (read-only)
+    assert ptx.count("ld.global.v4.f32") == groups  # y
+    assert ptx.count("st.global.v4.f32") == groups
+    # each invocation still has its bounds-checked scalar path
+    assert "vy_ld(b_x" in src and "vy_st(b_y" in src
+
+
+def test_vectorisation_only_for_unit_stride() -> None:
+    from vyre.backends.cuda.codegen import generate
+
+    k = ProgramBuilder("strided", workgroup_size=256)
+    x = k.buffer("x", ST.F32)
+    y = k.buffer("y", ST.F32, "write")
+    i = k.global_linear_id()
+    y[i * 2] = x[i * 2]  # stride 2: no vectors, consecutive threads keep consecutive ids
+    src = generate(k.build(), coarsen=4).source
+    assert "vy_vok<" not in src.split("end of prelude")[1]
+    assert "vy_lid0_1 = vy_tx + 64u;" in src
+
+    k = ProgramBuilder("masked_let", workgroup_size=256)
+    x = k.buffer("x", ST.F32)
+    y = k.buffer("y", ST.F32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < 100):
+        j = k.let(i, name="j")  # masked: lanes with the mask off hold 0, not i
+        y[j] = x[i]
+    src = generate(k.build(), coarsen=4).source
+    body = src.split("end of prelude")[1]
+    assert "vy_vok<float, 4>(b_x" in body  # x[i] is unit stride
+    assert "vy_vok<float, 4>(b_y" not in body  # y[j]: j's stride is unknown, lane by lane

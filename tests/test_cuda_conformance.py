@@ -361,12 +361,44 @@ def _float_cases() -> list[Case]:
     return out
 
 
+def _vector_case(off: int) -> Case:
+    """Accesses at the x invocation id + an invariant: the lockstep code moves them as
+    vectors when aligned and in bounds (off=0), else lane by lane (off=3: misaligned);
+    tails past every buffer's end, masked lanes, a top-level and a masked let, 8-byte and
+    2-byte elements, and a neighbour load (index + 1)."""
+    k = ProgramBuilder(f"vector_off{off}", workgroup_size=256)
+    x = k.buffer("x", ST.F32)
+    d = k.buffer("d", ST.F64)
+    h = k.buffer("h", ST.F16, "read_write")
+    u = k.buffer("u", ST.U64, "read_write")
+    q = k.buffer("q", ST.I32, "read_write")
+    y = k.buffer("y", ST.F32, "write")
+    y2 = k.buffer("y2", ST.F32, "read_write")
+    o = k.param("off", ST.U32)
+    i = k.let(k.global_linear_id() + o, name="i")
+    with k.if_(i < y.length()):
+        y[i] = x[i] * 2.0 + d[i].cast(ST.F32) + x[i + 1]
+    h[i] = h[i] + h[i]  # unmasked: lanes past the end store nothing
+    u[i] = u[i] * 3 + i.cast(ST.U64)
+    q[i] = q[i] - i.cast(ST.I32)
+    with k.if_(i % 3 == 0):
+        t = k.let(x[i] * 3.0, name="t")
+        y2[i] = t + y2[i]
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "x": random_array(rng, ST.F32, 1003), "d": random_array(rng, ST.F64, 1000),
+        "h": rng.standard_normal(998).astype(np.float16),
+        "u": random_array(rng, ST.U64, 1001), "q": random_array(rng, ST.I32, 1001),
+        "y": 1002, "y2": random_array(rng, ST.F32, 997),
+    }, DispatchConfig(grid=5, params={"off": off}))
+
+
 def cases() -> list[Case]:
     return [
         *_int_cases(), *_float_cases(),
         *(_cast_case(t) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)),
         _bitcast_case(), _control_case(), _workgroup_case(), _atomics_case(), _builtins_case(),
-        _params_oob_case(),
+        _params_oob_case(), _vector_case(0), _vector_case(3),
     ]
 
 
@@ -376,7 +408,7 @@ CASES = {c.name: c for c in cases()}
 # ------------------------------------------------------------------ CI: NVRTC, no GPU
 
 
-@pytest.mark.parametrize("coarsen", [1, 4])
+@pytest.mark.parametrize("coarsen", [1, 4, 8])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiles_to_cubin(name: str, coarsen: int) -> None:
     from vyre.backends.cuda import compile_program
@@ -398,7 +430,7 @@ def _cuda_or_skip() -> Any:
     return vyre.get_backend("cuda")
 
 
-@pytest.fixture(scope="module", params=[1, 4], ids=["coarsen1", "coarsen4"])
+@pytest.fixture(scope="module", params=[1, 4, 8], ids=["coarsen1", "coarsen4", "coarsen8"])
 def cuda_backend(request: Any) -> Any:
     _cuda_or_skip()
     from vyre.backends.cuda.backend import CudaBackend

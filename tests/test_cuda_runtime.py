@@ -296,3 +296,101 @@ def test_fault_poisons_and_backend_can_be_recreated() -> None:
     fresh = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True,
                            timeout=300)
     assert fresh.returncode == 0 and "FRESH OK" in fresh.stdout, fresh.stdout + fresh.stderr
+
+
+def test_fast_path_launch_from_another_thread_stays_out_of_a_graph(cuda: Any) -> None:
+    """Regression (C2): while thread A captures a pipeline's CUDA graph, a bound launch
+    from thread B must run once, now, and not be recorded into A's graph (which would
+    replay it with every pipeline run). The interleaving is forced: B launches and
+    finishes from inside A's capture."""
+    import threading
+
+    n = 1024
+    cfg = DispatchConfig.for_elements(n, 128)
+    a = cuda.allocate_device_buffer(4 * n, "a")
+    z = cuda.allocate_device_buffer(4 * n, "z")
+    cuda.write(a, np.zeros(n, np.uint32))
+    cuda.write(z, np.zeros(n, np.uint32))
+    bound_z = cuda.bind(_inc(), [], [z], cfg)
+    cuda.dispatch_with_device_buffers(bound_z)  # packed and checked before the capture
+    real_enqueue = cuda._enqueue
+    fired: list[int] = []
+
+    def enqueue_and_interleave(rec: Any, stream: Any = None) -> None:
+        real_enqueue(rec, stream)
+        if stream is not None and not fired:  # inside a capture
+            fired.append(1)
+            t = threading.Thread(target=cuda.dispatch_with_device_buffers, args=(bound_z,))
+            t.start()
+            t.join(timeout=30)  # a launch that waited for A's lock would run after capture
+
+    cuda._enqueue = enqueue_and_interleave
+    try:
+        p = cuda.pipeline([Step(_inc(), [], [a], cfg)])
+    finally:
+        del cuda._enqueue
+    assert fired, "the pipeline was not captured through _enqueue"
+    for _ in range(3):
+        r = p.run(repeat=2, read=[(a, 0, None, np.uint32), (z, 0, None, np.uint32)])
+    np.testing.assert_array_equal(r.reads[0], np.full(n, 6, np.uint32))
+    # z: one launch before the capture, one from thread B; none replayed by the graph
+    np.testing.assert_array_equal(r.reads[1], np.full(n, 2, np.uint32))
+    a.free()
+    z.free()
+
+
+def test_launch_cache_forgets_freed_and_dropped_buffers(cuda: Any) -> None:
+    """Regression (C3): cached unbound launches die with their buffers (freed or dropped),
+    so allocate / dispatch / free cycles leave the cache as it was."""
+    prog = _inc()
+    n = 256
+    keep = cuda.allocate_device_buffer(4 * n)
+    cuda.write(keep, np.zeros(n, np.uint32))
+    cfg = DispatchConfig.for_elements(n, 128)
+    cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
+    base = len(cuda._launch_cache)
+    for i in range(200):
+        y = cuda.allocate_device_buffer(4 * n)
+        cuda.write(y, np.full(n, i, np.uint32))
+        cuda.dispatch_with_device_buffers(prog, [], [y], cfg)
+        cuda.dispatch_with_device_buffers(prog, [], [y], cfg)  # a cache hit
+        assert (cuda.read(y, dtype=np.uint32) == i + 2).all()
+        if i % 2:
+            y.free()
+        else:
+            del y  # dropped: the weak reference evicts its launches
+            gc.collect()
+    assert len(cuda._launch_cache) == base
+    assert len(cuda._launch_keys) == base and len(cuda._launch_refs) == base
+    # the surviving entry still works, and a freed buffer is refused, never launched
+    cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
+    assert (cuda.read(keep, dtype=np.uint32) == 2).all()
+    keep.free()
+    with pytest.raises(vyre.BufferStateError):
+        cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
+    assert len(cuda._launch_cache) == base - 1
+
+
+def test_bound_fast_path_timing_and_freed_buffers(cuda: Any) -> None:
+    n = 256
+    y = cuda.allocate_device_buffer(4 * n)
+    cuda.write(y, np.zeros(n, np.uint32))
+    cfg = DispatchConfig.for_elements(n, 128)
+    bound = cuda.bind(_inc(), [], [y], cfg)
+    ts = [cuda.dispatch_with_device_buffers(bound) for _ in range(50)]
+    assert all(isinstance(t, vyre.Timing) and t.wall_ns > 0 and t.enqueue_ns == t.wall_ns
+               and t.wait_ns == 0 and t.device_ns is None for t in ts)
+    assert ts[0].model_copy(update={"wait_ns": 5}).wait_ns == 5  # a real Timing model
+    untimed = cuda.bind(_inc(), [], [y],
+                        DispatchConfig.for_elements(n, 128, options={"timing": False}))
+    assert cuda.dispatch_with_device_buffers(untimed).wall_ns == 0
+    prof = cuda.bind(_inc(), [], [y], DispatchConfig.for_elements(n, 128, profile=True))
+    assert cuda.dispatch_with_device_buffers(prof).device_ns > 0
+    assert (cuda.read(y, dtype=np.uint32) == 52).all()
+    other = cuda.allocate_device_buffer(16)
+    other.free()  # freeing any buffer makes bound launches re-check theirs once
+    cuda.dispatch_with_device_buffers(bound)
+    assert (cuda.read(y, dtype=np.uint32) == 53).all()
+    y.free()
+    with pytest.raises(vyre.BufferStateError):
+        cuda.dispatch_with_device_buffers(bound)

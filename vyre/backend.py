@@ -26,11 +26,14 @@ from .config import DispatchConfig, Timing
 from .errors import (
     BackendError,
     BackendUnavailable,
+    BufferStateError,
     InvalidDispatch,
     InvalidProgram,
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from .features import MANAGED_MEMORY
+from .hostarrays import as_dtype
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
@@ -126,6 +129,8 @@ class BaseBackend:
         self._compiled: dict[tuple[str, Any], Any] = {}
         self.compile_stats = CompileStats()
         self._live: dict[int, BufferBase] = {}
+        self._generation = 0  # bumped when the device context is lost (see _context_lost)
+        self._lost_reason: str | None = None
 
     # ------------------------------------------------------------ to override
     def capabilities(self) -> Capabilities:
@@ -169,6 +174,63 @@ class BaseBackend:
         """The generated device source for `program` (for inspection)."""
         raise UnsupportedFeature("source", self.id)
 
+    def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
+        raise UnsupportedFeature(
+            "managed_memory", self.id,
+            "this backend has no host-addressable (managed) memory; allocate with "
+            "kind='device' and copy with write()/read()",
+        )
+
+    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
+                       max_version: Any, dl_device: Any, copy: Any) -> Any:
+        raise UnsupportedFeature(
+            "dlpack", self.id,
+            "this backend's buffers cannot be handed to array frameworks without a copy; "
+            "read them into numpy with backend.read(buffer, dtype=...)",
+        )
+
+    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
+        raise UnsupportedFeature(
+            "dlpack", self.id,
+            "this backend's buffers cannot be handed to array frameworks without a copy; "
+            "read them into numpy with backend.read(buffer, dtype=...)",
+        )
+
+    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
+        raise UnsupportedFeature(
+            "host_view", self.id,
+            "only managed buffers (allocate_device_buffer(n, kind='managed') on a backend "
+            "reporting 'managed_memory') are host-addressable; use backend.read(buffer) to copy",
+        )
+
+    def from_dlpack(self, tensor: Any, *, stream: Any = "auto",
+                    label: str | None = None) -> BufferBase:
+        """Borrow a framework's device array (torch, cupy, jax) as a buffer, without copying."""
+        raise UnsupportedFeature(
+            "from_dlpack", self.id,
+            "this backend cannot borrow another library's memory; copy host data in with "
+            "backend.write(buffer, np.asarray(x)) or pass it to dispatch()",
+        )
+
+    # ------------------------------------------------------------ context generation
+    @property
+    def context_generation(self) -> int:
+        """Which device context buffers allocated now belong to; bumped when one is lost."""
+        return self._generation
+
+    def _context_lost(self, reason: str) -> None:
+        """The device context is gone: every buffer allocated so far becomes stale."""
+        with self._lock:
+            self._generation += 1
+            self._lost_reason = reason
+
+    def _stale_reason(self, buffer: BufferBase) -> str | None:
+        if buffer.generation == self.context_generation:
+            return None
+        return (f"it was allocated in context generation {buffer.generation} of "
+                f"{self.id!r}, which was lost ({self._lost_reason or 'device reset'}); "
+                f"the backend is now in generation {self.context_generation}")
+
     # ------------------------------------------------------------ state
     def _check_open(self) -> None:
         if self._closed:
@@ -185,9 +247,20 @@ class BaseBackend:
         return feature in self.capabilities().features
 
     # ------------------------------------------------------------ memory
-    def allocate_device_buffer(self, byte_len: int, label: str | None = None) -> BufferBase:
-        """Allocate `byte_len` bytes of device memory owned by this instance."""
+    def allocate_device_buffer(
+        self, byte_len: int, label: str | None = None, kind: str = "device"
+    ) -> BufferBase:
+        """Allocate `byte_len` bytes of device memory owned by this instance.
+
+        kind="managed" allocates unified memory the host can address too (buffer.host_view
+        after synchronize()), on backends that report the 'managed_memory' feature.
+        """
         self._check_open()
+        if kind not in ("device", "managed"):
+            raise InvalidDispatch(f"kind must be 'device' or 'managed', got {kind!r}")
+        if kind == "managed" and MANAGED_MEMORY not in self.capabilities().features:
+            self._allocate_managed(0, label)  # raises the backend's UnsupportedFeature
+            raise UnsupportedFeature(MANAGED_MEMORY, self.id)
         if isinstance(byte_len, bool) or not isinstance(byte_len, (int, np.integer)):
             raise InvalidDispatch(f"byte_len must be an int, got {type(byte_len).__name__}")
         byte_len = int(byte_len)
@@ -200,7 +273,8 @@ class BaseBackend:
             )
         with self._lock:
             self._check_open()  # again under the lock: close() may have run meanwhile
-            buf = self._allocate(byte_len, label)
+            buf = (self._allocate_managed(byte_len, label) if kind == "managed"
+                   else self._allocate(byte_len, label))
             self._live[id(buf)] = buf
             return buf
 
@@ -233,6 +307,11 @@ class BaseBackend:
             offset = item[2] if len(item) > 2 else 0
             validate_buffer_ownership(self, [buffer])
             assert isinstance(buffer, BufferBase)
+            if buffer.readonly:
+                raise BufferStateError(
+                    f"{buffer.describe()} was lent read-only by its producer; write into a "
+                    "writable array (e.g. a copy made by the framework) instead"
+                )
             mv = host_bytes(data, f"write to {buffer.describe()}")
             check_range(buffer, int(offset), mv.nbytes)
             checked.append((buffer, mv, int(offset)))
@@ -267,7 +346,7 @@ class BaseBackend:
             validate_buffer_ownership(self, [rr.buffer])
             length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
             check_range(rr.buffer, rr.offset, length)
-            dt = np.dtype(rr.dtype)
+            dt = as_dtype(rr.dtype)
             if length % dt.itemsize:
                 raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
             todo.append((rr.buffer, rr.offset, length, dt))

@@ -168,6 +168,12 @@ def bind(
         ordered.append(next(it_out) if d.writable else next(it_in))  # type: ignore[arg-type]
     counts = []
     for d, buf in zip(program.buffers, ordered):
+        if d.writable and buf.readonly:
+            raise InvalidDispatch(
+                f"program {program.name!r} writes buffer {d.name!r}, but {buf.describe()} was "
+                "lent read-only by its producer; bind it to a read-only buffer, or borrow a "
+                "writable array"
+            )
         counts.append(_element_count(program, d, buf))
     seen: dict[int, int] = {}
     aliased: set[int] = set()

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import BufferStateError, InvalidDispatch
-from .ir.types import ScalarType
+from .errors import BufferStateError
+from .hostarrays import host_bytes
+
+__all__ = ["BufferBase", "DeviceBuffer", "check_range", "check_usable", "host_bytes"]
 
 if TYPE_CHECKING:
     from .backend import BaseBackend
@@ -37,7 +39,17 @@ class DeviceBuffer(Protocol):
 
 
 class BufferBase:
-    """Common state of a backend's buffer: owner instance, size, label, freed flag."""
+    """Common state of a backend's buffer: owner instance, size, label, freed flag, and the
+    owner's context generation at allocation (a buffer from a lost context is stale).
+
+    `dtype`/`shape` are known only for buffers borrowed from an array framework (they are
+    what the buffer exports by default); `readonly` marks memory the producer lent read-only.
+    """
+
+    dtype: np.dtype | None = None
+    shape: tuple[int, ...] | None = None
+    readonly: bool = False
+    borrowed: bool = False
 
     def __init__(self, owner: BaseBackend, byte_len: int, label: str | None) -> None:
         self._owner = owner
@@ -46,6 +58,7 @@ class BufferBase:
         self.label = label
         self.serial = next(_ids)
         self._freed = False
+        self.generation = owner.context_generation
 
     @property
     def owner(self) -> object:
@@ -54,6 +67,38 @@ class BufferBase:
     @property
     def freed(self) -> bool:
         return self._freed
+
+    @property
+    def stale_reason(self) -> str | None:
+        """Why this buffer's memory is gone with a lost device context, or None if it is not."""
+        return self._owner._stale_reason(self)
+
+    # ------------------------------------------------------------ interop (owner decides)
+    def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """DLPack export without copying (torch.from_dlpack(buf), cupy.from_dlpack(buf)).
+
+        Exports `dtype`/`shape` when known (a borrowed buffer), else the raw bytes as uint8;
+        `as_dlpack(dtype, shape)` picks another view. Backends that cannot export raise
+        UnsupportedFeature.
+        """
+        return self._owner._export_dlpack(self, None, None, stream, max_version, dl_device,
+                                          copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._owner._dlpack_device(self)
+
+    def as_dlpack(self, dtype: Any, shape: tuple[int, ...] | int | None = None) -> Any:
+        """An object whose __dlpack__ exports this buffer as `dtype` (and `shape`)."""
+        return _TypedExport(self, dtype, shape)
+
+    def host_view(self, dtype: Any = np.uint8) -> np.ndarray:
+        """A numpy view of a host-accessible buffer (managed memory); no copy.
+
+        Waits for this backend's enqueued work first. Backends whose buffers the host cannot
+        address raise UnsupportedFeature; read() copies instead.
+        """
+        return self._owner._host_view(self, dtype)
 
     def describe(self) -> str:
         name = repr(self.label) if self.label else f"#{self.serial}"
@@ -75,10 +120,41 @@ class BufferBase:
         return f"<{type(self).__name__} {self.describe()}{state}>"
 
 
+class _TypedExport:
+    """`buffer.as_dlpack(dtype, shape)`: the buffer exported through DLPack as a typed array."""
+
+    def __init__(self, buffer: BufferBase, dtype: Any, shape: tuple[int, ...] | int | None):
+        self.buffer = buffer
+        self.dtype = dtype
+        self.shape = (shape,) if isinstance(shape, int) else shape
+
+    def __dlpack__(self, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        b = self.buffer
+        return b._owner._export_dlpack(b, self.dtype, self.shape, stream, max_version,
+                                       dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.buffer.__dlpack_device__()
+
+
 def check_usable(buf: BufferBase) -> None:
+    """Refuse a freed buffer, a buffer of a closed backend, or a stale one (lost context)."""
     if buf.freed:
+        owner = buf._owner
+        if getattr(owner, "closed", False):
+            raise BufferStateError(
+                f"{buf.describe()} belonged to backend {owner.id!r}, which was closed; its "
+                "memory is gone: allocate a new buffer on a live backend"
+            )
         raise BufferStateError(
             f"{buf.describe()} was freed and cannot be used; allocate a new buffer"
+        )
+    why = buf.stale_reason
+    if why is not None:
+        raise BufferStateError(
+            f"{buf.describe()} is stale: {why}; its memory is gone and vyre will not touch "
+            "it: allocate a new buffer (or borrow the array again) on a new backend"
         )
 
 
@@ -88,41 +164,3 @@ def check_range(buf: BufferBase, offset: int, length: int) -> None:
             f"range [{offset}, {offset + length}) lies outside {buf.describe()}; "
             f"valid offsets are 0..{buf.byte_len}"
         )
-
-
-def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview:
-    """A C-contiguous byte view of host data, refusing anything ambiguous.
-
-    With `ty`, numpy arrays must already have that element type (no silent conversion);
-    lists and tuples are converted to it; bytes-like objects are taken as raw bytes.
-    """
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        mv = memoryview(data)
-        if not mv.c_contiguous:
-            raise InvalidDispatch(
-                f"{what}: the memoryview is not contiguous; copy it with bytes(view) first"
-            )
-        return mv.cast("B")
-    if isinstance(data, (list, tuple)):
-        if ty is None:
-            raise InvalidDispatch(
-                f"{what}: a list has no element type here; pass a numpy array or bytes"
-            )
-        data = np.asarray(data, dtype=ty.numpy)
-    if isinstance(data, np.generic):
-        data = np.asarray(data)
-    if not isinstance(data, np.ndarray):
-        raise InvalidDispatch(
-            f"{what}: expected a numpy array, bytes or memoryview, got {type(data).__name__}"
-        )
-    if ty is not None and data.dtype != ty.numpy:
-        raise InvalidDispatch(
-            f"{what}: array has dtype {data.dtype} but the program declares {ty}; "
-            f"convert it with arr.astype(np.{ty.numpy.name})"
-        )
-    if not data.flags.c_contiguous:
-        raise InvalidDispatch(
-            f"{what}: array is not C-contiguous (strides {data.strides}); "
-            "pass np.ascontiguousarray(arr)"
-        )
-    return memoryview(data.reshape(-1).view(np.uint8))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The `vyre` command line: `vyre probe` and `vyre demo`.
+"""The `vyre` command line: `vyre probe`, `vyre demo` and `vyre bench` (in vyre.bench).
 
 `probe` reports every registered backend (available or not, with the reason; device,
 features and limits) as tables or JSON. `demo` runs the demo cases from
@@ -413,7 +413,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=cmd_demo)
 
-    # `vyre bench` goes here once bench/ provides it; it reuses vyre.report for its tables.
+    from .bench.command import add_arguments as bench_arguments
+    from .bench.command import cmd_bench
+
+    bb = sub.add_parser(
+        "bench",
+        help="benchmark every available backend against the libraries you would use "
+        "instead (CuPy, PyTorch, raw cuda-bindings, raw wgpu-py, NumPy); table, JSON, PNG",
+    )
+    bench_arguments(bb)
+    bb.set_defaults(func=cmd_bench)
     return parser
 
 

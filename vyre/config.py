@@ -108,8 +108,10 @@ class DispatchConfig(BaseModel):
         groups = math.ceil(n / workgroup_size)
         if groups <= max_per_dim:
             return cls(grid=(groups, 1, 1), **kw)
+        # Balance the fold: (ceil(g/y), y) launches fewer than y spare workgroups, where
+        # (max_per_dim, y) could launch up to max_per_dim - 1 that do nothing.
         y = math.ceil(groups / max_per_dim)
-        return cls(grid=(max_per_dim, y, 1), **kw)
+        return cls(grid=(math.ceil(groups / y), y, 1), **kw)
 
     @property
     def total_workgroups(self) -> int | None:

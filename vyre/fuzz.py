@@ -50,7 +50,7 @@ from .config import DispatchConfig
 from .ir import nodes as N
 from .ir.serialize import from_json, to_json
 from .ir.types import ScalarType
-from .testing import mismatches, random_array, tolerance_for
+from .testing import mismatches, random_array, reference_for, tolerance_for
 
 T = ScalarType
 BOOL, I32, U32, F32, F16, F64, I64, U64 = (
@@ -241,10 +241,15 @@ def run_case(
 
     The reference must run the case (an exception there propagates: a valid Program must
     run). Another backend raising is a disagreement (with the exception as the message).
+    Each backend is compared with the reference in its float mode (testing.reference_for).
     """
-    expected = reference.dispatch(case.program, case.inputs, case.config)
+    by_ref = {reference.id: reference.dispatch(case.program, case.inputs, case.config)}
     out: list[Disagreement] = []
     for b in others:
+        ref = reference_for(b, reference)
+        if ref.id not in by_ref:
+            by_ref[ref.id] = ref.dispatch(case.program, case.inputs, case.config)
+        expected = by_ref[ref.id]
         try:
             got = b.dispatch(case.program, case.inputs, case.config)
         except Exception as exc:

@@ -3,12 +3,16 @@
 `HostShimBuffer` is host memory that claims a backend id; it exists so tests can prove that
 no production path accepts host memory as device memory. The comparison rules here are the
 IR's (docs/IR.md): integers and bools bit-exact; floats exact except for approximate
-functions, compared within a stated ulp tolerance, with -0 == +0 and NaN == NaN. This
-module must never be imported by production code.
+functions, compared within a stated ulp tolerance, with -0 == +0 and NaN == NaN. A backend
+whose device flushes float subnormals (docs/IR.md flush mode, reported as
+`capabilities().details["flushes_subnormals"]`) is compared with the reference evaluated in
+the same mode (`reference_for`), exactly. This module must never be imported by production
+code.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +131,33 @@ def assert_agree(
         )
 
 
+def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
+    """The float types whose subnormals `backend` flushes (docs/IR.md flush mode)."""
+    names = backend.capabilities().details.get("flushes_subnormals", ())
+    return frozenset(ScalarType(n) for n in names)
+
+
+_MODE_REFERENCES: dict[frozenset[ScalarType], BaseBackend] = {}
+_MODE_LOCK = threading.Lock()
+
+
+def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
+    """The reference to compare `backend` with: `reference` itself, or (if `backend` flushes
+    subnormals and `reference` does not) a reference backend in the same flush mode."""
+    want = flushed_types(backend)
+    if want == flushed_types(reference):
+        return reference
+    from vyre.backends.reference import ReferenceBackend
+
+    with _MODE_LOCK:
+        ref = _MODE_REFERENCES.get(want)
+        if ref is None:
+            label = ",".join(sorted(t.value for t in want)) or "none"
+            ref = ReferenceBackend(f"reference[flush {label}]", flush_subnormals=want)
+            _MODE_REFERENCES[want] = ref
+        return ref
+
+
 def run_host(
     backend: BaseBackend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
     config: DispatchConfig,
@@ -142,10 +173,15 @@ def check_against_reference(
     reference: BaseBackend,
     tol: Tolerance | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Run `program` on the reference and each backend; assert every output agrees."""
+    """Run `program` on the reference and each backend; assert every output agrees (with
+    the reference in each backend's float mode, see `reference_for`)."""
     expected = reference.dispatch(program, inputs, config)
     results = {reference.id: expected}
     for b in backends:
+        ref = reference_for(b, reference)
+        if ref.id not in results:
+            results[ref.id] = ref.dispatch(program, inputs, config)
+        expected = results[ref.id]
         got = b.dispatch(program, inputs, config)
         t = tol if tol is not None else tolerance_for(program, b.kind)
         for name, exp in expected.items():

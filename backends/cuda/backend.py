@@ -38,11 +38,13 @@ from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
+from . import interop, managed
 from .codegen import KERNEL_NAME, STRUCT_CODE, Generated, generate
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
 
 _GENERATION: dict[int, int] = {}  # device ordinal -> primary-context resets so far
 _GEN_LOCK = threading.Lock()
+_STATES: weakref.WeakSet[Any] = weakref.WeakSet()  # every instance's _State, to mark stale
 COARSEN_MIN_INVOCATIONS = 1 << 20
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
@@ -54,7 +56,7 @@ def _timing_by_slots(ns: int) -> Timing:
     t = object.__new__(Timing)
     object.__setattr__(t, "__dict__",
                        {"wall_ns": ns, "enqueue_ns": ns, "wait_ns": 0, "device_ns": None})
-    object.__setattr__(t, "__pydantic_fields_set__", _FIELDS_SET)
+    object.__setattr__(t, "__pydantic_fields_set__", set(_FIELDS_SET))  # model_copy mutates it
     object.__setattr__(t, "__pydantic_extra__", None)
     object.__setattr__(t, "__pydantic_private__", None)
     return t
@@ -64,7 +66,7 @@ def _timing_by_setstate(ns: int) -> Timing:
     t = Timing.__new__(Timing)
     t.__setstate__({"__dict__": {"wall_ns": ns, "enqueue_ns": ns, "wait_ns": 0,
                                  "device_ns": None},
-                    "__pydantic_fields_set__": _FIELDS_SET, "__pydantic_extra__": None,
+                    "__pydantic_fields_set__": set(_FIELDS_SET), "__pydantic_extra__": None,
                     "__pydantic_private__": None})
     return t
 
@@ -99,6 +101,24 @@ def _pick_timing_factory() -> Callable[[int], Timing]:
 
 
 _timing_fast = _pick_timing_factory()
+_perf_ns = time.perf_counter_ns
+_get_ident = threading.get_ident
+# Timing is frozen, so equal values may share one object (like small ints): the launch path
+# hands out an interned Timing for enqueue times under INTERN_NS instead of building a
+# pydantic model per dispatch (that costs about as much as the launch). Bounded: at most
+# INTERN_NS objects, filled on first use.
+INTERN_NS = 1 << 14
+_INTERNED: list[Timing | None] = [None] * INTERN_NS
+
+
+def _enqueue_timing(ns: int) -> Timing:
+    """Timing(wall_ns=ns, enqueue_ns=ns), interned for small ns."""
+    if 0 <= ns < INTERN_NS:
+        t = _INTERNED[ns]
+        if t is None:
+            t = _INTERNED[ns] = _timing_fast(ns)
+        return t
+    return _timing_fast(ns)
 
 
 class _State:
@@ -112,6 +132,7 @@ class _State:
         self.dead: str | None = None
         self.closed = False
         self.current_threads: set[int] = set()
+        _STATES.add(self)
 
     @property
     def usable(self) -> bool:
@@ -133,8 +154,9 @@ class _State:
                 self.drv.cuMemFree(ptr)
 
 
-class CudaBuffer(BufferBase):
-    """Device memory from cuMemAlloc; freed on free(), close(), or when dropped."""
+class CudaBuffer(interop.CudaBufferInterop, BufferBase):
+    """Device memory from cuMemAlloc (or cuMemAllocManaged, or borrowed through DLPack);
+    freed (or handed back) on free(), close(), or when dropped."""
 
     def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int) -> None:
         super().__init__(owner, byte_len, label)
@@ -169,6 +191,10 @@ class _Launch:
     keep: tuple[Any, ...]  # the ctypes objects the addresses point into
     untimed: bool = False  # DispatchConfig(options={"timing": False}): skip host timing
     profile: bool = False  # DispatchConfig(profile=True): wait and time with events
+    # cuLaunchKernel and its whole argument tuple on the backend's stream, built once
+    launch: Callable[..., Any] | None = None
+    args: tuple[Any, ...] = ()
+    epoch: int = -1  # the backend's free epoch when its buffers were last checked usable
 
 
 @dataclass
@@ -228,12 +254,21 @@ class CudaBackend(BaseBackend):
         self._state.current_threads.add(threading.get_ident())
         self._stream = D.call(drv.cuStreamCreate,
                               int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
-        self._caps = self._probe_caps()
+        self._caps = managed.extend_caps(self._probe_caps(), drv, self._dev)
+        self._interop_active = False  # some buffer is shared with a framework stream
         self._arch = self._caps.details["arch"]
         self._disk = DiskCache(cache_dir)
         self._staging: tuple[int, int] = (0, 0)  # (pinned ptr, size)
         self._graphs: list[_GraphState] = []
-        self._launch_cache: dict[tuple[Any, ...], tuple[_Launch, tuple[Any, ...]]] = {}
+        # unbound launches by (program, buffer ids, grid, params); an entry is evicted as
+        # soon as one of its buffers is freed or dropped (see _evict_launches)
+        self._launch_cache: dict[tuple[Any, ...], _Launch] = {}
+        self._launch_keys: dict[int, dict[tuple[Any, ...], None]] = {}  # buffer id -> keys
+        self._launch_refs: dict[int, Any] = {}  # buffer id -> weakref that evicts on death
+        # bumped whenever a buffer is freed or the instance closes: a bound launch re-checks
+        # its buffers only when this moved since it last did
+        self._epoch = 0
+        self._capture_stream: Any = None  # private stream for CUDA graph capture
         self._timing_events: tuple[Any, Any] | None = None
 
     # ------------------------------------------------------------ context and device
@@ -260,6 +295,9 @@ class CudaBackend(BaseBackend):
         drv, dev = self._drv, self._dev
         (err,) = drv.cuDevicePrimaryCtxReset(dev)
         _GENERATION[self._ordinal] = _GENERATION.get(self._ordinal, 0) + 1
+        for st in list(_STATES):  # older instances' contexts and buffers are gone now
+            if st.ordinal == self._ordinal and st.dead is None and not st.closed:
+                st.dead = f"device {self._ordinal}'s context was reset after a fault"
         if int(err) == 0:
             err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
             if int(err) == 0:
@@ -385,14 +423,21 @@ class CudaBackend(BaseBackend):
         return CudaBuffer(self, byte_len, label, ptr)
 
     def _free(self, buffer: BufferBase) -> None:
+        self._epoch += 1
+        self._evict_launches(id(buffer))
         assert isinstance(buffer, CudaBuffer)
-        buffer._release()
+        interop.release(buffer)  # deferred while a framework or a host view still uses it
 
     def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
         assert isinstance(buffer, CudaBuffer)
         host = np.frombuffer(data, dtype=np.uint8)
+        streams = buffer.ext_streams
+        if streams:
+            interop.wait_for(self, streams)
         self._call(self._drv.cuMemcpyHtoDAsync, buffer.ptr + offset, host.ctypes.data,
                    host.nbytes, self._stream, what="cuMemcpyHtoDAsync")
+        if streams:
+            interop.signal(self, streams)
 
     def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
         return self._read_batch([(buffer, offset, length)])[0]
@@ -416,6 +461,8 @@ class CudaBackend(BaseBackend):
         total = sum(n for _, _, n in ranges)
         out: list[bytes | memoryview] = []
         drv = self._drv
+        if self._interop_active:
+            interop.wait_for(self, interop.streams_of(b for b, _, _ in ranges))
         if 0 < total <= STAGING_LIMIT:
             base = self._staging_ptr(total)
             pos = 0
@@ -441,6 +488,54 @@ class CudaBackend(BaseBackend):
             out.append(memoryview(dst))
         self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
         return out
+
+    # ------------------------------------------------------------ interop (interop.py)
+    def from_dlpack(self, tensor: Any, *, stream: Any = interop.STREAM_AUTO,
+                    label: str | None = None) -> BufferBase:
+        """Borrow a PyTorch / CuPy / JAX (any DLPack or CUDA Array Interface) device array
+        as a buffer of this backend, without copying.
+
+        The buffer keeps `tensor` alive and never frees its memory. The producer's pending
+        work is ordered before vyre's at import (DLPack stream protocol); with `stream` (the
+        framework's stream: an int handle or a stream object; "auto" = torch's / cupy's
+        current stream, None = none) every later vyre use of the buffer is ordered after
+        that stream's work and that stream after vyre's, with events on the GPU.
+        """
+        return interop.import_dlpack(self, tensor, stream, label)
+
+    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
+                       max_version: Any, dl_device: Any, copy: Any) -> Any:
+        return interop.export_dlpack(self, buffer, dtype, shape, stream, max_version,
+                                     dl_device, copy)
+
+    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
+        return interop.dlpack_device(self, buffer)
+
+    def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
+        return managed.allocate(self, byte_len, label)
+
+    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
+        return managed.host_view(self, buffer, dtype)
+
+    @property
+    def context_generation(self) -> int:
+        return _GENERATION.get(self._ordinal, 0)
+
+    def _stale_reason(self, buffer: BufferBase) -> str | None:
+        if self._state.dead is not None:
+            return f"the CUDA context it lived in was lost ({self._state.dead})"
+        gen = _GENERATION.get(self._ordinal, 0)
+        if buffer.generation != gen:
+            return (f"CUDA device {self._ordinal}'s context was reset after a fault "
+                    f"(generation {buffer.generation} -> {gen})")
+        return None
+
+    def _interop_streams(self, program: Any, inputs: Any, outputs: Any) -> tuple[int, ...]:
+        if isinstance(program, BoundDispatch):
+            return interop.streams_of(program.buffers)
+        ins = inputs.values() if isinstance(inputs, dict) else inputs
+        outs = outputs.values() if isinstance(outputs, dict) else outputs
+        return interop.streams_of((*ins, *outs))
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) device bytes, from cuMemGetInfo."""
@@ -503,22 +598,30 @@ class CudaBackend(BaseBackend):
             struct.pack_into("<I", block, offsets[nb + i], bound.counts[i])
         for j, (ty, v) in enumerate(zip(sig.params, bound.params)):
             struct.pack_into(STRUCT_CODE[ty], block, offsets[2 * nb + j], v)
-        n = len(offsets)
-        ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
         grid = bound.grid
         assert isinstance(grid, tuple)
-        rec = _Launch(kernel.function, grid, kernel.generated.block,
-                      ctypes.addressof(ptrs) if n else 0, (block, ptrs),
+        merge = kernel.generated.merge
+        if sig.grid_x:  # merged workgroups: the kernel is told the real grid.x
+            struct.pack_into("<I", block, offsets[-1], grid[0])
+        if merge > 1:
+            grid = (-(-grid[0] // merge), grid[1], grid[2])
+        n = len(offsets)
+        ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
+        params_ptr = ctypes.addressof(ptrs) if n else 0
+        bdim = kernel.generated.block
+        rec = _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs),
                       bound.config.options.get("timing", True) is False,
-                      bound.config.profile)
+                      bound.config.profile, self._drv.cuLaunchKernel,
+                      (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0))
         bound.__dict__["_vyre_cuda_launch"] = rec
         return rec
 
-    def _enqueue(self, rec: _Launch) -> None:
+    def _enqueue(self, rec: _Launch, stream: Any = None) -> None:
         gx, gy, gz = rec.grid
         bx, by, bz = rec.block
         (err,) = self._drv.cuLaunchKernel(rec.function, gx, gy, gz, bx, by, bz, 0,
-                                          self._stream, rec.params_ptr, 0)
+                                          self._stream if stream is None else stream,
+                                          rec.params_ptr, 0)
         if int(err) != 0:
             self._raise("cuLaunchKernel", err)
 
@@ -535,7 +638,12 @@ class CudaBackend(BaseBackend):
         start = self._event(True) if profile else None
         if start is not None:
             self._call(drv.cuEventRecord, start, self._stream)
+        streams = interop.streams_of(bound.buffers) if self._interop_active else ()
+        if streams:  # framework ordering around the launch (see interop.py)
+            interop.wait_for(self, streams)
         self._enqueue(rec)
+        if streams:
+            interop.signal(self, streams)
         end = self._event(profile)
         self._call(drv.cuEventRecord, end, self._stream)
         t1 = time.perf_counter_ns()
@@ -594,62 +702,77 @@ class CudaBackend(BaseBackend):
     ) -> Timing:
         """Enqueue a dispatch over resident buffers with no host copy.
 
+        A dispatch touching a buffer shared with a framework stream goes through
+        dispatch_async, which orders it with that stream (interop.py).
+
         A BoundDispatch (from `bind`) has its kernel arguments packed once, so a launch is
-        one cuLaunchKernel. A (program, inputs, outputs, config) call is bound the first
-        time and its packed launch cached per (program, buffers, grid, params). With
-        `DispatchConfig(options={"timing": False})` the host clock is not read and the
-        returned Timing is all zeros (for the tightest launch loops).
+        one cuLaunchKernel plus a few attribute checks: its buffers are re-checked only
+        after some buffer of this backend was freed. A (program, inputs, outputs, config)
+        call is bound the first time and its packed launch cached per (program, buffers,
+        grid, params) until one of those buffers is freed or dropped. The returned Timing
+        holds the host enqueue time; `DispatchConfig(options={"timing": False})` returns
+        an all-zero Timing instead.
+
+        No lock is taken on the launch itself: the packed launch is immutable, the driver
+        is thread-safe, and CUDA graphs are captured on a private stream, so a launch from
+        another thread can never end up inside a pipeline's graph.
         """
+        if self._interop_active and self._interop_streams(program, inputs, outputs):
+            return BaseBackend.dispatch_with_device_buffers(self, program, inputs, outputs,
+                                                            config)
+        t0 = _perf_ns()
         if isinstance(program, BoundDispatch):
-            bound = program
-            rec = bound.__dict__.get("_vyre_cuda_launch")
-            if rec is None:
-                if bound.config.profile:
-                    return self.dispatch_async(bound).wait()
-                with self._lock:
-                    self._check_open()
-                    rec = self._launch_for(bound)
-            elif rec.profile:
-                return self.dispatch_async(bound).wait()
-            t0 = 0 if rec.untimed else time.perf_counter_ns()
-            if self._closed or self._state.dead is not None:
-                self._check_open()
-            for b in bound.buffers:
-                if b._freed:
-                    self._check_usable(bound)
+            rec = program.__dict__.get("_vyre_cuda_launch")
+            if rec is None or rec.epoch != self._epoch or rec.profile \
+                    or self._state.dead is not None:
+                rec = self._checked_launch(program)
+                if rec is None:  # profiled: waits for the kernel and times it with events
+                    return self.dispatch_async(program).wait()
         else:
             cfg = config or DispatchConfig()
             if cfg.profile:
                 return self.dispatch_async(program, inputs, outputs, cfg).wait()
-            t0 = time.perf_counter_ns()
             rec = self._cached_launch(program, inputs, outputs, cfg)
-        # no lock needed: the packed launch is immutable and the driver is thread-safe
-        if threading.get_ident() not in self._state.current_threads:
+        if _get_ident() not in self._state.current_threads:
             self._state.make_current()
-        gx, gy, gz = rec.grid
-        bx, by, bz = rec.block
-        (err,) = self._drv.cuLaunchKernel(rec.function, gx, gy, gz, bx, by, bz, 0,
-                                          self._stream, rec.params_ptr, 0)
+        (err,) = rec.launch(*rec.args)  # type: ignore[misc]
         if err:
             self._raise("cuLaunchKernel", err)
         if rec.untimed:
             return NO_TIMING
-        return _timing_fast(time.perf_counter_ns() - t0)
+        ns = _perf_ns() - t0
+        if 0 <= ns < INTERN_NS:  # inline hit of _enqueue_timing: a call costs ~0.1 us here
+            t = _INTERNED[ns]
+            if t is not None:
+                return t
+        return _enqueue_timing(ns)
 
-    def _check_usable(self, bound: BoundDispatch) -> None:
+    def _checked_launch(self, bound: BoundDispatch) -> _Launch | None:
+        """The bound dispatch's packed launch after checking the instance and its buffers
+        (None for a profiled dispatch, which goes through dispatch_async)."""
         from vyre.buffer import check_usable
 
-        for b in bound.buffers:
-            check_usable(b)
+        with self._lock:
+            self._check_open()
+            for b in bound.buffers:
+                check_usable(b)
+            if bound.config.profile:
+                return None
+            epoch = self._epoch
+            rec = self._launch_for(bound)
+            rec.epoch = epoch
+            return rec
 
     def _cached_launch(self, program: Program, inputs: BufferArg, outputs: BufferArg,
                        config: DispatchConfig) -> _Launch:
         """The packed launch of a dispatch, bound (validated) only the first time.
 
-        The cache holds weak references to the buffers, so it never keeps one alive; an
-        entry is used only while every buffer is the same live, unfreed object.
+        Keyed by the buffers' ids: an entry is evicted when any of its buffers is freed or
+        garbage-collected (_evict_launches), so a hit always names live, unfreed buffers
+        and the cache never outgrows the buffers alive.
         """
-        self._check_open()
+        if self._closed or self._state.dead is not None:
+            self._check_open()
         ins = tuple(inputs.values()) if isinstance(inputs, dict) else tuple(inputs)
         outs = tuple(outputs.values()) if isinstance(outputs, dict) else tuple(outputs)
         try:
@@ -664,36 +787,83 @@ class CudaBackend(BaseBackend):
         except TypeError:
             key = None
         if key is not None:
-            hit = self._launch_cache.get(key)
-            if hit is not None:
-                rec, refs = hit
-                if all(r() is b and not b.freed for r, b in zip(refs, (*ins, *outs))):
-                    return rec
+            rec = self._launch_cache.get(key)
+            if rec is not None:
+                return rec
         bound = self.bind(program, inputs, outputs, config)
         with self._lock:
+            self._check_open()
+            from vyre.buffer import check_usable
+
+            for b in bound.buffers:
+                check_usable(b)
             rec = self._launch_for(bound)
-        if key is not None:
-            if len(self._launch_cache) > 4096:
-                self._launch_cache.clear()
-            try:
-                refs = tuple(weakref.ref(b) for b in (*ins, *outs))
-            except TypeError:
-                return rec
-            self._launch_cache[key] = (rec, refs)
+            if key is not None:
+                self._remember_launch(key, rec, (*ins, *outs))
         return rec
+
+    def _remember_launch(self, key: tuple[Any, ...], rec: _Launch,
+                         buffers: tuple[Any, ...]) -> None:
+        """Cache `rec` under `key` and arrange its eviction with any of its buffers
+        (caller holds the lock)."""
+        wself = weakref.ref(self)
+        for b in buffers:
+            bid = id(b)
+            if bid not in self._launch_refs:
+                def gone(_ref: Any, bid: int = bid) -> None:
+                    me = wself()
+                    if me is not None:
+                        with me._lock:
+                            me._evict_launches(bid)
+
+                try:
+                    self._launch_refs[bid] = weakref.ref(b, gone)
+                except TypeError:  # not weak-referenceable: cannot track it, so no cache
+                    self._evict_key(key)
+                    return
+            self._launch_keys.setdefault(bid, {})[key] = None
+        self._launch_cache[key] = rec
+
+    def _evict_key(self, key: tuple[Any, ...]) -> None:
+        self._launch_cache.pop(key, None)
+        for bid in (*key[1], *key[2]):
+            keys = self._launch_keys.get(bid)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._launch_keys[bid]
+                    self._launch_refs.pop(bid, None)
+
+    def _evict_launches(self, buffer_id: int) -> None:
+        """Forget every cached launch that uses the buffer with this id (freed or dying)."""
+        for key in list(self._launch_keys.get(buffer_id, ())):
+            self._evict_key(key)
+        self._launch_keys.pop(buffer_id, None)
+        self._launch_refs.pop(buffer_id, None)
 
     def _synchronize(self) -> None:
         self._call(self._drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
 
     # ------------------------------------------------------------ pipelines (CUDA graphs)
-    def _capture(self, body: Callable[[], None]) -> Any:
+    def _capture(self, body: Callable[[Any], None]) -> Any:
+        """Capture what `body(stream)` enqueues on `stream` as an instantiated CUDA graph.
+
+        Capture runs on a private stream in thread-local mode (caller holds the lock):
+        launches that other threads make meanwhile on the backend's stream (the lock-free
+        fast path) stay out of the graph, and nothing this thread does is blocked.
+        """
         drv = self._drv
-        mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-        self._call(drv.cuStreamBeginCapture, self._stream, mode, what="cuStreamBeginCapture")
+        if self._capture_stream is None:
+            self._capture_stream = self._call(
+                drv.cuStreamCreate, int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING),
+                what="cuStreamCreate")
+        stream = self._capture_stream
+        mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self._call(drv.cuStreamBeginCapture, stream, mode, what="cuStreamBeginCapture")
         try:
-            body()
+            body(stream)
         finally:
-            graph = self._call(drv.cuStreamEndCapture, self._stream, what="cuStreamEndCapture")
+            graph = self._call(drv.cuStreamEndCapture, stream, what="cuStreamEndCapture")
         try:
             return self._call(drv.cuGraphInstantiate, graph, 0, what="cuGraphInstantiate")
         finally:
@@ -702,10 +872,10 @@ class CudaBackend(BaseBackend):
     def _body_exec(self, st: _GraphState, copies: int) -> Any:
         ex = st.execs.get(copies)
         if ex is None:
-            def body() -> None:
+            def body(stream: Any) -> None:
                 for _ in range(copies):
                     for rec in st.launches:
-                        self._enqueue(rec)
+                        self._enqueue(rec, stream)
 
             ex = self._capture(body)
             st.execs[copies] = ex
@@ -762,12 +932,12 @@ class CudaBackend(BaseBackend):
                 ptr = int(p)
             pinned.append((ptr, n))
 
-        def body() -> None:
+        def body(stream: Any) -> None:
             for r, (ptr, n) in zip(reads, pinned):
                 if n:
                     b = r.buffer
                     assert isinstance(b, CudaBuffer)
-                    self._call(drv.cuMemcpyDtoHAsync, ptr, b.ptr + r.offset, n, self._stream,
+                    self._call(drv.cuMemcpyDtoHAsync, ptr, b.ptr + r.offset, n, stream,
                                what="cuMemcpyDtoHAsync")
 
         ex = self._capture(body)
@@ -793,6 +963,10 @@ class CudaBackend(BaseBackend):
                 self._timing_events = (self._event(True), self._event(True))
             ev0, ev1 = self._timing_events
             self._call(drv.cuEventRecord, ev0, self._stream)
+            # framework ordering goes around the graph launches, never into a capture
+            streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
+            if streams:
+                interop.wait_for(self, streams)
             remaining = repeat
             p = self._max_copies(st)
             launches = 0
@@ -807,6 +981,8 @@ class CudaBackend(BaseBackend):
             if reads:
                 rex, pinned = self._read_exec(st, reads)
                 self._call(drv.cuGraphLaunch, rex, self._stream, what="cuGraphLaunch")
+            if streams:
+                interop.signal(self, streams)
             self._call(drv.cuEventRecord, ev1, self._stream)
             t1 = time.perf_counter_ns()
             (err,) = drv.cuEventSynchronize(ev1)  # the one host synchronisation
@@ -837,6 +1013,9 @@ class CudaBackend(BaseBackend):
             self._destroy_graphs(g)
         self._graphs.clear()
         self._launch_cache.clear()
+        self._launch_keys.clear()
+        self._launch_refs.clear()
+        self._epoch += 1
         if usable:
             with contextlib.suppress(Exception):
                 if self._staging[0]:
@@ -844,9 +1023,13 @@ class CudaBackend(BaseBackend):
                 if self._timing_events:
                     for ev in self._timing_events:
                         drv.cuEventDestroy(ev)
+                interop.destroy_events(self)
                 drv.cuStreamDestroy(self._stream)
+                if self._capture_stream is not None:
+                    drv.cuStreamDestroy(self._capture_stream)
         self._staging = (0, 0)
         self._timing_events = None
+        self._capture_stream = None
         st.closed = True
         if self._private_ctx:
             with contextlib.suppress(Exception):

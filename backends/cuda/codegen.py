@@ -32,6 +32,11 @@ from vyre.ir.types import ScalarType
 
 KERNEL_NAME = "vyre_main"
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
+VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
+# lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
+# block has this many threads however far coarsening shrank one workgroup (0: off)
+MERGE_THREADS = 256
+# element types a vectorised access may have (bool storage is excluded)
 ST = ScalarType
 
 CTYPE: dict[ScalarType, str] = {
@@ -44,6 +49,8 @@ CTYPE: dict[ScalarType, str] = {
     ST.I64: "long long",
     ST.U64: "unsigned long long",
 }
+VEC_TYPES = frozenset({ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64})
+_INT32 = frozenset({ST.I32, ST.U32})
 UTYPE: dict[ScalarType, str] = {
     ST.I32: "unsigned",
     ST.U32: "unsigned",
@@ -75,6 +82,13 @@ template <class T> __device__ __forceinline__ T vy_ld(const T* p, unsigned i, un
   return i < n ? p[i] : T(0); }
 template <class T> __device__ __forceinline__ void vy_st(T* p, unsigned i, unsigned n, T v) {
   if (i < n) p[i] = v; }
+// vectorised access of K consecutive elements (one 8/16-byte load or store): used only
+// when all K are in bounds and the address is aligned to the whole vector
+template <class T, int K> struct alignas(sizeof(T) * K) vy_pack { T v[K]; };
+template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, unsigned i,
+                                                                 unsigned n) {
+  return n >= (unsigned)K && i <= n - (unsigned)K &&
+         ((unsigned long long)(p + i) & (unsigned long long)(sizeof(T) * K - 1)) == 0ull; }
 
 // integer division / remainder: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
 __device__ __forceinline__ int vy_div(int a, int b) {
@@ -178,6 +192,7 @@ class KernelSignature:
 
     buffers: tuple[ScalarType, ...]
     params: tuple[ScalarType, ...]
+    grid_x: bool = False  # a trailing u32: the dispatch's workgroup count along x (merged)
 
     def layout(self) -> tuple[list[int], int]:
         """(offset of each argument in a packed, naturally aligned block, block size)."""
@@ -185,6 +200,7 @@ class KernelSignature:
         pos = 0
         sizes = [8] * len(self.buffers) + [4] * len(self.buffers)
         sizes += [ARG_SIZE[t] for t in self.params]
+        sizes += [4] if self.grid_x else []
         for s in sizes:
             pos = (pos + s - 1) // s * s
             offsets.append(pos)
@@ -197,6 +213,7 @@ class Generated:
     source: str
     signature: KernelSignature
     block: tuple[int, int, int]
+    merge: int = 1  # workgroups per CUDA block along x: launch ceil(grid.x / merge) blocks
 
 
 def _float_literal(value: float, ty: ScalarType) -> str:
@@ -242,16 +259,25 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
 
 
 class _Gen:
-    def __init__(self, program: N.Program, restrict: bool, coarsen: int = 1) -> None:
+    def __init__(self, program: N.Program, restrict: bool, coarsen: int = 1,
+                 merge: int = 1) -> None:
         self.p = program
         self.restrict = restrict
         self.coarsen = coarsen
+        self.merge = merge
+        self.tx = "vy_tx" if merge > 1 else "threadIdx.x"  # thread index within a workgroup
         self.sfx = ""  # per-invocation name suffix in lockstep mode ("_0", "_1", ...)
         self.tmp = 0
         self.lines: list[str] = []
         self.buf_ty = {b.name: b.ty for b in program.buffers}
         self.arr = {a.name: a for a in program.workgroup_arrays}
         self.vars: dict[str, str] = {}
+        # lockstep vectorisation (see lockstep_kernel): lanes per vector (0: off), the
+        # stride in the x invocation id of top-level variables, hoisted vector loads
+        self.vec = 0
+        self.cur_j: int | None = None
+        self.var_stride: dict[str, int] = {}
+        self.hoisted: dict[N.Load, list[str]] = {}
 
     # ------------------------------------------------------------ expressions
     def name_of(self, var: str) -> str:
@@ -284,6 +310,9 @@ class _Gen:
             per_j = e.axis == 0 and short in ("gid", "lid")
             return f"vy_{short}{e.axis}" + (self.sfx if per_j else "")
         if isinstance(e, N.Load):
+            names = self.hoisted.get(e) if self.hoisted and self.cur_j is not None else None
+            if names is not None:
+                return names[self.cur_j]  # type: ignore[index]
             ptr, n = self.mem(e.buffer)
             return f"vy_ld({ptr}, {self.expr(e.index)}, {n})"
         if isinstance(e, N.Length):
@@ -555,6 +584,9 @@ class _Gen:
             args.append(f"{const}{CTYPE[b.ty]}*{restrict} {mangle('b', b.name)}")
         args += [f"const unsigned {mangle('n', b.name)}" for b in p.buffers]
         args += [f"const {CTYPE[q.ty]} {mangle('p', q.name)}" for q in p.params]
+        m = self.merge
+        if m > 1:
+            args.append("const unsigned vy_gridx")
         head = [
             f"// vyre program {p.name!r}, workgroup size ({wx}, {wy}, {wz})",
             "// generated by vyre.backends.cuda.codegen; arguments: buffer pointers,",
@@ -565,7 +597,7 @@ class _Gen:
                         f"(local_id.x = threadIdx.x + j * {bx}); no barriers in this program")
         head += [
             PRELUDE,
-            f'extern "C" __global__ void __launch_bounds__({bx * wy * wz}) {KERNEL_NAME}(',
+            f'extern "C" __global__ void __launch_bounds__({bx * m * wy * wz}) {KERNEL_NAME}(',
             "    " + (",\n    ".join(args) if args else "void") + ") {",
         ]
         for a in p.workgroup_arrays:
@@ -575,8 +607,17 @@ class _Gen:
         for i, (w, ax) in enumerate(dims):
             lid = f"  const unsigned vy_lid{i} = threadIdx.{ax};"
             gid = f"  const unsigned vy_gid{i} = vy_wid{i} * {w}u + vy_lid{i};"
-            head.append(f"  const unsigned vy_wid{i} = blockIdx.{ax};")
-            head.append(f"  const unsigned vy_nwg{i} = gridDim.{ax};")
+            if i == 0 and m > 1:  # block b runs workgroups b*m .. b*m+m-1 (those < grid.x)
+                head += [
+                    f"  // merged: {m} workgroups of {bx} threads per CUDA block",
+                    f"  const unsigned vy_wid0 = blockIdx.x * {m}u + threadIdx.x / {bx}u;",
+                    "  const unsigned vy_nwg0 = vy_gridx;",
+                    f"  const unsigned vy_tx = threadIdx.x % {bx}u;",
+                    "  if (vy_wid0 >= vy_nwg0) return;  // past the grid: no barriers here",
+                ]
+            else:
+                head.append(f"  const unsigned vy_wid{i} = blockIdx.{ax};")
+                head.append(f"  const unsigned vy_nwg{i} = gridDim.{ax};")
             if i == 0 and k > 1:
                 per_j += [f"  const unsigned vy_lid0 = threadIdx.x + vy_j * {bx}u;", gid]
             else:
@@ -612,17 +653,136 @@ class _Gen:
         return), where this is one valid interleaving of independent invocations."""
         wx, wy, _ = self.p.workgroup_size
         bx = wx // k
+        v = self.plan_vectors(k)
         defs = []
         for j in range(k):
+            if v:  # lanes of a vector are consecutive invocations; vectors `bx * v` apart
+                g, lane = divmod(j, v)
+                lid = f"{g * bx * v}u + {self.tx} * {v}u + {lane}u"
+            else:  # consecutive threads run consecutive invocations (coalesced scalars)
+                lid = f"{self.tx} + {j * bx}u"
             defs += [
-                f"  const unsigned vy_lid0_{j} = threadIdx.x + {j * bx}u;",
+                f"  const unsigned vy_lid0_{j} = {lid};",
                 f"  const unsigned vy_gid0_{j} = vy_wid0 * {wx}u + vy_lid0_{j};",
                 f"  const unsigned vy_lidx_{j} = vy_lid0_{j} + vy_lid1 * {wx}u"
                 f" + vy_lid2 * {wx * wy}u;",
             ]
         head.append(f"  // lockstep: {k} invocations per thread, statement by statement")
+        if v:
+            head.append(f"  // vectorised: loads / stores at the x invocation id + an invariant"
+                        f" move {v} elements at once when aligned and in bounds")
         self.ls_block(self.p.body, 1, [None] * k)
         return "\n".join([*head, *defs, *self.lines, "}", ""])
+
+    # ------------------------------------------------------------ vectorisation
+    def stride(self, e: N.ExprNode) -> int | None:
+        """How `e` changes from one lane to the next of a vector: 0 (the same in every lane),
+        1 (a 32-bit integer one larger, wrapping) or None (anything else)."""
+        if isinstance(e, N.Builtin):
+            moves = e.name == "local_index" or (
+                e.axis == 0 and e.name in ("global_id", "local_id"))
+            return 1 if moves else 0
+        if isinstance(e, (N.Const, N.Param, N.Length)):
+            return 0
+        if isinstance(e, N.Var):
+            return self.var_stride.get(e.name)
+        if isinstance(e, N.Load):
+            return 0 if self.stride(e.index) == 0 else None
+        kids: tuple[N.ExprNode, ...]
+        if isinstance(e, N.Binary) and e.op in ("add", "sub") and e.ty in _INT32:
+            sa, sb = self.stride(e.a), self.stride(e.b)
+            if sa is None or sb is None:
+                return None
+            if e.op == "add" and sa + sb <= 1:
+                return sa + sb
+            return sa if e.op == "sub" and sb == 0 else None
+        if isinstance(e, N.Cast) and e.ty in _INT32 and e.a.ty in _INT32:
+            return self.stride(e.a)  # same width: the bits are unchanged
+        from vyre.ir.analysis import child_exprs
+
+        kids = child_exprs(e)
+        return 0 if all(self.stride(c) == 0 for c in kids) else None
+
+    def vec_load(self, e: N.ExprNode) -> bool:
+        return (isinstance(e, N.Load) and e.buffer in self.buf_ty and e.ty in VEC_TYPES
+                and self.stride(e.index) == 1)
+
+    def plan_vectors(self, k: int) -> int:
+        """Lanes per vector for this lockstep body (0: no vectorised access, keep the
+        strided mapping). Top-level lets assigned once get a known stride first."""
+        if not VECTORISE or k % 2:
+            return 0
+        from vyre.ir.analysis import stmt_exprs, walk_expr, walk_stmts
+
+        body = self.p.body
+        lets: dict[str, int] = {}
+        assigned: set[str] = set()
+        for st in walk_stmts(body):
+            if isinstance(st, N.Let):
+                lets[st.name] = lets.get(st.name, 0) + 1
+            elif isinstance(st, N.Assign):
+                assigned.add(st.name)
+            elif isinstance(st, N.Atomic) and st.result is not None:
+                assigned.add(st.result)
+        for st in body:  # only top level: there every lane runs the let (no mask)
+            if isinstance(st, N.Let) and lets[st.name] == 1 and st.name not in assigned:
+                sv = self.stride(st.value)
+                if sv is not None:
+                    self.var_stride[st.name] = sv
+        found = False
+        for st in walk_stmts(body):
+            if isinstance(st, N.Atomic):
+                continue
+            if isinstance(st, N.Store) and st.buffer in self.buf_ty and \
+                    self.buf_ty[st.buffer] in VEC_TYPES and self.stride(st.index) == 1:
+                found = True
+            for ex in stmt_exprs(st):
+                if any(self.vec_load(x) for x in walk_expr(ex)):
+                    found = True
+        if not found:
+            self.var_stride.clear()
+            return 0
+        self.vec = 4 if k % 4 == 0 else 2
+        return self.vec
+
+    def hoist_loads(self, exprs: tuple[N.ExprNode, ...], d: int) -> None:
+        """Load every vectorisable load of a statement for all lanes before the statement.
+
+        Loads have no side effects, so loading them all first (also for lanes whose mask is
+        off) is one valid order. A vector is used when its first lane's index is aligned and
+        all lanes are in bounds (then, with stride 1 and no wrap, lane l reads index + l);
+        otherwise every lane does its own bounds-checked scalar load of its own index.
+        """
+        from vyre.ir.analysis import walk_expr
+
+        k, v = self.coarsen, self.vec
+        for ex in exprs:
+            for e in walk_expr(ex):
+                if not self.vec_load(e) or e in self.hoisted:
+                    continue
+                assert isinstance(e, N.Load)
+                ptr, n = self.mem(e.buffer)
+                c = CTYPE[e.ty]
+                names = [self.fresh("vy_lv") for _ in range(k)]
+                self.emit(d, f"{c} {', '.join(names)};")
+                for g in range(0, k, v):
+                    self.per(g)
+                    ix = self.fresh("vy_ix")
+                    pack = f"vy_pack<{c}, {v}>"
+                    self.emit(d, f"{{ const unsigned {ix} = {self.expr(e.index)};")
+                    self.emit(d + 1, f"if (vy_vok<{c}, {v}>({ptr}, {ix}, {n})) {{")
+                    self.emit(d + 2, f"const {pack} vy_pk = *reinterpret_cast<const {pack}*>"
+                                     f"({ptr} + {ix});")
+                    self.emit(d + 2, " ".join(f"{names[g + ln]} = vy_pk.v[{ln}];"
+                                              for ln in range(v)))
+                    self.emit(d + 1, "} else {")
+                    for ln in range(v):
+                        self.per(g + ln)
+                        self.emit(d + 2, f"{names[g + ln]} = vy_ld({ptr}, {self.expr(e.index)},"
+                                         f" {n});")
+                    self.emit(d + 1, "} }")
+                self.hoisted[e] = names
+        self.sfx, self.cur_j = "", None
 
     def fresh(self, prefix: str) -> str:
         self.tmp += 1
@@ -630,14 +790,27 @@ class _Gen:
 
     def per(self, j: int) -> None:
         self.sfx = f"_{j}"
+        self.cur_j = j
 
     def ls_block(self, body: tuple[N.StmtNode, ...], d: int, masks: list[str | None]) -> None:
         for s in body:
             self.ls_stmt(s, d, masks)
         self.sfx = ""
+        self.cur_j = None
 
     def ls_stmt(self, s: N.StmtNode, d: int, masks: list[str | None]) -> None:
         k = len(masks)
+        saved = dict(self.hoisted)
+        if self.vec and not isinstance(s, N.Atomic):
+            from vyre.ir.analysis import stmt_exprs
+
+            self.hoist_loads(stmt_exprs(s), d)
+        try:
+            self.ls_stmt_body(s, d, masks, k)
+        finally:
+            self.hoisted = saved  # a hoisted value is only valid within its statement
+
+    def ls_stmt_body(self, s: N.StmtNode, d: int, masks: list[str | None], k: int) -> None:
         if isinstance(s, (N.Let, N.Assign)):
             for j, m in enumerate(masks):
                 self.per(j)
@@ -663,9 +836,26 @@ class _Gen:
                     self.emit(d, f"unsigned {si} = 0u; {CTYPE[ty]} {sv}{{}};")
                     self.emit(d, f"if ({m}) {{ {si} = {idx}; {sv} = {val}; }}")
                 slots.append((m, si, sv))
-            for m, si, sv in slots:  # all values first, then the stores
-                guard = f"if ({m}) " if m is not None else ""
-                self.emit(d, f"{guard}vy_st({ptr}, {si}, {n}, {sv});")
+            v = self.vec
+            if not (v and ty in VEC_TYPES and s.buffer in self.buf_ty
+                    and self.stride(s.index) == 1):
+                v = 0
+            for g in range(0, k, v or k):
+                group = slots[g:g + v] if v else slots
+                if v:  # all lanes on and the vector aligned and in bounds: one store
+                    c, pack = CTYPE[ty], f"vy_pack<{CTYPE[ty]}, {v}>"
+                    on = [m for m, _, _ in group if m is not None]
+                    cond = " && ".join([*on, f"vy_vok<{c}, {v}>({ptr}, {group[0][1]}, {n})"])
+                    self.emit(d, f"if ({cond}) {{")
+                    self.emit(d + 1, f"{pack} vy_pk; " + " ".join(
+                        f"vy_pk.v[{ln}] = {sv};" for ln, (_, _, sv) in enumerate(group)))
+                    self.emit(d + 1, f"*reinterpret_cast<{pack}*>({ptr} + {group[0][1]}) = vy_pk;")
+                    self.emit(d, "} else {")
+                for m, si, sv in group:  # all values first, then the stores
+                    guard = f"if ({m}) " if m is not None else ""
+                    self.emit(d + (1 if v else 0), f"{guard}vy_st({ptr}, {si}, {n}, {sv});")
+                if v:
+                    self.emit(d, "}")
         elif isinstance(s, N.If):
             conds = []
             for j in range(k):
@@ -733,14 +923,19 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
     """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
     `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
     k = coarsen if coarsening_allowed(program, coarsen) else 1
-    gen = _Gen(program, restrict, k)
+    wx, wy, wz = program.workgroup_size
+    bx = wx // k
+    merge = 1
+    if k > 1 and LOCKSTEP and wy == wz == 1 and bx < MERGE_THREADS and lockstep_allowed(program):
+        merge = MERGE_THREADS // bx
+    gen = _Gen(program, restrict, k, merge)
     src = gen.kernel()
     sig = KernelSignature(
         buffers=tuple(b.ty for b in program.buffers),
         params=tuple(q.ty for q in program.params),
+        grid_x=merge > 1,
     )
-    wx, wy, wz = program.workgroup_size
-    return Generated(source=src, signature=sig, block=(wx // k, wy, wz))
+    return Generated(source=src, signature=sig, block=(bx * merge, wy, wz), merge=merge)
 
 
 def pack_params(sig: KernelSignature, values: tuple[bool | int | float, ...]) -> list[bytes]:

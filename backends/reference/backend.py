@@ -21,8 +21,10 @@ from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.errors import OutOfDeviceMemory
 from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
+from . import numeric
 from .buffers import ReferenceBuffer
 from .plan import Plan, execute
 from .source import listing
@@ -53,9 +55,14 @@ class ReferenceBackend(BaseBackend):
 
     kind = "reference"
 
-    def __init__(self, instance_id: str = "reference") -> None:
+    def __init__(
+        self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset()
+    ) -> None:
+        """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
+        exactly with a backend whose device flushes them; vyre.testing picks it)."""
         super().__init__(instance_id)
         self.version = VERSION
+        self.flush_subnormals = frozenset(flush_subnormals)
         self._caps = Capabilities(
             backend=self.id,
             kind=self.kind,
@@ -67,6 +74,7 @@ class ReferenceBackend(BaseBackend):
                 "fma_f64": "exact: rational arithmetic per element",
                 "atomics": "colliding atomics of one statement apply in lane order",
                 "workgroup_memory_init": "zero",
+                "flushes_subnormals": sorted(t.value for t in self.flush_subnormals),
             },
         )
 
@@ -104,7 +112,8 @@ class ReferenceBackend(BaseBackend):
         """Execute one bound dispatch now; returns the nanoseconds it took."""
         plan = self._compiled_for(bound.program, self._specialisation(bound))
         t0 = time.perf_counter_ns()
-        execute(plan, bound)
+        with numeric.flushing(self.flush_subnormals):
+            execute(plan, bound)
         return time.perf_counter_ns() - t0
 
     def _launch(self, bound: BoundDispatch) -> Pending:

@@ -6,11 +6,19 @@ fma, saturating float->int casts. Every function takes arrays (or 0-d arrays) al
 the operand type and returns an array of the result type. This module must never know
 about statements, masks, buffers or backends, and must never let NumPy's own promotion or
 warnings decide a result: types are explicit and evaluation runs under `quiet()`.
+
+Flush mode (docs/IR.md, "Subnormals"): inside `flushing(types)`, float arithmetic of
+those types treats a subnormal operand as a zero of its sign and turns a subnormal result
+into a zero of its sign; moves (select, bitcast, loads/stores) and the sign-bit
+operations `neg` and `abs` never flush. It exists so a backend whose device flushes can be
+compared exactly; the default (no types) is IEEE.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 import numpy as np
@@ -25,6 +33,39 @@ _UNSIGNED_OF: dict[np.dtype, np.dtype] = {
     np.dtype(np.int64): np.dtype(np.uint64),
     np.dtype(np.uint64): np.dtype(np.uint64),
 }
+
+
+_FLUSH: ContextVar[frozenset[ScalarType]] = ContextVar("vyre_flush_subnormals", default=frozenset())
+
+
+@contextmanager
+def flushing(types: Iterable[ScalarType]) -> Iterator[None]:
+    """Evaluate with float arithmetic of `types` in flush mode (see the module docstring)."""
+    token = _FLUSH.set(frozenset(types))
+    try:
+        yield
+    finally:
+        _FLUSH.reset(token)
+
+
+def flush_subnormals(x: Array, ty: ScalarType) -> Array:
+    """`x` (of float type `ty`) with every subnormal replaced by a zero of its sign."""
+    a = np.asarray(x, dtype=ty.numpy)
+    with np.errstate(invalid="ignore"):
+        sub = (a != 0) & (np.abs(a) < np.finfo(ty.numpy).tiny)  # NaN: False
+    if not np.any(sub):
+        return a
+    return np.where(sub, np.copysign(ty.numpy.type(0), a), a).astype(ty.numpy, copy=False)
+
+
+def _flush_in(args: list[Array], ty: ScalarType) -> list[Array]:
+    if ty not in _FLUSH.get():
+        return args
+    return [flush_subnormals(a, ty) for a in args]
+
+
+def _flush_out(r: Array, ty: ScalarType) -> Array:
+    return flush_subnormals(r, ty) if ty in _FLUSH.get() else r
 
 
 def quiet() -> np.errstate:
@@ -78,9 +119,9 @@ def _shift(op: str, a: Array, amount: Array, ty: ScalarType) -> Array:
 def _float_rem(a: Array, b: Array, ty: ScalarType) -> Array:
     """a - b * trunc(a / b), each step rounded to the type (no contraction)."""
     dt = ty.numpy
-    q = np.divide(a, b).astype(dt, copy=False)
+    q = _flush_out(np.divide(a, b).astype(dt, copy=False), ty)  # (flush mode: each step)
     t = np.trunc(q).astype(dt, copy=False)
-    m = np.multiply(b, t).astype(dt, copy=False)
+    m = _flush_out(np.multiply(b, t).astype(dt, copy=False), ty)
     return np.subtract(a, m).astype(dt, copy=False)
 
 
@@ -162,6 +203,13 @@ _APPROX: dict[str, Callable[..., Array]] = {
 
 def binary(op: str, a: Array, b: Array, ty: ScalarType, operand_ty: ScalarType) -> Array:
     """`a op b`; `ty` is the result type, `operand_ty` the type of `a`."""
+    if operand_ty.is_float and _FLUSH.get():
+        a, b = _flush_in([a, b], operand_ty)
+        return _flush_out(_binary(op, a, b, ty, operand_ty), ty)
+    return _binary(op, a, b, ty, operand_ty)
+
+
+def _binary(op: str, a: Array, b: Array, ty: ScalarType, operand_ty: ScalarType) -> Array:
     t = operand_ty
     dt = t.numpy
     if op in ("eq", "ne", "lt", "le", "gt", "ge"):
@@ -214,6 +262,12 @@ def unary(op: str, a: Array, ty: ScalarType) -> Array:
 
 
 def call(fn: str, args: list[Array], ty: ScalarType) -> Array:
+    if ty.is_float and fn != "abs" and _FLUSH.get():  # abs clears the sign bit: no flush
+        return _flush_out(_call(fn, _flush_in(args, ty), ty), ty)
+    return _call(fn, args, ty)
+
+
+def _call(fn: str, args: list[Array], ty: ScalarType) -> Array:
     dt = ty.numpy
     if fn == "abs":
         (a,) = args
@@ -250,6 +304,15 @@ def select(cond: Array, a: Array, b: Array, ty: ScalarType) -> Array:
 
 def cast(a: Array, src: ScalarType, dst: ScalarType) -> Array:
     """Value conversion (docs/IR.md, Cast)."""
+    if _FLUSH.get() and (src.is_float or dst.is_float):
+        if src.is_float:
+            a = flush_subnormals(a, src) if src in _FLUSH.get() else a
+        r = _cast(a, src, dst)
+        return _flush_out(r, dst) if dst.is_float else r
+    return _cast(a, src, dst)
+
+
+def _cast(a: Array, src: ScalarType, dst: ScalarType) -> Array:
     a = np.asarray(a)
     if dst is ScalarType.BOOL:
         return np.asarray(a != 0, dtype=np.bool_)  # NaN != 0 is true

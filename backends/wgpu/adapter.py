@@ -20,6 +20,9 @@ from vyre.errors import BackendUnavailable
 from vyre.ir.types import ScalarType
 
 ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
+# "1": generate docs/IR.md's f32 flush mode even on a device that keeps subnormals (to get
+# bit-identical results across devices, or to test the mode on lavapipe)
+ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -159,6 +162,7 @@ class DeviceInfo:
     limits: dict[str, int]
     vyre_features: frozenset[str]  # IR features that probe shaders proved
     fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
+    flush_subnormals: bool = False  # f32 subnormals flushed: measured, or forced by ENV_FLUSH
 
 
 def open_device(adapter: Any) -> DeviceInfo:
@@ -181,6 +185,7 @@ def open_device(adapter: Any) -> DeviceInfo:
             proven.add(vf)
     return DeviceInfo(
         fma_fused=_fma_rounds_once(device),
+        flush_subnormals=os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device),
         adapter=adapter,
         device=device,
         name=adapter_name(adapter),
@@ -189,6 +194,52 @@ def open_device(adapter: Any) -> DeviceInfo:
         limits=dev_limits,
         vyre_features=frozenset(proven),
     )
+
+
+def _run_probe(device: Any, code: str, data: bytes) -> bytes:
+    """Run `code` (one read_write f32/u32 buffer at binding 0) over `data`; the buffer after."""
+    wgpu = import_wgpu()
+    u = wgpu.BufferUsage
+    buf = device.create_buffer_with_data(data=data, usage=u.STORAGE | u.COPY_SRC)
+    try:
+        m = device.create_shader_module(code=code)
+        pipe = device.create_compute_pipeline(
+            layout="auto", compute={"module": m, "entry_point": "main"}
+        )
+        bg = device.create_bind_group(
+            layout=pipe.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": len(data)}}],
+        )
+        enc = device.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, bg)
+        cp.dispatch_workgroups(1)
+        cp.end()
+        device.queue.submit([enc.finish()])
+        return bytes(device.queue.read_buffer(buf))
+    finally:
+        buf.destroy()
+
+
+def _flushes_f32_subnormals(device: Any) -> bool:
+    """Vulkan lets f32 arithmetic flush subnormals (NVIDIA's driver does, lavapipe does
+    not); measure a subnormal input (x * 1) and a subnormal result (min normal * 0.5)."""
+    import struct
+
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  b[3] = bitcast<u32>(bitcast<f32>(b[0]) * bitcast<f32>(b[2]));\n"
+        "  b[4] = bitcast<u32>(bitcast<f32>(b[1]) * 0.5f * bitcast<f32>(b[2]));\n}"
+    )
+    try:
+        out = struct.unpack("<5I", _run_probe(
+            device, code, struct.pack("<5I", 0x00000001, 0x00800000, 0x3F800000, 0, 0)
+        ))
+    except Exception:
+        return False  # could not measure: IEEE (the comparisons then show any flushing)
+    return out[3] != 0x00000001 or out[4] != 0x00400000
 
 
 def _fma_rounds_once(device: Any) -> bool:

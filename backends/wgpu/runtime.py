@@ -159,6 +159,8 @@ class WgpuBackend(BaseBackend):
                 "description": d.get("description", ""),
                 "wgpu_features": sorted(self._info.wgpu_features),
                 "fma_rounds_once": self._info.fma_fused,
+                # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
+                "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
                 "f64_arithmetic": F.F64 in self._info.vyre_features,
             },
         )
@@ -319,7 +321,8 @@ class WgpuBackend(BaseBackend):
     def generate(self, program: Program, key: Any = None) -> wgsl.WgslModule:
         """The WGSL module for `program` (`key`: a specialisation from _specialisation)."""
         return wgsl.generate(
-            program, key or frozenset(), self._allowed_types, self._info.fma_fused
+            program, key or frozenset(), self._allowed_types, self._info.fma_fused,
+            self._info.flush_subnormals,
         )
 
     def source(self, program: Program) -> str:

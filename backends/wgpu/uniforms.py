@@ -3,8 +3,8 @@
 WGSL's uniform address space lays scalars out at their natural alignment; this module
 computes the same offsets in Python and packs values into bytes. 64-bit fields go first so
 no padding is needed between them and the 32-bit fields; f16 params travel as f32 (an exact
-conversion both ways). A `vy_zero` field (always 0) gives the shader a value the driver's
-compiler cannot know. This module must never talk to a device or generate shader code
+conversion both ways). Three `vy_zero*` fields (always 0) give the shader values the
+driver's compiler cannot know (wgsl.py's float fences: one per operand position). This module must never talk to a device or generate shader code
 beyond the struct declaration.
 """
 
@@ -55,12 +55,13 @@ class UniformLayout:
         return "\n".join(lines)
 
     def pack(self, counts: tuple[int, ...], params: tuple[bool | int | float, ...]) -> bytes:
-        values = (*counts, *params, 0)
+        values = (*counts, *params, *(0 for _ in ZERO_FIELDS))
         data = struct.pack(self._fmt, *(values[i] for i in self._order))
         return data + bytes(self.size - len(data))
 
 
-ZERO_FIELD = "vy_zero"
+ZERO_FIELDS = ("vy_zero", "vy_zero1", "vy_zero2")
+ZERO_FIELD = ZERO_FIELDS[0]
 
 
 def param_field(name_mangled: str) -> str:
@@ -81,8 +82,9 @@ def layout_for(program: Program, mangled_params: tuple[str, ...]) -> UniformLayo
     for j, (p, m) in enumerate(zip(program.params, mangled_params)):
         fmt, size, wt = _FIELD[p.ty]
         items.append((size, n_counts + j, param_field(m), wt, fmt))
-    # always 0 at run time, but unknown to the driver's compiler (see wgsl.opaque_product)
-    items.append((4, n_counts + len(program.params), ZERO_FIELD, "u32", "I"))
+    # always 0 at run time, but unknown to the driver's compiler (see wgsl._fence)
+    for k, zf in enumerate(ZERO_FIELDS):
+        items.append((4, n_counts + len(program.params) + k, zf, "u32", "I"))
     # 8-byte fields first (stable within each class): no padding anywhere.
     items.sort(key=lambda it: -it[0])
     fields: list[Field] = []

@@ -23,7 +23,7 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used
 from vyre.ir.types import ScalarType
 
-from .uniforms import ZERO_FIELD, UniformLayout, layout_for
+from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 
 T = ScalarType
 U_VAR = "vy_u"
@@ -55,7 +55,7 @@ def wgsl_type(t: ScalarType) -> str:
 
 
 # float from bits, opaque to the driver (some assume no NaN/inf and fold such constants)
-_BITS_F32 = "fn vy_bits_f32(b: u32) -> f32 { return bitcast<f32>(b ^ vy_u.vy_zero); }"
+_BITS_F32 = "fn vy_bits_f32(b: u32) -> f32 { return bitcast<f32>(b + vy_u.vy_zero2); }"
 
 _IDENT_OK = re.compile(r"[A-Za-z0-9]")
 
@@ -95,6 +95,7 @@ class _Ctx:
     counter: int = 0
     wide_ok: bool = False  # the device runs i64 and f64 (exact trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
+    flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -180,6 +181,85 @@ def _helper(ctx: _Ctx, name: str, code: str) -> str:
     return name
 
 
+# ------------------------------------------------------------------ float fences
+#
+# Vulkan lets a driver optimise float code as if no operand were NaN, inf or -0 unless the
+# SPIR-V asks for SignedZeroInfNanPreserve, and lets it contract a*b+c into an fma unless
+# an operation is NoContraction; naga emits neither. Mesa's NIR (lavapipe) then folds
+# x*0 -> 0, x-x -> 0, (a-b)+b -> a, !(a<b) -> a>=b, and NVIDIA's compiler contracts.
+# Every such rewrite matches a float operation whose operand is another float operation,
+# the same value twice, or a constant. So every float operand goes through a *fence*: its
+# bits plus a uniform that is 0 at run time (an integer operation: no float pattern can
+# look through it; an add, not an XOR, because two XORs with one value cancel and would
+# expose the value again), with a different uniform per operand position (so `x - x`
+# becomes two different values), and every float comparison's bool goes through one too.
+# f16 arithmetic is done in f32 on fenced operands and rounded once to f16 (exact: f32
+# has more than 2*11+2 bits, so the double rounding is innocuous for + - * / sqrt). In
+# flush mode (f32 subnormals flushed, docs/IR.md) the fence also turns a subnormal input
+# into a zero of its sign and `_rounded` flushes each f32 result, so the outcome is the
+# same whether or not the driver itself flushes.
+
+
+def _compute_type(ty: ScalarType) -> ScalarType:
+    """The type float arithmetic of `ty` is evaluated in (f16 in f32, then rounded once)."""
+    return T.F32 if ty is T.F16 else ty
+
+
+def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int) -> str:
+    z = f"{U_VAR}.{ZERO_FIELDS[k]}"
+    name = f"vy_fence{k}_{wgsl_type(ty)}"
+    if ty is T.F32:
+        if ctx.flush:
+            body = (
+                f"    let b = bitcast<u32>(x) + {z};\n"
+                "    return bitcast<f32>(select(b, b & 0x80000000u, (b & 0x7f800000u) == 0u));"
+                "  // subnormal -> signed 0\n"
+            )
+        else:
+            body = f"    return bitcast<f32>(bitcast<u32>(x) + {z});\n"
+    else:  # f64: -x differs from x in its bits even for constants, so nothing folds
+        body = f"    return select(x, -x, {z} != 0u);\n"
+    t = wgsl_type(ty)
+    return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}")
+
+
+def _fenced(ctx: _Ctx, ty: ScalarType, text: str, k: int) -> str:
+    """Float operand `text` of type `ty` as an opaque value of its compute type."""
+    if ty is T.F16:
+        text = f"f32({text})"
+    return f"{_fence_fn(ctx, _compute_type(ty), k)}({text})"
+
+
+def _rounded(ctx: _Ctx, ty: ScalarType, text: str) -> str:
+    """A compute-type result `text` as a value of `ty` (f16: rounded once; f32 in flush
+    mode: a subnormal result becomes a zero of its sign)."""
+    if ty is T.F16:
+        return f"f16({text})"
+    if ty is T.F32 and ctx.flush:
+        name = _helper(
+            ctx, "vy_ftz",
+            "fn vy_ftz(x: f32) -> f32 {  // flush mode: a subnormal result is a signed 0\n"
+            "    let b = bitcast<u32>(x);\n"
+            "    return bitcast<f32>(select(b, b & 0x80000000u, (b & 0x7f800000u) == 0u));\n}",
+        )
+        return f"{name}({text})"
+    return text
+
+
+def _fence_bool(ctx: _Ctx, text: str) -> str:
+    """The bool of a float comparison, hidden (NIR rewrites !(a < b) to a >= b, wrong for NaN)."""
+    name = _helper(
+        ctx, "vy_fence_bool",
+        f"fn vy_fence_bool(c: bool) -> bool {{ return (select(0u, 1u, c) ^ {U_VAR}.{ZERO_FIELD}) != 0u; }}",
+    )
+    return f"{name}({text})"
+
+
+def _flt(ty: ScalarType, v: float) -> str:
+    """A plain literal of float type `ty` (for finite, WGSL-writable values only)."""
+    return _float_text(v) + _SUFFIX[ty]
+
+
 # ------------------------------------------------------------------ helpers by semantics
 
 
@@ -229,26 +309,25 @@ def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
     )
 
 
-def _opaque_product(ctx: _Ctx, ty: ScalarType, product: str) -> str:
-    """`product`, hidden from the driver's compiler so it cannot fuse it with a following
-    add into an fma (the IR forbids contraction; naga emits no NoContraction decoration
-    and NVIDIA's Vulkan compiler does contract). XOR with a uniform that is 0 at run time
-    leaves the bits unchanged."""
-    z = f"{U_VAR}.{ZERO_FIELD}"
-    if ty is T.F32:
-        return f"bitcast<f32>(bitcast<u32>({product}) ^ {z})"
-    return f"select({product}, {wgsl_type(ty)}(0), {z} != 0u)"
-
-
 def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
-    t = wgsl_type(ty)
+    """Takes fenced compute-type operands; each step is rounded to `ty` and fenced again."""
+    t, c = wgsl_type(ty), wgsl_type(_compute_type(ty))
     name = f"vy_rem_{t}"
+    ct = _compute_type(ty)
+
+    def step(text: str) -> str:  # rounded to the type, back in the compute type
+        r = _rounded(ctx, ty, text)
+        return f"f32({r})" if ty is T.F16 else r
+
+    f0 = _fence_fn(ctx, ct, 0)
+    f1 = _fence_fn(ctx, ct, 1)
     return _helper(
         ctx, name,
-        f"// IR float rem: a - b * trunc(a / b), step by step\n"
-        f"fn {name}(a: {t}, b: {t}) -> {t} {{\n"
-        f"    let q = trunc(a / b);\n    let p = {_opaque_product(ctx, ty, 'b * q')};\n"
-        f"    return a - p;\n}}",
+        f"// IR float rem: a - b * trunc(a / b), step by step, each rounded to {t}\n"
+        f"fn {name}(a: {c}, b: {c}) -> {t} {{\n"
+        f"    let q = trunc({f0}({step('a / b')}));\n"
+        f"    let p = {step(f'{f0}(b) * {f1}(q)')};\n"
+        f"    return {_rounded(ctx, ty, f'{f0}(a) - {f1}(p)')};\n}}",
     )
 
 
@@ -638,56 +717,15 @@ def _children(e: N.ExprNode) -> tuple[N.ExprNode, ...]:
     return ()
 
 
-_FLOAT_ARITH = frozenset({"add", "sub", "mul", "div", "rem", "min", "max"})
-
-
-def _driver_literal(ctx: _Ctx, c: N.Const) -> str | None:
-    """A float literal the driver's compiler cannot see (None: keep it plain). Some
-    drivers fold arithmetic on literals non-IEEE (llvmpipe: x * 0.0 -> 0, x / 0.0 -> 0)."""
-    v = float(c.value)
-    f = struct.unpack("<f", struct.pack("<f", v))[0] if math.isfinite(v) else v
-    if c.ty is not T.F32 and not (f == v or (math.isnan(v) and math.isnan(f))):
-        return None  # an f64 literal f32 cannot hold exactly
-    bits = struct.unpack("<I", struct.pack("<f", v))[0]
-    _helper(
-        ctx, "vy_f32c",
-        f"// a float constant the driver's compiler cannot fold ({U_VAR}.{ZERO_FIELD} is 0)\n"
-        f"fn vy_f32c(b: u32) -> f32 {{ return bitcast<f32>(b ^ {U_VAR}.{ZERO_FIELD}); }}",
-    )
-    text = f"vy_f32c(0x{bits:08x}u)"
-    return text if c.ty is T.F32 else f"{wgsl_type(c.ty)}({text})"
-
-
-def _const_tree(e: N.ExprNode) -> bool:
-    if isinstance(e, N.Const):
-        return True
-    kids = _children(e)
-    return bool(kids) and all(_const_tree(k) for k in kids)
-
-
-def _hides_float_literals(e: N.ExprNode) -> bool:
-    if isinstance(e, N.Binary):
-        return e.a.ty.is_float and e.op in _FLOAT_ARITH
-    return isinstance(e, N.Call) and e.ty.is_float
-
-
 def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Const):
         return literal(ctx, e, opaque)
     kids = _children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
     # rejects overflow and division by zero; hiding one literal makes it a runtime value.
+    # (Float operands are fenced by the operators themselves, see _fence_fn.)
     hide = bool(kids) and all(isinstance(k, N.Const) for k in kids)
-    driver = _hides_float_literals(e)
-    sub = []
-    for k in kids:
-        lit = _driver_literal(ctx, k) if driver and isinstance(k, N.Const) else None
-        if lit is None:
-            lit = expr(ctx, k, hide)
-            if driver and k.ty.is_float and not isinstance(k, N.Const) and _const_tree(k):
-                # a constant subtree (e.g. a bitcast literal) is folded just the same
-                lit = _opaque_product(ctx, k.ty, lit)
-        sub.append(lit)
+    sub = [expr(ctx, k, hide) for k in kids]
     if isinstance(e, N.Var):
         return ctx.lookup(e.name)
     if isinstance(e, N.Param):
@@ -723,38 +761,78 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
 
 def _unary(ctx: _Ctx, e: N.Unary, a: str) -> str:
     if e.op == "neg":
+        if e.ty is T.F32:  # a sign-bit flip: IEEE negate, never flushed, nothing to fold
+            return f"bitcast<f32>(bitcast<u32>({a}) ^ 0x80000000u)"
+        if e.ty is T.F16:
+            return f"f16(bitcast<f32>(bitcast<u32>(f32({a})) ^ 0x80000000u))"
+        if e.ty.is_float:
+            return f"(-{_fenced(ctx, e.ty, a, 0)})"
         return f"(-{a})"  # runtime negation wraps for ints (MIN -> MIN)
     if e.op == "bit_not":
         return f"(~{a})"
     return f"(!{a})"
 
 
+_ARITH_SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_CMP_SYM = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
+    fa, fb = _fenced(ctx, ty, a, 0), _fenced(ctx, ty, b, 1)
+    ct = _compute_type(ty)
+    if op in _ARITH_SYM:
+        return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
+    if op == "rem":
+        return f"{_float_rem(ctx, ty)}({fa}, {fb})"
+    if op in ("min", "max"):  # returns one of its (already flushed) operands: no rounding
+        r = f"{_float_minmax(ctx, op, ct)}({fa}, {fb})"
+        return f"f16({r})" if ty is T.F16 else r
+    if op == "ne":
+        return _fence_bool(ctx, f"!({fa} == {fb})")  # IEEE: NaN != x (WGSL != may be ordered)
+    return _fence_bool(ctx, f"({fa} {_CMP_SYM[op]} {fb})")
+
+
 def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
     op, ty = e.op, e.a.ty
+    if ty.is_float:
+        return _float_binary(ctx, op, ty, a, b)
     if op in ("div", "rem") and ty.is_int:
         return f"{_int_divrem(ctx, op, ty)}({a}, {b})"
-    if op == "div":
-        return f"({a} / {b})"
-    if op == "mul" and ty.is_float:
-        return _opaque_product(ctx, ty, f"({a} * {b})")
-    if op == "rem":
-        return f"{_float_rem(ctx, ty)}({a}, {b})"
     if op in ("min", "max"):
-        if ty.is_float:
-            return f"{_float_minmax(ctx, op, ty)}({a}, {b})"
         return f"{op}({a}, {b})"
     if op in ("shl", "shr"):
         mask = ty.bits - 1
         sym = "<<" if op == "shl" else ">>"
         return f"({a} {sym} ({b} & {mask}u))"
-    if op == "ne" and ty.is_float:
-        return f"(!({a} == {b}))"  # IEEE: NaN != x is true (WGSL != may be ordered)
     return f"({a} {_SIMPLE_BIN[op]} {b})"
 
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
 # NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
 _NO_F64 = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
+# results that are one of the (flushed) operands or integral: never a new subnormal
+_NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
+
+
+def _fma_f16(ctx: _Ctx) -> str:
+    """f16 fma with one rounding, in f32: a*b is exact (2 x 11 bits); the f32 sum is made
+    round-to-odd (TwoSum error term), so rounding it to f16 is correct (24 >= 11 + 2)."""
+    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
+    return _helper(
+        ctx, "vy_fma_f16",
+        "fn vy_fma_f16(a: f32, b: f32, c: f32) -> f16 {\n"
+        f"    let p = {f0}(a * b);\n"
+        f"    let s = {f0}(p + {f1}(c));\n"
+        "    var bits = bitcast<u32>(s);\n"
+        "    if ((bits & 0x7f800000u) != 0x7f800000u) {  // finite\n"
+        f"        let bb = {f0}({f0}(s) - {f1}(p));\n"
+        f"        let e = {f0}({f0}(p) - {f1}({f0}(s) - {f1}(bb))) + {f1}({f0}(c) - {f1}(bb));\n"
+        "        if (e != 0.0f && (bits & 1u) == 0u) {\n"
+        "            if ((e > 0.0f) == (s > 0.0f)) { bits = bits + 1u; } else { bits = bits - 1u; }\n"
+        "        }\n"
+        "    }\n"
+        "    return f16(bitcast<f32>(bits));\n}",
+    )
 
 
 def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
@@ -765,36 +843,47 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
             f"WGSL/SPIR-V has no f64 {fn} (GLSL.std.450 transcendental functions are 16/32-bit "
             "only); compute it in f32 (cast) or use the cuda or reference backend",
         )
-    if fn == "abs":
-        if ty.is_float:
-            return f"{_float_abs(ctx, ty)}({args[0]})"
-        if ty.is_signed:
-            return f"{_int_abs(ctx, ty)}({args[0]})"
-        return args[0]
+    if not ty.is_float:
+        if fn == "abs":
+            return f"{_int_abs(ctx, ty)}({args[0]})" if ty.is_signed else args[0]
+        if fn == "clamp":
+            x, lo, hi = args
+            return f"min(max({x}, {lo}), {hi})"
+        raise TypeError(f"unknown integer function {fn}")
+    ct = _compute_type(ty)
+    if fn == "abs":  # a sign-bit clear: never flushed, nothing to fold
+        if ty is T.F16:
+            return f"f16({_float_abs(ctx, T.F32)}(f32({args[0]})))"
+        return f"{_float_abs(ctx, ty)}({args[0]})"
+    fa = [_fenced(ctx, ty, a, k) for k, a in enumerate(args)]
     if fn == "clamp":
-        x, lo, hi = args
-        if ty.is_float:
-            mx = _float_minmax(ctx, "max", ty)
-            mn = _float_minmax(ctx, "min", ty)
-            return f"{mn}({mx}({x}, {lo}), {hi})"
-        return f"min(max({x}, {lo}), {hi})"
-    if fn == "tanh":
-        return f"{_tanh(ctx, ty)}({args[0]})"
-    if fn == "pow":
-        return f"{_pow(ctx, ty)}({args[0]}, {args[1]})"
-    if fn in ("sin", "cos") and ty is T.F32 and ctx.wide_ok:
-        return f"{_sincos_f32(ctx, fn)}({args[0]})"
-    if fn in ("exp", "exp2", "log", "log2") and ty is T.F32:
-        return f"{_exp_log_f32(ctx, fn)}({args[0]})"
-    if fn == "tan" and ty is T.F32:
-        return f"{_tan_f32(ctx)}({args[0]})"
-    if fn == "fma" and ty is T.F32 and not ctx.fma_fused and ctx.wide_ok:
-        return f"{_fma_f32(ctx)}({', '.join(args)})"
-    if fn == "atan2" and ty is T.F32:
-        return f"{_atan2_f32(ctx)}({args[0]}, {args[1]})"
-    if fn in _DIRECT_FNS:
-        return f"{fn}({', '.join(args)})"
-    raise TypeError(f"unknown function {fn}")
+        mx = _float_minmax(ctx, "max", ct)
+        mn = _float_minmax(ctx, "min", ct)
+        inner = _fence_fn(ctx, ct, 0)
+        r = f"{mn}({inner}({mx}({fa[0]}, {fa[1]})), {fa[2]})"
+    elif fn == "fma" and ty is T.F16:
+        return f"{_fma_f16(ctx)}({', '.join(fa)})"
+    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused and ctx.wide_ok:
+        r = f"{_fma_f32(ctx)}({', '.join(fa)})"
+    elif fn == "tanh":
+        r = f"{_tanh(ctx, ct)}({fa[0]})"
+    elif fn == "pow":
+        r = f"{_pow(ctx, ct)}({fa[0]}, {fa[1]})"
+    elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:
+        r = f"{_sincos_f32(ctx, fn)}({fa[0]})"
+    elif fn in ("exp", "exp2", "log", "log2") and ct is T.F32:
+        r = f"{_exp_log_f32(ctx, fn)}({fa[0]})"
+    elif fn == "tan" and ct is T.F32:
+        r = f"{_tan_f32(ctx)}({fa[0]})"
+    elif fn == "atan2" and ct is T.F32:
+        r = f"{_atan2_f32(ctx)}({fa[0]}, {fa[1]})"
+    elif fn in _DIRECT_FNS:
+        r = f"{fn}({', '.join(fa)})"
+    else:
+        raise TypeError(f"unknown function {fn}")
+    if fn in _NO_ROUNDING:
+        return f"f16({r})" if ty is T.F16 else r
+    return _rounded(ctx, ty, r)
 
 
 def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
@@ -802,13 +891,20 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
         return a
     d = wgsl_type(dst)
     if dst is T.BOOL:
-        if src.is_float:
-            return f"(!({a} == {_zero(src)}))"  # NaN -> true
+        if src.is_float:  # NaN -> true; flush mode: a subnormal is 0
+            ct = _compute_type(src)
+            zero = _flt(ct, 0.0)
+            return _fence_bool(ctx, f"!({_fenced(ctx, src, a, 0)} == {zero})")
         return f"({a} != {_zero(src)})"
     if src is T.BOOL:
         return f"select({_zero(dst)}, {d}(1), {a})"
     if src.is_float and dst.is_int:
-        return f"{_float_to_int(ctx, src, dst)}({a})"
+        return f"{_float_to_int(ctx, _compute_type(src), dst)}({_fenced(ctx, src, a, 0)})"
+    if src.is_float and dst.is_float:
+        if src is T.F16:  # widening from f16 is exact
+            return f"{d}({a})"
+        conv = f"{d}({_fenced(ctx, src, a, 0)})"
+        return _rounded(ctx, dst, conv) if dst is T.F32 else conv
     if src.is_float or dst.is_float:
         return f"{d}({a})"
     # int -> int: wrap (low bits; sign-extend a signed source when widening)
@@ -995,10 +1091,12 @@ def generate(
     read_write_slots: frozenset[int] = frozenset(),
     allowed_types: frozenset[ScalarType] | None = None,
     fma_fused: bool = True,
+    flush_subnormals: bool = False,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
-    types the device supports (None: all)."""
+    types the device supports (None: all). `flush_subnormals`: generate docs/IR.md's flush
+    mode for f32 (for a device whose arithmetic flushes f32 subnormals)."""
     if allowed_types is not None:
         for missing in sorted(types_used(program) - allowed_types):
             raise UnsupportedFeature(
@@ -1013,6 +1111,7 @@ def generate(
         arrays={a.name: a for a in program.workgroup_arrays},
         wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
         fma_fused=fma_fused,
+        flush=flush_subnormals,
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
+# with a short table. Sections (arguments, default all): tests fuzz bench-cuda bench-wgpu
+# bench. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+#   source .device/enter.sh && scripts/gpu_check.sh tests bench
+# It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3).
+set -uo pipefail
+OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+PY="${PYTHON:-python3}"
+export PYTHONUNBUFFERED=1
+sections=("$@")
+[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz bench-cuda bench-wgpu bench)
+rows=()
+
+row() { rows+=("$(printf '%-11s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
+
+run_section() {
+    local name="$1" t0 rc
+    shift
+    echo "=== $name: $*" >&2
+    t0=$(date +%s)
+    "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    local dt=$(($(date +%s) - t0))
+    local summary
+    summary="$(grep -E '^(=+ .*(passed|failed|error).* =+|\[fuzz\] done.*|[0-9]+ (passed|failed).*)$' \
+        "$OUT/$name.log" | tail -1)"
+    row "$name" "$([ "$rc" = 0 ] && echo ok || echo "rc=$rc")" "$dt" "${summary:-see $name.log}"
+    tail -n 40 "$OUT/$name.log" >&2
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader >&2
+
+for s in "${sections[@]}"; do
+    case "$s" in
+        tests)
+            run_section tests "$PY" -m pytest -q -p no:cacheprovider -x --maxfail=20 \
+                -o faulthandler_timeout=240 -rfEs tests ;;
+        fuzz)
+            run_section fuzz timeout 600 "$PY" scripts/fuzz_long.py --examples 100000 \
+                --minutes "${GPU_CHECK_FUZZ_MINUTES:-3}" --save-dir "$OUT/fuzz-cases" ;;
+        bench-cuda)
+            run_section bench-cuda "$PY" bench/bench_cuda.py ;;
+        bench-wgpu)
+            run_section bench-wgpu "$PY" bench/bench_wgpu.py ;;
+        bench)
+            run_section bench "$PY" -m vyre.cli bench --out "$OUT/bench" ;;
+        *) echo "unknown section $s" >&2; exit 2 ;;
+    esac
+done
+
+# The device tool brings back at most 8 files: pack the fuzzer's saved cases into one.
+if [ -d "$OUT/fuzz-cases" ]; then
+    tar -C "$OUT" -czf "$OUT/fuzz-cases.tgz" fuzz-cases && rm -rf "$OUT/fuzz-cases"
+fi
+
+printf '\n%-11s %-6s %6s  %s\n' section status time summary
+printf '%s\n' "${rows[@]}"

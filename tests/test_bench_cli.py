@@ -1,0 +1,200 @@
+"""`vyre bench`: the command end to end in --quick mode (JSON schema, every figure present
+and checked, progress bar, chart or the reason it was skipped), argument errors, and the
+rule that a failed check is reported as such and never as a number.
+
+These tests never assert on speed: only that figures exist, are positive and passed their
+checks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vyre import cli, registry
+from vyre.bench import workloads as W
+from vyre.bench.report import text_report
+from vyre.bench.runner import FAILED, OK, Metric, TimedCase, measure
+from vyre.bench.suite import SCHEMA, annotate, failures
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT_KEYS = {"metric", "unit", "better", "group", "implementation", "is_vyre", "status",
+               "value", "timer", "median_s", "samples_s", "warmup", "repeat", "check",
+               "detail", "size", "extra"}
+
+
+def _available() -> list[str]:
+    return [a.name for a in registry.available_backends() if a.available]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`vyre bench --quick` once, in a subprocess, on every available backend."""
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, "-m", "vyre.cli", "bench", "--quick", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
+    return {"proc": proc, "out": out, "doc": doc}
+
+
+def test_quick_exits_zero_and_prints_tables(quick_run: dict[str, Any]) -> None:
+    proc = quick_run["proc"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "vyre vs best peer" in proc.stdout
+    assert "Problems:" not in proc.stdout
+    # the progress bar goes to stderr and ends complete
+    assert "[" + "#" * 28 + "]" in proc.stderr
+    assert "done" in proc.stderr
+
+
+def test_quick_json_schema(quick_run: dict[str, Any]) -> None:
+    doc = quick_run["doc"]
+    assert doc["schema"] == SCHEMA
+    assert doc["settings"]["quick"] is True
+    assert doc["duration_s"] > 0
+    probe = doc["machine"]["probe"]["backends"]
+    assert {b["name"] for b in probe} >= {"reference"}
+    assert doc["machine"]["python"] and doc["machine"]["libraries"]["numpy"]
+    groups = {g["backend"]: g for g in doc["groups"]}
+    assert set(groups) == set(_available()) | ({"reference"} & set(groups))
+    for r in doc["results"]:
+        assert set(r) == RESULT_KEYS, sorted(set(r) ^ RESULT_KEYS)
+    assert doc["problems"] == []
+    assert doc["artifacts"]["json"].endswith("bench.json")
+
+
+def test_every_vyre_figure_is_present_and_checked(quick_run: dict[str, Any]) -> None:
+    doc = quick_run["doc"]
+    all_metrics = [m for w in W.WORKLOADS for m in W.METRICS_OF[w]]
+    for g in doc["groups"]:
+        mine = {r["metric"]: r for r in doc["results"]
+                if r["group"] == g["group"] and r["is_vyre"]}
+        assert list(mine) == all_metrics
+        for r in mine.values():
+            if r["status"] == "n/a":  # allowed only with a reason (e.g. no disk cache)
+                assert r["detail"] and r["value"] is None, r
+                continue
+            assert r["status"] == OK, r
+            assert r["check"] == "passed"
+            assert isinstance(r["value"], float) and math.isfinite(r["value"])
+            assert r["value"] > 0
+            assert len(r["samples_s"]) == r["repeat"] >= 1
+            assert r["timer"] in ("device", "wall")
+        # the figures every backend must produce
+        for metric in ("dispatch.launch", "dispatch.roundtrip", "cpp.resident", "cpp.host",
+                       "copy", "saxpy", "sum", "scan", "matmul", "compile.cold",
+                       "compile.warm_memory"):
+            assert mine[metric]["status"] == OK, (g["group"], metric, mine[metric])
+
+
+def test_peer_figures_checked_and_derived_numbers(quick_run: dict[str, Any]) -> None:
+    doc = quick_run["doc"]
+    peers = [r for r in doc["results"] if not r["is_vyre"]]
+    assert any(r["implementation"] == "numpy" and r["status"] == OK for r in peers)
+    for r in peers:
+        assert r["status"] in (OK, "n/a"), r
+        if r["status"] == OK:
+            assert r["check"] == "passed" and r["value"] > 0
+    for g in doc["groups"]:
+        assert doc["copy_bandwidth"][g["group"]]["GBps"] > 0
+        sax = next(r for r in doc["results"] if r["group"] == g["group"] and r["is_vyre"]
+                   and r["metric"] == "saxpy")
+        assert sax["extra"]["fraction_of_copy"] > 0
+    assert {c["group"] for c in doc["cpp_ratio"]} == {g["group"] for g in doc["groups"]}
+    for c in doc["cpp_ratio"]:
+        assert c["host_over_resident"] > 0
+    for c in doc["comparisons"]:
+        assert c["vyre_speed_vs_best_peer"] > 0
+        assert isinstance(c["vyre_slower"], bool)
+
+
+def test_chart_written_or_skip_explained(quick_run: dict[str, Any]) -> None:
+    doc, out, proc = quick_run["doc"], quick_run["out"], quick_run["proc"]
+    if importlib.util.find_spec("matplotlib") is not None:
+        png = out / "bench.png"
+        assert doc["artifacts"]["png"] == str(png)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert doc["artifacts"]["png"] is None
+        assert "matplotlib" in doc["artifacts"]["png_skipped"]
+        assert "PNG chart skipped" in proc.stdout
+    assert doc["artifacts"]["sources"], "the generated sources of timed programs are saved"
+    for p in doc["artifacts"]["sources"]:
+        assert Path(p).read_text().strip()
+
+
+def test_workloads_and_backend_restrict_the_run(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    rc = cli.main(["bench", "--quick", "--backend", "reference", "--no-peers",
+                   "--workloads", "saxpy,compile", "--repeat", "2", "--out", str(tmp_path)],
+                  out=buf)
+    assert rc == 0, buf.getvalue()
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert [g["backend"] for g in doc["groups"]] == ["reference"]
+    assert {r["metric"] for r in doc["results"]} == {
+        "saxpy", "compile.cold", "compile.warm_memory", "compile.warm_disk"}
+    assert all(r["is_vyre"] for r in doc["results"])
+    sax = next(r for r in doc["results"] if r["metric"] == "saxpy")
+    assert sax["repeat"] == 2 and len(sax["samples_s"]) == 2
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--workloads", "saxpy,nope"], "unknown workload"),
+    (["--backend", "no-such-backend"], "no backend named"),
+    (["--repeat", "0"], "--repeat must be >= 1"),
+])
+def test_bad_arguments_exit_2(tmp_path: Path, argv: list[str], needle: str) -> None:
+    buf = io.StringIO()
+    rc = cli.main(["bench", "--quick", "--out", str(tmp_path), *argv], out=buf)
+    assert rc == 2
+    assert needle in buf.getvalue()
+
+
+def test_failed_check_is_never_a_number() -> None:
+    runs = []
+
+    def setup() -> TimedCase:
+        def run() -> float:
+            runs.append(1)
+            return 0.001
+        return TimedCase(run, lambda: "element 3 is 7.0, expected 8.0", "wall")
+
+    metric = Metric("saxpy", "GB/s", "higher", lambda t: 12.0 / t)
+    r = measure(metric, "cpu", "vyre test", True, setup, warmup=1, repeat=3)
+    assert len(runs) == 4
+    assert r.status == FAILED and r.value is None and r.median_s is None
+    assert "expected 8.0" in r.check
+    doc: dict[str, Any] = {
+        "vyre_version": "x", "duration_s": 0.1, "problems": [],
+        "settings": {"quick": True, "slower_threshold": 0.1},
+        "groups": [{"group": "cpu", "device": "CPU", "kind": "reference", "vyre": "vyre test",
+                    "peers": [], "missing_peers": {}, "device_timers": False,
+                    "sizes": vars(W.QUICK)}],
+        "results": [r.as_dict()],
+    }
+    annotate(doc)
+    text = text_report(doc)
+    assert "FAILED" in text and "expected 8.0" in text
+    assert failures(doc) and "failed" in failures(doc)[0]
+
+
+def test_raising_case_is_an_error_not_a_crash() -> None:
+    def setup() -> TimedCase:
+        def run() -> float:
+            raise RuntimeError("device lost")
+        return TimedCase(run, lambda: None, "wall")
+
+    metric = Metric("copy", "GB/s", "higher", lambda t: 1.0 / t)
+    r = measure(metric, "cpu", "vyre test", True, setup, warmup=0, repeat=2)
+    assert r.status == "error" and r.value is None
+    assert "device lost" in r.detail

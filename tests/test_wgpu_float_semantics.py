@@ -1,0 +1,231 @@
+"""Float semantics of the wgpu backend that a Vulkan driver is allowed to break, and that
+the WGSL generator therefore enforces itself (docs/IR.md, "Float arithmetic", "Subnormals").
+
+- No NaN/inf/-0-unsafe rewriting (x * 0 -> 0, x - x -> 0, (0 - x) + x -> 0, x == x ->
+  true, !(a < b) -> a >= b, -(a - b) -> b - a): Mesa's NIR does these without
+  SignedZeroInfNanPreserve, which naga never emits.
+- f16 arithmetic rounds every operation to f16 (no wider intermediates, no contraction),
+  and f16 transcendentals meet the IR's tolerance (computed in f32, rounded once).
+- Flush mode: a device that flushes f32 subnormals reports it and is compared with the
+  reference in the same mode, exactly; VYRE_WGPU_FLUSH_SUBNORMALS=1 forces the mode.
+
+Expected values are computed here with NumPy in the operand type, independently of the
+reference backend, and every result is also checked against the reference. Skips with the
+probe's reason when no WebGPU adapter exists (never silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ProgramBuilder, ScalarType
+from vyre.backend import BaseBackend
+from vyre.builder import atan2, cos, exp, exp2, log, log2, pow_, select, sin, tan, tanh
+from vyre.testing import (
+    EXACT,
+    assert_agree,
+    check_against_reference,
+    flushed_types,
+    reference_for,
+)
+
+pytestmark = pytest.mark.wgpu
+
+F32, F16, U32 = ScalarType.F32, ScalarType.F16, ScalarType.U32
+
+
+def _wgpu() -> BaseBackend:
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    return PROVIDER.create()
+
+
+@pytest.fixture(scope="module")
+def wg() -> Iterator[BaseBackend]:
+    b = _wgpu()
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def ref() -> Iterator[BaseBackend]:
+    r = vyre.get_backend("reference")
+    yield r
+    r.close()
+
+
+def _need(wg: BaseBackend, ty: ScalarType) -> None:
+    if ty.feature and not wg.supports(ty.feature):
+        pytest.skip(f"{wg.id} does not report feature {ty.feature!r}")
+
+
+SPECIALS = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.5, -3.0, 1000.0]
+
+
+@pytest.mark.parametrize("ty", [F32, F16], ids=str)
+def test_no_nan_or_inf_unsafe_rewrites(wg: BaseBackend, ref: BaseBackend, ty: ScalarType) -> None:
+    _need(wg, ty)
+    k = ProgramBuilder(f"nan_safe_{ty}", workgroup_size=8)
+    x = k.buffer("x", ty)
+    o = k.buffer("o", ty, "write", count=6 * len(SPECIALS))
+    ob = k.buffer("ob", U32, "write", count=3 * len(SPECIALS))
+    n = len(SPECIALS)
+    i = k.global_linear_id()
+    with k.if_(i < x.length()):
+        v = k.let(x[i])
+        zero = k.lit(0.0, ty)
+        o[i] = v * (zero - zero)  # inf * 0 = NaN
+        o[i + n] = v - v  # inf - inf = NaN
+        o[i + 2 * n] = (zero - v) + v  # no reassociation to 0
+        o[i + 3 * n] = v * 0.0  # x * 0 is not folded
+        o[i + 4 * n] = k.lit(1.0, ty) / -(v - v)  # -(+0) = -0: 1 / -0 = -inf
+        o[i + 5 * n] = k.lit(1.0, ty) / (v + 0.0)  # -0 + 0 = +0
+        ob[i] = select(v == v, k.lit(1, U32), k.lit(0, U32))  # NaN == NaN is false
+        ob[i + n] = select(~(v < 1.0), k.lit(1, U32), k.lit(0, U32))  # !(NaN < 1) is true
+        ob[i + 2 * n] = select(v != v, k.lit(1, U32), k.lit(0, U32))
+    prog = k.build()
+    xs = np.array(SPECIALS, dtype=ty.numpy)
+    got = check_against_reference(prog, {"x": xs}, DispatchConfig(grid=1), [wg], ref)[wg.id]
+    one = ty.numpy.type(1)
+    with np.errstate(all="ignore"):
+        exp_o = np.concatenate([
+            xs * (ty.numpy.type(0) - ty.numpy.type(0)), xs - xs, (ty.numpy.type(0) - xs) + xs,
+            xs * ty.numpy.type(0), one / -(xs - xs), one / (xs + ty.numpy.type(0)),
+        ]).astype(ty.numpy)
+        exp_b = np.concatenate([xs == xs, ~(xs < 1), xs != xs]).astype(np.uint32)
+    assert_agree(got["o"], exp_o, EXACT, f"{ty} arithmetic")
+    assert_agree(got["ob"], exp_b, EXACT, f"{ty} comparisons")
+    # -0 == +0 under the comparison rules, so the sign of zero is checked through 1/x above
+    assert np.isneginf(got["o"][4 * n + 3]) and np.isposinf(got["o"][5 * n + 4])
+
+
+def test_f16_rounds_every_operation(wg: BaseBackend, ref: BaseBackend) -> None:
+    """(2048 + 1) + 1 is 2048 in f16 (ties to even each time), and a*a - 1 is not fused."""
+    _need(wg, F16)
+    k = ProgramBuilder("f16_steps", workgroup_size=1)
+    x = k.buffer("x", F16)
+    o = k.buffer("o", F16, "write", count=3)
+    o[0] = (x[0] + 1.0) + 1.0
+    a = k.let(x[1])
+    o[1] = a * a - 1.0
+    o[2] = (x[2] * x[2]) * 0.5  # 300 * 300 overflows f16 (inf), even if f32 would not
+    prog = k.build()
+    xs = np.array([2048, 1 + 3 * 2.0**-10, 300], dtype=np.float16)
+    got = check_against_reference(prog, {"x": xs}, DispatchConfig(grid=1), [wg], ref)[wg.id]
+    h = np.float16
+    with np.errstate(over="ignore"):
+        expected = np.array(
+            [(xs[0] + h(1)) + h(1), xs[1] * xs[1] - h(1), (xs[2] * xs[2]) * h(0.5)], np.float16
+        )
+    assert expected[1] != np.float16(float(xs[1]) ** 2 - 1)  # the fused value differs
+    assert_agree(got["o"], expected, EXACT, "f16 steps")
+
+
+F16_FNS = {
+    "exp": lambda v, w: exp(v), "exp2": lambda v, w: exp2(v), "log": lambda v, w: log(v),
+    "log2": lambda v, w: log2(v), "sin": lambda v, w: sin(v), "cos": lambda v, w: cos(v),
+    "tan": lambda v, w: tan(v), "tanh": lambda v, w: tanh(v), "pow": pow_,
+    "atan2": atan2,
+}
+
+
+@pytest.mark.parametrize("fn", sorted(F16_FNS))
+def test_f16_transcendentals_within_tolerance(
+    wg: BaseBackend, ref: BaseBackend, fn: str
+) -> None:
+    """Every f16 in [-12, 12) (and specials): the IR's 4 ulp (the driver's f16 exp alone is
+    5 ulp off at 9.4; vyre computes them in f32 and rounds once)."""
+    _need(wg, F16)
+    k = ProgramBuilder(f"f16_{fn}", workgroup_size=64)
+    x = k.buffer("x", F16)
+    y = k.buffer("y", F16)
+    o = k.buffer("o", F16, "write")
+    i = k.global_linear_id()
+    with k.if_(i < x.length()):
+        o[i] = F16_FNS[fn](x[i], y[i])
+    prog = k.build()
+    xs = np.arange(-12, 12, 2.0**-5, dtype=np.float16)
+    xs = np.concatenate([xs, np.array([np.inf, -np.inf, np.nan, -0.0, 9.4], np.float16)])
+    ys = np.resize(np.array([2.0, -1.5, 0.5, 3.0, -0.0, 7.0], np.float16), xs.size)
+    check_against_reference(
+        prog, {"x": xs, "y": ys, "o": xs.size}, DispatchConfig(grid=-(-xs.size // 64)), [wg], ref
+    )
+
+
+# ------------------------------------------------------------------ flush mode
+
+TINY = float(np.finfo(np.float32).tiny)  # smallest normal f32
+SUBS = np.array([1e-45, -1e-45, TINY, -TINY, 1e-40, 1.0, -0.0, 3.0], dtype=np.float32)
+
+
+def _flush_program() -> vyre.Program:
+    k = ProgramBuilder("flush_mode", workgroup_size=8)
+    x = k.buffer("x", F32)
+    o = k.buffer("o", F32, "write", count=5 * SUBS.size)
+    ob = k.buffer("ob", U32, "write", count=SUBS.size)
+    n = SUBS.size
+    i = k.global_linear_id()
+    with k.if_(i < x.length()):
+        v = k.let(x[i])
+        o[i] = v * 1.0  # a subnormal operand
+        o[i + n] = v * 0.5  # TINY * 0.5: a subnormal result
+        o[i + 2 * n] = v  # a move: never flushed
+        o[i + 3 * n] = -v  # a sign-bit operation: never flushed
+        o[i + 4 * n] = k.lit(1.0, F32) / (v + 0.0)  # 1 / (flushed -1e-45) = -inf
+        ob[i] = (v != 0.0).cast(U32)  # a comparison flushes its operands
+    return k.build()
+
+
+def _flushed(a: np.ndarray) -> np.ndarray:
+    sub = (a != 0) & (np.abs(a) < TINY)
+    return np.where(sub, np.copysign(np.float32(0), a), a).astype(np.float32)
+
+
+def test_flush_mode_is_reported_and_compared_exactly(
+    wg: BaseBackend, ref: BaseBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    ftz = _wgpu()
+    try:
+        assert flushed_types(ftz) == {F32}
+        mode_ref = reference_for(ftz, ref)
+        assert mode_ref is not ref and flushed_types(mode_ref) == {F32}
+        prog = _flush_program()
+        got = check_against_reference(prog, {"x": SUBS}, DispatchConfig(grid=1), [ftz], ref)
+        f = _flushed(SUBS)
+        with np.errstate(divide="ignore"):
+            expected = np.concatenate(
+                [f, _flushed(f * np.float32(0.5)), SUBS, -SUBS, np.float32(1) / (f + np.float32(0))]
+            ).astype(np.float32)
+        assert_agree(got[ftz.id]["o"], expected, EXACT, "flush mode")
+        assert_agree(got[ftz.id]["ob"], (f != 0).astype(np.uint32), EXACT, "flush mode bools")
+        # the mode matters: IEEE keeps these subnormals
+        ieee = ref.dispatch(prog, {"x": SUBS}, DispatchConfig(grid=1))
+        assert ieee["o"][0] == np.float32(1e-45) and got[ftz.id]["o"][0] == 0.0
+        assert np.signbit(got[ftz.id]["o"][1])  # -1e-45 flushes to -0
+    finally:
+        ftz.close()
+
+
+def test_default_mode_matches_what_the_device_does(wg: BaseBackend, ref: BaseBackend) -> None:
+    """Without the override the mode is measured: IEEE devices keep subnormals, and either
+    way the results equal the reference in the reported mode."""
+    prog = _flush_program()
+    got = check_against_reference(prog, {"x": SUBS}, DispatchConfig(grid=1), [wg], ref)[wg.id]
+    if F32 in flushed_types(wg):
+        assert got["o"][0] == 0.0
+    else:
+        assert got["o"][0] == np.float32(1e-45) and got["o"][SUBS.size + 2] != 0.0
+
+
+def test_f64_is_not_reported(wg: BaseBackend) -> None:
+    """WGSL/SPIR-V has no f64 transcendentals (and NVIDIA's driver crashed compiling f64
+    programs), so wgpu never claims f64 even where the adapter has shader-f64."""
+    assert "f64" not in wg.capabilities().features

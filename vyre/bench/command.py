@@ -1,0 +1,124 @@
+"""The `vyre bench` subcommand: arguments, running the suite, writing the outputs.
+
+Prints the tables to the command's output stream and the progress bar to stderr; writes
+bench.json (every number and the machine description), the generated device sources and,
+where matplotlib is installed, bench.png into --out. Exits 1 when any check failed or any
+implementation raised, 2 for bad arguments. This module must never hide a failed check
+behind a zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from vyre import registry
+
+from . import workloads as W
+from .plot import plot
+from .report import text_report, write_json, write_sources
+from .suite import Options, failures, run_suite
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes and few repetitions (under a minute on a CPU-only "
+                        "machine); for smoke tests, not for numbers")
+    p.add_argument("--backend", action="append", metavar="NAME",
+                   help="a vyre backend to bench (repeatable; e.g. cuda, wgpu, reference, "
+                        "cuda:1); default: every available one")
+    p.add_argument("--workloads", metavar="LIST",
+                   help=f"comma-separated subset of: {','.join(W.WORKLOADS)} (default: all)")
+    p.add_argument("--out", metavar="DIR", default="vyre-bench",
+                   help="directory for bench.json, bench.png and sources/ (default: "
+                        "./vyre-bench)")
+    p.add_argument("--no-peers", action="store_true",
+                   help="bench vyre only (skip CuPy, PyTorch, raw cuda-bindings, raw wgpu-py, "
+                        "NumPy)")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="timed repetitions per figure (default: by workload and mode)")
+
+
+def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
+    avail = {a.name: a for a in registry.available_backends()}
+    if not args.backend:
+        return [name for name, a in avail.items() if a.available]
+    specs: list[str] = []
+    for spec in args.backend:
+        name, _ = registry.parse_spec(spec)
+        if name not in avail:
+            print(f"error: no backend named {name!r} is registered; known: {sorted(avail)}",
+                  file=out)
+            return None
+        if not avail[name].available:
+            print(f"error: backend {name!r} was asked for but is unavailable here: "
+                  f"{avail[name].reason} (see `vyre probe`)", file=out)
+            return None
+        if spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from vyre.cli import probe_report  # lazy: vyre.cli imports this module
+
+    workloads = list(W.WORKLOADS)
+    if args.workloads:
+        workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+        unknown = [w for w in workloads if w not in W.WORKLOADS]
+        if unknown or not workloads:
+            print(f"error: unknown workload(s) {unknown}; choose from {','.join(W.WORKLOADS)}",
+                  file=out)
+            return EXIT_USAGE
+    if args.repeat is not None and args.repeat < 1:
+        print(f"error: --repeat must be >= 1, got {args.repeat}", file=out)
+        return EXIT_USAGE
+    specs = _specs(args, out)
+    if specs is None:
+        return EXIT_USAGE
+    if not specs:
+        print("error: no backend is available (see `vyre probe`)", file=out)
+        return EXIT_USAGE
+    out_dir = Path(args.out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot create the output directory {str(out_dir)!r}: {exc}", file=out)
+        return EXIT_USAGE
+
+    opts = Options(backends=specs, workloads=workloads, quick=args.quick,
+                   peers=not args.no_peers, repeat=args.repeat)
+    print(f"vyre bench: backends {', '.join(specs)}; workloads {', '.join(workloads)}"
+          f"{' (quick)' if args.quick else ''}; progress on stderr", file=out)
+    out.flush()
+    probe = probe_report()
+    doc = run_suite(opts, probe, specs, sys.stderr)
+
+    source_files = write_sources(doc, out_dir)
+    png = out_dir / "bench.png"
+    skipped = plot(doc, png)
+    doc["artifacts"] = {
+        "json": str(out_dir / "bench.json"),
+        "png": None if skipped else str(png),
+        "png_skipped": skipped,
+        "sources": source_files,
+    }
+    write_json(doc, out_dir / "bench.json")
+    print(text_report(doc), file=out)
+    print("", file=out)
+    print(f"JSON: {out_dir / 'bench.json'}", file=out)
+    print(f"Generated sources: {out_dir / 'sources'} ({len(source_files)} files)", file=out)
+    if skipped:
+        print(f"PNG chart skipped: {skipped}", file=out)
+    else:
+        print(f"PNG chart: {png}", file=out)
+    bad = failures(doc)
+    if bad:
+        print(f"\n{len(bad)} figure(s) failed their check or raised; see Problems above.",
+              file=out)
+        return EXIT_FAILED
+    return EXIT_OK

@@ -1,0 +1,1011 @@
+"""The libraries a user would pick instead of vyre, doing the `vyre bench` workloads:
+raw cuda-bindings (NVRTC + driver API), CuPy and PyTorch on CUDA; raw wgpu-py on WebGPU;
+NumPy on the CPU.
+
+Each peer is imported only when it is created; one that is not installed (or has no
+device) raises PeerUnavailable with the reason, which the report shows. Each peer times
+itself the way its users would: CUDA events on CUDA, timestamp queries on WebGPU where the
+adapter has them, the host clock on the CPU. A workload a peer has no natural way to do
+raises NotApplicable with the reason. This module must never import vyre's backends and
+never report a figure itself (the runner checks outputs first).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import workloads as W
+from .runner import NotApplicable, TimedCase
+
+WG = 256
+
+
+class PeerUnavailable(Exception):
+    """A peer library is not installed here or cannot reach a device."""
+
+
+def _grid(n: int) -> int:
+    return -(-n // WG)
+
+
+def _wall_sync(fn: Callable[[], Any], sync: Callable[[], Any]) -> float:
+    t0 = time.perf_counter_ns()
+    fn()
+    sync()
+    return (time.perf_counter_ns() - t0) / 1e9
+
+
+CUDA_INC = r"""extern "C" __global__ void inc(unsigned* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += 1u;
+}"""
+CUDA_SAXPY = r"""extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}"""
+
+
+class Peer:
+    """Base: a name, the device group it belongs to, and one method per metric."""
+
+    name = "peer"
+    is_vyre = False
+
+    def case(self, metric: str, data: W.Data) -> TimedCase:
+        method = getattr(self, "_" + metric.replace(".", "_"), None)
+        if method is None:
+            raise NotApplicable(self.not_applicable(metric))
+        out: TimedCase = method(data)
+        return out
+
+    def not_applicable(self, metric: str) -> str:
+        return f"{self.name} has no counterpart for {metric}"
+
+    def close(self) -> None:
+        pass
+
+
+# ----------------------------------------------------------------------------- NumPy
+
+
+class NumpyPeer(Peer):
+    """NumPy on the host CPU: the peer of the reference backend."""
+
+    name = "numpy"
+
+    def not_applicable(self, metric: str) -> str:
+        if metric.startswith("compile"):
+            return "NumPy compiles nothing"
+        if metric.startswith("cpp"):
+            return "the front end's NumPy-free oracle is plain Python, used for the check only"
+        if metric == "dispatch.batch100":
+            return "NumPy has no recorded batches"
+        return super().not_applicable(metric)
+
+    def _inc(self, data: W.Data, k: int) -> TimedCase:
+        y = data.small_y0.copy()
+        count = [0]
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            for _ in range(k):
+                np.add(y, 1, out=y)
+            count[0] += k
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_inc(y, data.small_y0, count[0]), "wall",
+                         extra={"how": "np.add(y, 1, out=y) per dispatch"})
+
+    def _dispatch_launch(self, data: W.Data) -> TimedCase:
+        return self._inc(data, data.sizes.launches)
+
+    def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
+        return self._inc(data, 1)
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        o = np.full_like(x, np.nan)
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            np.copyto(o, x)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_copy(o, x), "wall")
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        x, y = data.saxpy_x, data.saxpy_y0.copy()
+        tmp = np.empty_like(x)
+        count = [0]
+        a = np.float32(W.SAXPY_A)
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            np.multiply(x, a, out=tmp)
+            np.add(y, tmp, out=y)
+            count[0] += 1
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_saxpy(y, x, data.saxpy_y0, count[0]), "wall")
+
+    def _sum(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        out = [np.float32(np.nan)]
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            out[0] = x.sum()
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_sum(float(out[0]), data), "wall")
+
+    def _scan(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        o = np.full_like(x, np.nan)
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            np.cumsum(x, out=o)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_scan(o, data), "wall")
+
+    def _matmul(self, data: W.Data) -> TimedCase:
+        a, b = data.matmul_ab
+        c = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            np.matmul(a, b, out=c)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_matmul(c, data), "wall")
+
+
+# ----------------------------------------------------------------------------- CuPy
+
+
+class CupyPeer(Peer):
+    """CuPy: RawKernel / ElementwiseKernel / library calls, timed with CUDA events."""
+
+    name = "cupy"
+
+    def __init__(self) -> None:
+        try:
+            import cupy as cp
+
+            cp.cuda.runtime.getDeviceCount()
+            cp.zeros(1).sum()
+        except Exception as exc:
+            raise PeerUnavailable(f"{type(exc).__name__}: {exc}") from None
+        self.cp = cp
+        self._inc_k: Any = None
+
+    def not_applicable(self, metric: str) -> str:
+        if metric.startswith("cpp"):
+            return "no CuPy port of the C front end"
+        if metric in ("compile.warm_memory", "compile.warm_disk"):
+            return "CuPy's kernel caches are not separable from outside (cold only)"
+        return super().not_applicable(metric)
+
+    def _events(self, fn: Callable[[], Any]) -> Callable[[], float]:
+        cp = self.cp
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+
+        def run() -> float:
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            return float(cp.cuda.get_elapsed_time(s, e)) / 1e3
+        return run
+
+    def _inc(self) -> Any:
+        if self._inc_k is None:
+            self._inc_k = self.cp.RawKernel(CUDA_INC, "inc")
+        return self._inc_k
+
+    def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        cp = self.cp
+        n = data.sizes.small
+        y = cp.asarray(data.small_y0)
+        ker = self._inc()
+        args = ((_grid(n),), (WG,), (y, np.uint32(n)))
+        count = [0]
+        sync = cp.cuda.Device().synchronize
+        extra: dict[str, Any] = {}
+        if mode == "launch":
+            k = data.sizes.launches
+
+            def work() -> None:
+                for _ in range(k):
+                    ker(*args)
+                count[0] += k
+        elif mode == "roundtrip":
+            def work() -> None:
+                ker(*args)
+                count[0] += 1
+        else:
+            nb = data.sizes.batch
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                stream.begin_capture()
+                for _ in range(nb):
+                    ker(*args)
+                graph = stream.end_capture()
+            extra["how"] = f"{nb} launches captured into a CUDA graph, graph.launch() per run"
+
+            def work() -> None:
+                graph.launch(stream)
+                stream.synchronize()
+                count[0] += nb
+
+        def run() -> float:
+            return _wall_sync(work, sync)
+
+        return TimedCase(run, lambda: W.check_inc(cp.asnumpy(y), data.small_y0, count[0]),
+                         "wall", extra=extra)
+
+    def _dispatch_launch(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "launch")
+
+    def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "roundtrip")
+
+    def _dispatch_batch100(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "batch")
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.unit_f32)
+        o = cp.full(x.size, cp.nan, dtype=cp.float32)
+        return TimedCase(self._events(lambda: cp.copyto(o, x)),
+                         lambda: W.check_copy(cp.asnumpy(o), data.unit_f32), "device",
+                         extra={"how": "cupy.copyto"})
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x, y = cp.asarray(data.saxpy_x), cp.asarray(data.saxpy_y0)
+        k = cp.ElementwiseKernel("float32 x, float32 a", "float32 y", "y = a * x + y",
+                                 "bench_saxpy")
+        a = np.float32(W.SAXPY_A)
+        count = [0]
+
+        def work() -> None:
+            k(x, a, y)
+            count[0] += 1
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_saxpy(cp.asnumpy(y), data.saxpy_x, data.saxpy_y0,
+                                               count[0]),
+                         "device", extra={"how": "ElementwiseKernel y = a * x + y"})
+
+    def _sum(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.unit_f32)
+        out = cp.full((), cp.nan, dtype=cp.float32)
+        return TimedCase(self._events(lambda: cp.sum(x, out=out)),
+                         lambda: W.check_sum(float(out.get()), data), "device")
+
+    def _scan(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.unit_f32)
+        o = cp.full(x.size, cp.nan, dtype=cp.float32)
+        return TimedCase(self._events(lambda: cp.cumsum(x, out=o)),
+                         lambda: W.check_scan(cp.asnumpy(o), data), "device")
+
+    def _matmul(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        a, b = (cp.asarray(v) for v in data.matmul_ab)
+        c = cp.full((a.shape[0], b.shape[1]), cp.nan, dtype=cp.float32)
+        return TimedCase(self._events(lambda: cp.matmul(a, b, out=c)),
+                         lambda: W.check_matmul(cp.asnumpy(c), data), "device",
+                         extra={"how": "cupy.matmul (cuBLAS SGEMM)"})
+
+    def _compile_cold(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        kernels: list[Any] = []
+
+        def run() -> float:
+            salt = time.perf_counter_ns()
+            src = CUDA_SAXPY.replace("a * x[i]", f"a * x[i] + {salt % 1000}.0f")
+            ker = cp.RawKernel(src.replace("saxpy", f"saxpy_{salt}"), f"saxpy_{salt}")
+            t0 = time.perf_counter_ns()
+            ker.compile()
+            kernels.append(ker)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        def check() -> str | None:
+            if not kernels or kernels[-1].attributes.get("max_threads_per_block", 0) <= 0:
+                return "the compiled kernel has no usable function"
+            return None
+
+        return TimedCase(run, check, "wall", extra={"how": "RawKernel(...).compile(), NVRTC"})
+
+
+# ----------------------------------------------------------------------------- PyTorch
+
+
+class TorchPeer(Peer):
+    """PyTorch on CUDA: in-place tensor ops, CUDA graphs, CUDA events; TF32 off."""
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise PeerUnavailable("torch is installed but torch.cuda.is_available() is "
+                                      "False")
+        except PeerUnavailable:
+            raise
+        except Exception as exc:
+            raise PeerUnavailable(f"{type(exc).__name__}: {exc}") from None
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        self.torch = torch
+
+    def not_applicable(self, metric: str) -> str:
+        if metric.startswith("cpp"):
+            return "no PyTorch port of the C front end"
+        if metric.startswith("compile"):
+            return "PyTorch ships precompiled kernels (torch.compile is a different thing)"
+        return super().not_applicable(metric)
+
+    def _dev(self, arr: np.ndarray) -> Any:
+        return self.torch.from_numpy(np.ascontiguousarray(arr)).cuda()
+
+    def _events(self, fn: Callable[[], Any]) -> Callable[[], float]:
+        torch = self.torch
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+
+        def run() -> float:
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            return float(s.elapsed_time(e)) / 1e3
+        return run
+
+    def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        torch = self.torch
+        y = self._dev(data.small_y0.astype(np.int32))
+        count = [0]
+        sync = torch.cuda.synchronize
+        extra: dict[str, Any] = {"how": "tensor.add_(1) (an elementwise kernel, not empty)"}
+        if mode == "launch":
+            k = data.sizes.launches
+
+            def work() -> None:
+                for _ in range(k):
+                    y.add_(1)
+                count[0] += k
+        elif mode == "roundtrip":
+            def work() -> None:
+                y.add_(1)
+                count[0] += 1
+        else:
+            nb = data.sizes.batch
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    y.add_(1)
+            torch.cuda.current_stream().wait_stream(side)
+            count[0] += 3
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                for _ in range(nb):
+                    y.add_(1)
+            extra["how"] = f"{nb} add_(1) captured in a torch.cuda.CUDAGraph, replay() per run"
+
+            def work() -> None:
+                g.replay()
+                count[0] += nb
+
+        def run() -> float:
+            return _wall_sync(work, sync)
+
+        def check() -> str | None:
+            got = y.cpu().numpy().astype(np.uint32)
+            return W.check_inc(got, data.small_y0, count[0])
+
+        return TimedCase(run, check, "wall", extra=extra)
+
+    def _dispatch_launch(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "launch")
+
+    def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "roundtrip")
+
+    def _dispatch_batch100(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "batch")
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        x = self._dev(data.unit_f32)
+        o = self.torch.full_like(x, float("nan"))
+        return TimedCase(self._events(lambda: o.copy_(x)),
+                         lambda: W.check_copy(o.cpu().numpy(), data.unit_f32), "device",
+                         extra={"how": "tensor.copy_ (cudaMemcpyAsync device to device)"})
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        x, y = self._dev(data.saxpy_x), self._dev(data.saxpy_y0)
+        count = [0]
+
+        def work() -> None:
+            y.add_(x, alpha=W.SAXPY_A)
+            count[0] += 1
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_saxpy(y.cpu().numpy(), data.saxpy_x, data.saxpy_y0,
+                                               count[0]),
+                         "device", extra={"how": "y.add_(x, alpha=a)"})
+
+    def _sum(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.unit_f32)
+        out = torch.full((), float("nan"), device="cuda", dtype=torch.float32)
+        return TimedCase(self._events(lambda: torch.sum(x, dim=0, out=out)),
+                         lambda: W.check_sum(float(out.item()), data), "device")
+
+    def _scan(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.unit_f32)
+        o = torch.full_like(x, float("nan"))
+        return TimedCase(self._events(lambda: torch.cumsum(x, 0, out=o)),
+                         lambda: W.check_scan(o.cpu().numpy(), data), "device")
+
+    def _matmul(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        a, b = (self._dev(v) for v in data.matmul_ab)
+        c = torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda")
+        return TimedCase(self._events(lambda: torch.matmul(a, b, out=c)),
+                         lambda: W.check_matmul(c.cpu().numpy(), data), "device",
+                         extra={"how": "torch.matmul, allow_tf32=False"})
+
+
+# ----------------------------------------------------------------------------- raw CUDA
+
+
+class RawCudaPeer(Peer):
+    """Hand-written CUDA C through cuda-bindings: NVRTC to a cubin, cuLaunchKernel with a
+    pre-packed argument array, stream capture for graphs, events for timing."""
+
+    name = "raw cuda-bindings"
+
+    def __init__(self) -> None:
+        try:
+            from cuda.bindings import driver, nvrtc
+        except Exception as exc:
+            raise PeerUnavailable(f"cuda-bindings is not importable: {exc}") from None
+        self.drv, self.nv = driver, nvrtc
+        try:
+            self._cu(driver.cuInit, 0)
+            dev = self._cu(driver.cuDeviceGet, 0)
+            self.ctx = self._cu(driver.cuDevicePrimaryCtxRetain, dev)
+            self._cu(driver.cuCtxSetCurrent, self.ctx)
+            attr = driver.CUdevice_attribute
+            major = self._cu(driver.cuDeviceGetAttribute,
+                             attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            minor = self._cu(driver.cuDeviceGetAttribute,
+                             attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            self.arch = f"sm_{major}{minor}"
+            self.dev = dev
+            self.stream = self._cu(driver.cuStreamCreate,
+                                   int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        except PeerUnavailable:
+            raise
+        except Exception as exc:
+            raise PeerUnavailable(f"the CUDA driver could not be used: {exc}") from None
+        self._mods: dict[str, Any] = {}
+
+    @staticmethod
+    def _cu(fn: Any, *args: Any) -> Any:
+        res = fn(*args)
+        if not isinstance(res, tuple):
+            res = (res,)
+        if int(res[0]) != 0:
+            raise PeerUnavailable(f"{getattr(fn, '__name__', fn)} failed: {res[0]}")
+        rest = res[1:]
+        return rest[0] if len(rest) == 1 else (rest or None)
+
+    def not_applicable(self, metric: str) -> str:
+        if metric in ("sum", "scan", "matmul"):
+            return ("raw cuda-bindings has no library kernels for this (CuPy and PyTorch are "
+                    "the library peers)")
+        if metric.startswith("cpp"):
+            return "no hand-written CUDA port of the C front end"
+        if metric in ("compile.warm_memory", "compile.warm_disk"):
+            return "raw NVRTC has no cache (cold only)"
+        return super().not_applicable(metric)
+
+    def _function(self, src: str, name: str) -> Any:
+        nv, drv = self.nv, self.drv
+        opts = [f"--gpu-architecture={self.arch}".encode(), b"--std=c++17"]
+        prog = self._nv(nv.nvrtcCreateProgram, src.encode(), f"{name}.cu".encode(), 0, [], [])
+        try:
+            res = nv.nvrtcCompileProgram(prog, len(opts), opts)
+            if int(res[0]) != 0:
+                raise RuntimeError(f"NVRTC failed on {name}: {res[0]}")
+            size = self._nv(nv.nvrtcGetCUBINSize, prog)
+            cubin = b" " * size
+            self._nv(nv.nvrtcGetCUBIN, prog, cubin)
+        finally:
+            nv.nvrtcDestroyProgram(prog)
+        mod = self._cu(drv.cuModuleLoadData, cubin)
+        self._mods[name] = mod
+        return self._cu(drv.cuModuleGetFunction, mod, name.encode())
+
+    @staticmethod
+    def _nv(fn: Any, *args: Any) -> Any:
+        res = fn(*args)
+        if not isinstance(res, tuple):
+            res = (res,)
+        if int(res[0]) != 0:
+            raise RuntimeError(f"{getattr(fn, '__name__', fn)} failed: {res[0]}")
+        rest = res[1:]
+        return rest[0] if len(rest) == 1 else (rest or None)
+
+    def _alloc(self, arr: np.ndarray) -> int:
+        ptr = self._cu(self.drv.cuMemAlloc, max(arr.nbytes, 4))
+        self._cu(self.drv.cuMemcpyHtoD, ptr, arr.ctypes.data, arr.nbytes)
+        return int(ptr)
+
+    def _read(self, ptr: int, like: np.ndarray) -> np.ndarray:
+        out = np.empty_like(like)
+        self._cu(self.drv.cuCtxSynchronize)
+        self._cu(self.drv.cuMemcpyDtoH, out.ctypes.data, ptr, out.nbytes)
+        return out
+
+    def _free(self, *ptrs: int) -> Callable[[], None]:
+        def close() -> None:
+            self._cu(self.drv.cuCtxSynchronize)
+            for p in ptrs:
+                self._cu(self.drv.cuMemFree, p)
+        return close
+
+    @staticmethod
+    def _pack(*args: ctypes._SimpleCData) -> tuple[int, tuple[Any, ...]]:
+        arr = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+        return ctypes.addressof(arr), (arr, args)
+
+    def _launcher(self, fn: Any, grid: int, params: int) -> Callable[[], None]:
+        launch, stream = self.drv.cuLaunchKernel, self.stream
+
+        def go() -> None:
+            (err,) = launch(fn, grid, 1, 1, WG, 1, 1, 0, stream, params, 0)
+            if int(err):
+                raise RuntimeError(f"cuLaunchKernel failed: {err}")
+        return go
+
+    def _events(self, fn: Callable[[], Any]) -> Callable[[], float]:
+        drv = self.drv
+        s = self._cu(drv.cuEventCreate, 0)
+        e = self._cu(drv.cuEventCreate, 0)
+
+        def run() -> float:
+            self._cu(drv.cuEventRecord, s, self.stream)
+            fn()
+            self._cu(drv.cuEventRecord, e, self.stream)
+            self._cu(drv.cuEventSynchronize, e)
+            return float(self._cu(drv.cuEventElapsedTime, s, e)) / 1e3
+        return run
+
+    def _sync(self) -> None:
+        self._cu(self.drv.cuStreamSynchronize, self.stream)
+
+    def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        drv = self.drv
+        n = data.sizes.small
+        y = self._alloc(data.small_y0)
+        fn = self._function(CUDA_INC, "inc")
+        params, keep = self._pack(ctypes.c_void_p(y), ctypes.c_uint(n))
+        go = self._launcher(fn, _grid(n), params)
+        count = [0]
+        extra: dict[str, Any] = {}
+        if mode == "launch":
+            k = data.sizes.launches
+
+            def work() -> None:
+                for _ in range(k):
+                    go()
+                count[0] += k
+        elif mode == "roundtrip":
+            def work() -> None:
+                go()
+                count[0] += 1
+        else:
+            nb = data.sizes.batch
+            mode_g = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+            self._cu(drv.cuStreamBeginCapture, self.stream, mode_g)
+            for _ in range(nb):
+                go()
+            graph = self._cu(drv.cuStreamEndCapture, self.stream)
+            gexec = self._cu(drv.cuGraphInstantiate, graph, 0)
+            launch_graph = drv.cuGraphLaunch
+            extra["how"] = f"{nb} launches stream-captured into a graph, cuGraphLaunch per run"
+
+            def work() -> None:
+                (err,) = launch_graph(gexec, self.stream)
+                if int(err):
+                    raise RuntimeError(f"cuGraphLaunch failed: {err}")
+                count[0] += nb
+
+        def run() -> float:
+            _ = keep  # the packed argument array must outlive every launch
+            return _wall_sync(work, self._sync)
+
+        return TimedCase(run, lambda: W.check_inc(self._read(y, data.small_y0), data.small_y0,
+                                                  count[0]),
+                         "wall", self._free(y), extra=extra)
+
+    def _dispatch_launch(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "launch")
+
+    def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "roundtrip")
+
+    def _dispatch_batch100(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "batch")
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        src = self._alloc(x)
+        dst = self._alloc(np.full_like(x, np.nan))
+        drv, nbytes = self.drv, x.nbytes
+
+        def work() -> None:
+            self._cu(drv.cuMemcpyDtoDAsync, dst, src, nbytes, self.stream)
+
+        return TimedCase(self._events(work), lambda: W.check_copy(self._read(dst, x), x),
+                         "device", self._free(src, dst), extra={"how": "cuMemcpyDtoDAsync"})
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        x, y0 = data.saxpy_x, data.saxpy_y0
+        n = x.size
+        xp, yp = self._alloc(x), self._alloc(y0)
+        fn = self._function(CUDA_SAXPY, "saxpy")
+        params, keep = self._pack(ctypes.c_void_p(xp), ctypes.c_void_p(yp),
+                                  ctypes.c_float(W.SAXPY_A), ctypes.c_uint(n))
+        go = self._launcher(fn, _grid(n), params)
+        count = [0]
+
+        def work() -> None:
+            _ = keep
+            go()
+            count[0] += 1
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_saxpy(self._read(yp, y0), x, y0, count[0]),
+                         "device", self._free(xp, yp),
+                         extra={"how": "hand-written kernel, one element per thread"})
+
+    def _compile_cold(self, data: W.Data) -> TimedCase:
+        fns: list[Any] = []
+
+        def run() -> float:
+            salt = time.perf_counter_ns()
+            name = f"saxpy_{salt}"
+            src = CUDA_SAXPY.replace("saxpy", name).replace(
+                "a * x[i]", f"a * x[i] + {salt % 1000}.0f")
+            t0 = time.perf_counter_ns()
+            fns.append(self._function(src, name))
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: None if fns and fns[-1] is not None
+                         else "no function was loaded", "wall",
+                         extra={"how": "nvrtcCompileProgram to a cubin + cuModuleLoadData"})
+
+    def close(self) -> None:
+        for mod in self._mods.values():
+            self.drv.cuModuleUnload(mod)
+        self._mods.clear()
+        self.drv.cuStreamDestroy(self.stream)
+        self.drv.cuDevicePrimaryCtxRelease(self.dev)
+
+
+# ----------------------------------------------------------------------------- raw wgpu
+
+
+WGSL_INC = f"""
+@group(0) @binding(0) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
+    let i = gid.x;
+    if (i < arrayLength(&y)) {{ y[i] = y[i] + 1u; }}
+}}
+"""
+WGSL_SAXPY = f"""
+struct P {{ a: f32 }}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + gid.y * nwg.x * {WG}u;
+    if (i < arrayLength(&y)) {{ y[i] = p.a * x[i] + y[i]; }}
+}}
+"""
+
+
+def _grid2(groups: int) -> tuple[int, int, int]:
+    if groups <= 65535:
+        return (groups, 1, 1)
+    y = -(-groups // 65535)
+    return (-(-groups // y), y, 1)
+
+
+class RawWgpuPeer(Peer):
+    """Hand-written WGSL through wgpu-py on the adapter vyre's wgpu backend uses; one
+    pipeline and bind group per kernel, reused; timestamp queries where available."""
+
+    name = "raw wgpu-py"
+
+    def __init__(self, device_name: str) -> None:
+        try:
+            import wgpu
+        except Exception as exc:
+            raise PeerUnavailable(f"wgpu-py is not importable: {exc}") from None
+        self.wgpu = wgpu
+        adapter = None
+        try:
+            for a in wgpu.gpu.enumerate_adapters_sync():
+                if a.info.get("device", "") == device_name or device_name.startswith(
+                        a.info.get("device", "\0")):
+                    adapter = a
+                    break
+            if adapter is None:
+                adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            lim = dict(adapter.limits)
+            feats = [f for f in ("timestamp-query", "timestamp-query-inside-encoders")
+                     if f in adapter.features]
+            self.dev = adapter.request_device_sync(required_features=feats, required_limits={
+                "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
+                "max-buffer-size": lim["max-buffer-size"],
+            })
+        except Exception as exc:
+            raise PeerUnavailable(f"no wgpu device: {exc}") from None
+        self.adapter_name = adapter.info.get("device", "?")
+        self.timestamps = "timestamp-query" in feats
+        self.encoder_timestamps = "timestamp-query-inside-encoders" in feats
+        self.U = wgpu.BufferUsage
+
+    def not_applicable(self, metric: str) -> str:
+        if metric in ("sum", "scan", "matmul"):
+            return "wgpu-py has no library kernels (a hand-written one would be vyre's)"
+        if metric.startswith("cpp"):
+            return "no hand-written WGSL port of the C front end"
+        if metric in ("compile.warm_memory", "compile.warm_disk"):
+            return "wgpu-py has no pipeline cache here (cold only)"
+        return super().not_applicable(metric)
+
+    def _buffer(self, data: np.ndarray) -> Any:
+        return self.dev.create_buffer_with_data(
+            data=np.ascontiguousarray(data),
+            usage=self.U.STORAGE | self.U.COPY_SRC | self.U.COPY_DST)
+
+    def _kernel(self, code: str, buffers: list[Any], uniform: bytes | None = None
+                ) -> tuple[Any, Any]:
+        mod = self.dev.create_shader_module(code=code)
+        pipe = self.dev.create_compute_pipeline(layout="auto",
+                                                compute={"module": mod, "entry_point": "main"})
+        entries = []
+        first = 0
+        if uniform is not None:
+            ub = self.dev.create_buffer_with_data(data=uniform, usage=self.U.UNIFORM)
+            entries.append({"binding": 0, "resource": {"buffer": ub, "offset": 0,
+                                                       "size": ub.size}})
+            first = 1
+        for j, b in enumerate(buffers):
+            entries.append({"binding": first + j,
+                            "resource": {"buffer": b, "offset": 0, "size": b.size}})
+        bg = self.dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=entries)
+        return pipe, bg
+
+    def _wait(self) -> None:
+        poll = getattr(self.dev, "_poll_wait", None)
+        if poll is not None:
+            poll()
+        else:  # reading anything back waits for the queue
+            self.dev.queue.read_buffer(self._tiny())
+
+    def _tiny(self) -> Any:
+        if not hasattr(self, "_tiny_buf"):
+            self._tiny_buf = self._buffer(np.zeros(1, np.uint32))
+        return self._tiny_buf
+
+    def _read(self, buf: Any, dtype: Any) -> np.ndarray:
+        return np.frombuffer(self.dev.queue.read_buffer(buf), dtype=dtype).copy()
+
+    def _query(self) -> tuple[Any, Any, Any]:
+        qs = self.dev.create_query_set(type="timestamp", count=2)
+        resolve = self.dev.create_buffer(size=16, usage=self.U.QUERY_RESOLVE | self.U.COPY_SRC)
+        staging = self.dev.create_buffer(size=16, usage=self.U.COPY_DST | self.U.MAP_READ)
+        return qs, resolve, staging
+
+    def _ts_read(self, enc: Any, q: tuple[Any, Any, Any]) -> float:
+        qs, resolve, staging = q
+        enc.resolve_query_set(qs, 0, 2, resolve, 0)
+        enc.copy_buffer_to_buffer(resolve, 0, staging, 0, 16)
+        self.dev.queue.submit([enc.finish()])
+        staging.map_sync(self.wgpu.MapMode.READ)
+        raw = bytes(staging.read_mapped())
+        staging.unmap()
+        begin, end = struct.unpack_from("<QQ", raw)
+        return (end - begin) / 1e9
+
+    def _pass(self, pipe: Any, bg: Any, grid: tuple[int, int, int], count: int,
+              q: tuple[Any, Any, Any] | None = None) -> float | None:
+        enc = self.dev.create_command_encoder()
+        tw = None
+        if q is not None:
+            tw = {"query_set": q[0], "beginning_of_pass_write_index": 0,
+                  "end_of_pass_write_index": 1}
+        cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, bg)
+        for _ in range(count):
+            cp.dispatch_workgroups(*grid)
+        cp.end()
+        if q is not None:
+            return self._ts_read(enc, q)
+        self.dev.queue.submit([enc.finish()])
+        return None
+
+    def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        n = data.sizes.small
+        y = self._buffer(data.small_y0)
+        pipe, bg = self._kernel(WGSL_INC, [y])
+        g = (_grid(n), 1, 1)
+        count = [0]
+        if mode == "launch":
+            k = data.sizes.launches
+
+            def work() -> None:
+                for _ in range(k):
+                    self._pass(pipe, bg, g, 1)
+                count[0] += k
+        elif mode == "roundtrip":
+            def work() -> None:
+                self._pass(pipe, bg, g, 1)
+                count[0] += 1
+        else:
+            nb = data.sizes.batch
+
+            def work() -> None:
+                self._pass(pipe, bg, g, nb)
+                count[0] += nb
+
+        def run() -> float:
+            return _wall_sync(work, self._wait)
+
+        how = {"launch": "one encoder + pass + submit per dispatch",
+               "roundtrip": "one encoder + pass + submit, then wait",
+               "batch": "all dispatches in one compute pass, one submit"}[mode]
+        return TimedCase(run, lambda: W.check_inc(self._read(y, np.uint32), data.small_y0,
+                                                  count[0]),
+                         "wall", y.destroy, extra={"how": how})
+
+    def _dispatch_launch(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "launch")
+
+    def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "roundtrip")
+
+    def _dispatch_batch100(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "batch")
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        src, dst = self._buffer(x), self._buffer(np.full_like(x, np.nan))
+        probe = self.dev.create_command_encoder()
+        has_write = self.encoder_timestamps and hasattr(probe, "write_timestamp")
+        q = self._query() if has_write else None
+
+        def run() -> float:
+            enc = self.dev.create_command_encoder()
+            if q is None:
+                t0 = time.perf_counter_ns()
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, x.nbytes)
+                self.dev.queue.submit([enc.finish()])
+                self._wait()
+                return (time.perf_counter_ns() - t0) / 1e9
+            enc.write_timestamp(q[0], 0)
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, x.nbytes)
+            enc.write_timestamp(q[0], 1)
+            return self._ts_read(enc, q)
+
+        def close() -> None:
+            src.destroy()
+            dst.destroy()
+
+        return TimedCase(run, lambda: W.check_copy(self._read(dst, np.float32), x),
+                         "device" if q is not None else "wall", close,
+                         extra={"how": "copy_buffer_to_buffer"})
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        x, y0 = data.saxpy_x, data.saxpy_y0
+        xb, yb = self._buffer(x), self._buffer(y0)
+        uni = np.array([W.SAXPY_A, 0, 0, 0], np.float32).tobytes()
+        pipe, bg = self._kernel(WGSL_SAXPY, [xb, yb], uni)
+        g = _grid2(_grid(x.size))
+        q = self._query() if self.timestamps else None
+        count = [0]
+
+        def run() -> float:
+            count[0] += 1
+            if q is not None:
+                t = self._pass(pipe, bg, g, 1, q)
+                assert t is not None
+                return t
+            return _wall_sync(lambda: self._pass(pipe, bg, g, 1), self._wait)
+
+        def close() -> None:
+            xb.destroy()
+            yb.destroy()
+
+        return TimedCase(run, lambda: W.check_saxpy(self._read(yb, np.float32), x, y0,
+                                                    count[0]),
+                         "device" if q is not None else "wall", close,
+                         extra={"how": "hand-written WGSL, one element per invocation"})
+
+    def _compile_cold(self, data: W.Data) -> TimedCase:
+        made: list[Any] = []
+
+        def run() -> float:
+            salt = time.perf_counter_ns() % 100000
+            code = WGSL_SAXPY.replace("p.a * x[i]", f"p.a * x[i] + {salt}.0")
+            t0 = time.perf_counter_ns()
+            mod = self.dev.create_shader_module(code=code)
+            pipe = self.dev.create_compute_pipeline(
+                layout="auto", compute={"module": mod, "entry_point": "main"})
+            made.append(pipe)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        def check() -> str | None:
+            if not made:
+                return "nothing was compiled"
+            made[-1].get_bind_group_layout(0)
+            return None
+
+        return TimedCase(run, check, "wall",
+                         extra={"how": "create_shader_module + create_compute_pipeline"})
+
+    def close(self) -> None:
+        self.dev.destroy()
+
+
+def peers_for(kind: str, device_name: str, enabled: bool = True
+              ) -> tuple[list[Peer], dict[str, str]]:
+    """The peers of a vyre backend kind that can run here, and {name: reason} for those
+    that cannot."""
+    if not enabled:
+        return [], {}
+    makers: list[tuple[str, Callable[[], Peer]]]
+    if kind == "cuda":
+        makers = [("raw cuda-bindings", RawCudaPeer), ("cupy", CupyPeer), ("torch", TorchPeer)]
+    elif kind == "wgpu":
+        makers = [("raw wgpu-py", lambda: RawWgpuPeer(device_name))]
+    elif kind == "reference":
+        makers = [("numpy", NumpyPeer)]
+    else:
+        makers = []
+    ok: list[Peer] = []
+    missing: dict[str, str] = {}
+    for name, make in makers:
+        try:
+            ok.append(make())
+        except PeerUnavailable as exc:
+            missing[name] = str(exc)
+        except Exception as exc:  # a broken install is reported, never hidden
+            missing[name] = f"{type(exc).__name__}: {exc}"
+    return ok, missing

@@ -1,0 +1,196 @@
+"""Timing, checking and progress for `vyre bench`: turns one timed case into one Result.
+
+A `TimedCase` is what an implementation (vyre on a backend, or a peer library) hands the
+runner for one workload: `run()` does one timed repetition and returns its seconds (by the
+device's own timer where `timer == "device"`, else the host clock around the work and a
+wait for it), `check()` inspects the outputs of every run done so far and returns a problem
+or None. `measure` warms up, repeats, takes the median and checks; a failed check turns the
+figure into a "failed" Result with no number. This module must never decide what a
+workload computes, never import a peer library, and never report a number whose check
+failed or did not run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from vyre.errors import UnsupportedFeature
+
+# Result.status values.
+OK = "ok"
+FAILED = "failed"  # ran, but the output was wrong: never a number
+ERROR = "error"  # raised while setting up or running
+NOT_APPLICABLE = "n/a"  # this implementation cannot do this workload (reason in detail)
+
+
+class NotApplicable(Exception):
+    """An implementation has no way to run a workload (e.g. NumPy has no compile step)."""
+
+
+@dataclass
+class TimedCase:
+    """One workload on one implementation, set up and ready to time."""
+
+    run: Callable[[], float]  # one repetition; its duration in seconds
+    check: Callable[[], str | None]  # a problem with the outputs so far, or None
+    timer: str  # "device" (events / timestamps / Timing.device_ns) or "wall"
+    close: Callable[[], None] = lambda: None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Metric:
+    """What a workload's figure is: a unit, which direction is better, and how a median
+    duration (seconds per repetition) becomes the figure."""
+
+    name: str  # e.g. "saxpy", "dispatch.batch100"
+    unit: str  # "GB/s", "GFLOP/s", "us", "ms", "x"
+    better: str  # "higher" or "lower"
+    convert: Callable[[float], float]  # median seconds -> figure
+    description: str = ""
+    size: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """One figure (or the reason there is none) for one metric on one implementation."""
+
+    metric: str
+    unit: str
+    better: str
+    group: str  # the device the figure belongs to, e.g. "cuda:0", "wgpu", "cpu"
+    implementation: str  # e.g. "vyre cuda:0", "cupy", "raw wgpu-py", "numpy"
+    is_vyre: bool
+    status: str
+    value: float | None = None
+    timer: str | None = None
+    median_s: float | None = None
+    samples_s: list[float] = field(default_factory=list)
+    warmup: int = 0
+    repeat: int = 0
+    check: str = ""  # what was checked ("passed") or what was wrong
+    detail: str = ""
+    size: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _describe_exc(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
+def measure(
+    metric: Metric,
+    group: str,
+    implementation: str,
+    is_vyre: bool,
+    setup: Callable[[], TimedCase],
+    warmup: int,
+    repeat: int,
+    warmup_s: float = 0.0,
+) -> Result:
+    """Set up, warm up (`warmup` runs, and more until `warmup_s` seconds have passed, so
+    clocks and caches settle whichever implementation runs first), time `repeat` runs,
+    check, and return the Result (never raises for a failure of the implementation: that
+    becomes an "error" / "failed" Result)."""
+    base: dict[str, Any] = dict(metric=metric.name, unit=metric.unit, better=metric.better, group=group,
+                implementation=implementation, is_vyre=is_vyre, size=dict(metric.size))
+    try:
+        case = setup()
+    except NotApplicable as exc:
+        return Result(status=NOT_APPLICABLE, detail=str(exc), **base)
+    except UnsupportedFeature as exc:
+        return Result(status=NOT_APPLICABLE, detail=str(exc), **base)
+    except Exception as exc:
+        return Result(status=ERROR, detail=f"setup: {_describe_exc(exc)}",
+                      extra={"traceback": traceback.format_exc()[-2000:]}, **base)
+    done = 0
+    try:
+        samples: list[float] = []
+        t_warm = time.perf_counter()
+        while done < warmup or (warmup_s > 0 and time.perf_counter() - t_warm < warmup_s):
+            case.run()
+            done += 1
+        for _ in range(repeat):
+            samples.append(float(case.run()))
+        problem = case.check()
+    except Exception as exc:
+        return Result(status=ERROR, timer=case.timer, detail=f"run: {_describe_exc(exc)}",
+                      extra={"traceback": traceback.format_exc()[-2000:]}, **base)
+    finally:
+        try:
+            case.close()
+        except Exception as exc:  # a close failure is reported, never hidden
+            case.extra["close_error"] = _describe_exc(exc)
+    result = Result(status=OK, timer=case.timer, samples_s=samples, warmup=done,
+                    repeat=repeat, extra=dict(case.extra), **base)
+    if problem is not None:
+        result.status = FAILED
+        result.check = problem
+        return result
+    med = statistics.median(samples)
+    result.median_s = med
+    result.check = "passed"
+    if med <= 0:
+        result.status = ERROR
+        result.detail = f"the timer reported {med} s per run; no figure can be derived"
+        return result
+    result.value = float(metric.convert(med))
+    return result
+
+
+class Progress:
+    """A plain-text progress bar on stderr: one rewritten line on a terminal, one line per
+    step elsewhere (logs, CI)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 28) -> None:
+        self.total = max(1, total)
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+        self._last_len = 0
+
+    def step(self, label: str) -> None:
+        """Announce the step about to run (the bar shows the steps finished so far)."""
+        filled = int(self.width * self.done / self.total)
+        bar = "#" * filled + "." * (self.width - filled)
+        elapsed = time.perf_counter() - self.t0
+        line = f"[{bar}] {self.done}/{self.total} {elapsed:5.1f}s {label}"
+        if self.tty:
+            pad = max(0, self._last_len - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self._last_len = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+        self.done += 1
+
+    def finish(self) -> None:
+        self.done = self.total
+        elapsed = time.perf_counter() - self.t0
+        line = f"[{'#' * self.width}] {self.total}/{self.total} {elapsed:5.1f}s done"
+        if self.tty:
+            pad = max(0, self._last_len - len(line))
+            self.stream.write("\r" + line + " " * pad + "\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def wall(fn: Callable[[], Any]) -> float:
+    """Seconds `fn` takes by the host clock (fn must include its own wait for the device)."""
+    t0 = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t0) / 1e9

@@ -1,0 +1,306 @@
+"""The fixed `vyre bench` suite: workloads, their sizes, their input data and their checks.
+
+Implementation-neutral: every implementation (vyre on each backend, and each peer library)
+gets the same host arrays from `Data` and has its outputs judged by the same `check_*`
+function here, so figures on one device are comparable. A check returns None when the
+output is right and a sentence saying what is wrong otherwise. This module must never run
+anything on a device and never time anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .runner import Metric
+
+#: Workload names accepted by --workloads, in the order they run.
+WORKLOADS = ("dispatch", "cpp", "copy", "saxpy", "sum", "scan", "matmul", "compile")
+
+#: The metrics each workload produces, in table order.
+METRICS_OF = {
+    "dispatch": ("dispatch.launch", "dispatch.roundtrip", "dispatch.batch100"),
+    "cpp": ("cpp.resident", "cpp.host"),
+    "copy": ("copy",),
+    "saxpy": ("saxpy",),
+    "sum": ("sum",),
+    "scan": ("scan",),
+    "matmul": ("matmul",),
+    "compile": ("compile.cold", "compile.warm_memory", "compile.warm_disk"),
+}
+
+#: Metrics measured in bytes moved per second, reported against the copy bandwidth.
+BANDWIDTH_METRICS = ("saxpy", "sum", "scan")
+
+SAXPY_A = 0.5
+#: Relative L2 error allowed for float32 sums, scans and products against float64 (float32
+#: arithmetic lands far below it; tf32 or bf16 would not).
+F32_REL_TOL = 1e-4
+#: Rows of a large matmul result checked against float64 (all rows up to this many).
+MATMUL_CHECK_ROWS = 256
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes and repetition counts for one run of the suite."""
+
+    small: int = 1024  # u32 elements of the dispatch-overhead buffer
+    launches: int = 1000  # back-to-back dispatches per launch-timing repetition
+    batch: int = 100  # dispatches per batched repetition
+    stream: int = 1 << 26  # f32 elements for copy, saxpy, sum, scan
+    matmul: int = 4096  # M = N = K
+    cpp_bytes: int = 1 << 22  # bytes of C source for the front end
+    warmup: int = 3
+    repeat: int = 15
+    dispatch_repeat: int = 9  # repetitions of the dispatch-overhead metrics
+    compile_repeat: int = 5
+    warmup_s: float = 0.25  # keep warming up for at least this long (clocks, caches)
+
+    def capped(self, max_stream_bytes: int | None) -> Sizes:
+        """These sizes with the streaming buffers shrunk to fit one binding of the device."""
+        if not max_stream_bytes:
+            return self
+        n = self.stream
+        while n * 4 > max_stream_bytes and n > 1024:
+            n //= 2
+        return replace(self, stream=n)
+
+
+FULL = Sizes()
+QUICK = Sizes(small=1024, launches=20, batch=100, stream=1 << 16, matmul=64, cpp_bytes=1 << 14,
+              warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
+#: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
+#: peer always run these sizes.
+REFERENCE = QUICK
+
+
+def metric(name: str, s: Sizes) -> Metric:
+    """The Metric for `name` at sizes `s`."""
+    n, m = s.stream, s.matmul
+    us = 1e6
+    table: dict[str, Metric] = {
+        "dispatch.launch": Metric(
+            name, "us", "lower", lambda t: t * us / s.launches,
+            f"host cost per dispatch: {s.launches} small dispatches back to back over "
+            "resident buffers, then one wait", {"elements": s.small, "dispatches": s.launches}),
+        "dispatch.roundtrip": Metric(
+            name, "us", "lower", lambda t: t * us,
+            "one small dispatch and a wait for it", {"elements": s.small}),
+        "dispatch.batch100": Metric(
+            name, "us", "lower", lambda t: t * us / s.batch,
+            f"per dispatch, {s.batch} small dependent dispatches recorded once and run "
+            "behind one wait (pipeline / graph replay)", {"elements": s.small,
+                                                           "dispatches": s.batch}),
+        "cpp.resident": Metric(
+            name, "ms", "lower", lambda t: t * 1e3,
+            "C front end, resident path: one upload, every stage on the device, one readback",
+            {"bytes": s.cpp_bytes}),
+        "cpp.host": Metric(
+            name, "ms", "lower", lambda t: t * 1e3,
+            "C front end, host path: every stage through dispatch() (a host round trip each)",
+            {"bytes": s.cpp_bytes}),
+        "copy": Metric(
+            name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
+            "device-to-device copy of f32 (bytes read + written)", {"elements": n}),
+        "saxpy": Metric(
+            name, "GB/s", "higher", lambda t: 12 * n / t / 1e9,
+            "y = a*x + y over f32 (12 bytes per element)", {"elements": n}),
+        "sum": Metric(
+            name, "GB/s", "higher", lambda t: 4 * n / t / 1e9,
+            "sum of f32 (4 bytes read per element)", {"elements": n}),
+        "scan": Metric(
+            name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
+            "inclusive prefix sum of f32 (8 bytes per element)", {"elements": n}),
+        "matmul": Metric(
+            name, "GFLOP/s", "higher", lambda t: 2.0 * m * m * m / t / 1e9,
+            "C = A @ B, f32, square (2*M*N*K flops)", {"M": m, "N": m, "K": m}),
+        "compile.cold": Metric(
+            name, "ms", "lower", lambda t: t * 1e3,
+            "compile a program never seen before (no memory or disk cache)", {}),
+        "compile.warm_memory": Metric(
+            name, "ms", "lower", lambda t: t * 1e3,
+            "compile again on the same instance (in-memory cache)", {}),
+        "compile.warm_disk": Metric(
+            name, "ms", "lower", lambda t: t * 1e3,
+            "compile on a new instance after another compiled it (on-disk cache)", {}),
+    }
+    return table[name]
+
+
+# ----------------------------------------------------------------------------- data
+
+
+class Data:
+    """The host inputs of every workload for one device group, made once, shared by all
+    implementations on that device; expected results are computed on first use."""
+
+    def __init__(self, sizes: Sizes, seed: int = 20240611) -> None:
+        self.sizes = sizes
+        self.seed = seed
+
+    def _rng(self, salt: int) -> np.random.Generator:
+        return np.random.default_rng(self.seed + salt)
+
+    @cached_property
+    def small_y0(self) -> np.ndarray:
+        """Start values of the dispatch-overhead buffer (each dispatch adds 1)."""
+        return self._rng(1).integers(0, 1 << 20, self.sizes.small).astype(np.uint32)
+
+    @cached_property
+    def unit_f32(self) -> np.ndarray:
+        """Uniform [0, 1) f32: copy, sum and scan input."""
+        return self._rng(2).random(self.sizes.stream, dtype=np.float32)
+
+    @cached_property
+    def saxpy_x(self) -> np.ndarray:
+        """Integer-valued f32 so that y0 + k*a*x is exact after any number of runs."""
+        return self._rng(3).integers(1, 100, self.sizes.stream).astype(np.float32)
+
+    @cached_property
+    def saxpy_y0(self) -> np.ndarray:
+        return self._rng(4).integers(1, 100, self.sizes.stream).astype(np.float32)
+
+    @cached_property
+    def matmul_ab(self) -> tuple[np.ndarray, np.ndarray]:
+        m = self.sizes.matmul
+        rng = self._rng(5)
+        a = rng.uniform(-1, 1, (m, m)).astype(np.float32)
+        b = rng.uniform(-1, 1, (m, m)).astype(np.float32)
+        return a, b
+
+    @cached_property
+    def cpp_source(self) -> bytes:
+        from vyre.programs.cpp_corpus import generate_c_source
+
+        return generate_c_source(self.sizes.cpp_bytes, seed=7)
+
+    @cached_property
+    def cpp_expected(self) -> Any:
+        from vyre.programs.cpp_python import cpp_frontend_python
+
+        return cpp_frontend_python(self.cpp_source)
+
+    @cached_property
+    def sum_f64(self) -> float:
+        return float(self.unit_f32.astype(np.float64).sum())
+
+    @cached_property
+    def scan_f64(self) -> np.ndarray:
+        return np.cumsum(self.unit_f32.astype(np.float64))
+
+    @cached_property
+    def matmul_rows(self) -> np.ndarray:
+        m = self.sizes.matmul
+        if m <= MATMUL_CHECK_ROWS:
+            return np.arange(m)
+        return np.sort(self._rng(6).choice(m, MATMUL_CHECK_ROWS, replace=False))
+
+    @cached_property
+    def matmul_f64_rows(self) -> np.ndarray:
+        a, b = self.matmul_ab
+        return a[self.matmul_rows].astype(np.float64) @ b.astype(np.float64)
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _rel_l2(got: np.ndarray, ref: np.ndarray) -> float:
+    g = np.asarray(got, dtype=np.float64).reshape(-1)
+    r = np.asarray(ref, dtype=np.float64).reshape(-1)
+    denom = float(np.linalg.norm(r)) or 1.0
+    return float(np.linalg.norm(g - r)) / denom
+
+
+def _first_diff(got: np.ndarray, exp: np.ndarray) -> str:
+    bad = np.flatnonzero(got.reshape(-1) != exp.reshape(-1))
+    i = int(bad[0])
+    return (f"{bad.size} of {exp.size} elements wrong; [{i}] is {got.reshape(-1)[i]!r}, "
+            f"expected {exp.reshape(-1)[i]!r}")
+
+
+def check_inc(got: np.ndarray, y0: np.ndarray, count: int) -> str | None:
+    """After `count` dispatches that each add 1 to every element."""
+    exp = (y0.astype(np.uint64) + count).astype(np.uint32)
+    got = np.asarray(got).reshape(-1)
+    if got.shape != exp.shape:
+        return f"{got.size} elements, expected {exp.size}"
+    if not np.array_equal(got, exp):
+        return f"after {count} dispatches: " + _first_diff(got, exp)
+    return None
+
+
+def check_copy(got: np.ndarray, x: np.ndarray) -> str | None:
+    got = np.asarray(got, dtype=np.float32).reshape(-1)
+    if got.shape != x.shape:
+        return f"{got.size} elements, expected {x.size}"
+    if not np.array_equal(got.view(np.uint32), x.view(np.uint32)):
+        return "copy differs: " + _first_diff(got, x)
+    return None
+
+
+def saxpy_expected(x: np.ndarray, y0: np.ndarray, count: int) -> np.ndarray:
+    return (y0.astype(np.float64) + count * SAXPY_A * x.astype(np.float64)).astype(np.float32)
+
+
+def check_saxpy(got: np.ndarray, x: np.ndarray, y0: np.ndarray, count: int) -> str | None:
+    """y after `count` in-place saxpy runs; exact because the data is integer-valued."""
+    got = np.asarray(got, dtype=np.float32).reshape(-1)
+    exp = saxpy_expected(x, y0, count)
+    if got.shape != exp.shape:
+        return f"{got.size} elements, expected {exp.size}"
+    if not np.array_equal(got, exp):
+        return f"after {count} runs: " + _first_diff(got, exp)
+    return None
+
+
+def check_sum(got: float, data: Data) -> str | None:
+    ref = data.sum_f64
+    got = float(got)
+    if not np.isfinite(got):
+        return f"sum is {got}, expected {ref:.9g}"
+    rel = abs(got - ref) / abs(ref)
+    if rel > F32_REL_TOL:
+        return f"sum {got:.9g} vs float64 {ref:.9g}: relative error {rel:.2e} > {F32_REL_TOL}"
+    return None
+
+
+def check_scan(got: np.ndarray, data: Data) -> str | None:
+    ref = data.scan_f64
+    got = np.asarray(got).reshape(-1)
+    if got.shape != ref.shape:
+        return f"{got.size} elements, expected {ref.size}"
+    if not np.isfinite(got).all():
+        return "scan output has NaN or inf (unwritten elements?)"
+    rel = _rel_l2(got, ref)
+    if rel > F32_REL_TOL:
+        return f"relative L2 error {rel:.2e} against float64 > {F32_REL_TOL}"
+    return None
+
+
+def check_matmul(got: np.ndarray, data: Data) -> str | None:
+    m = data.sizes.matmul
+    got = np.asarray(got, dtype=np.float32).reshape(-1)
+    if got.size != m * m:
+        return f"{got.size} elements, expected {m * m}"
+    got = got.reshape(m, m)
+    if not np.isfinite(got).all():
+        return "result has NaN or inf (unwritten elements?)"
+    rel = _rel_l2(got[data.matmul_rows], data.matmul_f64_rows)
+    rows = "all rows" if m <= MATMUL_CHECK_ROWS else f"{MATMUL_CHECK_ROWS} sampled rows"
+    if rel > F32_REL_TOL:
+        return f"relative L2 error {rel:.2e} against float64 ({rows}) > {F32_REL_TOL}"
+    return None
+
+
+def check_cpp(got: Any, data: Data) -> str | None:
+    exp = data.cpp_expected
+    if got != exp:
+        for field_name in ("text", "classes", "boundaries"):
+            g, e = getattr(got, field_name, None), getattr(exp, field_name, None)
+            if g != e:
+                return f"front-end output {field_name!r} differs from plain Python"
+        return "front-end output differs from plain Python"
+    return None
