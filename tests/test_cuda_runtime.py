@@ -380,7 +380,7 @@ def test_bound_fast_path_timing_and_freed_buffers(cuda: Any) -> None:
     ts = [cuda.dispatch_with_device_buffers(bound) for _ in range(50)]
     assert all(isinstance(t, vyre.Timing) and t.wall_ns > 0 and t.enqueue_ns == t.wall_ns
                and t.wait_ns == 0 and t.device_ns is None for t in ts)
-    assert ts[0].model_copy(update={"wait_ns": 5}).wait_ns == 5  # a real Timing model
+    assert ts[0]._replace(wait_ns=5).wait_ns == 5  # an ordinary Timing value
     untimed = cuda.bind(_inc(), [], [y],
                         DispatchConfig.for_elements(n, 128, options={"timing": False}))
     assert cuda.dispatch_with_device_buffers(untimed).wall_ns == 0

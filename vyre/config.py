@@ -8,7 +8,7 @@ module must never talk to a device.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -121,15 +121,16 @@ class DispatchConfig(BaseModel):
         return x * y * z
 
 
-class Timing(BaseModel):
+class Timing(NamedTuple):
     """Nanoseconds spent on one dispatch (or one pipeline run).
 
     wall: from the call to its return (or to wait() returning, for async work);
     enqueue: recording and submitting; wait: blocked on the device; device: measured by
     device timers where the backend has them and profiling was asked for, else None.
-    """
 
-    model_config = ConfigDict(frozen=True)
+    An immutable NamedTuple rather than a pydantic model: one is built per dispatch, and a
+    pydantic model costs about 1 us to build, a quarter of a raw kernel launch.
+    """
 
     wall_ns: int = 0
     enqueue_ns: int = 0

@@ -48,77 +48,9 @@ _STATES: weakref.WeakSet[Any] = weakref.WeakSet()  # every instance's _State, to
 COARSEN_MIN_INVOCATIONS = 1 << 20
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
-_FIELDS_SET = frozenset({"wall_ns", "enqueue_ns"})
 NO_TIMING = Timing()  # returned when a dispatch opts out of host timing
-
-
-def _timing_by_slots(ns: int) -> Timing:
-    t = object.__new__(Timing)
-    object.__setattr__(t, "__dict__",
-                       {"wall_ns": ns, "enqueue_ns": ns, "wait_ns": 0, "device_ns": None})
-    object.__setattr__(t, "__pydantic_fields_set__", set(_FIELDS_SET))  # model_copy mutates it
-    object.__setattr__(t, "__pydantic_extra__", None)
-    object.__setattr__(t, "__pydantic_private__", None)
-    return t
-
-
-def _timing_by_setstate(ns: int) -> Timing:
-    t = Timing.__new__(Timing)
-    t.__setstate__({"__dict__": {"wall_ns": ns, "enqueue_ns": ns, "wait_ns": 0,
-                                 "device_ns": None},
-                    "__pydantic_fields_set__": set(_FIELDS_SET), "__pydantic_extra__": None,
-                    "__pydantic_private__": None})
-    return t
-
-
-def _timing_by_constructor(ns: int) -> Timing:
-    return Timing(wall_ns=ns, enqueue_ns=ns)
-
-
-def _pick_timing_factory() -> Callable[[int], Timing]:
-    """The cheapest way to build Timing(wall_ns=ns, enqueue_ns=ns) here.
-
-    Building a pydantic model costs about as much as a kernel launch, so the launch path
-    picks, once, the fastest of three equivalent constructions that gives exactly the
-    object the constructor gives (pydantic's internals differ between versions).
-    """
-    ref = Timing(wall_ns=7, enqueue_ns=7)
-    best: tuple[float, Callable[[int], Timing]] = (float("inf"), _timing_by_constructor)
-    for f in (_timing_by_slots, _timing_by_setstate, _timing_by_constructor):
-        try:
-            t = f(7)
-            if t != ref or t.model_dump() != ref.model_dump() or repr(t) != repr(ref):
-                continue
-            t0 = time.perf_counter()
-            for _ in range(300):
-                f(7)
-            cost = time.perf_counter() - t0
-        except Exception:
-            continue
-        if cost < best[0]:
-            best = (cost, f)
-    return best[1]
-
-
-_timing_fast = _pick_timing_factory()
 _perf_ns = time.perf_counter_ns
 _get_ident = threading.get_ident
-# Timing is frozen, so equal values may share one object (like small ints): the launch path
-# hands out an interned Timing for enqueue times under INTERN_NS instead of building a
-# pydantic model per dispatch (that costs about as much as the launch). Bounded: at most
-# INTERN_NS objects, filled on first use.
-INTERN_NS = 1 << 14
-_INTERNED: list[Timing | None] = [None] * INTERN_NS
-
-
-def _enqueue_timing(ns: int) -> Timing:
-    """Timing(wall_ns=ns, enqueue_ns=ns), interned for small ns."""
-    if 0 <= ns < INTERN_NS:
-        t = _INTERNED[ns]
-        if t is None:
-            t = _INTERNED[ns] = _timing_fast(ns)
-        return t
-    return _timing_fast(ns)
 
 
 class _State:
@@ -741,11 +673,7 @@ class CudaBackend(BaseBackend):
         if rec.untimed:
             return NO_TIMING
         ns = _perf_ns() - t0
-        if 0 <= ns < INTERN_NS:  # inline hit of _enqueue_timing: a call costs ~0.1 us here
-            t = _INTERNED[ns]
-            if t is not None:
-                return t
-        return _enqueue_timing(ns)
+        return Timing(ns, ns)
 
     def _checked_launch(self, bound: BoundDispatch) -> _Launch | None:
         """The bound dispatch's packed launch after checking the instance and its buffers

@@ -84,7 +84,7 @@ def cuda_launch(b: Any) -> dict[str, Any]:
     t0 = time.perf_counter_ns()
     for _ in range(100000):
         vyre.Timing(wall_ns=5, enqueue_ns=5)
-    res["pydantic Timing() construction ns"] = (time.perf_counter_ns() - t0) / 1e5
+    res["Timing() construction ns"] = (time.perf_counter_ns() - t0) / 1e5
     b.free(y)
     return res
 
