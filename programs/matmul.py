@@ -1,14 +1,20 @@
 """Matrix multiply C = A @ B for row-major f32 matrices of any M, N, K (incl. sizes that
-are not multiples of the tile), tiled through workgroup memory.
+are not multiples of the tile), register-blocked through workgroup memory.
 
-A 16 x 16 workgroup computes a 16 x 16 tile of C; it walks K in steps of 16, staging a tile
-of A and of B in workgroup memory (zero-padded past the edges) between two barriers. Each
-output accumulates acc = acc + a[k] * b[k] for k = 0, 1, ..., K-1 (then + 0*0 for the
-padding), a fixed order with no fma contraction, so every backend, the reference included,
-produces the same bits. Against a float64 product the error is within
-K * 2^-24 * (|A| @ |B|) per element. M and N are limited to 65535 tiles each
-(1,048,560 rows / columns). This module must never accumulate in a different order per
-backend or read data back between dispatches.
+A workgroup of (block / per_thread)^2 invocations computes a block x block tile of C
+(default 128 x 128 by 256 invocations, each an 8 x 8 sub-tile held in 64 locals). It walks
+K in steps of `block_k`: the next A and B slabs are loaded into locals while the current
+ones, staged in workgroup memory (zero-padded past the edges), are multiplied, so global
+latency overlaps the arithmetic. Invocation (tr, tc) owns rows tr + T*i and columns
+tc + T*j (T = block / per_thread), which keeps the workgroup-memory reads conflict-free and
+the stores of C coalesced.
+
+Each output accumulates acc = fma(a[k], b[k], acc) for k = 0, 1, ..., K-1 (then
+fma(0, 0, acc) = acc for the padding): one IR `fma` (a single rounding) per term, in a
+fixed order, so every backend, the reference included, produces the same bits, and
+`matmul_reference` reproduces them in NumPy. Against a float64 product the error is within
+K * 2^-24 * (|A| @ |B|) per element. This module must never accumulate in a different order
+per backend or read data back between dispatches.
 """
 
 from __future__ import annotations
@@ -19,49 +25,122 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, select
+from vyre.builder import ProgramBuilder, Value, fma, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig, Timing
 from vyre.ir.nodes import Program
 
-from ._common import alloc, ceil_div, f32, read_elems, u32, upload
+from ._common import alloc, ceil_div, check_pow2, f32, read_elems, u32, upload
 
-TILE = 16
+#: Default tile of C per workgroup (rows = columns), outputs per invocation per side, and
+#: the K step staged in workgroup memory: 128 x 128 x 8 with 8 x 8 outputs (256 invocations).
+BLOCK = 128
+PER_THREAD = 8
+BLOCK_K = 8
+#: Kept for callers of the old 16 x 16 kernel: the default tile side.
+TILE = BLOCK
+
+
+def _spread(i: int, side: int, group: int) -> int:
+    """Offset of an invocation's i-th row (or column) from its first: runs of `group`
+    consecutive ones, `side * group` apart (so a run is one aligned vector in workgroup
+    memory and a quarter-warp's runs are contiguous: no bank conflicts)."""
+    return (i // group) * side * group + i % group
+
+
+def _check_shape(block: int, per_thread: int, block_k: int) -> int:
+    """The invocations per workgroup of a (block, per_thread, block_k) kernel."""
+    for v, what in ((block, "block"), (per_thread, "per_thread"), (block_k, "block_k")):
+        check_pow2(v, what)
+    if per_thread > block:
+        raise ValueError(f"per_thread ({per_thread}) cannot exceed block ({block})")
+    wg = (block // per_thread) ** 2
+    if wg > 1024 or (block * block_k) % wg:
+        raise ValueError(
+            f"block {block}, per_thread {per_thread}, block_k {block_k}: needs "
+            f"{wg} invocations, which must be at most 1024 and divide block*block_k"
+        )
+    return wg
 
 
 @cache
-def matmul_program(tile: int = TILE) -> Program:
-    """C[M, N] = A[M, K] @ B[K, N] (params M, N, K; grid (ceil(N/tile), ceil(M/tile)))."""
-    k = ProgramBuilder(f"matmul_f32_tile{tile}", (tile, tile))
+def matmul_program(
+    block: int = BLOCK, per_thread: int = PER_THREAD, block_k: int = BLOCK_K
+) -> Program:
+    """C[M, N] = A[M, K] @ B[K, N] (params M, N, K; grid (ceil(N/block), ceil(M/block)))."""
+    wg = _check_shape(block, per_thread, block_k)
+    side = block // per_thread  # invocations along each side of the tile
+    loads = block * block_k // wg  # elements of A (and of B) each invocation stages per step
+    k = ProgramBuilder(f"matmul_f32_{block}x{per_thread}x{block_k}", wg)
     a = k.buffer("a", f32)
     b = k.buffer("b", f32)
     c = k.buffer("c", f32, "write")
     m = k.param("M", u32)
     n = k.param("N", u32)
     kk = k.param("K", u32)
-    ta = k.shared("tile_a", f32, tile * tile)
-    tb = k.shared("tile_b", f32, tile * tile)
-    tx = k.let(k.local_id(0))
-    ty = k.let(k.local_id(1))
-    col = k.let(k.workgroup_id(0) * tile + tx)
-    row = k.let(k.workgroup_id(1) * tile + ty)
-    acc = k.let(0.0)
-    ntiles = (kk + (tile - 1)) // tile
+    # A slab transposed (k-major) so both slabs are read along the tile's rows / columns
+    sa = k.shared("tile_a", f32, block_k * block)
+    sb = k.shared("tile_b", f32, block_k * block)
+    # masked so the backends can prove every workgroup-memory index in bounds
+    t = k.let(k.local_index() & (wg - 1))
+    tr = k.let(t // side)
+    tc = k.let(t & (side - 1))
+    group = min(4, per_thread)  # outputs per run of consecutive rows / columns
+    ta = k.let(tr * group)  # first row of the invocation's runs within the tile
+    tb = k.let(tc * group)  # first column
+    row0 = k.let(k.workgroup_id(1) * block)
+    col0 = k.let(k.workgroup_id(0) * block)
+
+    # what invocation t stages: A elements (r, q) and B elements (q, col), consecutive in
+    # memory per invocation (its `loads` elements are one run of a row of A or of B)
+    a_r, a_q, b_q, b_c = [], [], [], []
+    for e in range(loads):
+        ea = k.let(t * loads + e)
+        a_q.append(k.let(ea & (block_k - 1)))
+        a_r.append(k.let(ea // block_k))
+        b_c.append(k.let(ea & (block - 1)))
+        b_q.append(k.let(ea // block))
+    pa = [k.let(0.0) for _ in range(loads)]
+    pb = [k.let(0.0) for _ in range(loads)]
+
+    def fetch(k0: Value) -> None:
+        for e in range(loads):
+            ra, ka = row0 + a_r[e], k0 + a_q[e]
+            pa[e].set(select((ra < m) & (ka < kk), a[ra * kk + ka], 0.0))
+            kb, cb = k0 + b_q[e], col0 + b_c[e]
+            pb[e].set(select((kb < kk) & (cb < n), b[kb * n + cb], 0.0))
+
+    acc = [[k.let(0.0) for _ in range(per_thread)] for _ in range(per_thread)]
+    fetch(k.lit(0, u32))
+    ntiles = (kk + (block_k - 1)) // block_k
     with k.for_range(0, ntiles) as s:
-        ka = k.let(s * tile + tx)
-        ta[ty * tile + tx] = select((row < m) & (ka < kk), a[row * kk + ka], 0.0)
-        kb = k.let(s * tile + ty)
-        tb[ty * tile + tx] = select((kb < kk) & (col < n), b[kb * n + col], 0.0)
+        for e in range(loads):
+            sa[a_q[e] * block + a_r[e]] = pa[e]
+            sb[b_q[e] * block + b_c[e]] = pb[e]
         k.barrier()
-        for j in range(tile):
-            acc.set(acc + ta[ty * tile + j] * tb[j * tile + tx])
+        fetch((s + 1) * block_k)  # the next slab is in flight during the arithmetic
+        for q in range(block_k):
+            av = [k.let(sa[ta + (q * block + _spread(i, side, group))]) for i in range(per_thread)]
+            bv = [k.let(sb[tb + (q * block + _spread(j, side, group))]) for j in range(per_thread)]
+            for i in range(per_thread):
+                for j in range(per_thread):
+                    acc[i][j].set(fma(av[i], bv[j], acc[i][j]))
         k.barrier()
-    with k.if_((row < m) & (col < n)):
-        c[row * n + col] = acc
+    for i in range(per_thread):
+        row = k.let(row0 + ta + _spread(i, side, group))
+        with k.if_(row < m):
+            for j in range(per_thread):
+                col = k.let(col0 + tb + _spread(j, side, group))
+                with k.if_(col < n):
+                    c[row * n + col] = acc[i][j]
     return k.build()
 
 
-def matmul_config(m: int, n: int, kdim: int, tile: int = TILE) -> DispatchConfig:
-    gx, gy = ceil_div(n, tile), ceil_div(m, tile)
+def matmul_config(
+    m: int, n: int, kdim: int, block: int = BLOCK, per_thread: int = PER_THREAD,
+    block_k: int = BLOCK_K,
+) -> DispatchConfig:
+    _check_shape(block, per_thread, block_k)
+    gx, gy = ceil_div(n, block), ceil_div(m, block)
     if gx > MAX_GRID_DIM or gy > MAX_GRID_DIM:
         raise ValueError(f"matmul of {m} x {n} needs more than {MAX_GRID_DIM} tiles per side")
     return DispatchConfig(grid=(gx, gy, 1), params={"M": m, "N": n, "K": kdim})
@@ -69,19 +148,21 @@ def matmul_config(m: int, n: int, kdim: int, tile: int = TILE) -> DispatchConfig
 
 def matmul_device(
     backend: BaseBackend, a: BufferBase, b: BufferBase, c: BufferBase, m: int, n: int,
-    kdim: int, tile: int = TILE,
+    kdim: int, block: int = BLOCK, per_thread: int = PER_THREAD, block_k: int = BLOCK_K,
 ) -> Timing | None:
     """C = A @ B on resident buffers. Skips the dispatch when C is empty (M or N == 0);
     with K == 0 the kernel writes zeros."""
     if m == 0 or n == 0:
         return None
     return backend.dispatch_with_device_buffers(
-        matmul_program(tile), {"a": a, "b": b}, {"c": c}, matmul_config(m, n, kdim, tile)
+        matmul_program(block, per_thread, block_k), {"a": a, "b": b}, {"c": c},
+        matmul_config(m, n, kdim, block, per_thread, block_k),
     )
 
 
-def matmul_host(backend: BaseBackend, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Upload A (M x K) and B (K x N) as f32, multiply on `backend`, read back C (M x N)."""
+def matmul_host(backend: BaseBackend, a: np.ndarray, b: np.ndarray, **kw: int) -> np.ndarray:
+    """Upload A (M x K) and B (K x N) as f32, multiply on `backend`, read back C (M x N).
+    `kw`: block / per_thread / block_k of the kernel (the result does not depend on them)."""
     if a.dtype != np.float32 or b.dtype != np.float32:
         raise ValueError("matmul takes float32 matrices")
     (m, kdim), (k2, n) = a.shape, b.shape
@@ -90,18 +171,35 @@ def matmul_host(backend: BaseBackend, a: np.ndarray, b: np.ndarray) -> np.ndarra
     ab, bb = upload(backend, a, "matmul_a"), upload(backend, b, "matmul_b")
     cb = alloc(backend, f32, m * n, "matmul_c")
     try:
-        matmul_device(backend, ab, bb, cb, m, n, kdim)
+        matmul_device(backend, ab, bb, cb, m, n, kdim, **kw)
         return read_elems(backend, cb, f32, m * n).reshape(m, n)
     finally:
         for buf in (ab, bb, cb):
             backend.free(buf)
 
 
+def _fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """f32 fma(a, b, c) with one rounding: a*b is exact in f64 (2 x 24 bits), the f64 sum is
+    rounded to odd (TwoSum error decides), and rounding that to f32 is then correct."""
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c64 = c.astype(np.float64)
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    with np.errstate(invalid="ignore"):
+        fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & ((s.view(np.int64) & 1) == 0)
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The kernel's exact arithmetic in NumPy: f32 acc = acc + a*b over k in order."""
+    """The kernel's exact arithmetic in NumPy: f32 acc = fma(a[k], b[k], acc) over k in
+    order."""
     acc = np.zeros((a.shape[0], b.shape[1]), dtype=np.float32)
-    for j in range(a.shape[1]):
-        acc = acc + np.outer(a[:, j], b[j, :]).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in range(a.shape[1]):
+            acc = _fma_f32(a[:, j, None], b[None, j, :], acc)
     return acc
 
 

@@ -1,8 +1,9 @@
 """Reductions: sum, min, max and argmin / argmax over f32, i32 and u32, any length.
 
 Each pass reduces blocks of `workgroup_size * per_thread` elements to one value per block:
-invocation t folds elements base + t, base + t + wg, ... serially, then a tree in workgroup
-memory (halving strides, a barrier per level) combines the invocations. `plan_reduce`
+invocation t loads elements base + t, base + t + wg, ... all at once (unrolled, so they are
+in flight together), folds them pairwise, then a tree in workgroup memory (halving strides,
+a barrier per level) combines the invocations. `plan_reduce`
 chains passes until one value is left. The order of operations is fixed by the program, so
 results are deterministic (same bits run to run) and the reference backend, which runs the
 same order, agrees bit-exactly with every backend (no float atomics anywhere).
@@ -23,7 +24,7 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value
+from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -67,12 +68,13 @@ def reduce_program(
     part = k.shared("partial", ty, wg)
     t = k.let(k.local_index())
     base = k.let(k.workgroup_linear_id() * (wg * per))
-    acc = k.let(k.lit(identity(op, ty), ty))
-    with k.for_range(0, per) as j:
+    ident = k.lit(identity(op, ty), ty)
+    # every load first (unrolled: `per` loads in flight per invocation), then a pairwise fold
+    vals: list[Value] = []
+    for j in range(per):
         i = k.let(base + j * wg + t)
-        with k.if_(i < n):
-            acc.set(combine(op, acc, src[i]))
-    part[t] = acc
+        vals.append(k.let(select(i < n, src[i], ident)))
+    part[t] = _fold_pairwise(k, op, vals)
     k.barrier()
     s = wg // 2
     while s >= 1:
@@ -83,6 +85,16 @@ def reduce_program(
     with k.if_((t == 0) & (base < n)):
         dst[k.workgroup_linear_id()] = part[0]
     return k.build()
+
+
+def _fold_pairwise(k: ProgramBuilder, op: str, vals: list[Value]) -> Value:
+    """op over `vals` as a balanced tree in a fixed order: ((v0 v1) (v2 v3)) ..."""
+    while len(vals) > 1:
+        nxt = [k.let(combine(op, vals[i], vals[i + 1])) for i in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
 
 
 def _better(op: str, bv: Value, bi: Value, av: Value, ai: Value) -> Value:
@@ -122,10 +134,14 @@ def arg_reduce_program(
     ident = identity("min" if op == "argmin" else "max", ty)
     bv = k.let(k.lit(ident, ty))
     bi = k.let(k.lit(NO_INDEX, u32))
-    with k.for_range(0, per) as j:
+    # every load first (unrolled, all in flight together), then the comparisons in order
+    loaded = []
+    for j in range(per):
         i = k.let(base + j * wg + t)
         v = k.let(src[i])
         idx = k.let(i if src_index is None else src_index[i])
+        loaded.append((i, v, idx))
+    for i, v, idx in loaded:
         ok = i < n
         if ty.is_float:
             ok = ok & (v == v)  # NaN never qualifies

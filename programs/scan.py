@@ -1,12 +1,14 @@
 """Prefix sums (inclusive and exclusive) over u32, i32 and f32 of any length, and stream
 compaction built on them.
 
-A scan is multi-level: each workgroup scans a block of `workgroup_size * per_thread`
-elements in workgroup memory and writes its block total; the block totals are scanned
-(exclusively, recursively, the same way) and added back to every element of their block.
-Integer sums wrap. Float results depend only on that fixed order, so they are the same bits
-on every run and on every backend (the reference included); against a float64 cumsum they
-agree within n * 2^-24 * cumsum(|x|).
+A scan is reduce-then-scan, multi-level: pass 1 reduces each block of
+`workgroup_size * per_thread` elements to its total (the `reduce` sum program); the block
+totals are scanned exclusively (recursively, the same way, or in one workgroup when they
+fit); pass 3 scans each block again in workgroup memory starting from its block's carry and
+writes the result. The data is read twice and written once (12 bytes per f32 element), with
+no spin-waits between workgroups. Integer sums wrap. Float results depend only on that fixed
+order, so they are the same bits on every run and on every backend (the reference
+included); against a float64 cumsum they agree within n * 2^-24 * cumsum(|x|).
 
 Compaction keeps, in order, the elements where a predicate holds and writes their count to
 a one-element buffer, all on the device. This module must never copy between host and
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value
+from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -33,19 +36,26 @@ from ._common import (
     alloc,
     blocks_grid,
     ceil_div,
+    check_pow2,
     check_type,
-    emit_block_scan,
     grid,
     read_elems,
     run_plan,
     u32,
     upload,
 )
+from .reduce import reduce_program
 
 WORKGROUP = 256
-PER_THREAD = 4
+PER_THREAD = 16  # elements per invocation: 4096-element blocks, 16 loads in flight each
 
 Predicate = Callable[[Value], Value]
+
+
+def _pad(i: Any) -> Any:
+    """Workgroup-memory slot of block element i: one spare slot per 32, so the runs that
+    invocations scan serially (per_thread apart) fall in distinct banks."""
+    return i + (i >> 5)
 
 
 @cache
@@ -54,52 +64,72 @@ def scan_block_program(
     inclusive: bool,
     workgroup_size: int = WORKGROUP,
     per_thread: int = PER_THREAD,
+    carry_in: bool = False,
 ) -> Program:
-    """Scan each block of src[:n] into dst; block_sums[b] = total of block b."""
+    """Scan each block of src[:n] into dst, starting from offsets[b] for block b when
+    `carry_in` (the exclusive scan of the block totals), else from 0.
+
+    Invocation t loads elements base + t, base + t + wg, ... (coalesced, all in flight),
+    scans its run data[t*per : (t+1)*per] serially, the run totals are scanned Hillis-Steele
+    style (ping-pong, one barrier per level), then each invocation rewrites its run.
+    """
     ty = check_type(ty, NUMERIC, "scan")
+    check_pow2(workgroup_size, "workgroup_size")
     wg, per = workgroup_size, per_thread
     kind = "inclusive" if inclusive else "exclusive"
-    k = ProgramBuilder(f"scan_block_{kind}_{ty}_{wg}x{per}", wg)
+    carry = "_carry" if carry_in else ""
+    k = ProgramBuilder(f"scan_block_{kind}_{ty}_{wg}x{per}{carry}", wg)
     src = k.buffer("src", ty)
+    offsets = k.buffer("offsets", ty) if carry_in else None
     dst = k.buffer("dst", ty, "write")
-    sums = k.buffer("block_sums", ty, "write")
     n = k.param("n", u32)
-    data = k.shared("data", ty, wg * per)
-    totals = k.shared("totals", ty, wg)
-    t = k.let(k.local_index())
+    block = wg * per
+    data = k.shared("data", ty, _pad(block - 1) + 1)
+    ping = k.shared("totals", ty, wg)
+    pong = k.shared("totals2", ty, wg)
+    t = k.let(k.local_index() & (wg - 1))
     g = k.let(k.workgroup_linear_id())
-    base = k.let(g * (wg * per))
+    base = k.let(g * block)
     zero = k.lit(0, ty)
-    for j in range(per):  # coalesced load of the block
+    loaded = []
+    for j in range(per):  # coalesced, every load in flight before the first store
         i = k.let(base + j * wg + t)
-        v = k.let(zero)
-        with k.if_(i < n):
-            v.set(src[i])
-        data[t + j * wg] = v
+        loaded.append(k.let(select(i < n, src[i], zero)))
+    for j in range(per):
+        data[_pad(t + j * wg)] = loaded[j]
     k.barrier()
-    total = emit_block_scan(k, data, totals, wg, per, ty, t, inclusive)
+    start = k.let(t * per)
+    run = [k.let(data[_pad(start + j)]) for j in range(per)]
+    s = k.let(run[0])
+    for j in range(1, per):
+        s.set(s + run[j])
+    ping[t] = s
+    k.barrier()
+    cur, other = ping, pong
+    off = 1
+    while off < wg:  # Hillis-Steele over the run totals, ping-ponging between two arrays
+        v = k.let(cur[t])
+        with k.if_(t >= off):
+            v.set(cur[t - off] + v)
+        other[t] = v
+        k.barrier()
+        cur, other = other, cur
+        off *= 2
+    acc = k.let(offsets[g] if offsets is not None else zero)
+    with k.if_(t > 0):
+        acc.set(acc + cur[t - 1])
+    for j in range(per):
+        if inclusive:
+            acc.set(acc + run[j])
+            data[_pad(start + j)] = acc
+        else:
+            data[_pad(start + j)] = acc
+            acc.set(acc + run[j])
+    k.barrier()
     for j in range(per):
         i = k.let(base + j * wg + t)
         with k.if_(i < n):
-            dst[i] = data[t + j * wg]
-    with k.if_((t == 0) & (base < n)):
-        sums[g] = total
-    return k.build()
-
-
-@cache
-def add_offsets_program(
-    ty: ScalarType, block: int, workgroup_size: int = WORKGROUP
-) -> Program:
-    """dst[i] = dst[i] + offsets[i // block] for i < n (the add-back of a multi-level scan)."""
-    ty = check_type(ty, NUMERIC, "scan")
-    k = ProgramBuilder(f"scan_add_offsets_{ty}_{block}", workgroup_size)
-    dst = k.buffer("dst", ty, "read_write")
-    offsets = k.buffer("offsets", ty)
-    n = k.param("n", u32)
-    i = k.let(k.global_linear_id())
-    with k.if_(i < n):
-        dst[i] = dst[i] + offsets[i // block]
+            dst[i] = data[_pad(t + j * wg)]
     return k.build()
 
 
@@ -121,29 +151,19 @@ def plan_scan(
     plan = Plan()
     if n == 0:
         return plan
-    block = workgroup_size * per_thread
-    groups = ceil_div(n, block)
+    wg, per = workgroup_size, per_thread
+    groups = ceil_div(n, wg * per)
+    cfg = blocks_grid(groups, wg, max_per_dim, n=n)
+    if groups == 1:
+        plan.add(scan_block_program(ty, inclusive, wg, per), {"src": src}, {"dst": dst}, cfg)
+        return plan
     sums = alloc(backend, ty, groups, "scan_block_sums")
-    plan.temporaries.append(sums)
-    plan.add(
-        scan_block_program(ty, inclusive, workgroup_size, per_thread),
-        {"src": src},
-        {"dst": dst, "block_sums": sums},
-        blocks_grid(groups, workgroup_size, max_per_dim, n=n),
-    )
-    if groups > 1:
-        offsets = alloc(backend, ty, groups, "scan_block_offsets")
-        plan.temporaries.append(offsets)
-        plan.extend(
-            plan_scan(backend, sums, offsets, groups, ty, False, workgroup_size, per_thread,
-                      max_per_dim)
-        )
-        plan.add(
-            add_offsets_program(ty, block, workgroup_size),
-            {"offsets": offsets},
-            {"dst": dst},
-            grid(n, workgroup_size, max_per_dim, n=n),
-        )
+    offsets = alloc(backend, ty, groups, "scan_block_offsets")
+    plan.temporaries += [sums, offsets]
+    plan.add(reduce_program("sum", ty, wg, per), {"src": src}, {"dst": sums}, cfg)
+    plan.extend(plan_scan(backend, sums, offsets, groups, ty, False, wg, per, max_per_dim))
+    plan.add(scan_block_program(ty, inclusive, wg, per, carry_in=True),
+             {"src": src, "offsets": offsets}, {"dst": dst}, cfg)
     return plan
 
 

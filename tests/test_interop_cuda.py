@@ -182,7 +182,7 @@ def test_pipeline_graph_over_a_borrowed_buffer(cuda: Any, torch: Any) -> None:
             x.fill_(float(k + 1))  # written by torch just before the graph runs
             res = p.run(repeat=7, read=[vyre.ReadRange(bz, 0, 16, np.float32)])
             total += 7 * (k + 1)
-            np.testing.assert_array_equal(res.arrays[0], np.full(4, total, np.float32))
+            np.testing.assert_array_equal(res.reads[0], np.full(4, total, np.float32))
             z.add_(0)  # torch touches z after the graph without a host sync
         side.synchronize()
     np.testing.assert_array_equal(z.cpu().numpy(), np.full(n, total, np.float32))

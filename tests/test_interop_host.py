@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import vyre
-from vyre import DispatchConfig, ScalarType
+from vyre import DispatchConfig, Program, ReadRange, ScalarType, Step
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder
 from vyre.errors import BufferStateError, InvalidDispatch, UnsupportedFeature
@@ -24,6 +24,16 @@ def _scale() -> vyre.Program:
     k = ProgramBuilder("scale", workgroup_size=64)
     x = k.buffer("x", ST.F32)
     y = k.buffer("y", ST.F32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < x.length()):
+        y[i] = x[i] * 2.0
+    return k.build()
+
+
+def _double_f16() -> Program:
+    k = ProgramBuilder("double_f16", 64)
+    x = k.buffer("x", ST.F16)
+    y = k.buffer("y", ST.F16, "write")
     i = k.global_linear_id()
     with k.if_(i < x.length()):
         y[i] = x[i] * 2.0
@@ -61,6 +71,21 @@ def test_read_with_vyre_type_gives_that_numpy_dtype(backend: BaseBackend, ty: Sc
     assert got.dtype == ty.numpy
     np.testing.assert_array_equal(got, data)
 
+
+def test_pipeline_read_with_vyre_type_gives_that_numpy_dtype(backend: BaseBackend) -> None:
+    # the pipeline's readbacks follow the same rule as backend.read (vyre.f16 is float16)
+    prog = _double_f16()
+    if not backend.supports("f16"):
+        pytest.skip(f"{backend.kind} lacks the f16 feature")
+    data = np.array([0.5, -1.25, 3.0, 65504.0], dtype=np.float16)
+    with backend.allocate_device_buffer(data.nbytes) as src, \
+            backend.allocate_device_buffer(data.nbytes) as dst:
+        backend.write(src, data)
+        cfg = DispatchConfig(grid=1)
+        run = backend.pipeline([Step(prog, [src], [dst], cfg)]).run(
+            read=[ReadRange(dst, 0, None, ST.F16)])
+    assert run.reads[0].dtype == np.float16
+    np.testing.assert_array_equal(run.reads[0], data * np.float16(2))
 
 def test_dispatch_returns_declared_type_and_matches_reference(
     backend: BaseBackend, reference: BaseBackend

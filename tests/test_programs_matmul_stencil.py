@@ -1,7 +1,8 @@
-"""Tiled matmul and the 2-D five-point stencil on every available backend: bit-exact against
-the reference and against NumPy evaluating the kernel's own operation order; matmul also
-within K * 2^-24 * (|A| @ |B|) of a float64 product. Shapes include 0, 1 and
-non-multiples of the 16 x 16 tile."""
+"""Register-blocked matmul and the 2-D five-point stencil on every available backend:
+bit-exact against the reference and against NumPy evaluating the kernel's own operation
+order (fma per term); matmul also within K * 2^-24 * (|A| @ |B|) of a float64 product.
+Shapes include 0, 1 and non-multiples of the tile; small tiles give several workgroups per
+side and several K steps."""
 
 from __future__ import annotations
 
@@ -33,6 +34,43 @@ def test_matmul(backend: BaseBackend, reference: BaseBackend, m: int, k: int, n:
     np.testing.assert_array_equal(got, MM.matmul_reference(a, b))  # same order: exact
     exact = a.astype(np.float64) @ b.astype(np.float64)
     assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
+
+
+SMALL_TILES = [{"block": 32, "per_thread": 4, "block_k": 8},
+               {"block": 16, "per_thread": 2, "block_k": 4}]
+
+
+@pytest.mark.parametrize("tiles", SMALL_TILES, ids=["32x4x8", "16x2x4"])
+@pytest.mark.parametrize(("m", "k", "n"), [(70, 45, 37), (16, 16, 16), (3, 9, 65)])
+def test_matmul_small_tiles(backend: BaseBackend, reference: BaseBackend,
+                            tiles: dict[str, int], m: int, k: int, n: int) -> None:
+    """Several workgroups per side and several K steps, edges in every direction."""
+    rng = np.random.default_rng(m * 7 + k * 3 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    got = MM.matmul_host(backend, a, b, **tiles)
+    np.testing.assert_array_equal(got, MM.matmul_host(reference, a, b, **tiles))
+    np.testing.assert_array_equal(got, MM.matmul_reference(a, b))  # same order: exact
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
+
+
+def test_matmul_special_values(backend: BaseBackend, reference: BaseBackend) -> None:
+    """inf / nan / huge products propagate the same way on every backend (fma per term)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((20, 30)).astype(np.float32)
+    b = rng.standard_normal((30, 9)).astype(np.float32)
+    a[1, 2], a[3, 4], b[5, 6], a[7, 8] = np.inf, np.nan, -np.inf, 3e38
+    got = MM.matmul_host(backend, a, b)
+    np.testing.assert_array_equal(got, MM.matmul_host(reference, a, b))
+    np.testing.assert_array_equal(got, MM.matmul_reference(a, b))
+
+
+def test_matmul_rejects_bad_tiles() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        MM.matmul_program(block=48)
+    with pytest.raises(ValueError, match="at most 1024"):
+        MM.matmul_program(block=128, per_thread=2)
 
 
 def test_matmul_deterministic(backend: BaseBackend) -> None:

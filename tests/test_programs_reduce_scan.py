@@ -133,9 +133,12 @@ def test_scan(backend: BaseBackend, reference: BaseBackend, inclusive: bool, ty:
 
 
 def test_scan_wraps_and_big(backend: BaseBackend, reference: BaseBackend) -> None:
-    """u32 sums past 2^32 wrap; a 3-level scan with the default block size (1024)."""
+    """u32 sums past 2^32 wrap; a 3-level scan with 1024-element blocks, and a 2-level one
+    with the default blocks."""
     n = 1024 * 1024 + 3 if backend.kind != "reference" else 70_000
     x = np.full(n, 0xFFFF_FFF0, dtype=np.uint32)
+    got = S.scan_host(backend, x, per_thread=4)
+    np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))
     got = S.scan_host(backend, x)
     np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))
 

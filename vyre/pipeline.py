@@ -18,6 +18,7 @@ from .binding import BoundDispatch, BufferArg, bind, validate_buffer_ownership
 from .buffer import BufferBase, check_range, check_usable
 from .config import DispatchConfig, Timing
 from .errors import InvalidDispatch
+from .hostarrays import as_dtype
 from .ir.nodes import Program
 
 if TYPE_CHECKING:
@@ -87,12 +88,12 @@ class Pipeline:
             validate_buffer_ownership(self.backend, [rr.buffer])
             length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
             check_range(rr.buffer, rr.offset, length)
-            itemsize = np.dtype(rr.dtype).itemsize
-            if length % itemsize:
+            dtype = as_dtype(rr.dtype)  # vyre.f16 is float16 here, never np.dtype("f16")
+            if length % dtype.itemsize:
                 raise InvalidDispatch(
-                    f"read of {length} bytes is not a whole number of {np.dtype(rr.dtype)}"
+                    f"read of {length} bytes is not a whole number of {dtype}"
                 )
-            out.append(ReadRange(rr.buffer, rr.offset, length, rr.dtype))
+            out.append(ReadRange(rr.buffer, rr.offset, length, dtype))
         return out
 
     def run(self, repeat: int = 1, read: Sequence[Any] = ()) -> PipelineResult:

@@ -462,6 +462,28 @@ class CudaBackend(BaseBackend):
                     f"(generation {buffer.generation} -> {gen})")
         return None
 
+    def _dispatch_ordered(self, program: Program | BoundDispatch, inputs: BufferArg,
+                          outputs: BufferArg, config: DispatchConfig | None,
+                          streams: tuple[int, ...]) -> Timing:
+        """dispatch_with_device_buffers for a dispatch touching buffers shared with framework
+        streams: the same packed launch, between the events that order it with them."""
+        t0 = time.perf_counter_ns()
+        if isinstance(program, BoundDispatch):
+            rec = None if program.config.profile else self._checked_launch(program)
+        else:
+            cfg = config or DispatchConfig()
+            rec = None if cfg.profile else self._cached_launch(program, inputs, outputs, cfg)
+        if rec is None:  # profiled: dispatch_async orders it too (_launch)
+            return BaseBackend.dispatch_with_device_buffers(self, program, inputs, outputs,
+                                                            config)
+        with self._lock:
+            self._check_open()
+            interop.wait_for(self, streams)
+            self._enqueue(rec)
+            interop.signal(self, streams)
+        t1 = time.perf_counter_ns()
+        return Timing(wall_ns=t1 - t0, enqueue_ns=t1 - t0)
+
     def _interop_streams(self, program: Any, inputs: Any, outputs: Any) -> tuple[int, ...]:
         if isinstance(program, BoundDispatch):
             return interop.streams_of(program.buffers)
@@ -649,9 +671,10 @@ class CudaBackend(BaseBackend):
         is thread-safe, and CUDA graphs are captured on a private stream, so a launch from
         another thread can never end up inside a pipeline's graph.
         """
-        if self._interop_active and self._interop_streams(program, inputs, outputs):
-            return BaseBackend.dispatch_with_device_buffers(self, program, inputs, outputs,
-                                                            config)
+        if self._interop_active:
+            streams = self._interop_streams(program, inputs, outputs)
+            if streams:
+                return self._dispatch_ordered(program, inputs, outputs, config, streams)
         t0 = _perf_ns()
         if isinstance(program, BoundDispatch):
             rec = program.__dict__.get("_vyre_cuda_launch")

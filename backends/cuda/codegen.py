@@ -601,7 +601,9 @@ class _Gen:
             "    " + (",\n    ".join(args) if args else "void") + ") {",
         ]
         for a in p.workgroup_arrays:
-            head.append(f"  __shared__ {CTYPE[a.ty]} {mangle('s', a.name)}[{a.count}];")
+            # 16-byte aligned so NVCC can merge runs of aligned scalar loads into 128-bit ones
+            head.append(f"  __shared__ __align__(16) {CTYPE[a.ty]} {mangle('s', a.name)}"
+                        f"[{a.count}];")
         dims = ((wx, "x"), (wy, "y"), (wz, "z"))
         per_j: list[str] = []
         for i, (w, ax) in enumerate(dims):
