@@ -4,8 +4,9 @@ are not multiples of the tile), register-blocked through workgroup memory.
 A workgroup of (block / per_thread)^2 invocations computes a block x block tile of C
 (default 128 x 128 by 256 invocations, each an 8 x 8 sub-tile held in 64 locals). It walks
 K in steps of `block_k`: the next A and B slabs are loaded into locals while the current
-ones, staged in workgroup memory (zero-padded past the edges), are multiplied, so global
-latency overlaps the arithmetic. Invocation (tr, tc) owns rows tr + T*i and columns
+ones, staged in workgroup memory (zero-padded past the edges), are multiplied, then staged
+into the other half of a double buffer, so global latency overlaps the arithmetic and each
+K step needs one barrier. Invocation (tr, tc) owns rows tr + T*i and columns
 tc + T*j (T = block / per_thread), which keeps the workgroup-memory reads conflict-free and
 the stores of C coalesced.
 
@@ -51,8 +52,8 @@ def _check_shape(block: int, per_thread: int, block_k: int) -> int:
     """The invocations per workgroup of a (block, per_thread, block_k) kernel."""
     for v, what in ((block, "block"), (per_thread, "per_thread"), (block_k, "block_k")):
         check_pow2(v, what)
-    if per_thread > block:
-        raise ValueError(f"per_thread ({per_thread}) cannot exceed block ({block})")
+    if per_thread * per_thread > block:
+        raise ValueError(f"per_thread ({per_thread}) squared cannot exceed block ({block})")
     wg = (block // per_thread) ** 2
     if wg > 1024 or (block * block_k) % wg:
         raise ValueError(
@@ -78,8 +79,8 @@ def matmul_program(
     n = k.param("N", u32)
     kk = k.param("K", u32)
     # A slab transposed (k-major) so both slabs are read along the tile's rows / columns
-    sa = k.shared("tile_a", f32, block_k * block)
-    sb = k.shared("tile_b", f32, block_k * block)
+    sa = k.shared("tile_a", f32, 2 * block_k * block)
+    sb = k.shared("tile_b", f32, 2 * block_k * block)
     # masked so the backends can prove every workgroup-memory index in bounds
     t = k.let(k.local_index() & (wg - 1))
     tr = k.let(t // side)
@@ -90,40 +91,54 @@ def matmul_program(
     row0 = k.let(k.workgroup_id(1) * block)
     col0 = k.let(k.workgroup_id(0) * block)
 
-    # what invocation t stages: A elements (r, q) and B elements (q, col), consecutive in
-    # memory per invocation (its `loads` elements are one run of a row of A or of B)
-    a_r, a_q, b_q, b_c = [], [], [], []
-    for e in range(loads):
-        ea = k.let(t * loads + e)
-        a_q.append(k.let(ea & (block_k - 1)))
-        a_r.append(k.let(ea // block_k))
-        b_c.append(k.let(ea & (block - 1)))
-        b_q.append(k.let(ea // block))
+    # what invocation t stages: `loads` consecutive elements of one row of A (columns
+    # a_k .. of slab row a_r) and of one row of B (slab row b_k, columns b_c ..)
+    first = k.let(t * loads)
+    a_r = k.let(first // block_k)
+    a_k = k.let(first & (block_k - 1))
+    b_k = k.let(first // block)
+    b_c = k.let(first & (block - 1))
+    a_ok = k.let(row0 + a_r < m)
+    a_base = k.let((row0 + a_r) * kk)
+    b_col = k.let(col0 + b_c)
     pa = [k.let(0.0) for _ in range(loads)]
     pb = [k.let(0.0) for _ in range(loads)]
 
     def fetch(k0: Value) -> None:
+        ka = k.let(k0 + a_k)
+        kb = k.let(k0 + b_k)
+        b_base = k.let(kb * n + b_col)
+        b_ok = k.let(kb < kk)
         for e in range(loads):
-            ra, ka = row0 + a_r[e], k0 + a_q[e]
-            pa[e].set(select((ra < m) & (ka < kk), a[ra * kk + ka], 0.0))
-            kb, cb = k0 + b_q[e], col0 + b_c[e]
-            pb[e].set(select((kb < kk) & (cb < n), b[kb * n + cb], 0.0))
+            pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+            pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
 
     acc = [[k.let(0.0) for _ in range(per_thread)] for _ in range(per_thread)]
     fetch(k.lit(0, u32))
     ntiles = (kk + (block_k - 1)) // block_k
-    with k.for_range(0, ntiles) as s:
+    slab = block_k * block
+
+    def stage(half: Value) -> None:  # the fetched slab into one half of workgroup memory
         for e in range(loads):
-            sa[a_q[e] * block + a_r[e]] = pa[e]
-            sb[b_q[e] * block + b_c[e]] = pb[e]
-        k.barrier()
+            sa[half + ((a_k + e) * block + a_r)] = pa[e]
+            sb[half + (b_k * block + b_c + e)] = pb[e]
+
+    stage(k.lit(0, u32))
+    k.barrier()
+    with k.for_range(0, ntiles) as s:
+        # double-buffered: slab s is read from one half while slab s+1 is fetched into
+        # locals and then staged into the other half, so one barrier per K step suffices
+        cur = k.let((s & 1) * slab)
         fetch((s + 1) * block_k)  # the next slab is in flight during the arithmetic
         for q in range(block_k):
-            av = [k.let(sa[ta + (q * block + _spread(i, side, group))]) for i in range(per_thread)]
-            bv = [k.let(sb[tb + (q * block + _spread(j, side, group))]) for j in range(per_thread)]
+            av = [k.let(sa[cur + (ta + (q * block + _spread(i, side, group)))])
+                  for i in range(per_thread)]
+            bv = [k.let(sb[cur + (tb + (q * block + _spread(j, side, group)))])
+                  for j in range(per_thread)]
             for i in range(per_thread):
                 for j in range(per_thread):
                     acc[i][j].set(fma(av[i], bv[j], acc[i][j]))
+        stage(slab - cur)
         k.barrier()
     for i in range(per_thread):
         row = k.let(row0 + ta + _spread(i, side, group))

@@ -90,7 +90,9 @@ def reduce_program(
 def _fold_pairwise(k: ProgramBuilder, op: str, vals: list[Value]) -> Value:
     """op over `vals` as a balanced tree in a fixed order: ((v0 v1) (v2 v3)) ..."""
     while len(vals) > 1:
-        nxt = [k.let(combine(op, vals[i], vals[i + 1])) for i in range(0, len(vals) - 1, 2)]
+        nxt: list[Value] = [
+            k.let(combine(op, vals[i], vals[i + 1])) for i in range(0, len(vals) - 1, 2)
+        ]
         if len(vals) % 2:
             nxt.append(vals[-1])
         vals = nxt

@@ -223,11 +223,24 @@ def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int) -> str:
     return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}")
 
 
+def _fence_f16(ctx: _Ctx, k: int) -> str:
+    """An f16 value as an opaque f32, through its f16 bits: NVIDIA's compiler drops the
+    rounding of f32(f16(x)) (so of every f16 operation done in f32) unless the bits are
+    observed. (naga has no bitcast between vec2<f16> and u32; pack2x16float is one.)"""
+    z = f"{U_VAR}.{ZERO_FIELDS[k]}"
+    name = f"vy_fence{k}_f16"
+    return _helper(
+        ctx, name,
+        f"fn {name}(x: f16) -> f32 {{\n"
+        f"    return unpack2x16float(pack2x16float(vec2<f32>(f32(x), 0.0f)) + {z}).x;\n}}",
+    )
+
+
 def _fenced(ctx: _Ctx, ty: ScalarType, text: str, k: int) -> str:
     """Float operand `text` of type `ty` as an opaque value of its compute type."""
     if ty is T.F16:
-        text = f"f32({text})"
-    return f"{_fence_fn(ctx, _compute_type(ty), k)}({text})"
+        return f"{_fence_f16(ctx, k)}({text})"
+    return f"{_fence_fn(ctx, ty, k)}({text})"
 
 
 def _rounded(ctx: _Ctx, ty: ScalarType, text: str) -> str:
@@ -317,7 +330,7 @@ def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
 
     def step(text: str) -> str:  # rounded to the type, back in the compute type
         r = _rounded(ctx, ty, text)
-        return f"f32({r})" if ty is T.F16 else r
+        return f"{_fence_f16(ctx, 0)}({r})" if ty is T.F16 else r
 
     f0 = _fence_fn(ctx, ct, 0)
     f1 = _fence_fn(ctx, ct, 1)
@@ -764,7 +777,7 @@ def _unary(ctx: _Ctx, e: N.Unary, a: str) -> str:
         if e.ty is T.F32:  # a sign-bit flip: IEEE negate, never flushed, nothing to fold
             return f"bitcast<f32>(bitcast<u32>({a}) ^ 0x80000000u)"
         if e.ty is T.F16:
-            return f"f16(bitcast<f32>(bitcast<u32>(f32({a})) ^ 0x80000000u))"
+            return f"f16(bitcast<f32>(bitcast<u32>({_fence_f16(ctx, 0)}({a})) ^ 0x80000000u))"
         if e.ty.is_float:
             return f"(-{_fenced(ctx, e.ty, a, 0)})"
         return f"(-{a})"  # runtime negation wraps for ints (MIN -> MIN)
@@ -853,7 +866,7 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     ct = _compute_type(ty)
     if fn == "abs":  # a sign-bit clear: never flushed, nothing to fold
         if ty is T.F16:
-            return f"f16({_float_abs(ctx, T.F32)}(f32({args[0]})))"
+            return f"f16({_float_abs(ctx, T.F32)}({_fence_f16(ctx, 0)}({args[0]})))"
         return f"{_float_abs(ctx, ty)}({args[0]})"
     fa = [_fenced(ctx, ty, a, k) for k, a in enumerate(args)]
     if fn == "clamp":
@@ -901,8 +914,8 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
     if src.is_float and dst.is_int:
         return f"{_float_to_int(ctx, _compute_type(src), dst)}({_fenced(ctx, src, a, 0)})"
     if src.is_float and dst.is_float:
-        if src is T.F16:  # widening from f16 is exact
-            return f"{d}({a})"
+        if src is T.F16:  # widening from f16 is exact (fenced: the f16 rounding must stay)
+            return f"{d}({_fence_f16(ctx, 0)}({a}))"  # (an f32)
         conv = f"{d}({_fenced(ctx, src, a, 0)})"
         return _rounded(ctx, dst, conv) if dst is T.F32 else conv
     if src.is_float or dst.is_float:
