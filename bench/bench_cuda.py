@@ -136,21 +136,15 @@ def bench_dispatch(b: Any, calls: int) -> None:
     import threading
     import timeit
 
-    from vyre.backends.cuda.backend import _enqueue_timing, _timing_fast
-
     from vyre.config import Timing
 
     micro = {
         "Timing()": timeit.timeit(lambda: Timing(wall_ns=5, enqueue_ns=5), number=100000) * 10000,
-        "_timing_fast": timeit.timeit(lambda: _timing_fast(5), number=200000) * 5000,
-        "_enqueue_timing (interned)": timeit.timeit(lambda: _enqueue_timing(1500),
-                                                    number=200000) * 5000,
         "perf_counter_ns": timeit.timeit(time.perf_counter_ns, number=200000) * 5000,
         "threading.get_ident": timeit.timeit(threading.get_ident, number=200000) * 5000,
         "empty lambda": timeit.timeit(lambda: None, number=200000) * 5000,
     }
     print("  host micro-costs (ns): " + ", ".join(f"{k} {v:.0f}" for k, v in micro.items()))
-    print(f"  Timing factory picked at import: {_timing_fast.__name__}")
     RESULTS["host_micro_ns"] = micro
     for k, v in r.items():
         print(f"  {k:38s} {v:7.2f} us/launch   {v / raw_us:5.2f}x raw")
@@ -334,8 +328,8 @@ def bench_compile(_b: Any, reps: int) -> None:
         r["cold NVRTC + load (ms)"] = statistics.median(cold) / 1e6
         r["warm in-memory (ms)"] = statistics.median(mem) / 1e6
         r["warm on-disk + load (ms)"] = statistics.median(disk) / 1e6
-    for k, v in r.items():
-        print(f"  {k:38s} {v:9.4f}")
+    for label, v in r.items():
+        print(f"  {label:38s} {v:9.4f}")
     RESULTS["compile_ms"] = r
 
 
@@ -348,7 +342,10 @@ def main() -> int:
     if a is None or not a.available:
         print(f"CUDA unavailable: {a.reason if a else 'not registered'}")
         return 1
+    from vyre.backends.cuda.backend import CudaBackend
+
     b = vyre.get_backend("cuda")
+    assert isinstance(b, CudaBackend)
     caps = b.capabilities()
     print(f"coarsen={b.coarsen}; device: {caps.device} {caps.details['arch']} driver {caps.details['driver_version']}"
           f" nvrtc {caps.details['nvrtc_version']}")

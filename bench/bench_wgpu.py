@@ -27,15 +27,21 @@ from vyre import DispatchConfig, ProgramBuilder, ReadRange, Step, f32, u32
 WG = 256
 
 
-def median_ns(fn: Callable[[], None], reps: int, warmup: int = 3) -> float:
+def median_ns(fns: dict[str, Callable[[], object]], reps: int, warmup: int = 3) -> dict[str, float]:
+    """Median wall time of each callable, measured interleaved (one call of each per round,
+    the order alternating between rounds) so that clock and power-state drift over the run
+    falls on every side alike instead of on whichever ran last."""
+    names = list(fns)
     for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        fn()
-        ts.append(time.perf_counter_ns() - t0)
-    return float(statistics.median(ts))
+        for name in names:
+            fns[name]()
+    ts: dict[str, list[int]] = {name: [] for name in names}
+    for r in range(reps):
+        for name in names if r % 2 == 0 else reversed(names):
+            t0 = time.perf_counter_ns()
+            fns[name]()
+            ts[name].append(time.perf_counter_ns() - t0)
+    return {name: float(statistics.median(v)) for name, v in ts.items()}
 
 
 # ------------------------------------------------------------------ kernels
@@ -141,7 +147,7 @@ def grid_for(n: int) -> tuple[int, int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-log2", type=int, default=26)
-    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--reps", type=int, default=60)
     args = ap.parse_args()
 
     be = vyre.get_backend("wgpu")
@@ -180,9 +186,9 @@ def main() -> None:
         be.synchronize()
 
     reps_small = max(args.reps * 10, 200)
-    ta_raw = median_ns(lambda: raw.run(rpipe, rbg, g_small, 1), reps_small, 20)
-    ta_v = median_ns(v_one, reps_small, 20)
-    ta_vp = median_ns(v_one_prog, reps_small, 20)
+    ta = median_ns({"raw": lambda: raw.run(rpipe, rbg, g_small, 1), "bound": v_one,
+                    "prog": v_one_prog}, reps_small, 20)
+    ta_raw, ta_v, ta_vp = ta["raw"], ta["bound"], ta["prog"]
     rows.append(("(a) 1 dispatch+submit+wait (bound)", "us", ta_v / 1e3, ta_raw / 1e3, "<=1.2x"))
     rows.append(("(a) same, Program (validate+bind) per call", "us", ta_vp / 1e3, ta_raw / 1e3, "<=1.2x"))
 
@@ -193,9 +199,10 @@ def main() -> None:
     assert np.all(r.reads[0] == 100), "vyre 100-step pipeline wrong"
     r = pipe_rep.run(repeat=100, read=[ReadRange(vbuf, 0, None, np.uint32)])
     assert np.all(r.reads[0] == 200), "vyre repeat=100 wrong"
-    tb_raw = median_ns(lambda: raw.run(rpipe, rbg, g_small, 100), args.reps * 3)
-    tb_v = median_ns(lambda: pipe100.run(), args.reps * 3)
-    tb_vr = median_ns(lambda: pipe_rep.run(repeat=100), args.reps * 3)
+    tb = median_ns({"raw": lambda: raw.run(rpipe, rbg, g_small, 100),
+                    "steps": lambda: pipe100.run(),
+                    "repeat": lambda: pipe_rep.run(repeat=100)}, args.reps * 3)
+    tb_raw, tb_v, tb_vr = tb["raw"], tb["steps"], tb["repeat"]
     rows.append(("(b) 100 dispatches, 1 batch (100 steps)", "us", tb_v / 1e3, tb_raw / 1e3,
                  "<=1.2x"))
     rows.append(("(b) 100 dispatches, 1 batch (repeat=100)", "us", tb_vr / 1e3, tb_raw / 1e3,
@@ -240,12 +247,13 @@ def main() -> None:
         be.synchronize()
 
     nbytes = 12 * n
-    tc_raw = median_ns(lambda: raw.run(spipe, sbg, g, 1), args.reps)
-    tc_v = median_ns(v_sax1, args.reps)
+    tc = median_ns({"raw": lambda: raw.run(spipe, sbg, g, 1), "vyre": v_sax1}, args.reps)
+    tc_raw, tc_v = tc["raw"], tc["vyre"]
     rows.append((f"(c) saxpy 2^{n_log2}, 1 dispatch/submit", "GB/s", nbytes / tc_v,
                  nbytes / tc_raw, ">=0.95x"))
-    tc50_raw = median_ns(lambda: raw.run(spipe, sbg, g, 50), max(args.reps // 3, 5), 2)
-    tc50_v = median_ns(lambda: p50.run(repeat=50), max(args.reps // 3, 5), 2)
+    tc50 = median_ns({"raw": lambda: raw.run(spipe, sbg, g, 50),
+                      "vyre": lambda: p50.run(repeat=50)}, max(args.reps // 3, 5), 2)
+    tc50_raw, tc50_v = tc50["raw"], tc50["vyre"]
     rows.append((f"(c) saxpy 2^{n_log2}, 50 in one batch", "GB/s", 50 * nbytes / tc50_v,
                  50 * nbytes / tc50_raw, ">=0.95x"))
 

@@ -43,23 +43,35 @@ def main(argv: list[str] | None = None) -> int:
     targets = others or [vyre.get_backend("reference")]
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     failures = 0
+    # Round-robin, one batch per backend in turn, so a time budget is shared by every backend
+    # instead of being spent on the first one.
+    opts = {}
     for b in targets:
-        opts = fuzz.options_for([ref, b])
+        o = fuzz.options_for([ref, b])
         if args.types:
-            opts = dataclasses.replace(
-                opts, types=frozenset(ScalarType(t) for t in args.types.split(",")))
-        done = 0
-        t0 = time.monotonic()
-        while done < args.examples and (deadline is None or time.monotonic() < deadline):
-            n = min(args.batch, args.examples - done)
+            o = dataclasses.replace(
+                o, types=frozenset(ScalarType(t) for t in args.types.split(",")))
+        opts[b.id] = o
+    done = dict.fromkeys(opts, 0)
+    spent = dict.fromkeys(opts, 0.0)
+    while (deadline is None or time.monotonic() < deadline) and any(
+            d < args.examples for d in done.values()):
+        for b in targets:
+            if done[b.id] >= args.examples or (deadline is not None
+                                               and time.monotonic() >= deadline):
+                continue
+            n = min(args.batch, args.examples - done[b.id])
+            t0 = time.monotonic()
             try:
-                done += fuzz.fuzz_backends(ref, [b], max_examples=n, options=opts,
-                                           save_dir=Path(args.save_dir), use_database=False)
+                done[b.id] += fuzz.fuzz_backends(ref, [b], max_examples=n, options=opts[b.id],
+                                                 save_dir=Path(args.save_dir), use_database=False)
             except AssertionError as exc:
                 failures += 1
-                done += n
+                done[b.id] += n
                 print(f"[fuzz] {b.id}: {str(exc)[:1500]}", flush=True)
-            print(f"[fuzz] {b.id}: {done} examples, {time.monotonic() - t0:.0f}s", flush=True)
+            spent[b.id] += time.monotonic() - t0
+            print(f"[fuzz] {b.id}: {done[b.id]} examples, {spent[b.id]:.0f}s", flush=True)
+    for b in targets:
         b.close()
     ref.close()
     print(f"[fuzz] done: {failures} failing batch(es)", flush=True)

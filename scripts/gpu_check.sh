@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
 # with a short table. Sections (arguments, default all): tests fuzz bench-cuda bench-wgpu
-# bench. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
 # It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3).
 set -uo pipefail
@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz bench-cuda bench-wgpu bench)
+[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz bench-cuda bench-wgpu bench evidence)
 rows=()
 
 row() { rows+=("$(printf '%-11s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
@@ -46,6 +46,8 @@ for s in "${sections[@]}"; do
             run_section bench-wgpu "$PY" bench/bench_wgpu.py ;;
         bench)
             run_section bench "$PY" -m vyre.cli bench --out "$OUT/bench" ;;
+        evidence)
+            run_section evidence "$PY" -m vyre.bench.evidence --json "$OUT/evidence.json" ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
     esac
 done

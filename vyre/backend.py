@@ -20,7 +20,14 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from .binding import BoundDispatch, BufferArg, bind, check_program_fits, validate_buffer_ownership
+from .binding import (
+    BindMemo,
+    BoundDispatch,
+    BufferArg,
+    bind,
+    check_program_fits,
+    validate_buffer_ownership,
+)
 from .buffer import BufferBase, DeviceBuffer, check_range, check_usable, host_bytes
 from .config import DispatchConfig, Timing
 from .errors import (
@@ -129,6 +136,7 @@ class BaseBackend:
         self._compiled: dict[tuple[str, Any], Any] = {}
         self.compile_stats = CompileStats()
         self._live: dict[int, BufferBase] = {}
+        self._bind_memo = BindMemo()  # dispatches re-issued over the same buffers bind once
         self._generation = 0  # bumped when the device context is lost (see _context_lost)
         self._lost_reason: str | None = None
 
@@ -391,11 +399,14 @@ class BaseBackend:
         self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
     ) -> BoundDispatch:
         """Validate a dispatch once (for callers that re-issue it many times)."""
+        self._check_bindable(program, config)
+        return bind(self, program, inputs, outputs, config)
+
+    def _check_bindable(self, program: Program, config: object) -> None:
         self._check_open()
         if not isinstance(config, DispatchConfig):
             raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
         validate(program)
-        return bind(self, program, inputs, outputs, config)
 
     def dispatch_async(
         self,
@@ -411,7 +422,9 @@ class BaseBackend:
             for b in bound.buffers:
                 check_usable(b)
         else:
-            bound = self.bind(program, inputs, outputs, config or DispatchConfig())
+            cfg = config or DispatchConfig()
+            self._check_bindable(program, cfg)
+            bound = self._bind_memo.bind(self, program, inputs, outputs, cfg)
         with self._lock:
             self._check_open()
             for b in bound.buffers:

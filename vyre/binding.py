@@ -9,6 +9,7 @@ those things at run time. This module must never touch device memory.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -240,3 +241,74 @@ def element_type_of(program: Program, name: str) -> ScalarType:
         if a.name == name:
             return a.ty
     raise KeyError(name)
+
+
+class BindMemo:
+    """Remembers what `bind` proved about a (program, buffers, grid, params) dispatch, so a
+    program re-dispatched over the same resident buffers is validated once, not per call.
+
+    It keeps only weak references to the buffers (a dropped buffer is never kept alive by
+    this memo) and checks on every hit that each one is still the very object it validated,
+    so a recycled id can never pass for it. Freed buffers, closed or lost backends are still
+    refused per call by the caller (check_usable), as before. Indirect grids are not
+    remembered: their buffer is part of the grid. Bounded: it starts afresh when full.
+    """
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], _MemoEntry] = {}
+
+    def bind(
+        self,
+        backend: BaseBackend,
+        program: Program,
+        inputs: BufferArg,
+        outputs: BufferArg,
+        config: DispatchConfig,
+    ) -> BoundDispatch:
+        grid = config.grid
+        if type(grid) is not tuple:  # an IndirectGrid (pydantic isinstance checks are slow)
+            return bind(backend, program, inputs, outputs, config)
+        in_map = not isinstance(inputs, tuple | list) and isinstance(inputs, Mapping)
+        out_map = not isinstance(outputs, tuple | list) and isinstance(outputs, Mapping)
+        ins = tuple(inputs.values()) if in_map else tuple(inputs)  # type: ignore[union-attr]
+        outs = tuple(outputs.values()) if out_map else tuple(outputs)  # type: ignore[union-attr]
+        given: tuple[Any, ...] = ins + outs
+        try:
+            key: tuple[Any, ...] = (
+                program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),
+                tuple(inputs) if in_map else None, tuple(outputs) if out_map else None,
+                grid, tuple(sorted(config.params.items())),
+            )
+            hit = self._entries.get(key)
+        except TypeError:  # an unhashable param value: bind() will say what is wrong
+            return bind(backend, program, inputs, outputs, config)
+        if hit is not None and all(r() is b for r, b in zip(hit.refs, given)):
+            return BoundDispatch(
+                program=program, buffers=tuple(given[j] for j in hit.order), counts=hit.counts,
+                params=hit.params, grid=grid, config=config, aliased=hit.aliased,
+            )
+        bound = bind(backend, program, inputs, outputs, config)
+        try:
+            refs = tuple(weakref.ref(b) for b in given)
+        except TypeError:  # not weak-referenceable: not remembered
+            return bound
+        position = {id(b): j for j, b in enumerate(given)}
+        order = tuple(position[id(b)] for b in bound.buffers)
+        if len(self._entries) >= self.LIMIT:
+            self._entries.clear()
+        self._entries[key] = _MemoEntry(refs, order, bound.counts, bound.params, bound.aliased)
+        return bound
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+@dataclass(frozen=True)
+class _MemoEntry:
+    refs: tuple[weakref.ref[Any], ...]
+    order: tuple[int, ...]  # index into inputs + outputs of each declared buffer slot
+    counts: tuple[int, ...]
+    params: tuple[bool | int | float, ...]
+    aliased: frozenset[int]

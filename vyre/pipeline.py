@@ -79,6 +79,12 @@ class Pipeline:
             except InvalidDispatch as exc:
                 raise InvalidDispatch(f"pipeline step {i} ({s.program.name}): {exc}") from None
         self.steps: tuple[BoundDispatch, ...] = tuple(bound)
+        # each distinct buffer once: run() re-checks them (freed, stale) in O(buffers), not
+        # O(steps), so a long recorded chain over a few buffers costs little host work
+        self._distinct_buffers: tuple[BufferBase, ...] = tuple(
+            {id(b): b for s in self.steps for b in s.buffers}.values()
+        )
+        self.profiled = any(s.config.profile for s in self.steps)  # device timers asked for
         self.state: Any = None  # backend-private recording (command list, graph, ...)
 
     def _check_reads(self, read: Sequence[Any]) -> list[ReadRange]:
@@ -106,9 +112,8 @@ class Pipeline:
         # abort the process when two threads submit at once.
         with self.backend._lock:
             self.backend._check_open()
-            for s in self.steps:
-                for b in s.buffers:
-                    check_usable(b)
+            for b in self._distinct_buffers:
+                check_usable(b)
             return self.backend._run_pipeline(self, repeat, reads)
 
     def buffers(self) -> list[BufferBase]:

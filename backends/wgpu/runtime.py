@@ -83,6 +83,7 @@ class _Recorded:
     bind_group: Any
     grid: tuple[int, int, int] | IndirectGrid
     grid_copy: Any  # a private 12-byte indirect buffer when the grid buffer is also bound
+    direct: tuple[int, int, int] | None  # the workgroup counts when the grid is not indirect
 
 
 def _align_down(x: int) -> int:
@@ -441,15 +442,19 @@ class WgpuBackend(BaseBackend):
         """All steps, `repeat` times, in as few compute passes as possible (a pass ends
         only where an indirect grid must first be copied out of a buffer the step binds).
         wgpu orders dispatches inside a pass by their storage-buffer usage."""
-        passes: list[list[_Recorded]] = []
-        cur: list[_Recorded] = []
-        for _ in range(repeat):
-            for s in steps:
-                if s.grid_copy is not None and cur:
-                    passes.append(cur)
-                    cur = []
-                cur.append(s)
-        passes.append(cur)
+        passes: list[list[_Recorded]]
+        if all(s.grid_copy is None for s in steps):
+            passes = [steps * repeat]  # the common case: one pass
+        else:
+            passes = []
+            cur: list[_Recorded] = []
+            for _ in range(repeat):
+                for s in steps:
+                    if s.grid_copy is not None and cur:
+                        passes.append(cur)
+                        cur = []
+                    cur.append(s)
+            passes.append(cur)
         last = len(passes) - 1
         for pi, group in enumerate(passes):
             if group and group[0].grid_copy is not None:
@@ -464,6 +469,7 @@ class WgpuBackend(BaseBackend):
                 if pi == last:
                     tw["end_of_pass_write_index"] = 1
             cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
+            dispatch = cp.dispatch_workgroups
             prev_pipe = prev_bg = None
             for s in group:
                 if s.pipeline is not prev_pipe:
@@ -472,13 +478,14 @@ class WgpuBackend(BaseBackend):
                 if s.bind_group is not prev_bg:
                     cp.set_bind_group(0, s.bind_group)
                     prev_bg = s.bind_group
-                if isinstance(s.grid, IndirectGrid):
-                    if s.grid_copy is not None:
-                        cp.dispatch_workgroups_indirect(s.grid_copy, 0)
-                    else:
-                        cp.dispatch_workgroups_indirect(s.grid.buffer.gpu, s.grid.offset)
+                if s.direct is not None:
+                    dispatch(*s.direct)
+                elif s.grid_copy is not None:
+                    cp.dispatch_workgroups_indirect(s.grid_copy, 0)
                 else:
-                    cp.dispatch_workgroups(*s.grid)
+                    g = s.grid
+                    assert isinstance(g, IndirectGrid)
+                    cp.dispatch_workgroups_indirect(g.buffer.gpu, g.offset)
             cp.end()
 
     def _record_step(
@@ -498,7 +505,8 @@ class WgpuBackend(BaseBackend):
         else:
             binding = self._cached_binding(compiled, bound)
         copy = self._indirect_scratch() if self._grid_copy_needed(bound) else None
-        return _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy)
+        direct = None if isinstance(bound.grid, IndirectGrid) else bound.grid
+        return _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct)
 
     def _wait(self) -> None:
         poll = getattr(self.device, "_poll_wait", None)
@@ -589,7 +597,7 @@ class WgpuBackend(BaseBackend):
     ) -> PipelineResult:
         t0 = time.perf_counter_ns()
         steps: list[_Recorded] = pipeline.state
-        profile = self._timestamps and any(s.config.profile for s in pipeline.steps)
+        profile = self._timestamps and pipeline.profiled
         ranges = [(r.buffer, r.offset, int(r.length or 0)) for r in reads]
         try:
             ts = self._timestamp_set() if profile else None

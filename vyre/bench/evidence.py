@@ -89,6 +89,57 @@ def cuda_launch(b: Any) -> dict[str, Any]:
     return res
 
 
+def cuda_inc_kernels(b: Any, raw: RawCudaPeer) -> dict[str, Any]:
+    """The bench's dispatch.launch kernel (inc over 1024 u32): vyre's compiled function and
+    the raw peer's, each launched by bare cuLaunchKernel on vyre's stream and on the peer's,
+    so host path, kernel and stream are told apart; plus each kernel's device time."""
+    import ctypes
+
+    from vyre.backends.cuda.backend import fast_launch_args
+
+    from .peers import CUDA_INC, _grid
+
+    drv = raw.drv
+    n, calls = 1024, 2000
+    y = b.allocate_device_buffer(4 * n)
+    b.write(y, np.zeros(n, np.uint32))
+    bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, 256))
+    vfn, vgrid, vblock, vparams = fast_launch_args(b, bound)
+    rptr = raw._alloc(np.zeros(n, np.uint32))
+    rargs = (ctypes.c_uint64(rptr), ctypes.c_uint32(n))
+    rparams, _keep = raw._pack(*rargs)
+    rfn = raw._function(CUDA_INC, "inc")
+    streams = {"vyre's stream": b._stream, "peer's stream": raw.stream}
+    kernels = {"vyre kernel": (vfn, tuple(vgrid), tuple(vblock), vparams),
+               "peer kernel": (rfn, (_grid(n), 1, 1), (256, 1, 1), rparams)}
+    res: dict[str, Any] = {"vyre launch shape": f"grid {tuple(vgrid)} block {tuple(vblock)}"}
+    for kname, (fn, g, blk, params) in kernels.items():
+        for sname, stream in streams.items():
+            def run(fn: Any = fn, g: Any = g, blk: Any = blk, params: Any = params,
+                    stream: Any = stream) -> float:
+                t0 = time.perf_counter_ns()
+                for _ in range(calls):
+                    drv.cuLaunchKernel(fn, *g, *blk, 0, stream, params, 0)
+                drv.cuStreamSynchronize(stream)
+                return (time.perf_counter_ns() - t0) / calls / 1e3
+            res[f"{kname}, raw cuLaunchKernel, {sname}: us/launch"] = med(run, 7)
+        one = partial(drv.cuLaunchKernel, fn, *g, *blk, 0, raw.stream, params, 0)
+        res[f"{kname}: device us per kernel (events)"] = med(raw._events(one), 21) * 1e6
+    bnd_off = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
+        n, 256, options={"timing": False}))
+
+    def vyre_run() -> float:
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            b.dispatch_with_device_buffers(bnd_off)
+        b.synchronize()
+        return (time.perf_counter_ns() - t0) / calls / 1e3
+    res["vyre dispatch_with_device_buffers (timing off): us/launch"] = med(vyre_run, 7)
+    raw._free(rptr)()
+    b.free(y)
+    return res
+
+
 def cuda_pipeline(b: Any) -> dict[str, Any]:
     n = 1024
     y = b.allocate_device_buffer(4 * n)
@@ -272,6 +323,7 @@ def main() -> None:
         b = vyre.get_backend("cuda")
         raw = RawCudaPeer()
         section("cuda: launch cost", lambda: cuda_launch(b))
+        section("cuda: inc kernel, vyre's vs the peer's", lambda: cuda_inc_kernels(b, raw))
         section("cuda: 100-dispatch pipeline", lambda: cuda_pipeline(b))
         section("cuda: reduction and scan", lambda: reduce_scan(b))
         section("cuda: cold compile breakdown", lambda: cuda_compile(b, raw))

@@ -87,9 +87,11 @@ def text_report(doc: dict[str, Any], out_dir: Path | None = None) -> str:
                  "output passed its check. (NN%) = share of the device's copy bandwidth; "
                  "'w' = host-clock timing (no device timer on that side).")
     for r in doc["cpp_ratio"]:
+        ratio = r["host_over_resident"]
+        verdict = (f"{ratio:.1f}x faster" if ratio >= 1
+                   else f"{1 / ratio:.1f}x slower (nothing to save where the device is the host)")
         lines.append(f"C front end on {r['implementation']}: resident {r['resident_ms']:.3g} ms,"
-                     f" host path {r['host_ms']:.3g} ms: resident is "
-                     f"{r['host_over_resident']:.1f}x faster")
+                     f" host path {r['host_ms']:.3g} ms: resident is {verdict}")
     if any(c.get("note") for c in doc["comparisons"]):
         notes = dict.fromkeys(f"{c['group']}: {c['note']}" for c in doc["comparisons"]
                               if c.get("note"))

@@ -1,0 +1,110 @@
+"""Re-dispatching one Program over resident buffers (validated once, then remembered): the
+results follow the buffers, parameters and sizes of each call, a freed buffer is still
+refused, and a freed buffer is not kept alive by vyre. On every available backend."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+
+from vyre import DispatchConfig, ProgramBuilder, ScalarType
+from vyre.backend import BaseBackend
+from vyre.errors import BufferStateError, InvalidDispatch
+from vyre.ir.nodes import Program
+
+ST = ScalarType
+
+
+def _axpy() -> Program:
+    k = ProgramBuilder("redispatch_axpy", workgroup_size=64)
+    x = k.buffer("x", ST.U32)
+    y = k.buffer("y", ST.U32, "read_write")
+    a = k.param("a", ST.U32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = a * x[i] + y[i]
+    return k.build()
+
+
+@pytest.fixture(params=["reference", "wgpu", "cuda"])
+def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
+    if request.param not in backends:
+        pytest.skip(f"backend {request.param!r} is not available here")
+    return backends[request.param]
+
+
+def _upload(b: BaseBackend, data: np.ndarray) -> Any:
+    buf = b.allocate_device_buffer(data.nbytes)
+    b.write(buf, data)
+    return buf
+
+
+def test_each_call_uses_its_own_buffers_and_params(backend: BaseBackend) -> None:
+    prog = _axpy()
+    rng = np.random.default_rng(1)
+    x1, x2 = rng.integers(0, 1000, 300, dtype=np.uint32), rng.integers(0, 1000, 300, dtype=np.uint32)
+    bx1, bx2, by = _upload(backend, x1), _upload(backend, x2), _upload(backend, np.zeros(300, np.uint32))
+    expect = np.zeros(300, np.uint32)
+    for a, bx, x in [(3, bx1, x1), (3, bx1, x1), (5, bx2, x2), (3, bx1, x1), (7, bx1, x1)]:
+        backend.dispatch_with_device_buffers(
+            prog, {"x": bx}, {"y": by}, DispatchConfig(grid=5, params={"a": a}))
+        expect = expect + np.uint32(a) * x
+    np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), expect)
+    for buf in (bx1, bx2, by):
+        backend.free(buf)
+
+
+def test_a_freed_buffer_is_refused_on_the_next_identical_call(backend: BaseBackend) -> None:
+    prog = _axpy()
+    bx = _upload(backend, np.ones(64, np.uint32))
+    by = _upload(backend, np.zeros(64, np.uint32))
+    cfg = DispatchConfig(grid=1, params={"a": 2})
+    backend.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+    backend.free(bx)
+    with pytest.raises(BufferStateError, match="freed"):
+        backend.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+    np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), np.full(64, 2, np.uint32))
+    backend.free(by)
+
+
+def test_a_new_buffer_in_an_old_buffers_place_is_validated_afresh(backend: BaseBackend) -> None:
+    """Ids of dropped objects are recycled; a new, smaller buffer must not inherit the old
+    one's element count (its extra elements must stay untouched: out of bounds)."""
+    prog = _axpy()
+    cfg = DispatchConfig(grid=2, params={"a": 1})
+    by = _upload(backend, np.zeros(100, np.uint32))
+    for n in (100, 40, 100, 7):
+        bx = _upload(backend, np.ones(n, np.uint32))
+        backend.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+        backend.synchronize()
+        backend.free(bx)
+        del bx
+        gc.collect()
+    expect = np.zeros(100, np.uint32)
+    for n in (100, 40, 100, 7):
+        expect[:n] += 1
+    np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), expect)
+    # a wrong size is still caught on a call that looks like an earlier one
+    bad = backend.allocate_device_buffer(6)
+    with pytest.raises(InvalidDispatch, match="whole number"):
+        backend.dispatch_with_device_buffers(prog, [bad], [by], cfg)
+    backend.free(bad)
+    backend.free(by)
+
+
+def test_a_freed_and_dropped_buffer_is_not_kept_alive(backend: BaseBackend) -> None:
+    prog = _axpy()
+    bx = _upload(backend, np.ones(64, np.uint32))
+    by = _upload(backend, np.zeros(64, np.uint32))
+    backend.dispatch_with_device_buffers(prog, [bx], [by], DispatchConfig(grid=1, params={"a": 1}))
+    backend.synchronize()
+    gone = weakref.ref(bx)
+    backend.free(bx)
+    del bx
+    gc.collect()
+    assert gone() is None, "a dispatch kept a dropped buffer alive"
+    backend.free(by)
