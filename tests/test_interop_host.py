@@ -40,13 +40,6 @@ def _double_f16() -> Program:
     return k.build()
 
 
-@pytest.fixture(params=["reference", "wgpu", "cuda"])
-def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
-    if request.param not in backends:
-        pytest.skip(f"backend {request.param!r} is not available here")
-    return backends[request.param]
-
-
 def test_write_accepts_numpy_bytes_bytearray_memoryview(backend: BaseBackend) -> None:
     data = np.arange(16, dtype=np.uint32)
     forms = [data, data.tobytes(), bytearray(data.tobytes()), memoryview(data),

@@ -30,13 +30,6 @@ def _axpy() -> Program:
     return k.build()
 
 
-@pytest.fixture(params=["reference", "wgpu", "cuda"])
-def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
-    if request.param not in backends:
-        pytest.skip(f"backend {request.param!r} is not available here")
-    return backends[request.param]
-
-
 def _upload(b: BaseBackend, data: np.ndarray) -> Any:
     buf = b.allocate_device_buffer(data.nbytes)
     b.write(buf, data)
