@@ -101,3 +101,15 @@ def test_a_freed_and_dropped_buffer_is_not_kept_alive(backend: BaseBackend) -> N
     gc.collect()
     assert gone() is None, "a dispatch kept a dropped buffer alive"
     backend.free(by)
+
+
+def test_buffers_given_as_iterators_are_read_once(backend: BaseBackend) -> None:
+    prog = _axpy()
+    bx = _upload(backend, np.full(64, 3, np.uint32))
+    by = _upload(backend, np.zeros(64, np.uint32))
+    cfg = DispatchConfig(grid=1, params={"a": 2})
+    for _ in range(2):  # a miss, then a hit
+        backend.dispatch_with_device_buffers(prog, iter([bx]), iter([by]), cfg)
+    np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), np.full(64, 12, np.uint32))
+    backend.free(bx)
+    backend.free(by)

@@ -272,9 +272,12 @@ class BindMemo:
             return bind(backend, program, inputs, outputs, config)
         in_map = not isinstance(inputs, tuple | list) and isinstance(inputs, Mapping)
         out_map = not isinstance(outputs, tuple | list) and isinstance(outputs, Mapping)
-        ins = tuple(inputs.values()) if in_map else tuple(inputs)  # type: ignore[union-attr]
-        outs = tuple(outputs.values()) if out_map else tuple(outputs)  # type: ignore[union-attr]
+        ins: tuple[Any, ...] = tuple(inputs.values()) if in_map else tuple(inputs)  # type: ignore[union-attr]
+        outs: tuple[Any, ...] = tuple(outputs.values()) if out_map else tuple(outputs)  # type: ignore[union-attr]
         given: tuple[Any, ...] = ins + outs
+        # bind() gets what was read here: an iterator passed in has been consumed already
+        ins_arg: BufferArg = inputs if in_map else ins
+        outs_arg: BufferArg = outputs if out_map else outs
         try:
             key: tuple[Any, ...] = (
                 program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),
@@ -283,13 +286,13 @@ class BindMemo:
             )
             hit = self._entries.get(key)
         except TypeError:  # an unhashable param value: bind() will say what is wrong
-            return bind(backend, program, inputs, outputs, config)
+            return bind(backend, program, ins_arg, outs_arg, config)
         if hit is not None and all(r() is b for r, b in zip(hit.refs, given)):
             return BoundDispatch(
                 program=program, buffers=tuple(given[j] for j in hit.order), counts=hit.counts,
                 params=hit.params, grid=grid, config=config, aliased=hit.aliased,
             )
-        bound = bind(backend, program, inputs, outputs, config)
+        bound = bind(backend, program, ins_arg, outs_arg, config)
         try:
             refs = tuple(weakref.ref(b) for b in given)
         except TypeError:  # not weak-referenceable: not remembered
@@ -300,9 +303,6 @@ class BindMemo:
             self._entries.clear()
         self._entries[key] = _MemoEntry(refs, order, bound.counts, bound.params, bound.aliased)
         return bound
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 @dataclass(frozen=True)
