@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
-# with a short table. Sections (arguments, default all): tests fuzz bench-cuda bench-wgpu
-# bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# with a short table. Sections (arguments, default all): tests fuzz resources bench-cuda
+# bench-wgpu bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
-# It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3).
+# It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3),
+# GPU_CHECK_RESOURCE_CYCLES (default 10000).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz bench-cuda bench-wgpu bench evidence)
+[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz resources bench-cuda bench-wgpu bench evidence)
 rows=()
 
 row() { rows+=("$(printf '%-11s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
@@ -40,6 +41,13 @@ for s in "${sections[@]}"; do
         fuzz)
             run_section fuzz timeout 600 "$PY" scripts/fuzz_long.py --examples 100000 \
                 --minutes "${GPU_CHECK_FUZZ_MINUTES:-3}" --save-dir "$OUT/fuzz-cases" ;;
+        resources)
+            rm -f "$OUT/resources.jsonl"
+            VYRE_RESOURCE_CYCLES="${GPU_CHECK_RESOURCE_CYCLES:-10000}" \
+                VYRE_RESOURCE_REPORT="$OUT/resources.jsonl" \
+                run_section resources "$PY" -m pytest -q -p no:cacheprovider -rfEs \
+                tests/test_resources.py tests/test_cuda_runtime.py -k "leave or leak or close"
+            "$PY" scripts/resource_table.py "$OUT/resources.jsonl" >&2 ;;
         bench-cuda)
             run_section bench-cuda "$PY" bench/bench_cuda.py ;;
         bench-wgpu)

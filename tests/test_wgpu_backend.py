@@ -508,3 +508,45 @@ def test_closed_backend(wg: BaseBackend) -> None:
     assert buf.freed
     with pytest.raises(vyre.BackendUnavailable):
         b.allocate_device_buffer(4)
+
+
+def test_lost_device_is_reported_and_backend_can_be_recreated(wg: BaseBackend) -> None:
+    """A device loss (here forced by destroying the wgpu device, as a driver reset would)
+    fails the operation that meets it with DispatchError saying so, then every later call
+    with BackendUnavailable; freeing and closing stay harmless; a new instance works."""
+    b = vyre.get_backend("wgpu")
+    prog = add_one()
+    x = np.arange(64, dtype=np.uint32)
+    bx, by = b.allocate_device_buffer(x.nbytes), b.allocate_device_buffer(x.nbytes)
+    b.write(bx, x)
+    cfg = DispatchConfig(grid=1, params={"c": 1})
+    b.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+    np.testing.assert_array_equal(b.read(by, dtype=np.uint32), x + 1)
+    generation = b.context_generation
+
+    b.device.destroy()  # type: ignore[attr-defined]
+    with pytest.raises(vyre.DispatchError, match="device was lost") as info:
+        b.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+    assert "vyre.get_backend('wgpu')" in str(info.value)
+    assert b.context_generation == generation + 1
+    for call in (
+        lambda: b.read(by, dtype=np.uint32),
+        lambda: b.write(bx, x),
+        lambda: b.allocate_device_buffer(16),
+        lambda: b.dispatch(prog, {"src": x, "dst": 64}, cfg),
+        lambda: b.pipeline([Step(prog, [bx], [by], cfg)]),
+        lambda: b.synchronize(),
+    ):
+        with pytest.raises(vyre.BackendUnavailable, match=r"was lost.*get_backend"):
+            call()
+    bx.free()
+    b.free(by)
+    b.close()
+    assert b.live_buffers() == []
+
+    b2 = vyre.get_backend("wgpu")
+    try:
+        out = b2.dispatch(prog, {"src": x, "dst": 64}, cfg)["dst"]
+        np.testing.assert_array_equal(out, x + 1)
+    finally:
+        b2.close()

@@ -208,3 +208,26 @@ def random_array(rng: np.random.Generator, ty: ScalarType, n: int) -> np.ndarray
         idx = rng.choice(n, size=k, replace=False)
         arr[idx] = specials[:k]
     return arr
+
+
+def device_resources(backend: BaseBackend) -> dict[str, int]:
+    """What the device side holds right now, as counters whose growth over many identical
+    cycles means a leak: vyre's own live buffers and bytes on every backend; on CUDA the
+    device's used bytes (cuMemGetInfo, device-wide); on wgpu wgpu-py's count of each live
+    native object and the bytes of its live buffers (process-wide, every wgpu device).
+    On lavapipe the "device" is host memory, so RSS measures it as well."""
+    live = backend.live_buffers()
+    out = {"vyre_live_buffers": len(live), "vyre_live_bytes": sum(b.byte_len for b in live)}
+    if backend.kind == "cuda":
+        backend.synchronize()
+        free, total = backend.memory_info()  # type: ignore[attr-defined]
+        out["cuda_device_used_bytes"] = int(total) - int(free)
+    elif backend.kind == "wgpu":
+        import wgpu
+
+        counts = wgpu.diagnostics.object_counts.get_dict()
+        for name, entry in counts.items():
+            if name != "total":
+                out[f"wgpu_{name}"] = int(entry.get("count", 0))
+        out["wgpu_buffer_bytes"] = int(counts.get("Buffer", {}).get("resource_mem", 0))
+    return out

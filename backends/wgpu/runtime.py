@@ -27,6 +27,7 @@ from vyre.buffer import BufferBase
 from vyre.config import IndirectGrid, Timing
 from vyre.errors import (
     BackendError,
+    BackendUnavailable,
     CompileError,
     DispatchError,
     InvalidDispatch,
@@ -113,6 +114,7 @@ class WgpuBackend(BaseBackend):
         self._bind_cache: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
         self._bind_keys_by_buffer: dict[int, set[tuple[Any, ...]]] = {}
         self._staging: Any = None
+        self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
             {ScalarType.BOOL, ScalarType.I32, ScalarType.U32, ScalarType.F32}
@@ -170,20 +172,37 @@ class WgpuBackend(BaseBackend):
         return self._caps
 
     # ------------------------------------------------------------ errors
+    def _check_open(self) -> None:
+        super()._check_open()
+        if self._device_lost is not None:
+            raise BackendUnavailable(
+                self.id,
+                f"its WebGPU device was lost ({self._device_lost}); every buffer of this "
+                "instance is gone with it. close() this instance and create a new one with "
+                "vyre.get_backend('wgpu'), then upload the data again",
+            )
+
     def _gpu_error(self, what: str, exc: Exception, nbytes: int = 0) -> BackendError:
         if isinstance(exc, BackendError):
             return exc
         if isinstance(exc, (self._wgpu.GPUOutOfMemoryError, MemoryError)):
             return OutOfDeviceMemory(self.id, nbytes, f"{what}: {exc}")
         msg = str(exc).strip()
-        lost = "lost" in msg.lower()
-        hint = (
-            "the device was lost; close this backend and create a new one with "
-            "vyre.get_backend('wgpu')"
-            if lost
-            else "the backend is still usable for new work"
-        )
-        return DispatchError(f"{self.id}: {what} failed: {msg}\n({hint})")
+        if "device is lost" in msg.lower() or "device lost" in msg.lower():
+            # wgpu-py only logs the loss itself; the first operation that meets it is where
+            # vyre learns of it. From then on the instance refuses work instead of letting
+            # each call fail deep inside wgpu-native with a validation error.
+            first = self._device_lost is None
+            self._device_lost = self._device_lost or msg.splitlines()[-1].strip()
+            if first:
+                self._context_lost(self._device_lost)
+            return DispatchError(
+                f"{self.id}: {what} failed: the WebGPU device was lost ({self._device_lost}).\n"
+                "(close this backend and create a new one with vyre.get_backend('wgpu'); "
+                "its buffers are gone with the device)"
+            )
+        return DispatchError(
+            f"{self.id}: {what} failed: {msg}\n(the backend is still usable for new work)")
 
     # ------------------------------------------------------------ memory
     def _allocate(self, byte_len: int, label: str | None) -> WgpuBuffer:
@@ -203,6 +222,8 @@ class WgpuBackend(BaseBackend):
         assert isinstance(buffer, WgpuBuffer)
         for key in self._bind_keys_by_buffer.pop(buffer.serial, set()):
             self._bind_cache.pop(key, None)
+        if self._device_lost is not None:
+            return  # the memory went with the device; destroying it again can only fail
         try:
             buffer.gpu.destroy()
         except Exception as exc:
