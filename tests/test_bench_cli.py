@@ -22,7 +22,7 @@ import pytest
 from vyre import cli, registry
 from vyre.bench import workloads as W
 from vyre.bench.report import text_report
-from vyre.bench.runner import FAILED, OK, Metric, TimedCase, measure
+from vyre.bench.runner import ERROR, FAILED, OK, Entry, Metric, TimedCase, measure, measure_together
 from vyre.bench.suite import SCHEMA, annotate, failures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,3 +200,28 @@ def test_raising_case_is_an_error_not_a_crash() -> None:
     r = measure(metric, "cpu", "vyre test", True, setup, warmup=0, repeat=2)
     assert r.status == "error" and r.value is None
     assert "device lost" in r.detail
+
+
+def test_implementations_are_timed_in_interleaved_rounds() -> None:
+    """Each round runs every implementation once, the order reversed every other round, so
+    drift lands on all of them alike; one that raises is an error and the rest go on."""
+    calls: list[str] = []
+
+    def case(name: str, fail_at: int | None = None) -> TimedCase:
+        def run() -> float:
+            calls.append(name)
+            if fail_at is not None and calls.count(name) == fail_at:
+                raise RuntimeError(f"{name} broke")
+            return 0.001 if name == "a" else 0.002
+        return TimedCase(run, lambda: None, "wall")
+
+    metric = Metric("copy", "GB/s", "higher", lambda t: 1.0 / t)
+    entries = [Entry("a", True, lambda: case("a")), Entry("b", False, lambda: case("b")),
+               Entry("c", False, lambda: case("c", fail_at=3))]
+    ra, rb, rc = measure_together(metric, "cpu", entries, warmup=1, repeat=4)
+    assert calls[:3] == ["a", "b", "c"]  # warm-up round
+    assert calls[3:6] == ["a", "b", "c"] and calls[6:8] == ["c", "b"]  # c raised on its 3rd
+    assert calls[8:] == ["a", "a", "b", "b", "a"]  # then a, b alternate their order
+    assert (ra.status, ra.value, len(ra.samples_s)) == (OK, 1000.0, 4)
+    assert (rb.status, rb.value, len(rb.samples_s)) == (OK, 500.0, 4)
+    assert rc.status == ERROR and "c broke" in rc.detail and rc.value is None

@@ -43,6 +43,14 @@ class BoundDispatch:
         return {p.name: v for p, v in zip(self.program.params, self.params)}
 
 
+def readable_twice(arg: BufferArg) -> BufferArg:
+    """`arg` as a sequence or mapping that can be read more than once: a list, tuple or
+    mapping as is, anything else (an iterator, a generator) read into a tuple, here, once."""
+    if isinstance(arg, (tuple, list, Mapping)):
+        return arg
+    return tuple(arg)
+
+
 def _describe(buf: object) -> str:
     if isinstance(buf, BufferBase):
         return buf.describe()
@@ -270,14 +278,13 @@ class BindMemo:
         grid = config.grid
         if type(grid) is not tuple:  # an IndirectGrid (pydantic isinstance checks are slow)
             return bind(backend, program, inputs, outputs, config)
-        in_map = not isinstance(inputs, tuple | list) and isinstance(inputs, Mapping)
-        out_map = not isinstance(outputs, tuple | list) and isinstance(outputs, Mapping)
-        ins: tuple[Any, ...] = tuple(inputs.values()) if in_map else tuple(inputs)  # type: ignore[union-attr]
-        outs: tuple[Any, ...] = tuple(outputs.values()) if out_map else tuple(outputs)  # type: ignore[union-attr]
+        # bind() gets what was read here: an iterator passed in is consumed by reading it
+        ins_arg, outs_arg = readable_twice(inputs), readable_twice(outputs)
+        in_map = isinstance(ins_arg, Mapping)
+        out_map = isinstance(outs_arg, Mapping)
+        ins: tuple[Any, ...] = tuple(ins_arg.values()) if in_map else tuple(ins_arg)  # type: ignore[union-attr]
+        outs: tuple[Any, ...] = tuple(outs_arg.values()) if out_map else tuple(outs_arg)  # type: ignore[union-attr]
         given: tuple[Any, ...] = ins + outs
-        # bind() gets what was read here: an iterator passed in has been consumed already
-        ins_arg: BufferArg = inputs if in_map else ins
-        outs_arg: BufferArg = outputs if out_map else outs
         try:
             key: tuple[Any, ...] = (
                 program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),

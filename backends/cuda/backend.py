@@ -30,7 +30,7 @@ import numpy as np
 
 from vyre import features as F
 from vyre.backend import BaseBackend, Capabilities, Pending
-from vyre.binding import BoundDispatch, BufferArg
+from vyre.binding import BoundDispatch, BufferArg, readable_twice
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
@@ -671,6 +671,11 @@ class CudaBackend(BaseBackend):
         is thread-safe, and CUDA graphs are captured on a private stream, so a launch from
         another thread can never end up inside a pipeline's graph.
         """
+        # an iterator is read once, here: the interop check, the cache and bind() all read it
+        if not isinstance(inputs, (tuple, list, dict)):
+            inputs = readable_twice(inputs)
+        if not isinstance(outputs, (tuple, list, dict)):
+            outputs = readable_twice(outputs)
         if self._interop_active:
             streams = self._interop_streams(program, inputs, outputs)
             if streams:

@@ -4,8 +4,9 @@ A `TimedCase` is what an implementation (vyre on a backend, or a peer library) h
 runner for one workload: `run()` does one timed repetition and returns its seconds (by the
 device's own timer where `timer == "device"`, else the host clock around the work and a
 wait for it), `check()` inspects the outputs of every run done so far and returns a problem
-or None. `measure` warms up, repeats, takes the median and checks; a failed check turns the
-figure into a "failed" Result with no number. This module must never decide what a
+or None. `measure_together` warms every implementation of a metric up, times them in interleaved
+rounds, takes each one's median and checks it; a failed check turns the figure into a
+"failed" Result with no number. This module must never decide what a
 workload computes, never import a peer library, and never report a number whose check
 failed or did not run.
 """
@@ -89,6 +90,15 @@ def _describe_exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:300]}"
 
 
+@dataclass
+class Entry:
+    """One implementation to time for a metric: its name and how to set its case up."""
+
+    implementation: str
+    is_vyre: bool
+    setup: Callable[[], TimedCase]
+
+
 def measure(
     metric: Metric,
     group: str,
@@ -99,40 +109,92 @@ def measure(
     repeat: int,
     warmup_s: float = 0.0,
 ) -> Result:
-    """Set up, warm up (`warmup` runs, and more until `warmup_s` seconds have passed, so
-    clocks and caches settle whichever implementation runs first), time `repeat` runs,
-    check, and return the Result (never raises for a failure of the implementation: that
-    becomes an "error" / "failed" Result)."""
-    base: dict[str, Any] = dict(metric=metric.name, unit=metric.unit, better=metric.better, group=group,
-                implementation=implementation, is_vyre=is_vyre, size=dict(metric.size))
-    try:
-        case = setup()
-    except NotApplicable as exc:
-        return Result(status=NOT_APPLICABLE, detail=str(exc), **base)
-    except UnsupportedFeature as exc:
-        return Result(status=NOT_APPLICABLE, detail=str(exc), **base)
-    except Exception as exc:
-        return Result(status=ERROR, detail=f"setup: {_describe_exc(exc)}",
-                      extra={"traceback": traceback.format_exc()[-2000:]}, **base)
-    done = 0
-    try:
-        samples: list[float] = []
-        t_warm = time.perf_counter()
-        while done < warmup or (warmup_s > 0 and time.perf_counter() - t_warm < warmup_s):
-            case.run()
-            done += 1
-        for _ in range(repeat):
-            samples.append(float(case.run()))
-        problem = case.check()
-    except Exception as exc:
-        return Result(status=ERROR, timer=case.timer, detail=f"run: {_describe_exc(exc)}",
-                      extra={"traceback": traceback.format_exc()[-2000:]}, **base)
-    finally:
+    """`measure_together` for one implementation."""
+    return measure_together(metric, group, [Entry(implementation, is_vyre, setup)], warmup,
+                            repeat, warmup_s)[0]
+
+
+def measure_together(
+    metric: Metric,
+    group: str,
+    entries: list[Entry],
+    warmup: int,
+    repeat: int,
+    warmup_s: float = 0.0,
+) -> list[Result]:
+    """Set every implementation up, warm each up (`warmup` runs, and more until `warmup_s`
+    seconds have passed, so clocks and caches settle), then time `repeat` rounds in which
+    each runs once, the order reversed every other round; check each and return one Result
+    per entry, in order. Interleaving puts clock, power-state and thermal drift on every
+    implementation alike instead of on whichever ran last. Never raises for a failure of an
+    implementation: that becomes its "error" / "failed" Result and the others go on."""
+    bases: list[dict[str, Any]] = [
+        dict(metric=metric.name, unit=metric.unit, better=metric.better, group=group,
+             implementation=e.implementation, is_vyre=e.is_vyre, size=dict(metric.size))
+        for e in entries]
+    results: list[Result | None] = [None] * len(entries)
+    cases: dict[int, TimedCase] = {}
+    for i, e in enumerate(entries):
         try:
-            case.close()
+            cases[i] = e.setup()
+        except (NotApplicable, UnsupportedFeature) as exc:
+            results[i] = Result(status=NOT_APPLICABLE, detail=str(exc), **bases[i])
+        except Exception as exc:
+            results[i] = Result(status=ERROR, detail=f"setup: {_describe_exc(exc)}",
+                                extra={"traceback": traceback.format_exc()[-2000:]}, **bases[i])
+    samples: dict[int, list[float]] = {i: [] for i in cases}
+    warmed = dict.fromkeys(cases, 0)
+
+    def run(i: int, sink: list[float] | None) -> None:
+        if i not in cases or results[i] is not None:
+            return
+        try:
+            dt = float(cases[i].run())
+        except Exception as exc:
+            results[i] = Result(status=ERROR, timer=cases[i].timer,
+                                detail=f"run: {_describe_exc(exc)}",
+                                extra={"traceback": traceback.format_exc()[-2000:]}, **bases[i])
+            return
+        if sink is None:
+            warmed[i] += 1
+        else:
+            sink.append(dt)
+
+    order = list(cases)
+    t_warm = time.perf_counter()
+    for _ in range(warmup):
+        for i in order:
+            run(i, None)
+    while warmup_s > 0 and time.perf_counter() - t_warm < warmup_s and any(
+            results[i] is None for i in order):
+        for i in order:
+            run(i, None)
+    for r in range(repeat):
+        for i in (order if r % 2 == 0 else order[::-1]):
+            run(i, samples[i])
+    for i in order:
+        problem: str | None = None
+        if results[i] is None:
+            try:
+                problem = cases[i].check()
+            except Exception as exc:
+                results[i] = Result(status=ERROR, timer=cases[i].timer,
+                                    detail=f"check: {_describe_exc(exc)}",
+                                    extra={"traceback": traceback.format_exc()[-2000:]},
+                                    **bases[i])
+        try:
+            cases[i].close()
         except Exception as exc:  # a close failure is reported, never hidden
-            case.extra["close_error"] = _describe_exc(exc)
-    result = Result(status=OK, timer=case.timer, samples_s=samples, warmup=done,
+            cases[i].extra["close_error"] = _describe_exc(exc)
+        if results[i] is None:
+            results[i] = _figure(metric, cases[i], samples[i], warmed[i], repeat, problem,
+                                 bases[i])
+    return [r for r in results if r is not None]
+
+
+def _figure(metric: Metric, case: TimedCase, samples: list[float], warmed: int, repeat: int,
+            problem: str | None, base: dict[str, Any]) -> Result:
+    result = Result(status=OK, timer=case.timer, samples_s=samples, warmup=warmed,
                     repeat=repeat, extra=dict(case.extra), **base)
     if problem is not None:
         result.status = FAILED
@@ -162,8 +224,8 @@ class Progress:
         self.t0 = time.perf_counter()
         self._last_len = 0
 
-    def step(self, label: str) -> None:
-        """Announce the step about to run (the bar shows the steps finished so far)."""
+    def step(self, label: str, count: int = 1) -> None:
+        """Announce the `count` steps about to run (the bar shows those finished so far)."""
         filled = int(self.width * self.done / self.total)
         bar = "#" * filled + "." * (self.width - filled)
         elapsed = time.perf_counter() - self.t0
@@ -175,7 +237,7 @@ class Progress:
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
-        self.done += 1
+        self.done += count
 
     def finish(self) -> None:
         self.done = self.total

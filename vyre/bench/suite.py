@@ -22,7 +22,7 @@ from vyre import __version__, registry
 
 from . import workloads as W
 from .peers import Peer, peers_for
-from .runner import OK, Progress, Result, measure
+from .runner import OK, Entry, Progress, Result, measure_together
 from .vyre_impl import CacheDir, VyreImpl
 
 SCHEMA = "vyre-bench/1"
@@ -141,12 +141,12 @@ def run_suite(opts: Options, probe: list[dict[str, Any]], specs: list[str],
                     metric = W.metric(name, g.sizes)
                     warm, rep = _reps(name, g.sizes)
                     impls: list[VyreImpl | Peer] = [g.impl, *g.peers]
-                    for impl in impls:
-                        progress.step(f"{name} on {impl.name} ({g.key})")
-                        results.append(measure(metric, g.key, impl.name, impl.is_vyre,
-                                               partial(impl.case, name, data), warm, rep,
-                                               0.0 if name.startswith("compile")
-                                               else g.sizes.warmup_s))
+                    progress.step(f"{name} on {', '.join(i.name for i in impls)} ({g.key})",
+                                  len(impls))
+                    results.extend(measure_together(
+                        metric, g.key,
+                        [Entry(i.name, i.is_vyre, partial(i.case, name, data)) for i in impls],
+                        warm, rep, 0.0 if name.startswith("compile") else g.sizes.warmup_s))
                 sources[g.impl.backend.id] = dict(g.impl.sources)
                 groups_doc.append({
                     "group": g.key, "backend": g.impl.backend.id, "kind": g.kind,
