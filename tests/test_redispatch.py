@@ -113,3 +113,30 @@ def test_buffers_given_as_iterators_are_read_once(backend: BaseBackend) -> None:
     np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), np.full(64, 12, np.uint32))
     backend.free(bx)
     backend.free(by)
+
+
+def test_bound_dispatches_keep_their_own_params_over_shared_buffers(backend: BaseBackend) -> None:
+    """Two bind() results over the same buffers with different params, launched in turn
+    and mixed with unbound calls, each a few times, and again after an unrelated buffer
+    was freed: every launch uses its own params."""
+    prog = _axpy()
+    x = np.arange(256, dtype=np.uint32)
+    bx, by = _upload(backend, x), _upload(backend, np.zeros(256, np.uint32))
+    b2 = backend.bind(prog, [bx], [by], DispatchConfig(grid=4, params={"a": 2}))
+    b3 = backend.bind(prog, [bx], [by], DispatchConfig(grid=4, params={"a": 3}))
+    total = 0
+    for round_ in range(2):
+        for bound, a in [(b2, 2), (b2, 2), (b3, 3), (b2, 2), (b3, 3), (b3, 3)]:
+            backend.dispatch_with_device_buffers(bound)
+            total += a
+        backend.dispatch_with_device_buffers(prog, [bx], [by],
+                                             DispatchConfig(grid=4, params={"a": 5}))
+        total += 5
+        np.testing.assert_array_equal(backend.read(by, dtype=np.uint32),
+                                      (np.uint32(total) * x).astype(np.uint32))
+        if round_ == 0:
+            _upload(backend, np.zeros(4, np.uint32)).free()  # moves the backend's epoch
+    backend.free(bx)
+    with pytest.raises(BufferStateError, match="freed"):
+        backend.dispatch_with_device_buffers(b2)
+    backend.free(by)

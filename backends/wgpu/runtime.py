@@ -113,6 +113,9 @@ class WgpuBackend(BaseBackend):
         self._timestamps = "timestamp-query" in info.wgpu_features
         self._bind_cache: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
         self._bind_keys_by_buffer: dict[int, set[tuple[Any, ...]]] = {}
+        # bumped whenever a buffer is freed: a BoundDispatch's remembered step (see
+        # _record_step) is reused only while this has not moved
+        self._epoch = 0
         self._staging: Any = None
         self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
         self._caps = self._make_capabilities()
@@ -220,6 +223,7 @@ class WgpuBackend(BaseBackend):
 
     def _free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, WgpuBuffer)
+        self._epoch += 1
         for key in self._bind_keys_by_buffer.pop(buffer.serial, set()):
             self._bind_cache.pop(key, None)
         if self._device_lost is not None:
@@ -411,11 +415,10 @@ class WgpuBackend(BaseBackend):
         bg = self.device.create_bind_group(layout=compiled.bind_group_layout, entries=entries)
         return _Binding(bind_group=bg, uniform=ubuf, data=data)
 
-    def _cached_binding(self, compiled: Compiled, bound: BoundDispatch) -> _Binding:
+    def _binding_for(self, compiled: Compiled, bound: BoundDispatch, data: bytes) -> _Binding:
         """Bind groups are reused for repeated dispatches over the same buffers; changed
-        params only rewrite the small uniform buffer (queue-ordered, so earlier submitted
-        dispatches keep their values)."""
-        data = compiled.module.layout.pack(bound.counts, bound.params)
+        params (`data`, the packed uniforms) only rewrite the small uniform buffer
+        (queue-ordered, so earlier submitted dispatches keep their values)."""
         key = (id(compiled), tuple(b.serial for b in bound.buffers))
         hit = self._bind_cache.get(key)
         if hit is not None:
@@ -515,6 +518,17 @@ class WgpuBackend(BaseBackend):
         """`own`: a pipeline's private bindings (steps with equal program, buffers and
         params share one; the launch cache's uniform buffers are rewritten between
         submissions, so a recording never uses them)."""
+        if own is None:
+            # A BoundDispatch (from bind()) launched again: reuse its recorded step while no
+            # buffer of this backend was freed. Its uniform bytes are re-checked, because a
+            # dispatch over the same buffers with other params shares the bind group.
+            memo = bound.__dict__.get("_vyre_wgpu_step")
+            if memo is not None and memo[0] == self._epoch:
+                _, binding, data, rec = memo
+                if binding.data != data:
+                    self.queue.write_buffer(binding.uniform, 0, data)
+                    binding.data = data
+                return rec
         self._check_binding_sizes(bound)
         compiled = self._compiled_for(bound.program, self._specialisation(bound))
         if own is not None:
@@ -524,10 +538,14 @@ class WgpuBackend(BaseBackend):
                 own[key] = self._new_binding(compiled, bound, data)
             binding = own[key]
         else:
-            binding = self._cached_binding(compiled, bound)
+            data = compiled.module.layout.pack(bound.counts, bound.params)
+            binding = self._binding_for(compiled, bound, data)
         copy = self._indirect_scratch() if self._grid_copy_needed(bound) else None
         direct = None if isinstance(bound.grid, IndirectGrid) else bound.grid
-        return _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct)
+        rec = _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct)
+        if own is None and copy is None:
+            bound.__dict__["_vyre_wgpu_step"] = (self._epoch, binding, data, rec)
+        return rec
 
     def _wait(self) -> None:
         poll = getattr(self.device, "_poll_wait", None)
@@ -561,7 +579,14 @@ class WgpuBackend(BaseBackend):
             profile = bound.config.profile and self._timestamps
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
-            self._encode(enc, [step], 1, ts[0] if ts else None)
+            if ts is None and step.direct is not None:  # the common launch, without _encode
+                cp = enc.begin_compute_pass()
+                cp.set_pipeline(step.pipeline)
+                cp.set_bind_group(0, step.bind_group)
+                cp.dispatch_workgroups(*step.direct)
+                cp.end()
+            else:
+                self._encode(enc, [step], 1, ts[0] if ts else None)
             staging = None
             if ts is not None:
                 enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)
