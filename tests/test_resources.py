@@ -115,9 +115,14 @@ def _growth(be: BaseBackend, fn: object, cycles: int) -> tuple[int, int, dict[st
         d1 = device_resources(be)
     finally:
         tracemalloc.stop()
-    grown = {k: v - d0.get(k, 0) for k, v in d1.items()}
+    grown = _minus(d1, d0)
     report(be, getattr(fn, "__name__", "?"), cycles - warm, seconds, t1 - t0, r1 - r0, grown)
     return t1 - t0, r1 - r0, grown
+
+
+def _minus(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """Device counters grown from `before` to `after`."""
+    return {k: v - before.get(k, 0) for k, v in after.items()}
 
 
 def assert_device_flat(grown: dict[str, int]) -> None:
@@ -166,7 +171,7 @@ def test_pipeline_runs_leave_nothing_behind(be: BaseBackend) -> None:
         t1, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    grown = {k: v - d0.get(k, 0) for k, v in device_resources(be).items()}
+    grown = _minus(device_resources(be), d0)
     report(be, "pipeline_run", CYCLES // 2, seconds, t1 - t0, rss_bytes() - r0, grown)
     assert t1 - t0 < 64 * CYCLES + 256 * 1024, f"Python memory grew {t1 - t0} bytes"
     assert_device_flat(grown)
@@ -235,7 +240,7 @@ def test_many_instances_open_and_close(be: BaseBackend) -> None:
         gc.collect()
         windows.append(rss_bytes() - r0)
     seconds = time.perf_counter() - s0
-    grown = {k: v - d0.get(k, 0) for k, v in device_resources(be).items()}
+    grown = _minus(device_resources(be), d0)
     report(be, "open_close_instance", 45, seconds, None, sum(windows), grown)
     assert min(windows[1:]) < 16 * 1024 * 1024, f"RSS grew per 15 instances: {windows}"
     assert_device_flat(grown)

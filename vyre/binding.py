@@ -288,7 +288,7 @@ class BindMemo:
         try:
             key: tuple[Any, ...] = (
                 program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),
-                tuple(inputs) if in_map else None, tuple(outputs) if out_map else None,
+                tuple(ins_arg) if in_map else None, tuple(outs_arg) if out_map else None,
                 grid, tuple(sorted(config.params.items())),
             )
             hit = self._entries.get(key)

@@ -195,9 +195,8 @@ class WgpuBackend(BaseBackend):
             # wgpu-py only logs the loss itself; the first operation that meets it is where
             # vyre learns of it. From then on the instance refuses work instead of letting
             # each call fail deep inside wgpu-native with a validation error.
-            first = self._device_lost is None
-            self._device_lost = self._device_lost or msg.splitlines()[-1].strip()
-            if first:
+            if self._device_lost is None:
+                self._device_lost = msg.splitlines()[-1].strip()
                 self._context_lost(self._device_lost)
             return DispatchError(
                 f"{self.id}: {what} failed: the WebGPU device was lost ({self._device_lost}).\n"
@@ -466,6 +465,15 @@ class WgpuBackend(BaseBackend):
         """All steps, `repeat` times, in as few compute passes as possible (a pass ends
         only where an indirect grid must first be copied out of a buffer the step binds).
         wgpu orders dispatches inside a pass by their storage-buffer usage."""
+        direct = steps[0].direct if len(steps) == 1 and repeat == 1 else None
+        if direct is not None and timestamps is None:
+            # one plain dispatch (the common launch): no pass planning
+            cp = enc.begin_compute_pass()
+            cp.set_pipeline(steps[0].pipeline)
+            cp.set_bind_group(0, steps[0].bind_group)
+            cp.dispatch_workgroups(*direct)
+            cp.end()
+            return
         passes: list[list[_Recorded]]
         if all(s.grid_copy is None for s in steps):
             passes = [steps * repeat]  # the common case: one pass
@@ -579,14 +587,7 @@ class WgpuBackend(BaseBackend):
             profile = bound.config.profile and self._timestamps
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
-            if ts is None and step.direct is not None:  # the common launch, without _encode
-                cp = enc.begin_compute_pass()
-                cp.set_pipeline(step.pipeline)
-                cp.set_bind_group(0, step.bind_group)
-                cp.dispatch_workgroups(*step.direct)
-                cp.end()
-            else:
-                self._encode(enc, [step], 1, ts[0] if ts else None)
+            self._encode(enc, [step], 1, ts[0] if ts else None)
             staging = None
             if ts is not None:
                 enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)

@@ -140,8 +140,7 @@ def measure_together(
         except (NotApplicable, UnsupportedFeature) as exc:
             results[i] = Result(status=NOT_APPLICABLE, detail=str(exc), **bases[i])
         except Exception as exc:
-            results[i] = Result(status=ERROR, detail=f"setup: {_describe_exc(exc)}",
-                                extra={"traceback": traceback.format_exc()[-2000:]}, **bases[i])
+            results[i] = _error("setup", exc, None, bases[i])
     samples: dict[int, list[float]] = {i: [] for i in cases}
     warmed = dict.fromkeys(cases, 0)
 
@@ -151,9 +150,7 @@ def measure_together(
         try:
             dt = float(cases[i].run())
         except Exception as exc:
-            results[i] = Result(status=ERROR, timer=cases[i].timer,
-                                detail=f"run: {_describe_exc(exc)}",
-                                extra={"traceback": traceback.format_exc()[-2000:]}, **bases[i])
+            results[i] = _error("run", exc, cases[i].timer, bases[i])
             return
         if sink is None:
             warmed[i] += 1
@@ -178,10 +175,7 @@ def measure_together(
             try:
                 problem = cases[i].check()
             except Exception as exc:
-                results[i] = Result(status=ERROR, timer=cases[i].timer,
-                                    detail=f"check: {_describe_exc(exc)}",
-                                    extra={"traceback": traceback.format_exc()[-2000:]},
-                                    **bases[i])
+                results[i] = _error("check", exc, cases[i].timer, bases[i])
         try:
             cases[i].close()
         except Exception as exc:  # a close failure is reported, never hidden
@@ -190,6 +184,12 @@ def measure_together(
             results[i] = _figure(metric, cases[i], samples[i], warmed[i], repeat, problem,
                                  bases[i])
     return [r for r in results if r is not None]
+
+
+def _error(stage: str, exc: BaseException, timer: str | None, base: dict[str, Any]) -> Result:
+    """The Result of an implementation that raised in `stage` (call inside the except)."""
+    return Result(status=ERROR, timer=timer, detail=f"{stage}: {_describe_exc(exc)}",
+                  extra={"traceback": traceback.format_exc()[-2000:]}, **base)
 
 
 def _figure(metric: Metric, case: TimedCase, samples: list[float], warmed: int, repeat: int,
