@@ -4,7 +4,7 @@
     .venv/bin/python scripts/fuzz_long.py --examples 20000 --minutes 60
     .venv/bin/python scripts/fuzz_long.py --backends cuda --types i32,u32,f32
 
-Runs vyre.fuzz against every available backend (or those named), batch after batch with
+Runs vyre.tools.fuzz against every available backend (or those named), batch after batch with
 fresh random seeds, until the example count or the time budget is spent. Every shrunk
 disagreement is saved to tests/regressions/ (or --save-dir) and fuzzing goes on, so one run
 collects several distinct failures. Exit status: 0 if every backend agreed, 1 otherwise.
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import vyre
-from vyre import fuzz
 from vyre.ir.types import ScalarType
+from vyre.tools import fuzz
 
 
 def main(argv: list[str] | None = None) -> int:

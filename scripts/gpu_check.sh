@@ -53,9 +53,9 @@ for s in "${sections[@]}"; do
         bench-wgpu)
             run_section bench-wgpu "$PY" bench/bench_wgpu.py ;;
         bench)
-            run_section bench "$PY" -m vyre.cli bench --out "$OUT/bench" ;;
+            run_section bench "$PY" -m vyre.tools.cli bench --out "$OUT/bench" ;;
         evidence)
-            run_section evidence "$PY" -m vyre.bench.evidence --json "$OUT/evidence.json" ;;
+            run_section evidence "$PY" -m vyre.tools.bench.evidence --json "$OUT/evidence.json" ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
     esac
 done

@@ -15,13 +15,13 @@ import sys
 import time
 
 import numpy as np
-from vyre.programs import matmul as MM
-from vyre.programs import reduce as R
-from vyre.programs import scan as S
 
 from vyre import registry
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Step
+from vyre.programs import matmul as MM
+from vyre.programs import reduce as R
+from vyre.programs import scan as S
 
 f32 = ScalarType.F32
 

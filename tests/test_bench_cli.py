@@ -19,11 +19,21 @@ from typing import Any
 
 import pytest
 
-from vyre import cli, registry
-from vyre.bench import workloads as W
-from vyre.bench.report import text_report
-from vyre.bench.runner import ERROR, FAILED, OK, Entry, Metric, TimedCase, measure, measure_together
-from vyre.bench.suite import SCHEMA, annotate, failures
+from vyre import registry
+from vyre.tools import cli
+from vyre.tools.bench import workloads as W
+from vyre.tools.bench.report import text_report
+from vyre.tools.bench.runner import (
+    ERROR,
+    FAILED,
+    OK,
+    Entry,
+    Metric,
+    TimedCase,
+    measure,
+    measure_together,
+)
+from vyre.tools.bench.suite import SCHEMA, annotate, failures
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_KEYS = {"metric", "unit", "better", "group", "implementation", "is_vyre", "status",
@@ -40,7 +50,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """`vyre bench --quick` once, in a subprocess, on every available backend."""
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run(
-        [sys.executable, "-m", "vyre.cli", "bench", "--quick", "--out", str(out)],
+        [sys.executable, "-m", "vyre.tools.cli", "bench", "--quick", "--out", str(out)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     doc = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}

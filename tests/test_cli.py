@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vyre import cli, registry
+from vyre import registry
 from vyre.backend import BaseBackend, Capabilities
 from vyre.errors import BackendUnavailable, UnsupportedFeature
-from vyre.report import format_kv, format_ms, format_table
-from vyre.testing import EXACT, Tolerance
+from vyre.tools import cli
+from vyre.tools.report import format_kv, format_ms, format_table
+from vyre.tools.testing import EXACT, Tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_MODULE = "vyre_test_fake_cli_backends"
@@ -131,7 +132,7 @@ def run_cli(*argv: str) -> tuple[int, str]:
 def test_probe_json_parses_and_has_reference() -> None:
     """Through the real entry points, in a fresh process, as a user runs it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "vyre.cli", "probe", "--json"],
+        [sys.executable, "-m", "vyre.tools.cli", "probe", "--json"],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -249,7 +249,7 @@ def _cache_reader(directory: str, keys: list[str], size: int, go: Any, stop: Any
     out.put((seen, bad, cache.stats.corrupt))
 
 
-@pytest.mark.skipif(_cuda_disk_cache() is None, reason="backends/cuda/nvrtc.py DiskCache "
+@pytest.mark.skipif(_cuda_disk_cache() is None, reason="vyre/backends/cuda/nvrtc.py DiskCache "
                     "is not importable here")
 def test_two_processes_share_disk_cache(tmp_path: Path) -> None:
     keys = [f"{i:064x}" for i in range(6)]

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import vyre
 from vyre.programs.cpp_corpus import generate_c_source, load_sources, replicate
 from vyre.programs.cpp_frontend import CppFrontend, FrontendResult, cpp_frontend_python
 from vyre.programs.cpp_python import splice
@@ -26,8 +28,6 @@ from vyre.programs.cpp_rules import (
     transition,
     transition_word,
 )
-
-import vyre
 
 DATA = Path(__file__).parent / "data" / "c"
 FILES = load_sources(DATA)

@@ -232,9 +232,9 @@ _ALL_TYPES = frozenset({ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64})
 def test_random_programs_compile() -> None:
     """Differential-fuzz programs of every type compile with NVRTC (CI: no GPU)."""
     from hypothesis import given
-    from vyre.backends.cuda import compile_program
 
-    from vyre import fuzz
+    from vyre.backends.cuda import compile_program
+    from vyre.tools import fuzz
 
     opts = fuzz.GenOptions(types=_ALL_TYPES, atomic_types=frozenset({ST.I32, ST.U32, ST.I64,
                                                                       ST.U64}))
@@ -250,8 +250,7 @@ def test_random_programs_compile() -> None:
 
 def test_saved_regression_programs_compile() -> None:
     from vyre.backends.cuda import compile_program
-
-    from vyre import fuzz
+    from vyre.tools import fuzz
 
     paths = sorted(fuzz.regressions_dir().glob("*.json"))
     for path in paths:
@@ -263,6 +262,7 @@ def test_saved_regression_programs_compile() -> None:
 def _ptx(source: str) -> str:
     """PTX for compute_90 (inspection only: the backend itself always loads cubins)."""
     from cuda.bindings import nvrtc as nv
+
     from vyre.backends.cuda.nvrtc import BASE_OPTIONS
 
     opts = [b"--gpu-architecture=compute_90", *(o.encode() for o in BASE_OPTIONS)]

@@ -2,7 +2,7 @@
 
 CI (no GPU): each program is lowered to CUDA C and compiled by NVRTC to an sm_90 cubin.
 GPU (`-m gpu`): each program runs on the CUDA backend and must agree with the reference
-backend under the IR's comparison rules (vyre.testing.check_against_reference).
+backend under the IR's comparison rules (vyre.tools.testing.check_against_reference).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from vyre.builder import (
     tanh,
     trunc,
 )
-from vyre.testing import check_against_reference, random_array
+from vyre.tools.testing import check_against_reference, random_array
 
 ST = ScalarType
 N = 256

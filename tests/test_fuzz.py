@@ -1,4 +1,4 @@
-"""Differential fuzzing (vyre.fuzz): random valid Programs on every available backend must
+"""Differential fuzzing (vyre.tools.fuzz): random valid Programs on every available backend must
 agree with the reference under the IR's comparison rules.
 
 Each backend gets `VYRE_FUZZ_EXAMPLES` examples (default 40, the "ci" profile; no deadline).
@@ -6,7 +6,7 @@ A disagreement is shrunk by Hypothesis and saved as tests/regressions/fuzz_<hash
 tests/test_regressions.py replays on every backend from then on. Without any other backend,
 the reference is checked against a second reference instance (determinism) and every case's
 wire-format round trip. This file must never compare a backend with itself only, or loosen
-the tolerance of vyre.testing.tolerance_for.
+the tolerance of vyre.tools.testing.tolerance_for.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 
 import vyre
-from vyre import fuzz
 from vyre.backend import BaseBackend
 from vyre.ir.validate import validate
+from vyre.tools import fuzz
 
 SAVE = os.environ.get("VYRE_FUZZ_SAVE", "1") != "0"
 

@@ -32,7 +32,7 @@ from vyre.errors import (
 )
 from vyre.ir import nodes as N
 from vyre.ir.serialize import from_json, to_json
-from vyre.testing import HostShimBuffer
+from vyre.tools.testing import HostShimBuffer
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 

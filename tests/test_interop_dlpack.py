@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from vyre.backends.cuda import interop
 
 from vyre import dlpack as DL
+from vyre.backends.cuda import interop
 from vyre.errors import BufferOwnershipError, InvalidDispatch
 
 

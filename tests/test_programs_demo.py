@@ -4,11 +4,11 @@ each case's stated tolerance (exact for all of them)."""
 from __future__ import annotations
 
 import pytest
-from vyre.programs.demo import demo_cases
 
 import vyre
 from vyre.backend import BaseBackend
-from vyre.testing import assert_agree
+from vyre.programs.demo import demo_cases
+from vyre.tools.testing import assert_agree
 
 NAMES = [a.name for a in vyre.available_backends() if a.available and a.name != "reference"]
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vyre.programs import elementwise as E
-from vyre.programs._common import alloc, read_elems, upload
 
 import vyre
 from vyre.backend import BaseBackend
@@ -15,7 +13,9 @@ from vyre.builder import max_, select
 from vyre.errors import UnsupportedFeature
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
-from vyre.testing import assert_agree, random_array, tolerance_for
+from vyre.programs import elementwise as E
+from vyre.programs._common import alloc, read_elems, upload
+from vyre.tools.testing import assert_agree, random_array, tolerance_for
 
 f32, i32, u32, f16 = ScalarType.F32, ScalarType.I32, ScalarType.U32, ScalarType.F16
 NAMES = [a.name for a in vyre.available_backends() if a.available]

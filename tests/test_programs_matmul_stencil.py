@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vyre.programs import matmul as MM
-from vyre.programs import stencil as ST
 
 import vyre
 from vyre.backend import BaseBackend
+from vyre.programs import matmul as MM
+from vyre.programs import stencil as ST
 
 NAMES = [a.name for a in vyre.available_backends() if a.available]
 

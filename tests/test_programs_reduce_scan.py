@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vyre.programs import reduce as R
-from vyre.programs import scan as S
 
 import vyre
 from vyre.backend import BaseBackend
 from vyre.ir.types import ScalarType
-from vyre.testing import EXACT, assert_agree, random_array
+from vyre.programs import reduce as R
+from vyre.programs import scan as S
+from vyre.tools.testing import EXACT, assert_agree, random_array
 
 f32, i32, u32 = ScalarType.F32, ScalarType.I32, ScalarType.U32
 NAMES = [a.name for a in vyre.available_backends() if a.available]

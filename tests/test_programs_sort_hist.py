@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vyre.programs import histogram as H
-from vyre.programs import radix_sort as RS
 
 import vyre
 from vyre.backend import BaseBackend
+from vyre.programs import histogram as H
+from vyre.programs import radix_sort as RS
 
 NAMES = [a.name for a in vyre.available_backends() if a.available]
 SIZES = [0, 1, 255, 1000, 5000]

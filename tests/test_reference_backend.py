@@ -8,9 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from vyre.backends import reference as ref_pkg
-from vyre.backends.reference import PROVIDER, ReferenceBackend
-from vyre.backends.reference import plan as ref_plan
 
 import vyre
 from vyre import (
@@ -23,6 +20,9 @@ from vyre import (
     i32,
     u32,
 )
+from vyre.backends import reference as ref_pkg
+from vyre.backends.reference import PROVIDER, ReferenceBackend
+from vyre.backends.reference import plan as ref_plan
 from vyre.errors import (
     BackendUnavailable,
     BufferOwnershipError,
@@ -32,7 +32,7 @@ from vyre.errors import (
 from vyre.features import IR_FEATURES, LIMIT_KEYS
 from vyre.ir.nodes import Program
 from vyre.registry import Availability
-from vyre.testing import HostShimBuffer
+from vyre.tools.testing import HostShimBuffer
 
 
 @pytest.fixture()
@@ -320,7 +320,7 @@ def test_loop_iteration_guard(be: ReferenceBackend) -> None:
 
 
 def test_stream_and_conformance_helper(be: ReferenceBackend) -> None:
-    from vyre.testing import check_against_reference
+    from vyre.tools.testing import check_against_reference
 
     prog = add_one_program()
     chunks = [{"x": np.arange(n, dtype=np.int32), "y": n} for n in (10, 64, 130)]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from vyre.backends.reference import PROVIDER, ReferenceBackend
 
 from vyre import DispatchConfig
+from vyre.backends.reference import PROVIDER, ReferenceBackend
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vyre.backends.reference import PROVIDER, ReferenceBackend
 
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
+from vyre.backends.reference import PROVIDER, ReferenceBackend
 from vyre.builder import (
     Value,
     abs_,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import vyre
-from vyre import fuzz
 from vyre.backend import BaseBackend
+from vyre.tools import fuzz
 
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]

@@ -4,7 +4,7 @@ BackendUnavailable.
 
 Host memory is checked two ways: Python allocations with tracemalloc (catches lists, dicts
 and caches that grow per call) and the process RSS (catches native allocations of the
-device library). Device memory is checked with `vyre.testing.device_resources`: the CUDA
+device library). Device memory is checked with `vyre.tools.testing.device_resources`: the CUDA
 device's used bytes, wgpu's count of every live native object and the bytes of its buffers
 (on lavapipe device memory is host memory, so RSS covers it too). This file must never
 assert on absolute memory numbers, only on growth between a warmed-up point and the end.
@@ -30,7 +30,7 @@ from vyre import DispatchConfig, ProgramBuilder, ReadRange, Step, u32
 from vyre.backend import BaseBackend
 from vyre.errors import BackendUnavailable
 from vyre.ir import nodes as N
-from vyre.testing import device_resources
+from vyre.tools.testing import device_resources
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 CYCLES = int(os.environ.get("VYRE_RESOURCE_CYCLES", "2000"))

@@ -31,7 +31,7 @@ from vyre import (
 from vyre.backend import BaseBackend
 from vyre.features import LIMIT_KEYS
 from vyre.ir.nodes import Program
-from vyre.testing import HostShimBuffer
+from vyre.tools.testing import HostShimBuffer
 
 pytestmark = pytest.mark.wgpu
 
@@ -124,6 +124,7 @@ def test_probe_without_wgpu_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_probe_without_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
     import wgpu
+
     from vyre.backends.wgpu import PROVIDER
 
     monkeypatch.setattr(wgpu.gpu, "request_adapter_sync", lambda **kw: None)

@@ -41,7 +41,7 @@ from vyre.builder import (
 )
 from vyre.ir import nodes as N
 from vyre.ir.nodes import Program
-from vyre.testing import assert_agree, check_against_reference, random_array, tolerance_for
+from vyre.tools.testing import assert_agree, check_against_reference, random_array, tolerance_for
 
 pytestmark = pytest.mark.wgpu
 

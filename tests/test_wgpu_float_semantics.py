@@ -25,7 +25,7 @@ import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.builder import atan2, cos, exp, exp2, log, log2, pow_, select, sin, tan, tanh
-from vyre.testing import (
+from vyre.tools.testing import (
     EXACT,
     assert_agree,
     check_against_reference,

@@ -59,7 +59,7 @@ class ReferenceBackend(BaseBackend):
         self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset()
     ) -> None:
         """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
-        exactly with a backend whose device flushes them; vyre.testing picks it)."""
+        exactly with a backend whose device flushes them; vyre.tools.testing picks it)."""
         super().__init__(instance_id)
         self.version = VERSION
         self.flush_subnormals = frozenset(flush_subnormals)

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from .backend import BaseBackend
-from .config import DispatchConfig
-from .ir.analysis import uses_float_ops
-from .ir.nodes import APPROX_FNS, Program
-from .ir.types import ScalarType
+from vyre.backend import BaseBackend
+from vyre.config import DispatchConfig
+from vyre.ir.analysis import uses_float_ops
+from vyre.ir.nodes import APPROX_FNS, Program
+from vyre.ir.types import ScalarType
 
 
 class HostShimBuffer:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vyre.report import format_table
+from vyre.tools.report import format_table
 
 from . import workloads as W
 

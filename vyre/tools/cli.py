@@ -1,4 +1,4 @@
-"""The `vyre` command line: `vyre probe`, `vyre demo` and `vyre bench` (in vyre.bench).
+"""The `vyre` command line: `vyre probe`, `vyre demo` and `vyre bench` (in vyre.tools.bench).
 
 `probe` reports every registered backend (available or not, with the reason; device,
 features and limits) as tables or JSON. `demo` runs the demo cases from
@@ -8,7 +8,7 @@ against the reference with the case's tolerance and prints a case x backend tabl
 
 This module must never import a backend package directly (backends come from
 `vyre.registry`), never hide a failure behind a zero exit status, and never treat an
-unavailable backend as a passing one. Table formatting lives in `vyre.report`.
+unavailable backend as a passing one. Table formatting lives in `vyre.tools.report`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from . import __version__, registry
-from . import features as F
-from .backend import BaseBackend
-from .errors import UnsupportedFeature
+from vyre import __version__, registry
+from vyre import features as F
+from vyre.backend import BaseBackend
+from vyre.errors import UnsupportedFeature
+
 from .report import format_kv, format_ms, format_table
 from .testing import Tolerance, mismatches
 

@@ -64,7 +64,7 @@ def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
-    from vyre.cli import probe_report  # lazy: vyre.cli imports this module
+    from vyre.tools.cli import probe_report  # lazy: vyre.tools.cli imports this module
 
     workloads = list(W.WORKLOADS)
     if args.workloads:

@@ -1,7 +1,7 @@
 """Evidence for the figures where `vyre bench` finds vyre slower than a peer: variants and
 breakdowns that say where the time goes (a diagnostic script, not part of the command).
 
-    python -m vyre.bench.evidence [--json out.json]
+    python -m vyre.tools.bench.evidence [--json out.json]
 
 Sections: CUDA launch cost with and without the host-side Timing; a CUDA pipeline's host
 overhead vs its device time; reduction and scan per pass and with more work per thread;

@@ -18,7 +18,7 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.ir.nodes import Program
-from vyre.testing import Tolerance, tolerance_for
+from vyre.tools.testing import Tolerance, tolerance_for
 
 from . import elementwise, histogram, matmul, radix_sort, reduce, scan
 from ._common import f32, read_elems, upload

@@ -1,5 +1,5 @@
 """Differential fuzzing: random valid Programs, run on every backend, checked against the
-reference under the IR's comparison rules (docs/IR.md, vyre.testing).
+reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing).
 
 `cases(options)` is a Hypothesis strategy of `FuzzCase` values (a Program, its host inputs
 and its DispatchConfig). Every generated Program is valid and deterministic by construction:
@@ -19,7 +19,7 @@ Every store lands on an index that is injective in the invocation (`gid * stride
 an index past the end), so no two invocations race on one element. Approximate functions
 (and, where a backend is only held to a ulp bound for them, float div/sqrt/rem) appear only
 as the root of a value stored into a float buffer, so their error never feeds further
-arithmetic and `vyre.testing.tolerance_for` covers it. Bitcasts from floats read only
+arithmetic and `vyre.tools.testing.tolerance_for` covers it. Bitcasts from floats read only
 loaded values (computed NaN payloads and zero signs are not specified), and float min/max
 results are canonicalised with `+ 0.0` (the sign of a zero result is unspecified).
 
@@ -45,11 +45,12 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from .backend import BaseBackend
-from .config import DispatchConfig
-from .ir import nodes as N
-from .ir.serialize import from_json, to_json
-from .ir.types import ScalarType
+from vyre.backend import BaseBackend
+from vyre.config import DispatchConfig
+from vyre.ir import nodes as N
+from vyre.ir.serialize import from_json, to_json
+from vyre.ir.types import ScalarType
+
 from .testing import mismatches, random_array, reference_for, tolerance_for
 
 T = ScalarType
@@ -117,7 +118,7 @@ def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
     for b in backends:
         f = b.capabilities().features
         feats = f if feats is None else feats & f
-        if b.kind == "wgpu":  # Vulkan promises div/sqrt to 2.5 ulp only (vyre.testing)
+        if b.kind == "wgpu":  # Vulkan promises div/sqrt to 2.5 ulp only (vyre.tools.testing)
             terminal |= {"div", "sqrt", "rem"}
     feats = feats or frozenset()
     types = set(CORE_TYPES)
@@ -852,7 +853,7 @@ def available_instances(
     create: Callable[[str], BaseBackend] | None = None,
 ) -> tuple[BaseBackend, list[BaseBackend], dict[str, str]]:
     """(reference, [other available backends], {unavailable name: reason}) instances."""
-    from .registry import available_backends, get_backend
+    from vyre.registry import available_backends, get_backend
 
     make = create or get_backend
     ref = make("reference")
@@ -872,7 +873,7 @@ def available_instances(
 
 
 def regressions_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "tests" / "regressions"
+    return Path(__file__).resolve().parents[2] / "tests" / "regressions"
 
 
 def check_case(
