@@ -235,3 +235,42 @@ def test_implementations_are_timed_in_interleaved_rounds() -> None:
     assert (ra.status, ra.value, len(ra.samples_s)) == (OK, 1000.0, 4)
     assert (rb.status, rb.value, len(rb.samples_s)) == (OK, 500.0, 4)
     assert rc.status == ERROR and "c broke" in rc.detail and rc.value is None
+
+
+def _result(group: str, impl: str, metric: str, value: float, timer: str, is_vyre: bool,
+            better: str = "higher") -> dict[str, Any]:
+    return {"group": group, "implementation": impl, "metric": metric, "value": value,
+            "timer": timer, "is_vyre": is_vyre, "status": "ok", "better": better,
+            "unit": "GB/s" if better == "higher" else "us", "extra": {}}
+
+
+def test_ratios_compare_same_timers_and_portability_is_per_device() -> None:
+    from vyre.tools.bench import report, suite
+
+    doc: dict[str, Any] = {
+        "groups": [
+            {"group": "cuda:0", "device": "GPU X", "kind": "cuda"},
+            {"group": "wgpu", "device": "GPU X", "kind": "wgpu"},
+            {"group": "cpu", "device": "cpu", "kind": "reference"},
+        ],
+        "results": [
+            _result("cuda:0", "vyre cuda:0", "saxpy", 100.0, "device", True),
+            _result("cuda:0", "torch", "saxpy", 50.0, "device", False),
+            _result("cuda:0", "raw", "saxpy", 400.0, "wall", False),  # other timer: ignored
+            _result("wgpu", "vyre wgpu", "saxpy", 80.0, "device", True),
+            _result("wgpu", "raw wgpu-py", "copy", 9.0, "wall", False),
+            _result("wgpu", "vyre wgpu", "copy", 1.0, "device", True),  # no same-timer peer
+            _result("cuda:0", "vyre cuda:0", "launch", 4.0, "wall", True, "lower"),
+            _result("wgpu", "vyre wgpu", "launch", 40.0, "wall", True, "lower"),
+        ],
+    }
+    suite.annotate(doc)
+    comps = {(c["group"], c["metric"]): c for c in doc["comparisons"]}
+    assert comps[("cuda:0", "saxpy")]["best_peer"] == "torch"
+    assert comps[("cuda:0", "saxpy")]["vyre_speed_vs_best_peer"] == 2.0
+    assert ("wgpu", "copy") not in comps
+    port = {(r["implementation"], r["metric"]): r["share_of_best"] for r in doc["portability"]}
+    assert port == {("vyre cuda:0", "saxpy"): 1.0, ("vyre wgpu", "saxpy"): 0.8,
+                    ("vyre cuda:0", "launch"): 1.0, ("vyre wgpu", "launch"): 0.1}
+    text = report.portability_table(doc)
+    assert "portability on GPU X" in text and "0.80" in text and "0.10" in text

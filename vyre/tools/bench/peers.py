@@ -472,6 +472,114 @@ class TorchPeer(Peer):
                          extra={"how": "torch.matmul, allow_tf32=False"})
 
 
+# ----------------------------------------------------------------------------- Triton
+
+
+class TritonPeer(TorchPeer):
+    """Triton kernels (vyre/tools/bench/triton_kernels.py) on torch tensors; timed with
+    torch's CUDA events like the torch peer, launches by the host clock like every peer."""
+
+    name = "triton"
+    BLOCK = 1024
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            from . import triton_kernels
+        except Exception as exc:
+            raise PeerUnavailable(f"triton is not importable: {type(exc).__name__}: {exc}"
+                                  ) from None
+        self.k = triton_kernels
+
+    def not_applicable(self, metric: str) -> str:
+        if metric == "scan":
+            return "no Triton scan kernel here (tl.associative_scan is per block only)"
+        if metric == "copy":
+            return "a copy is not a Triton kernel (torch's copy_ is the peer)"
+        if metric.startswith("compile"):
+            return "Triton's JIT cache is process-wide; a cold compile is not repeatable here"
+        return super().not_applicable(metric)
+
+    def _blocks(self, n: int) -> tuple[int]:
+        return (-(-n // self.BLOCK),)
+
+    def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        torch = self.torch
+        y = self._dev(data.small_y0.astype(np.int32))
+        n = int(y.numel())
+        grid = self._blocks(n)
+        kern = self.k.inc_kernel
+        kern[grid](y, n, BLOCK=self.BLOCK)  # compile outside the timing
+        count = [1]
+        k = data.sizes.launches if mode == "launch" else (
+            1 if mode == "roundtrip" else data.sizes.batch)
+
+        def work() -> None:
+            for _ in range(k):
+                kern[grid](y, n, BLOCK=self.BLOCK)
+            count[0] += k
+
+        def check() -> str | None:
+            got = y.cpu().numpy().astype(np.uint32)
+            return W.check_inc(got, data.small_y0, count[0])
+
+        how = ("kernel[grid](...) per dispatch" if mode != "batch"
+               else f"{k} kernel[grid](...) calls in a row (no graph)")
+        return TimedCase(lambda: _wall_sync(work, torch.cuda.synchronize), check, "wall",
+                         extra={"how": how})
+
+    def _copy(self, data: W.Data) -> TimedCase:
+        raise NotApplicable(self.not_applicable("copy"))
+
+    def _saxpy(self, data: W.Data) -> TimedCase:
+        x, y = self._dev(data.saxpy_x), self._dev(data.saxpy_y0)
+        n = int(x.numel())
+        grid = self._blocks(n)
+        count = [0]
+
+        def work() -> None:
+            self.k.saxpy_kernel[grid](x, y, W.SAXPY_A, n, BLOCK=self.BLOCK)
+            count[0] += 1
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_saxpy(y.cpu().numpy(), data.saxpy_x, data.saxpy_y0,
+                                               count[0]),
+                         "device", extra={"how": "triton: one block of 1024 per program"})
+
+    def _sum(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.unit_f32)
+        n = int(x.numel())
+        out = torch.zeros((), device="cuda", dtype=torch.float32)
+        grid = self._blocks(n)
+
+        def work() -> None:
+            out.zero_()
+            self.k.sum_kernel[grid](x, out, n, BLOCK=self.BLOCK)
+
+        return TimedCase(self._events(work), lambda: W.check_sum(float(out.item()), data),
+                         "device", extra={"how": "triton: tl.sum per block + atomic_add"})
+
+    def _scan(self, data: W.Data) -> TimedCase:
+        raise NotApplicable(self.not_applicable("scan"))
+
+    def _matmul(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        a, b = (self._dev(v) for v in data.matmul_ab)
+        m = int(a.shape[0])
+        c = torch.full((m, m), float("nan"), device="cuda")
+        bm, bn, bk = 128, 128, 32
+        grid = (-(-m // bm) * -(-m // bn),)
+
+        def work() -> None:
+            self.k.matmul_kernel[grid](a, b, c, m, m, m, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                       GROUP_M=8, num_warps=8, num_stages=3)
+
+        return TimedCase(self._events(work), lambda: W.check_matmul(c.cpu().numpy(), data),
+                         "device", extra={"how": "triton tutorial matmul, tl.dot "
+                                                 "input_precision='ieee' (no TF32)"})
+
+
 # ----------------------------------------------------------------------------- raw CUDA
 
 
@@ -737,6 +845,65 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 """
 
 
+# A tiled matmul as a user would hand-write it in WGSL: 64x64 output tiles per workgroup of
+# 16x16 invocations, 4x4 outputs per invocation in registers, 16-deep K slices staged in
+# workgroup memory. Edges are handled with explicit checks (sizes need not divide 64).
+WGSL_MATMUL = """
+struct P { n: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+var<workgroup> ta: array<f32, 1024>;  // [16][64]: ta[k * 64 + row]
+var<workgroup> tb: array<f32, 1024>;  // [16][64]: tb[k * 64 + col]
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(workgroup_id) wid: vec3<u32>) {
+    let n = p.n;
+    let tid = lid.y * 16u + lid.x;
+    let r0 = wid.y * 64u;
+    let c0 = wid.x * 64u;
+    var acc: array<f32, 16>;
+    for (var i = 0u; i < 16u; i++) { acc[i] = 0.0; }
+    for (var k0 = 0u; k0 < n; k0 += 16u) {
+        for (var l = 0u; l < 4u; l++) {
+            let e = tid + l * 256u;
+            let ar = r0 + e / 16u;
+            let ak = k0 + e % 16u;
+            var av = 0.0;
+            if (ar < n && ak < n) { av = a[ar * n + ak]; }
+            ta[(e % 16u) * 64u + e / 16u] = av;
+            let bk = k0 + e / 64u;
+            let bc = c0 + e % 64u;
+            var bv = 0.0;
+            if (bk < n && bc < n) { bv = b[bk * n + bc]; }
+            tb[e] = bv;
+        }
+        workgroupBarrier();
+        for (var k = 0u; k < 16u; k++) {
+            var x: array<f32, 4>;
+            var y: array<f32, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                x[i] = ta[k * 64u + lid.y * 4u + i];
+                y[i] = tb[k * 64u + lid.x * 4u + i];
+            }
+            for (var i = 0u; i < 4u; i++) {
+                for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] = fma(x[i], y[j], acc[i * 4u + j]); }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+            let r = r0 + lid.y * 4u + i;
+            let col = c0 + lid.x * 4u + j;
+            if (r < n && col < n) { c[r * n + col] = acc[i * 4u + j]; }
+        }
+    }
+}
+"""
+
+
 def _grid2(groups: int) -> tuple[int, int, int]:
     if groups <= 65535:
         return (groups, 1, 1)
@@ -780,7 +947,7 @@ class RawWgpuPeer(Peer):
         self.U = wgpu.BufferUsage
 
     def not_applicable(self, metric: str) -> str:
-        if metric in ("sum", "scan", "matmul"):
+        if metric in ("sum", "scan"):
             return "wgpu-py has no library kernels (a hand-written one would be vyre's)"
         if metric.startswith("cpp"):
             return "no hand-written WGSL port of the C front end"
@@ -958,6 +1125,32 @@ class RawWgpuPeer(Peer):
                          "device" if q is not None else "wall", close,
                          extra={"how": "hand-written WGSL, one element per invocation"})
 
+    def _matmul(self, data: W.Data) -> TimedCase:
+        a, b = data.matmul_ab
+        n = a.shape[0]
+        ab, bb = self._buffer(a), self._buffer(b)
+        cb = self._buffer(np.full((n, n), np.nan, np.float32))
+        uni = np.array([n, 0, 0, 0], np.uint32).tobytes()
+        pipe, bg = self._kernel(WGSL_MATMUL, [ab, bb, cb], uni)
+        g = (-(-n // 64), -(-n // 64), 1)
+        q = self._query() if self.timestamps else None
+
+        def run() -> float:
+            if q is not None:
+                t = self._pass(pipe, bg, g, 1, q)
+                assert t is not None
+                return t
+            return _wall_sync(lambda: self._pass(pipe, bg, g, 1), self._wait)
+
+        def close() -> None:
+            for buf in (ab, bb, cb):
+                buf.destroy()
+
+        return TimedCase(run, lambda: W.check_matmul(self._read(cb, np.float32), data),
+                         "device" if q is not None else "wall", close,
+                         extra={"how": "hand-written WGSL: 64x64 tiles, 4x4 per invocation, "
+                                       "workgroup-memory K slices of 16"})
+
     def _compile_cold(self, data: W.Data) -> TimedCase:
         made: list[Any] = []
 
@@ -992,7 +1185,8 @@ def peers_for(kind: str, device_name: str, enabled: bool = True
         return [], {}
     makers: list[tuple[str, Callable[[], Peer]]]
     if kind == "cuda":
-        makers = [("raw cuda-bindings", RawCudaPeer), ("cupy", CupyPeer), ("torch", TorchPeer)]
+        makers = [("raw cuda-bindings", RawCudaPeer), ("cupy", CupyPeer), ("torch", TorchPeer),
+                  ("triton", TritonPeer)]
     elif kind == "wgpu":
         makers = [("raw wgpu-py", lambda: RawWgpuPeer(device_name))]
     elif kind == "reference":

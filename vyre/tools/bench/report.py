@@ -82,6 +82,10 @@ def text_report(doc: dict[str, Any], out_dir: Path | None = None) -> str:
         if g["missing_peers"]:
             for name, why in g["missing_peers"].items():
                 lines.append(f"   peer {name} not run: {why}")
+    port = portability_table(doc)
+    if port:
+        lines.append("")
+        lines.append(port)
     lines.append("")
     lines.append("Figures: median of repeated runs after warm-up; each counted only after its "
                  "output passed its check. (NN%) = share of the device's copy bandwidth; "
@@ -128,6 +132,28 @@ def text_report(doc: dict[str, Any], out_dir: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def portability_table(doc: dict[str, Any]) -> str:
+    """Per device that more than one vyre backend ran on: each backend's figure as a share
+    of the best backend's on that device (1.00 = the best)."""
+    rows_all = doc.get("portability", [])
+    parts: list[str] = []
+    for device in dict.fromkeys(r["device"] for r in rows_all):
+        on_dev = [r for r in rows_all if r["device"] == device]
+        impls = list(dict.fromkeys(r["implementation"] for r in on_dev))
+        rows = []
+        for metric in dict.fromkeys(r["metric"] for r in on_dev):
+            cells = {r["implementation"]: r for r in on_dev if r["metric"] == metric}
+            unit = next(iter(cells.values()))["unit"]
+            rows.append([metric, unit, *(
+                f"{cells[i]['share_of_best']:.2f} ({fmt_value(cells[i]['value'], unit)})"
+                if i in cells else "-" for i in impls)])
+        parts.append(f"== portability on {device}: each vyre backend / the best vyre backend "
+                     "on this device (figure)")
+        parts.append(format_table(["metric", "unit", *impls], rows,
+                                  align=["l", "l", *("r" for _ in impls)]))
+    return "\n".join(parts)
+
+
 def write_json(doc: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
 
@@ -147,4 +173,5 @@ def write_sources(doc: dict[str, Any], out_dir: Path) -> list[str]:
     return written
 
 
-__all__ = ["W", "fmt_value", "group_table", "text_report", "write_json", "write_sources"]
+__all__ = ["W", "fmt_value", "group_table", "portability_table", "text_report", "write_json",
+           "write_sources"]

@@ -219,8 +219,12 @@ def annotate(doc: dict[str, Any]) -> None:
         for m in dict.fromkeys(r["metric"] for r in results if r["group"] == g):
             rows = [r for r in results if r["group"] == g and r["metric"] == m]
             mine: dict[str, Any] | None = next((r for r in rows if r["is_vyre"]), None)
-            peer = _best([r for r in rows if not r["is_vyre"]], rows[0]["better"])
-            if mine is None or peer is None or mine["value"] is None:
+            if mine is None or mine["value"] is None:
+                continue
+            # A ratio only ever compares figures taken with the same kind of timer.
+            peer = _best([r for r in rows if not r["is_vyre"] and r["timer"] == mine["timer"]],
+                         rows[0]["better"])
+            if peer is None:
                 continue
             if rows[0]["better"] == "higher":
                 speed = mine["value"] / peer["value"]
@@ -235,6 +239,38 @@ def annotate(doc: dict[str, Any]) -> None:
                 "note": REFERENCE_NOTE if g == "cpu" else "",
             })
     doc["comparisons"] = comparisons
+    doc["portability"] = portability(doc)
+
+
+def portability(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per physical device and metric: each vyre backend's figure as a share of the best
+    vyre backend's figure on that same device (1.0 = the best; higher-is-better metrics
+    divide by the best, lower-is-better ones divide the best by the figure). Only figures
+    taken with the same kind of timer are compared."""
+    device_of = {g["group"]: g["device"] for g in doc["groups"]}
+    kind_of = {g["group"]: g["kind"] for g in doc["groups"]}
+    mine = [r for r in doc["results"] if r["is_vyre"] and r["status"] == OK
+            and r["value"] is not None and kind_of.get(r["group"]) != "reference"]
+    out: list[dict[str, Any]] = []
+    for device in dict.fromkeys(device_of[r["group"]] for r in mine):
+        on_dev = [r for r in mine if device_of[r["group"]] == device]
+        if len({r["group"] for r in on_dev}) < 2:
+            continue
+        for m in dict.fromkeys(r["metric"] for r in on_dev):
+            rows = [r for r in on_dev if r["metric"] == m]
+            for timer in dict.fromkeys(r["timer"] for r in rows):
+                same = [r for r in rows if r["timer"] == timer]
+                best = _best(same, same[0]["better"])
+                if best is None or len(same) < 2:
+                    continue
+                for r in same:
+                    share = (r["value"] / best["value"] if r["better"] == "higher"
+                             else best["value"] / r["value"])
+                    out.append({"device": device, "metric": m, "unit": r["unit"],
+                                "group": r["group"], "implementation": r["implementation"],
+                                "value": r["value"], "best": best["implementation"],
+                                "share_of_best": share, "timer": timer})
+    return out
 
 
 def failures(doc: dict[str, Any]) -> list[str]:
