@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz resources bench-cuda bench-wgpu bench evidence)
+[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz exactness resources bench-cuda bench-wgpu bench evidence)
 rows=()
 
 row() { rows+=("$(printf '%-11s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
@@ -54,6 +54,16 @@ for s in "${sections[@]}"; do
             run_section bench-wgpu "$PY" bench/bench_wgpu.py ;;
         bench)
             run_section bench "$PY" -m vyre.tools.cli bench --out "$OUT/bench" ;;
+        exactness)
+            # conformance, regressions and real kernels per backend, plus the fuzz log if the
+            # fuzz section ran: cases and disagreements with the reference, as one table
+            files=$(ls tests/test_*conformance*.py tests/test_*semantics*.py \
+                tests/test_regressions.py tests/test_realkernels*.py tests/test_exactness*.py \
+                2>/dev/null)
+            run_section exactness "$PY" -m pytest -q -p no:cacheprovider -rfE \
+                --junitxml="$OUT/exactness.xml" $files
+            "$PY" scripts/exactness_table.py --junit "$OUT/exactness.xml" \
+                --fuzz-log "$OUT/fuzz.log" | tee "$OUT/exactness.txt" >&2 ;;
         evidence)
             run_section evidence "$PY" -m vyre.tools.bench.evidence --json "$OUT/evidence.json" ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
