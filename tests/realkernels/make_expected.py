@@ -1,0 +1,83 @@
+"""Compile each C driver in c/ with gcc at IEEE settings and write its output to
+data/<kernel>.bin (the files the real-kernel tests compare vyre's ports against), plus
+data/manifest.json (arguments, SHA-256 of each output, compiler).
+
+    python tests/realkernels/make_expected.py [--check] [kernel ...]
+
+--check recompiles and compares with the shipped files instead of writing them (exit 1 on a
+difference). Needs gcc (or $CC); nothing else in the suite does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from realkernels.common import C_DIR, DATA_DIR  # noqa: E402
+from realkernels.suite import KERNELS  # noqa: E402
+
+#: IEEE f32 as written: no contraction into fma, no fast-math, SSE (never x87) on x86-64
+CFLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Werror"]
+
+
+def compiler() -> str | None:
+    return os.environ.get("CC") or shutil.which("gcc")
+
+
+def build_and_run(cc: str, name: str, out: Path, work: Path) -> None:
+    exe = work / name
+    subprocess.run([cc, *CFLAGS, "-o", str(exe), str(C_DIR / f"{name}.c"), "-lm"], check=True)
+    subprocess.run([str(exe), str(out), *KERNELS[name].c_args()], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare, do not write")
+    ap.add_argument("kernels", nargs="*", default=list(KERNELS))
+    a = ap.parse_args(argv)
+    cc = compiler()
+    if cc is None:
+        print("no C compiler: install gcc or set $CC", file=sys.stderr)
+        return 2
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+    manifest_path = DATA_DIR / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in a.kernels:
+            fresh = work / f"{name}.bin"
+            build_and_run(cc, name, fresh, work)
+            data = fresh.read_bytes()
+            target = DATA_DIR / f"{name}.bin"
+            if a.check:
+                same = target.exists() and target.read_bytes() == data
+                print(f"{name}: {'same' if same else 'DIFFERS from the shipped file'}")
+                bad += not same
+                continue
+            target.write_bytes(data)
+            manifest[name] = {
+                "source": KERNELS[name].source,
+                "args": KERNELS[name].args,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+            }
+            print(f"{name}: wrote {target.relative_to(HERE.parent.parent)} ({len(data)} bytes)")
+    if not a.check:
+        manifest["_compiler"] = {"cc": cc, "flags": CFLAGS, "version": version.splitlines()[0]}
+        manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
