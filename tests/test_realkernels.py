@@ -1,4 +1,4 @@
-"""The real-kernel suite: ten Rodinia kernels ported with vyre's public builder
+"""The real-kernel suite: eleven Rodinia kernels ported with vyre's public builder
 (tests/realkernels/), each bit-identical on every available backend to the same computation
 compiled by gcc at IEEE settings (outputs shipped in tests/realkernels/data/, so no compiler
 is needed here). Where gcc is present, a fresh compile must reproduce the shipped outputs."""

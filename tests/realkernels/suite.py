@@ -28,6 +28,7 @@ SOURCES = {
     "nn": "openmp/nn/nn_openmp.c",
     "bfs": "openmp/bfs/bfs.cpp",
     "gaussian": "cuda/gaussian/gaussian.cu",
+    "cfd": "openmp/cfd/euler3d_cpu.cpp",
 }
 
 
