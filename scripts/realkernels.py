@@ -39,7 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     print(f"{'kernel':<11} {'backend':<10} {'outputs':>8} {'disagree':>9} {'seconds':>8}  note")
     for bname in names:
-        with vyre.get_backend(bname) as backend:
+        try:
+            opened = vyre.get_backend(bname)
+        except Exception as exc:  # an unavailable backend is a row, not a crash
+            print(f"{'*':<11} {bname:<10} {0:>8} {'-':>9} {0:>8.2f}  ERROR {exc}".splitlines()[0])
+            rows.append({"kernel": "*", "backend": bname, "outputs": 0, "disagreements": None,
+                         "error": str(exc)})
+            failed = True
+            continue
+        with opened as backend:
             device = backend.capabilities().device
             for kname in kernels:
                 t0 = time.perf_counter()
