@@ -15,7 +15,12 @@ message naming the fix. This module must never evaluate a kernel or know about b
 
 from __future__ import annotations
 
+import contextlib
+import linecache
 import math
+import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
@@ -32,10 +37,56 @@ BOOL = ScalarType.BOOL
 
 
 class BuildError(InvalidProgram):
-    """A kernel was written wrongly (raised while building, before any backend sees it)."""
+    """A kernel was written wrongly (raised while building, before any backend sees it).
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    `site` is the user's source line ("file.py:12") where it is known.
+    """
+
+    def __init__(self, message: str, site: str | None = None) -> None:
+        self.site = site if site is not None else user_site()
+        self.detail = message
+        super().__init__(message if self.site is None else f"{self.site}: {message}")
+
+
+# Frames in these files are vyre's own; a "site" is the first frame outside them, i.e. the
+# line of the user's kernel (or program factory) that made the node.
+_INTERNAL_FILES = {os.path.abspath(__file__), os.path.abspath(__file__).replace("builder.py", "kernel.py")}
+_CONTEXTLIB = os.path.dirname(os.path.abspath(str(contextlib.__file__)))
+
+
+def _user_frame() -> Any:
+    f = sys._getframe(1)
+    while f is not None and (
+        f.f_code.co_filename in _INTERNAL_FILES
+        or os.path.dirname(f.f_code.co_filename) == _CONTEXTLIB
+    ):
+        f = f.f_back  # type: ignore[assignment]
+    return f
+
+
+def user_site() -> str | None:
+    """"file.py:LINE" of the user code currently building a node, or None."""
+    f = _user_frame()
+    return None if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+_ASSIGNED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=(?!=)")
+_WITH_AS = re.compile(r".*\bas\s+([A-Za-z_][A-Za-z0-9_]*)\s*:")
+_IR_PATH = re.compile(r"body(?:\[\d+\](?:\.(?:then|orelse|body)\[\d+\])*)(?:\.[a-z_]+)*")
+_FOR_IN = re.compile(r"\s*for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b")
+
+
+def user_name(pattern: re.Pattern[str] = _ASSIGNED) -> str | None:
+    """The Python name the user's current line binds (`acc = k.let(0)` -> "acc"), or None.
+
+    Only used to give IR locals the user's names, so generated code and error messages
+    read like the source; a line that does not match keeps a generated name.
+    """
+    f = _user_frame()
+    if f is None:
+        return None
+    m = pattern.match(linecache.getline(f.f_code.co_filename, f.f_lineno))
+    return m.group(1) if m else None
 
 
 class _Scope:
@@ -80,7 +131,9 @@ class Value:
     def __init__(self, builder: ProgramBuilder, expr: N.ExprNode, scope: _Scope | None = None):
         self._b = builder
         self._expr = expr
-        self._scope = scope
+        # strict (decorated-kernel) mode: a value computed inside a block dies with it, so
+        # `y = y * 2` inside `with vyre.if_(...)` cannot leak out as if it were an assignment
+        self._scope = scope if scope is not None else builder._block_scope()
 
     @property
     def ty(self) -> ScalarType:
@@ -90,8 +143,9 @@ class Value:
     def expr(self) -> N.ExprNode:
         if self._scope is not None and not self._scope.alive:
             raise BuildError(
-                f"{self._scope.what} is used outside the block that declares it; "
-                "declare it with k.let() before the block to keep it"
+                f"{self._scope.what} is used outside the block that declares it; a Python "
+                "assignment inside a block does not change a kernel variable: declare it "
+                "before the block with let() and assign it inside with .set(...) or +="
             )
         return self._expr
 
@@ -100,12 +154,21 @@ class Value:
 
     def __bool__(self) -> bool:
         raise BuildError(
-            "a kernel value has no Python truth value: use `with k.if_(cond):`, "
-            "`k.while_(cond)` or vyre.builder.select(cond, a, b) instead of Python if/and/or"
+            "a kernel value has no Python truth value: use `with k.if_(cond):` / "
+            "`with vyre.if_(cond):`, a while_ loop, or select(cond, a, b) instead of Python "
+            "if/while/and/or/not, and min_/max_ instead of min()/max(). If you combined "
+            "comparisons with & or |, parenthesise each one: `(i < n) & (j < n)` (Python "
+            "binds & and | tighter than <, so `i < n & j < n` means the chained comparison "
+            "`i < (n & j) < n`)",
+            user_site(),
         )
 
     def __index__(self) -> int:
-        raise BuildError("a kernel value cannot be used as a Python int (e.g. in range())")
+        raise BuildError(
+            "a kernel value cannot be used as a Python int (e.g. in range()); loop on the "
+            "device with k.for_range(...) / vyre.range(...)",
+            user_site(),
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -118,7 +181,15 @@ class Value:
         b = self._other(other, op)
         if swap:
             a, b = b, a
-        return Value(self._b, _binary(op, a, b))
+        try:
+            return Value(self._b, _binary(op, a, b))
+        except BuildError as exc:
+            hints = [v._literal_hint() for v in (self, other) if isinstance(v, Variable)]
+            hint = next((h for h in hints if h), "")
+            raise BuildError(f"{exc.detail}{hint}") from None
+
+    def _literal_hint(self) -> str:
+        return ""
 
     # -- arithmetic
     def __add__(self, o: Any) -> Value: return self._bin("add", o)
@@ -193,11 +264,24 @@ class Value:
 class Variable(Value):
     """A mutable local (from k.let). Assign with `v.set(x)` or augmented operators."""
 
-    __slots__ = ("name",)
+    __slots__ = ("literal", "name", "site")
 
-    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, scope: _Scope):
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, scope: _Scope,
+                 literal: Any = None, site: str | None = None):
         super().__init__(builder, N.Var(name=name, ty=ty), scope)
         self.name = name
+        self.literal = literal  # the Python number it was declared from (its type guessed)
+        self.site = site
+
+    def _literal_hint(self) -> str:
+        if self.literal is None:
+            return ""
+        where = f" at {self.site}" if self.site else ""
+        return (
+            f". Note: {self.name!r} is {self.ty} because let({self.literal!r}){where} made a "
+            f"Python {type(self.literal).__name__} a {self.ty} literal; declare it with the "
+            f"type you mean, e.g. let({self.literal!r}, ty=f64) or let(lit({self.literal!r}, f64))"
+        )
 
     def set(self, value: Any) -> None:
         self._b.assign(self, value)
@@ -344,7 +428,11 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
 class ProgramBuilder:
     """Builds one Program; see the module docstring."""
 
-    def __init__(self, name: str, workgroup_size: int | tuple[int, ...] = 64) -> None:
+    def __init__(
+        self, name: str, workgroup_size: int | tuple[int, ...] = 64, strict_scopes: bool = False
+    ) -> None:
+        """`strict_scopes`: every value computed inside a block dies with the block (the
+        decorator's mode: catches a Python rebinding mistaken for an assignment)."""
         self.name = name
         ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
         if not 1 <= len(ws) <= 3 or not all(
@@ -365,6 +453,26 @@ class ProgramBuilder:
         self._loop_depth = 0
         self._counter = 0
         self._built = False
+        self._strict = strict_scopes
+        self._block_scopes: list[_Scope] = []
+        self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
+        self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
+
+    def _block_scope(self) -> _Scope | None:
+        return self._block_scopes[-1] if self._strict and self._block_scopes else None
+
+    def _name_for(self, name: str | None, prefix: str, pattern: re.Pattern[str] = _ASSIGNED
+                  ) -> str:
+        """`name`, else the name the user's line binds (made unique), else a generated one."""
+        if name:
+            return name
+        guess = user_name(pattern)
+        if guess is None or not is_valid_name(guess):
+            return self._fresh(prefix)
+        cand, n = guess, 1
+        while cand in self._names:
+            cand, n = f"{guess}_{n}", n + 1
+        return cand
 
     # -- declarations
     def _declare_name(self, name: str, what: str) -> None:
@@ -470,10 +578,13 @@ class ProgramBuilder:
         return e
 
     # -- statements
-    def _emit(self, stmt: N.StmtNode) -> None:
+    def _emit(self, stmt: N.StmtNode, site: str | None = None) -> None:
         if self._built:
             raise BuildError(f"program {self.name!r} was already built; start a new builder")
         self._blocks[-1].append(stmt)
+        site = site or user_site()
+        if site:
+            self._sites[id(stmt)] = site
 
     def _fresh(self, prefix: str) -> str:
         while True:
@@ -487,12 +598,14 @@ class ProgramBuilder:
         e = self._coerce(value, ScalarType(ty) if ty else None, "let value")
         if ty is not None and e.ty != ScalarType(ty):
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
-        name = name or self._fresh("v")
+        name = self._name_for(name, "v")
         self._declare_name(name, "variable")
-        self._emit(N.Let(name=name, value=e))
+        site = user_site()
+        self._emit(N.Let(name=name, value=e), site)
         scope = _Scope(f"variable {name!r}")
         self._scopes[-1].append(scope)
-        return Variable(self, name, e.ty, scope)
+        literal = value if ty is None and _is_number(value) else None
+        return Variable(self, name, e.ty, scope, literal, site)
 
     def assign(self, var: Variable, value: Any) -> None:
         if not isinstance(var, Variable) or var._b is not self:
@@ -501,9 +614,8 @@ class ProgramBuilder:
             raise BuildError(f"variable {var.name!r} is assigned outside the block declaring it")
         e = self._coerce(value, var.ty, f"value assigned to {var.name!r}")
         if e.ty != var.ty:
-            raise BuildError(
-                f"cannot assign a {e.ty} to {var.name!r} ({var.ty}); cast with .cast({var.ty})"
-            )
+            fix = var._literal_hint() or f"; cast the value with .cast({var.ty})"
+            raise BuildError(f"cannot assign a {e.ty} to {var.name!r} ({var.ty}){fix}")
         self._emit(N.Assign(name=var.name, value=e))
 
     def store(self, buf: BufferRef, index: Any, value: Any) -> None:
@@ -539,7 +651,7 @@ class ProgramBuilder:
             c = self._coerce(comparand, buf.ty, "compare value")
             if c.ty != buf.ty:
                 raise BuildError(f"compare value must be {buf.ty}, got {c.ty}")
-        name = self._fresh("old")
+        name = self._name_for(None, "old")
         self._names.add(name)
         if (op == "compare_exchange") != (c is not None):
             raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
@@ -578,10 +690,18 @@ class ProgramBuilder:
         block: list[N.StmtNode] = []
         self._blocks.append(block)
         self._scopes.append([])
+        if self._strict:
+            where = user_site()
+            inner = _Scope(f"a value computed inside the block at {where}" if where
+                           else "a value computed inside a block")
+            self._block_scopes.append(inner)
+            self._scopes[-1].append(inner)
         try:
             yield block
         finally:
             self._blocks.pop()
+            if self._strict:
+                self._block_scopes.pop()
             for s in self._scopes.pop():
                 s.alive = False
 
@@ -594,9 +714,10 @@ class ProgramBuilder:
     @contextmanager
     def if_(self, cond: Any) -> Iterator[None]:
         c = self._cond(cond, "if condition")
+        site = user_site()
         with self._block() as body:
             yield
-        self._emit(N.If(cond=c, then=tuple(body)))
+        self._emit(N.If(cond=c, then=tuple(body)), site)
 
     @contextmanager
     def else_(self) -> Iterator[None]:
@@ -610,11 +731,15 @@ class ProgramBuilder:
             with self._block() as body:
                 yield
         finally:
-            block.append(N.If(cond=last.cond, then=last.then, orelse=tuple(body)))
+            new = N.If(cond=last.cond, then=last.then, orelse=tuple(body))
+            block.append(new)
+            if id(last) in self._sites:
+                self._sites[id(new)] = self._sites[id(last)]
 
     @contextmanager
     def for_range(
-        self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
+        self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None,
+        loop_name: str | None = None,
     ) -> Iterator[Value]:
         """`for i in range(start, end, step)` (step: a positive int constant)."""
         if end is None:
@@ -635,9 +760,10 @@ class ProgramBuilder:
         e = self._coerce(end, t, "loop end")
         if s.ty != t or e.ty != t:
             raise BuildError(f"loop bounds must be {t}, got {s.ty} and {e.ty}; cast them")
-        name = self._fresh("i")
+        name = self._name_for(loop_name, "i", _WITH_AS)
         self._declare_name(name, "loop variable")
         scope = _Scope(f"loop variable {name!r}")
+        site = user_site()
         self._loop_depth += 1
         try:
             with self._block() as body:
@@ -645,19 +771,20 @@ class ProgramBuilder:
         finally:
             self._loop_depth -= 1
             scope.alive = False
-        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)))
+        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)), site)
 
     @contextmanager
     def while_(self, cond: Any) -> Iterator[None]:
         """Loop while `cond` (re-evaluated each iteration) holds; break_/continue_ inside."""
         c = self._cond(cond, "while condition")
+        site = user_site()
         self._loop_depth += 1
         try:
             with self._block() as body:
                 yield
         finally:
             self._loop_depth -= 1
-        self._emit(N.While(cond=c, body=tuple(body)))
+        self._emit(N.While(cond=c, body=tuple(body)), site)
 
     # -- finish
     def build(self) -> N.Program:
@@ -672,9 +799,47 @@ class ProgramBuilder:
             workgroup_arrays=tuple(self._arrays),
             body=tuple(self._blocks[0]),
         )
-        validate(prog)
+        try:
+            validate(prog)
+        except InvalidProgram as exc:
+            raise self._located(prog, exc) from None
         self._built = True
         return prog
+
+    def _located(self, prog: N.Program, exc: InvalidProgram) -> InvalidProgram:
+        """The validator's error at the user's source line of the failing statement (the
+        IR path stays in `.node` for tools)."""
+        if not exc.node:
+            return exc
+        path = exc.node.split(" ")[0]
+        sites: dict[str, str] = {}
+
+        def walk(stmts: tuple[N.StmtNode, ...], at: str) -> None:
+            for i, st in enumerate(stmts):
+                here = f"{at}[{i}]"
+                if id(st) in self._sites:
+                    sites[here] = self._sites[id(st)]
+                for field in ("then", "orelse", "body"):
+                    inner = getattr(st, field, None)
+                    if isinstance(inner, tuple):
+                        walk(inner, f"{here}.{field}")
+
+        walk(prog.body, "body")
+        best = max((p for p in sites if path == p or path.startswith(p + ".")), key=len,
+                   default=None)
+        message = str(exc).removeprefix(f"{exc.node}: ")
+        if best is None:
+            return exc
+
+        def at_line(m: re.Match[str]) -> str:  # IR paths in the text -> the user's lines
+            p = m.group(0)
+            hit = max((q for q in sites if p == q or p.startswith(q + ".")), key=len, default=None)
+            return f"line {sites[hit].rsplit(':', 1)[1]}" if hit else p
+
+        message = _IR_PATH.sub(at_line, message)
+        err = BuildError(f"{message} [IR node {exc.node}]", sites[best])
+        err.node = exc.node
+        return err
 
 
 # ------------------------------------------------------------------ functions
