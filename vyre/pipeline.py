@@ -150,7 +150,8 @@ class Pipeline:
                     decls = s.program.buffers
                     ins = [b for d, b in zip(decls, s.buffers) if not d.writable]
                     outs = [b for d, b in zip(decls, s.buffers) if d.writable]
-                    bound.append(bind(self.backend, s.program, ins, outs, _indexed(s.config, name, r)))
+                    cfg = s.config.model_copy(update={"params": {**s.config.params, name: r}})
+                    bound.append(bind(self.backend, s.program, ins, outs, cfg))
             self._unrolled = (repeat, self.backend.pipeline(bound))
         return self._unrolled[1]
 
