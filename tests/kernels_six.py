@@ -10,7 +10,7 @@ compare the notations, not the algorithms.
 from __future__ import annotations
 
 import vyre
-from vyre import Buffer, ProgramBuilder, f32, select, u32
+from vyre import Buffer, InOut, Output, ProgramBuilder, f32, select, u32
 from vyre.ir.nodes import Program
 
 T = 16  # matmul tile side
@@ -20,7 +20,7 @@ WG = 256
 
 
 @vyre.kernel(workgroup_size=(16, 16))
-def stencil_decorated(u: Buffer[f32], out: Buffer[f32, "write"], H: u32, W: u32) -> None:
+def stencil_decorated(u: Buffer[f32], out: Output[f32], H: u32, W: u32) -> None:
     x, y = vyre.global_id(0), vyre.global_id(1)
     with vyre.if_((x < W) & (y < H)):
         north = u[select(y > 0, y - 1, y) * W + x]
@@ -49,7 +49,7 @@ def stencil_builder() -> Program:
 
 
 @vyre.kernel(workgroup_size=WG)
-def block_sum_decorated(x: Buffer[f32], partial: Buffer[f32, "write"]) -> None:
+def block_sum_decorated(x: Buffer[f32], partial: Output[f32]) -> None:
     tmp = vyre.shared(f32, WG)
     t = vyre.local_index()
     tmp[t] = x[vyre.global_linear_id()]  # a load past the end reads 0
@@ -87,7 +87,7 @@ def block_sum_builder() -> Program:
 
 
 @vyre.kernel(workgroup_size=WG)
-def block_scan_decorated(x: Buffer[u32], y: Buffer[u32, "write"]) -> None:
+def block_scan_decorated(x: Buffer[u32], y: Output[u32]) -> None:
     buf = vyre.shared(u32, 2 * WG)  # two halves: read one, write the other
     t, i = vyre.local_index(), vyre.global_linear_id()
     buf[t] = x[i]
@@ -131,14 +131,14 @@ def block_scan_builder() -> Program:
 
 
 @vyre.kernel(workgroup_size=(16, 16))
-def lu_update_decorated(a: Buffer[f32, "read_write"], n: u32, k: u32) -> None:
+def lu_update_decorated(a: InOut[f32], n: u32, k: u32) -> None:
     j, i = vyre.global_id(0) + k + 1, vyre.global_id(1) + k + 1
     with vyre.if_((i < n) & (j < n)):
         a[i * n + j] = a[i * n + j] - (a[i * n + k] / a[k * n + k]) * a[k * n + j]
 
 
 @vyre.kernel(workgroup_size=64)
-def lu_scale_decorated(a: Buffer[f32, "read_write"], n: u32, k: u32) -> None:
+def lu_scale_decorated(a: InOut[f32], n: u32, k: u32) -> None:
     i = vyre.global_id(0) + k + 1
     with vyre.if_(i < n):
         a[i * n + k] = a[i * n + k] / a[k * n + k]
@@ -168,7 +168,7 @@ def lu_scale_builder() -> Program:
 
 
 @vyre.kernel(workgroup_size=WG)
-def histogram_decorated(src: Buffer[u32], bins: Buffer[u32, "read_write"], n: u32, *,
+def histogram_decorated(src: Buffer[u32], bins: InOut[u32], n: u32, *,
                         nbins: int = 64) -> None:
     local = vyre.shared(u32, nbins)  # sized by the build-time constant
     t, i = vyre.local_index(), vyre.global_linear_id()
@@ -214,7 +214,7 @@ def histogram_builder(nbins: int = 64) -> Program:
 
 
 @vyre.kernel(workgroup_size=(T, T))
-def matmul_decorated(a: Buffer[f32], b: Buffer[f32], c: Buffer[f32, "write"], n: u32) -> None:
+def matmul_decorated(a: Buffer[f32], b: Buffer[f32], c: Output[f32], n: u32) -> None:
     ta, tb = vyre.shared(f32, T * T), vyre.shared(f32, T * T)
     tx, ty = vyre.local_id(0), vyre.local_id(1)
     col, row = vyre.workgroup_id(0) * T + tx, vyre.workgroup_id(1) * T + ty

@@ -15,7 +15,7 @@ from vyre.backend import BaseBackend
 from vyre.ir.nodes import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import kernels_six as K  # noqa: E402
+import kernels_six as K
 
 
 def _host(backend: BaseBackend, prog: Program, inputs: dict[str, object],

@@ -188,6 +188,12 @@ def bind(
     config: DispatchConfig,
 ) -> BoundDispatch:
     """Validate one dispatch completely; see the module docstring."""
+    if isinstance(inputs, Mapping) and isinstance(outputs, Mapping):
+        misplaced = [n for n in outputs if n in {d.name for d in program.inputs}]
+        misplaced += [n for n in inputs if n in {d.name for d in program.outputs}]
+        if misplaced:
+            raise InvalidDispatch(f"program {program.name!r}: buffers in the wrong place"
+                                  f"{_role_hint(program, misplaced)}")
     ins = _ordered(program.inputs, inputs, "input", program)
     outs = _ordered(program.outputs, outputs, "output", program)
     validate_buffer_ownership(backend, ins + outs)

@@ -1,7 +1,7 @@
 """`@vyre.kernel`: a type-annotated Python function becomes a Program.
 
     @vyre.kernel(workgroup_size=256)
-    def saxpy(x: vyre.Buffer[f32], y: vyre.Buffer[f32, "read_write"], a: f32):
+    def saxpy(x: vyre.Buffer[f32], y: vyre.InOut[f32], a: f32):
         i = vyre.global_linear_id()
         with vyre.if_(i < y.length()):
             y[i] = a * x[i] + y[i]
@@ -23,9 +23,10 @@ reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
   `v += x`, ...; a plain `v = v + x` inside a block only rebinds the Python name, and using
   such a value after its block is an error that says so.
 
-Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Buffer[ty, "write" | "read_write"]`, a
-vyre scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation
-(or none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`.
+Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
+`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
+scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
+none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`.
 
 This module must never evaluate a kernel or talk to a device except through a backend's
 public dispatch methods.
@@ -65,7 +66,7 @@ _current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", 
 class BufferSpec:
     """What `vyre.Buffer[ty, access]` stands for in an annotation."""
 
-    ty: ScalarType
+    ty: ScalarType | str  # a str names a build-time constant holding the type
     access: str = "read"
     count: int | None = None
 
@@ -73,21 +74,57 @@ class BufferSpec:
 class Buffer:
     """Annotation for a storage buffer argument: `Buffer[f32]` is read-only,
     `Buffer[f32, "write"]` write-only, `Buffer[f32, "read_write"]` both; an optional third
-    item fixes the element count (`Buffer[u32, "write", 4]`)."""
+    item fixes the element count (`Buffer[u32, "write", 4]`). `Buffer["T"]` takes its
+    element type from the keyword-only constant `T` (one kernel for several types)."""
 
     def __class_getitem__(cls, item: Any) -> BufferSpec:
         args = item if isinstance(item, tuple) else (item,)
         if not 1 <= len(args) <= 3:
             raise TypeError("vyre.Buffer[ty] or vyre.Buffer[ty, access] or [ty, access, count]")
+        ty: ScalarType | str
+        if isinstance(args[0], TypeParam):
+            args = (args[0].name, *args[1:])
         try:
             ty = ScalarType(args[0])
         except ValueError:
-            raise TypeError(f"vyre.Buffer element type must be a vyre type (f32, u32, ...), "
-                            f"got {args[0]!r}") from None
+            if not isinstance(args[0], str) or not args[0].isidentifier():
+                raise TypeError(
+                    f"vyre.Buffer element type must be a vyre type (f32, u32, ...) or the name "
+                    f"of a build-time constant holding one, got {args[0]!r}"
+                ) from None
+            ty = args[0]
         access = args[1] if len(args) > 1 else "read"
         if access not in _ACCESS:
             raise TypeError(f"vyre.Buffer access must be one of {_ACCESS}, got {access!r}")
         return BufferSpec(ty, access, args[2] if len(args) > 2 else None)
+
+
+class Output(Buffer):
+    """`Output[ty]` = `Buffer[ty, "write"]`: a write-only buffer (lint-friendly spelling)."""
+
+    def __class_getitem__(cls, item: Any) -> BufferSpec:
+        return Buffer.__class_getitem__(_with_access(item, "write"))
+
+
+class InOut(Buffer):
+    """`InOut[ty]` = `Buffer[ty, "read_write"]`: a buffer read and written."""
+
+    def __class_getitem__(cls, item: Any) -> BufferSpec:
+        return Buffer.__class_getitem__(_with_access(item, "read_write"))
+
+
+def _with_access(item: Any, access: str) -> tuple[Any, ...]:
+    args = item if isinstance(item, tuple) else (item,)
+    return (args[0], access, *args[1:])
+
+
+@dataclass(frozen=True)
+class TypeParam:
+    """A buffer element type chosen at build time: `T = vyre.TypeParam("T")` at module
+    level, `x: vyre.Buffer[T]` in the signature and a keyword-only constant `T` (a vyre
+    type) in the kernel's arguments; `.build(T=f32)` / `.launch(..., T=f32)`."""
+
+    name: str
 
 
 def _builder(what: str) -> ProgramBuilder:
@@ -328,12 +365,20 @@ class Kernel:
 
     def _trace(self, consts: dict[str, Any]) -> Program:
         ws = self.workgroup_size(**consts) if callable(self.workgroup_size) else self.workgroup_size
-        suffix = "".join(f"_{k}{v}" for k, v in consts.items() if isinstance(v, (int, str)))
+        # the constants in the name keep specialisations apart in sources and messages
+        suffix = "".join(f"_{k}{v}" for k, v in consts.items() if f"a{v}".isidentifier())
         b = ProgramBuilder(f"{self.name}{suffix}"[:64], ws, strict_scopes=True)
         call: dict[str, Any] = {}
         for a in self.args:
             if a.kind == "buffer":
-                call[a.name] = b.buffer(a.name, a.spec.ty, a.spec.access, a.spec.count)
+                ty = a.spec.ty
+                if not isinstance(ty, ScalarType):
+                    if ty not in consts:
+                        raise BuildError(f"buffer {a.name!r} takes its type from {ty!r}, which "
+                                         "is not a keyword-only constant of the kernel",
+                                         _def_site(self.fn))
+                    ty = consts[ty]
+                call[a.name] = b.buffer(a.name, ty, a.spec.access, a.spec.count)
             elif a.kind == "param":
                 call[a.name] = b.param(a.name, a.spec)
             else:
@@ -453,7 +498,7 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 
 
 __all__ = [
-    "Buffer", "BufferSpec", "Kernel", "barrier", "break_", "continue_", "else_", "global_id",
+    "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
     "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
     "num_workgroups", "range", "return_", "shared", "while_", "workgroup_id",
     "workgroup_linear_id",

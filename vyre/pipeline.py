@@ -87,6 +87,7 @@ class Pipeline:
         if not steps:
             raise InvalidDispatch("a pipeline needs at least one step")
         self.backend = backend
+        self._indexed = self._index_params(steps)
         bound: list[BoundDispatch] = []
         for i, s in enumerate(steps):
             if isinstance(s, BoundDispatch):
@@ -107,7 +108,6 @@ class Pipeline:
         )
         self.profiled = any(s.config.profile for s in self.steps)  # device timers asked for
         self.state: Any = None  # backend-private recording (command list, graph, ...)
-        self._indexed = self._index_params(steps)
         self._unrolled: tuple[int, Pipeline] | None = None  # (repeat, its recorded pipeline)
         self._types = self._buffer_types()
 
