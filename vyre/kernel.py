@@ -277,6 +277,8 @@ def _classify(fn: Callable[..., Any]) -> list[_Arg]:
             out.append(_Arg(p.name, "buffer", ann))
         elif isinstance(ann, ScalarType):
             out.append(_Arg(p.name, "param", ann))
+        elif isinstance(ann, TypeParam):
+            out.append(_Arg(p.name, "param", ann.name))
         elif p.kind is p.KEYWORD_ONLY:
             out.append(_Arg(p.name, "const", p.default))
         else:
@@ -371,16 +373,10 @@ class Kernel:
         call: dict[str, Any] = {}
         for a in self.args:
             if a.kind == "buffer":
-                ty = a.spec.ty
-                if not isinstance(ty, ScalarType):
-                    if ty not in consts:
-                        raise BuildError(f"buffer {a.name!r} takes its type from {ty!r}, which "
-                                         "is not a keyword-only constant of the kernel",
-                                         _def_site(self.fn))
-                    ty = consts[ty]
+                ty = self._type(a.name, a.spec.ty, consts)
                 call[a.name] = b.buffer(a.name, ty, a.spec.access, a.spec.count)
             elif a.kind == "param":
-                call[a.name] = b.param(a.name, a.spec)
+                call[a.name] = b.param(a.name, self._type(a.name, a.spec, consts))
             else:
                 call[a.name] = consts[a.name]
         token = _current.set(b)
@@ -396,6 +392,19 @@ class Kernel:
             raise self._relocated(exc, filename, sys.exc_info()[2]) from None
         finally:
             _current.reset(token)
+
+    def _type(self, arg: str, ty: ScalarType | str, consts: dict[str, Any]) -> ScalarType:
+        """`ty`, or the type held by the constant it names (a TypeParam)."""
+        if isinstance(ty, ScalarType):
+            return ty
+        if ty not in consts:
+            raise BuildError(f"argument {arg!r} takes its type from {ty!r}, which is not a "
+                             "keyword-only constant of the kernel", _def_site(self.fn))
+        try:
+            return ScalarType(consts[ty])
+        except ValueError:
+            raise BuildError(f"constant {ty!r} = {consts[ty]!r} must be a vyre type (f32, u32, "
+                             f"...) to type argument {arg!r}", _def_site(self.fn)) from None
 
     def _relocated(self, exc: BuildError, filename: str, tb: Any) -> BuildError:
         """Point the error at the kernel's own line where the builder saw another one."""
