@@ -255,6 +255,7 @@ class Value:
         return Value(self._b, N.Cast(a=self.expr, ty=ScalarType(ty)))
 
     def bitcast(self, ty: ScalarType) -> Value:
+        """Reinterpret the bits as `ty` (same width)."""
         ty = ScalarType(ty)
         if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
             raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
@@ -284,6 +285,7 @@ class Variable(Value):
         )
 
     def set(self, value: Any) -> None:
+        """Assign `value` (of the variable's type) to the variable."""
         self._b.assign(self, value)
 
     def _aug(self, op: str, o: Any) -> Variable:
@@ -351,14 +353,33 @@ class BufferRef:
     def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None) -> Value:
         return self._b.atomic(op, self, index, value, comparand)
 
-    def atomic_add(self, index: Any, value: Any) -> Value: return self._atomic("add", index, value)
-    def atomic_min(self, index: Any, value: Any) -> Value: return self._atomic("min", index, value)
-    def atomic_max(self, index: Any, value: Any) -> Value: return self._atomic("max", index, value)
-    def atomic_and(self, index: Any, value: Any) -> Value: return self._atomic("and", index, value)
-    def atomic_or(self, index: Any, value: Any) -> Value: return self._atomic("or", index, value)
-    def atomic_xor(self, index: Any, value: Any) -> Value: return self._atomic("xor", index, value)
+    def atomic_add(self, index: Any, value: Any) -> Value:
+        """Atomically add `value` into element `index`; returns the old value."""
+        return self._atomic("add", index, value)
+
+    def atomic_min(self, index: Any, value: Any) -> Value:
+        """Atomically min `value` into element `index`; returns the old value."""
+        return self._atomic("min", index, value)
+
+    def atomic_max(self, index: Any, value: Any) -> Value:
+        """Atomically max `value` into element `index`; returns the old value."""
+        return self._atomic("max", index, value)
+
+    def atomic_and(self, index: Any, value: Any) -> Value:
+        """Atomically and `value` into element `index`; returns the old value."""
+        return self._atomic("and", index, value)
+
+    def atomic_or(self, index: Any, value: Any) -> Value:
+        """Atomically or `value` into element `index`; returns the old value."""
+        return self._atomic("or", index, value)
+
+    def atomic_xor(self, index: Any, value: Any) -> Value:
+        """Atomically xor `value` into element `index`; returns the old value."""
+        return self._atomic("xor", index, value)
+
 
     def atomic_exchange(self, index: Any, value: Any) -> Value:
+        """Atomically store `value` at `index`; returns the old value."""
         return self._atomic("exchange", index, value)
 
     def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
@@ -526,10 +547,22 @@ class ProgramBuilder:
             raise BuildError(f"{name} axis must be 0, 1 or 2, got {axis}")
         return Value(self, N.Builtin(name=cast(N.BuiltinName, name), axis=axis))
 
-    def global_id(self, axis: int = 0) -> Value: return self._builtin("global_id", axis)
-    def local_id(self, axis: int = 0) -> Value: return self._builtin("local_id", axis)
-    def workgroup_id(self, axis: int = 0) -> Value: return self._builtin("workgroup_id", axis)
-    def num_workgroups(self, axis: int = 0) -> Value: return self._builtin("num_workgroups", axis)
+    def global_id(self, axis: int = 0) -> Value:
+        """This invocation's global id along `axis` (u32)."""
+        return self._builtin("global_id", axis)
+
+    def local_id(self, axis: int = 0) -> Value:
+        """The id within the workgroup along `axis` (u32)."""
+        return self._builtin("local_id", axis)
+
+    def workgroup_id(self, axis: int = 0) -> Value:
+        """The workgroup's id along `axis` (u32)."""
+        return self._builtin("workgroup_id", axis)
+
+    def num_workgroups(self, axis: int = 0) -> Value:
+        """The grid's workgroup count along `axis` (u32)."""
+        return self._builtin("num_workgroups", axis)
+
 
     def local_index(self) -> Value:
         """The flattened local invocation index (0 .. workgroup invocations - 1)."""
@@ -608,6 +641,7 @@ class ProgramBuilder:
         return Variable(self, name, e.ty, scope, literal, site)
 
     def assign(self, var: Variable, value: Any) -> None:
+        """`var = value` (what `var.set(value)` and `var += x` call)."""
         if not isinstance(var, Variable) or var._b is not self:
             raise BuildError("assign needs a Variable of this program (made with k.let)")
         if var._scope is not None and not var._scope.alive:
@@ -619,6 +653,7 @@ class ProgramBuilder:
         self._emit(N.Assign(name=var.name, value=e))
 
     def store(self, buf: BufferRef, index: Any, value: Any) -> None:
+        """`buf[index] = value` (a store past the length does nothing)."""
         self._check_ref(buf)
         if buf.access == "read":
             raise BuildError(
@@ -634,6 +669,7 @@ class ProgramBuilder:
     def atomic(
         self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
     ) -> Value:
+        """An atomic read-modify-write on `buf[index]`; returns the old value."""
         self._check_ref(buf)
         if buf.access not in ("read_write", "workgroup"):
             raise BuildError(f"atomics need a read_write buffer; {buf.name!r} is {buf.access}")
@@ -672,14 +708,17 @@ class ProgramBuilder:
         self._emit(N.Barrier())
 
     def return_(self) -> None:
+        """End this invocation."""
         self._emit(N.Return())
 
     def break_(self) -> None:
+        """Leave the innermost loop."""
         if not self._loop_depth:
             raise BuildError("break outside a loop")
         self._emit(N.Break())
 
     def continue_(self) -> None:
+        """Go to the next iteration of the innermost loop."""
         if not self._loop_depth:
             raise BuildError("continue outside a loop")
         self._emit(N.Continue())
@@ -713,6 +752,7 @@ class ProgramBuilder:
 
     @contextmanager
     def if_(self, cond: Any) -> Iterator[None]:
+        """`with k.if_(cond):` runs the block where the bool `cond` holds."""
         c = self._cond(cond, "if condition")
         site = user_site()
         with self._block() as body:
@@ -859,32 +899,88 @@ def _fn(fn: str, *xs: Any) -> Value:
     return Value(b, _call(fn, *args))
 
 
-def sqrt(x: Value) -> Value: return _fn("sqrt", x)
-def exp(x: Value) -> Value: return _fn("exp", x)
-def exp2(x: Value) -> Value: return _fn("exp2", x)
-def log(x: Value) -> Value: return _fn("log", x)
-def log2(x: Value) -> Value: return _fn("log2", x)
-def sin(x: Value) -> Value: return _fn("sin", x)
-def cos(x: Value) -> Value: return _fn("cos", x)
-def tan(x: Value) -> Value: return _fn("tan", x)
-def tanh(x: Value) -> Value: return _fn("tanh", x)
-def floor(x: Value) -> Value: return _fn("floor", x)
-def ceil(x: Value) -> Value: return _fn("ceil", x)
-def trunc(x: Value) -> Value: return _fn("trunc", x)
-def round_(x: Value) -> Value: return _fn("round", x)
-def abs_(x: Value) -> Value: return _fn("abs", x)
-def pow_(x: Any, y: Any) -> Value: return _fn("pow", x, y)
-def atan2(y: Any, x: Any) -> Value: return _fn("atan2", y, x)
-def fma(a: Any, b: Any, c: Any) -> Value: return _fn("fma", a, b, c)
-def clamp(x: Any, lo: Any, hi: Any) -> Value: return _fn("clamp", x, lo, hi)
+def sqrt(x: Value) -> Value:
+    """Square root (correctly rounded)."""
+    return _fn("sqrt", x)
+
+def exp(x: Value) -> Value:
+    """e**x."""
+    return _fn("exp", x)
+
+def exp2(x: Value) -> Value:
+    """2**x."""
+    return _fn("exp2", x)
+
+def log(x: Value) -> Value:
+    """Natural logarithm."""
+    return _fn("log", x)
+
+def log2(x: Value) -> Value:
+    """Base-2 logarithm."""
+    return _fn("log2", x)
+
+def sin(x: Value) -> Value:
+    """Sine (radians)."""
+    return _fn("sin", x)
+
+def cos(x: Value) -> Value:
+    """Cosine (radians)."""
+    return _fn("cos", x)
+
+def tan(x: Value) -> Value:
+    """Tangent (radians)."""
+    return _fn("tan", x)
+
+def tanh(x: Value) -> Value:
+    """Hyperbolic tangent."""
+    return _fn("tanh", x)
+
+def floor(x: Value) -> Value:
+    """Round toward -inf."""
+    return _fn("floor", x)
+
+def ceil(x: Value) -> Value:
+    """Round toward +inf."""
+    return _fn("ceil", x)
+
+def trunc(x: Value) -> Value:
+    """Round toward zero."""
+    return _fn("trunc", x)
+
+def round_(x: Value) -> Value:
+    """Round to nearest, ties to even."""
+    return _fn("round", x)
+
+def abs_(x: Value) -> Value:
+    """Absolute value (ints wrap: abs(INT_MIN) is INT_MIN)."""
+    return _fn("abs", x)
+
+def pow_(x: Any, y: Any) -> Value:
+    """x**y (floats)."""
+    return _fn("pow", x, y)
+
+def atan2(y: Any, x: Any) -> Value:
+    """The angle of (x, y), in radians."""
+    return _fn("atan2", y, x)
+
+def fma(a: Any, b: Any, c: Any) -> Value:
+    """a * b + c rounded once."""
+    return _fn("fma", a, b, c)
+
+def clamp(x: Any, lo: Any, hi: Any) -> Value:
+    """min(max(x, lo), hi)."""
+    return _fn("clamp", x, lo, hi)
+
 
 
 def min_(a: Any, b: Any) -> Value:
+    """The smaller of a and b (Python's min() cannot be traced)."""
     x, y = _args(a, b)
     return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("min", x, y))
 
 
 def max_(a: Any, b: Any) -> Value:
+    """The larger of a and b (Python's max() cannot be traced)."""
     x, y = _args(a, b)
     return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("max", x, y))
 
@@ -903,4 +999,5 @@ def select(cond: Value, a: Any, b: Any) -> Value:
 
 
 def ceil_div(n: int, d: int) -> int:
+    """ceil(n / d) for Python ints (build-time sizes)."""
     return -(-n // d) if n >= 0 else math.ceil(n / d)

@@ -57,6 +57,9 @@ class ReadRange:
 
 @dataclass
 class PipelineResult:
+    """What `Pipeline.run` returns: the readbacks (in the order asked), the timing, and
+    backend-specific extras."""
+
     reads: list[np.ndarray]
     timing: Timing
     extra: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +76,7 @@ def _indexed(config: DispatchConfig, name: str, index: int) -> DispatchConfig:
 
 
 def as_read_range(r: Any) -> ReadRange:
+    """A ReadRange from a ReadRange, a (buffer, offset, length, dtype) tuple or a buffer."""
     if isinstance(r, ReadRange):
         return r
     if isinstance(r, tuple):
@@ -203,4 +207,5 @@ class Pipeline:
         return ReadRange(rr.buffer, rr.offset, rr.length, self._default_dtype(rr, length))
 
     def buffers(self) -> list[BufferBase]:
+        """Every buffer slot of every step, in order (a buffer may appear several times)."""
         return [b for s in self.steps for b in s.buffers]
