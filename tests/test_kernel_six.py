@@ -145,3 +145,18 @@ def test_decorated_and_builder_programs_have_the_same_shape() -> None:
             assert p.workgroup_size == q.workgroup_size, name
             assert len(p.body) == len(q.body), name
             assert isinstance(d, vyre.Kernel)
+
+
+def test_decorated_kernels_compile_for_cuda_and_wgsl_without_a_gpu() -> None:
+    """The generated CUDA C compiles with NVRTC (no driver needed) and the WGSL generates,
+    for every decorated kernel, so a GPU run meets no compile surprise."""
+    from vyre.backends.cuda import compile_source
+    from vyre.backends.cuda.codegen import generate as cuda_source
+    from vyre.backends.wgpu.wgsl import generate as wgsl_source
+
+    kernels = [K.stencil_decorated, K.block_sum_decorated, K.block_scan_decorated,
+               K.lu_update_decorated, K.lu_scale_decorated, K.matmul_decorated]
+    programs = [k.program for k in kernels] + [K.histogram_decorated.build(nbins=300)]
+    for prog in programs:
+        assert "@compute" in wgsl_source(prog).source
+        assert compile_source(cuda_source(prog).source, "sm_90"), prog.name
