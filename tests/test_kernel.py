@@ -376,3 +376,15 @@ def test_index_param_errors(reference: BaseBackend) -> None:
                                           index_param="q")])
     finally:
         reference.free(buf)
+
+
+def test_wgpu_probe_is_honest_about_f64(backends: dict[str, BaseBackend]) -> None:
+    """`vyre probe` must not say yes to f64 where an f64 dispatch raises UnsupportedFeature."""
+    if "wgpu" not in backends:
+        pytest.skip("the wgpu backend is not available here")
+    caps = backends["wgpu"].capabilities()
+    assert "f64" not in caps.features
+    assert str(caps.details["f64_arithmetic"]).startswith("no")
+    with pytest.raises(UnsupportedFeature):
+        backends["wgpu"].dispatch(arith.build(T=f64), {"x": np.zeros(4), "y": np.zeros(4),
+                                                       "out": 4}, arith.config(4, arith.build(T=f64)))
