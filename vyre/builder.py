@@ -50,16 +50,16 @@ class BuildError(InvalidProgram):
 
 # Frames in these files are vyre's own; a "site" is the first frame outside them, i.e. the
 # line of the user's kernel (or program factory) that made the node.
-_INTERNAL_FILES = {os.path.abspath(__file__), os.path.abspath(__file__).replace("builder.py", "kernel.py")}
-_CONTEXTLIB = os.path.dirname(os.path.abspath(str(contextlib.__file__)))
+_HERE = os.path.abspath(__file__)
+_INTERNAL_FILES = frozenset({
+    _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
+    __file__.replace("builder.py", "kernel.py"), str(contextlib.__file__),
+})
 
 
 def _user_frame() -> Any:
     f = sys._getframe(1)
-    while f is not None and (
-        f.f_code.co_filename in _INTERNAL_FILES
-        or os.path.dirname(f.f_code.co_filename) == _CONTEXTLIB
-    ):
+    while f is not None and f.f_code.co_filename in _INTERNAL_FILES:
         f = f.f_back  # type: ignore[assignment]
     return f
 
