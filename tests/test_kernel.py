@@ -187,6 +187,11 @@ def test_launch_shapes(backend: BaseBackend, shape: tuple[int, ...]) -> None:
     np.testing.assert_array_equal(got, (x + 100 * y + 10000 * z).ravel().astype(np.uint32))
 
 
+def test_count_launch_of_a_2d_kernel_is_refused(reference: BaseBackend) -> None:
+    with pytest.raises(InvalidDispatch, match="shape tuple"):
+        fill3d.launch(reference, 10, 10, nx=10, ny=1, nz=1)
+
+
 def test_for_shape_grid() -> None:
     assert DispatchConfig.for_shape((100, 33), (16, 16)).grid == (7, 3, 1)
     assert DispatchConfig.for_shape(5, 4).grid == (2, 1, 1)

@@ -423,6 +423,11 @@ class Kernel:
         with `vyre.global_id(axis)`)."""
         prog = program or self.program
         if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+            if prog.workgroup_size[1:] != (1, 1):
+                raise InvalidDispatch(
+                    f"kernel {self.name!r} has a {prog.workgroup_size} workgroup: launch it "
+                    "with a shape tuple (nx, ny[, nz]), not an element count"
+                )
             return DispatchConfig.for_elements(int(shape), prog.workgroup_size[0], params=params)
         return DispatchConfig.for_shape(shape, prog.workgroup_size, params=params)
 
