@@ -354,7 +354,7 @@ class BaseBackend:
             validate_buffer_ownership(self, [rr.buffer])
             length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
             check_range(rr.buffer, rr.offset, length)
-            dt = as_dtype(rr.dtype)
+            dt = as_dtype(np.uint8 if rr.dtype is None else rr.dtype)
             if length % dt.itemsize:
                 raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
             todo.append((rr.buffer, rr.offset, length, dt))

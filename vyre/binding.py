@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .buffer import BufferBase, DeviceBuffer
 from .config import DispatchConfig, IndirectGrid
 from .errors import BufferOwnershipError, BufferStateError, InvalidDispatch, UnsupportedFeature
@@ -62,6 +64,12 @@ def validate_buffer_ownership(backend: BaseBackend, buffers: Sequence[object]) -
     """Every buffer must be a live buffer allocated by this backend instance."""
     for i, buf in enumerate(buffers):
         owner = getattr(buf, "owner", None)
+        if isinstance(buf, (np.ndarray, bytes, bytearray, memoryview)):
+            raise BufferOwnershipError(
+                f"buffer {i} is host data ({type(buf).__name__}), not a device buffer; upload "
+                "it first: b = backend.allocate_device_buffer(a.nbytes); backend.write(b, a) "
+                "(or pass host arrays to backend.dispatch(...), which copies in and out)"
+            )
         if owner is not backend or not isinstance(buf, BufferBase):
             owner_id = getattr(buf, "backend_id", None) or getattr(owner, "id", "unknown")
             hint = (
@@ -92,8 +100,8 @@ def _ordered(
         missing = [n for n in names if n not in given]
         if extra or missing:
             raise InvalidDispatch(
-                f"program {program.name!r} {role}: expected buffers {names}, "
-                f"missing {missing}, unexpected {extra}"
+                f"program {program.name!r} {role}s: expected buffers {names}, "
+                f"missing {missing}, unexpected {extra}{_role_hint(program, extra)}"
             )
         return [given[n] for n in names]
     seq: list[object] = list(given)
@@ -103,6 +111,18 @@ def _ordered(
             f"(in declaration order), got {len(seq)}"
         )
     return seq
+
+
+def _role_hint(program: Program, names: list[str]) -> str:
+    """Say where a buffer given in the wrong role belongs."""
+    hints = []
+    for n in names:
+        d = next((d for d in program.buffers if d.name == n), None)
+        if d is not None:
+            where = "outputs" if d.writable else "inputs"
+            kind = "an output (writable" if d.writable else "an input (read"
+            hints.append(f"{n!r} is {kind}: declared {d.access!r}) and belongs in {where}")
+    return "; " + "; ".join(hints) if hints else ""
 
 
 def _check_params(program: Program, params: Mapping[str, Any]) -> tuple[bool | int | float, ...]:
@@ -168,6 +188,12 @@ def bind(
     config: DispatchConfig,
 ) -> BoundDispatch:
     """Validate one dispatch completely; see the module docstring."""
+    if isinstance(inputs, Mapping) and isinstance(outputs, Mapping):
+        misplaced = [n for n in outputs if n in {d.name for d in program.inputs}]
+        misplaced += [n for n in inputs if n in {d.name for d in program.outputs}]
+        if misplaced:
+            raise InvalidDispatch(f"program {program.name!r}: buffers in the wrong place"
+                                  f"{_role_hint(program, misplaced)}")
     ins = _ordered(program.inputs, inputs, "input", program)
     outs = _ordered(program.outputs, outputs, "output", program)
     validate_buffer_ownership(backend, ins + outs)

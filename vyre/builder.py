@@ -15,7 +15,12 @@ message naming the fix. This module must never evaluate a kernel or know about b
 
 from __future__ import annotations
 
+import contextlib
+import linecache
 import math
+import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
@@ -32,10 +37,56 @@ BOOL = ScalarType.BOOL
 
 
 class BuildError(InvalidProgram):
-    """A kernel was written wrongly (raised while building, before any backend sees it)."""
+    """A kernel was written wrongly (raised while building, before any backend sees it).
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    `site` is the user's source line ("file.py:12") where it is known.
+    """
+
+    def __init__(self, message: str, site: str | None = None) -> None:
+        self.site = site if site is not None else user_site()
+        self.detail = message
+        super().__init__(message if self.site is None else f"{self.site}: {message}")
+
+
+# Frames in these files are vyre's own; a "site" is the first frame outside them, i.e. the
+# line of the user's kernel (or program factory) that made the node.
+_HERE = os.path.abspath(__file__)
+_INTERNAL_FILES = frozenset({
+    _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
+    __file__.replace("builder.py", "kernel.py"), str(contextlib.__file__),
+})
+
+
+def _user_frame() -> Any:
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename in _INTERNAL_FILES:
+        f = f.f_back  # type: ignore[assignment]
+    return f
+
+
+def user_site() -> str | None:
+    """"file.py:LINE" of the user code currently building a node, or None."""
+    f = _user_frame()
+    return None if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+_ASSIGNED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=(?!=)")
+_WITH_AS = re.compile(r".*\bas\s+([A-Za-z_][A-Za-z0-9_]*)\s*:")
+_IR_PATH = re.compile(r"body(?:\[\d+\](?:\.(?:then|orelse|body)\[\d+\])*)(?:\.[a-z_]+)*")
+_FOR_IN = re.compile(r"\s*for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b")
+
+
+def user_name(pattern: re.Pattern[str] = _ASSIGNED) -> str | None:
+    """The Python name the user's current line binds (`acc = k.let(0)` -> "acc"), or None.
+
+    Only used to give IR locals the user's names, so generated code and error messages
+    read like the source; a line that does not match keeps a generated name.
+    """
+    f = _user_frame()
+    if f is None:
+        return None
+    m = pattern.match(linecache.getline(f.f_code.co_filename, f.f_lineno))
+    return m.group(1) if m else None
 
 
 class _Scope:
@@ -80,7 +131,9 @@ class Value:
     def __init__(self, builder: ProgramBuilder, expr: N.ExprNode, scope: _Scope | None = None):
         self._b = builder
         self._expr = expr
-        self._scope = scope
+        # strict (decorated-kernel) mode: a value computed inside a block dies with it, so
+        # `y = y * 2` inside `with vyre.if_(...)` cannot leak out as if it were an assignment
+        self._scope = scope if scope is not None else builder._block_scope()
 
     @property
     def ty(self) -> ScalarType:
@@ -90,8 +143,9 @@ class Value:
     def expr(self) -> N.ExprNode:
         if self._scope is not None and not self._scope.alive:
             raise BuildError(
-                f"{self._scope.what} is used outside the block that declares it; "
-                "declare it with k.let() before the block to keep it"
+                f"{self._scope.what} is used outside the block that declares it; a Python "
+                "assignment inside a block does not change a kernel variable: declare it "
+                "before the block with let() and assign it inside with .set(...) or +="
             )
         return self._expr
 
@@ -100,12 +154,21 @@ class Value:
 
     def __bool__(self) -> bool:
         raise BuildError(
-            "a kernel value has no Python truth value: use `with k.if_(cond):`, "
-            "`k.while_(cond)` or vyre.builder.select(cond, a, b) instead of Python if/and/or"
+            "a kernel value has no Python truth value: use `with k.if_(cond):` / "
+            "`with vyre.if_(cond):`, a while_ loop, or select(cond, a, b) instead of Python "
+            "if/while/and/or/not, and min_/max_ instead of min()/max(). If you combined "
+            "comparisons with & or |, parenthesise each one: `(i < n) & (j < n)` (Python "
+            "binds & and | tighter than <, so `i < n & j < n` means the chained comparison "
+            "`i < (n & j) < n`)",
+            user_site(),
         )
 
     def __index__(self) -> int:
-        raise BuildError("a kernel value cannot be used as a Python int (e.g. in range())")
+        raise BuildError(
+            "a kernel value cannot be used as a Python int (e.g. in range()); loop on the "
+            "device with k.for_range(...) / vyre.range(...)",
+            user_site(),
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -118,7 +181,15 @@ class Value:
         b = self._other(other, op)
         if swap:
             a, b = b, a
-        return Value(self._b, _binary(op, a, b))
+        try:
+            return Value(self._b, _binary(op, a, b))
+        except BuildError as exc:
+            hints = [v._literal_hint() for v in (self, other) if isinstance(v, Variable)]
+            hint = next((h for h in hints if h), "")
+            raise BuildError(f"{exc.detail}{hint}") from None
+
+    def _literal_hint(self) -> str:
+        return ""
 
     # -- arithmetic
     def __add__(self, o: Any) -> Value: return self._bin("add", o)
@@ -184,6 +255,7 @@ class Value:
         return Value(self._b, N.Cast(a=self.expr, ty=ScalarType(ty)))
 
     def bitcast(self, ty: ScalarType) -> Value:
+        """Reinterpret the bits as `ty` (same width)."""
         ty = ScalarType(ty)
         if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
             raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
@@ -193,13 +265,27 @@ class Value:
 class Variable(Value):
     """A mutable local (from k.let). Assign with `v.set(x)` or augmented operators."""
 
-    __slots__ = ("name",)
+    __slots__ = ("literal", "name", "site")
 
-    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, scope: _Scope):
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, scope: _Scope,
+                 literal: Any = None, site: str | None = None):
         super().__init__(builder, N.Var(name=name, ty=ty), scope)
         self.name = name
+        self.literal = literal  # the Python number it was declared from (its type guessed)
+        self.site = site
+
+    def _literal_hint(self) -> str:
+        if self.literal is None:
+            return ""
+        where = f" at {self.site}" if self.site else ""
+        return (
+            f". Note: {self.name!r} is {self.ty} because let({self.literal!r}){where} made a "
+            f"Python {type(self.literal).__name__} a {self.ty} literal; declare it with the "
+            f"type you mean, e.g. let({self.literal!r}, ty=f64) or let(lit({self.literal!r}, f64))"
+        )
 
     def set(self, value: Any) -> None:
+        """Assign `value` (of the variable's type) to the variable."""
         self._b.assign(self, value)
 
     def _aug(self, op: str, o: Any) -> Variable:
@@ -267,14 +353,33 @@ class BufferRef:
     def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None) -> Value:
         return self._b.atomic(op, self, index, value, comparand)
 
-    def atomic_add(self, index: Any, value: Any) -> Value: return self._atomic("add", index, value)
-    def atomic_min(self, index: Any, value: Any) -> Value: return self._atomic("min", index, value)
-    def atomic_max(self, index: Any, value: Any) -> Value: return self._atomic("max", index, value)
-    def atomic_and(self, index: Any, value: Any) -> Value: return self._atomic("and", index, value)
-    def atomic_or(self, index: Any, value: Any) -> Value: return self._atomic("or", index, value)
-    def atomic_xor(self, index: Any, value: Any) -> Value: return self._atomic("xor", index, value)
+    def atomic_add(self, index: Any, value: Any) -> Value:
+        """Atomically add `value` into element `index`; returns the old value."""
+        return self._atomic("add", index, value)
+
+    def atomic_min(self, index: Any, value: Any) -> Value:
+        """Atomically min `value` into element `index`; returns the old value."""
+        return self._atomic("min", index, value)
+
+    def atomic_max(self, index: Any, value: Any) -> Value:
+        """Atomically max `value` into element `index`; returns the old value."""
+        return self._atomic("max", index, value)
+
+    def atomic_and(self, index: Any, value: Any) -> Value:
+        """Atomically and `value` into element `index`; returns the old value."""
+        return self._atomic("and", index, value)
+
+    def atomic_or(self, index: Any, value: Any) -> Value:
+        """Atomically or `value` into element `index`; returns the old value."""
+        return self._atomic("or", index, value)
+
+    def atomic_xor(self, index: Any, value: Any) -> Value:
+        """Atomically xor `value` into element `index`; returns the old value."""
+        return self._atomic("xor", index, value)
+
 
     def atomic_exchange(self, index: Any, value: Any) -> Value:
+        """Atomically store `value` at `index`; returns the old value."""
         return self._atomic("exchange", index, value)
 
     def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
@@ -344,7 +449,11 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
 class ProgramBuilder:
     """Builds one Program; see the module docstring."""
 
-    def __init__(self, name: str, workgroup_size: int | tuple[int, ...] = 64) -> None:
+    def __init__(
+        self, name: str, workgroup_size: int | tuple[int, ...] = 64, strict_scopes: bool = False
+    ) -> None:
+        """`strict_scopes`: every value computed inside a block dies with the block (the
+        decorator's mode: catches a Python rebinding mistaken for an assignment)."""
         self.name = name
         ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
         if not 1 <= len(ws) <= 3 or not all(
@@ -365,6 +474,26 @@ class ProgramBuilder:
         self._loop_depth = 0
         self._counter = 0
         self._built = False
+        self._strict = strict_scopes
+        self._block_scopes: list[_Scope] = []
+        self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
+        self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
+
+    def _block_scope(self) -> _Scope | None:
+        return self._block_scopes[-1] if self._strict and self._block_scopes else None
+
+    def _name_for(self, name: str | None, prefix: str, pattern: re.Pattern[str] = _ASSIGNED
+                  ) -> str:
+        """`name`, else the name the user's line binds (made unique), else a generated one."""
+        if name:
+            return name
+        guess = user_name(pattern)
+        if guess is None or not is_valid_name(guess):
+            return self._fresh(prefix)
+        cand, n = guess, 1
+        while cand in self._names:
+            cand, n = f"{guess}_{n}", n + 1
+        return cand
 
     # -- declarations
     def _declare_name(self, name: str, what: str) -> None:
@@ -418,10 +547,22 @@ class ProgramBuilder:
             raise BuildError(f"{name} axis must be 0, 1 or 2, got {axis}")
         return Value(self, N.Builtin(name=cast(N.BuiltinName, name), axis=axis))
 
-    def global_id(self, axis: int = 0) -> Value: return self._builtin("global_id", axis)
-    def local_id(self, axis: int = 0) -> Value: return self._builtin("local_id", axis)
-    def workgroup_id(self, axis: int = 0) -> Value: return self._builtin("workgroup_id", axis)
-    def num_workgroups(self, axis: int = 0) -> Value: return self._builtin("num_workgroups", axis)
+    def global_id(self, axis: int = 0) -> Value:
+        """This invocation's global id along `axis` (u32)."""
+        return self._builtin("global_id", axis)
+
+    def local_id(self, axis: int = 0) -> Value:
+        """The id within the workgroup along `axis` (u32)."""
+        return self._builtin("local_id", axis)
+
+    def workgroup_id(self, axis: int = 0) -> Value:
+        """The workgroup's id along `axis` (u32)."""
+        return self._builtin("workgroup_id", axis)
+
+    def num_workgroups(self, axis: int = 0) -> Value:
+        """The grid's workgroup count along `axis` (u32)."""
+        return self._builtin("num_workgroups", axis)
+
 
     def local_index(self) -> Value:
         """The flattened local invocation index (0 .. workgroup invocations - 1)."""
@@ -470,10 +611,13 @@ class ProgramBuilder:
         return e
 
     # -- statements
-    def _emit(self, stmt: N.StmtNode) -> None:
+    def _emit(self, stmt: N.StmtNode, site: str | None = None) -> None:
         if self._built:
             raise BuildError(f"program {self.name!r} was already built; start a new builder")
         self._blocks[-1].append(stmt)
+        site = site or user_site()
+        if site:
+            self._sites[id(stmt)] = site
 
     def _fresh(self, prefix: str) -> str:
         while True:
@@ -487,26 +631,29 @@ class ProgramBuilder:
         e = self._coerce(value, ScalarType(ty) if ty else None, "let value")
         if ty is not None and e.ty != ScalarType(ty):
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
-        name = name or self._fresh("v")
+        name = self._name_for(name, "v")
         self._declare_name(name, "variable")
-        self._emit(N.Let(name=name, value=e))
+        site = user_site()
+        self._emit(N.Let(name=name, value=e), site)
         scope = _Scope(f"variable {name!r}")
         self._scopes[-1].append(scope)
-        return Variable(self, name, e.ty, scope)
+        literal = value if ty is None and _is_number(value) else None
+        return Variable(self, name, e.ty, scope, literal, site)
 
     def assign(self, var: Variable, value: Any) -> None:
+        """`var = value` (what `var.set(value)` and `var += x` call)."""
         if not isinstance(var, Variable) or var._b is not self:
             raise BuildError("assign needs a Variable of this program (made with k.let)")
         if var._scope is not None and not var._scope.alive:
             raise BuildError(f"variable {var.name!r} is assigned outside the block declaring it")
         e = self._coerce(value, var.ty, f"value assigned to {var.name!r}")
         if e.ty != var.ty:
-            raise BuildError(
-                f"cannot assign a {e.ty} to {var.name!r} ({var.ty}); cast with .cast({var.ty})"
-            )
+            fix = var._literal_hint() or f"; cast the value with .cast({var.ty})"
+            raise BuildError(f"cannot assign a {e.ty} to {var.name!r} ({var.ty}){fix}")
         self._emit(N.Assign(name=var.name, value=e))
 
     def store(self, buf: BufferRef, index: Any, value: Any) -> None:
+        """`buf[index] = value` (a store past the length does nothing)."""
         self._check_ref(buf)
         if buf.access == "read":
             raise BuildError(
@@ -522,6 +669,7 @@ class ProgramBuilder:
     def atomic(
         self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
     ) -> Value:
+        """An atomic read-modify-write on `buf[index]`; returns the old value."""
         self._check_ref(buf)
         if buf.access not in ("read_write", "workgroup"):
             raise BuildError(f"atomics need a read_write buffer; {buf.name!r} is {buf.access}")
@@ -539,7 +687,7 @@ class ProgramBuilder:
             c = self._coerce(comparand, buf.ty, "compare value")
             if c.ty != buf.ty:
                 raise BuildError(f"compare value must be {buf.ty}, got {c.ty}")
-        name = self._fresh("old")
+        name = self._name_for(None, "old")
         self._names.add(name)
         if (op == "compare_exchange") != (c is not None):
             raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
@@ -560,14 +708,17 @@ class ProgramBuilder:
         self._emit(N.Barrier())
 
     def return_(self) -> None:
+        """End this invocation."""
         self._emit(N.Return())
 
     def break_(self) -> None:
+        """Leave the innermost loop."""
         if not self._loop_depth:
             raise BuildError("break outside a loop")
         self._emit(N.Break())
 
     def continue_(self) -> None:
+        """Go to the next iteration of the innermost loop."""
         if not self._loop_depth:
             raise BuildError("continue outside a loop")
         self._emit(N.Continue())
@@ -578,10 +729,18 @@ class ProgramBuilder:
         block: list[N.StmtNode] = []
         self._blocks.append(block)
         self._scopes.append([])
+        if self._strict:
+            where = user_site()
+            inner = _Scope(f"a value computed inside the block at {where}" if where
+                           else "a value computed inside a block")
+            self._block_scopes.append(inner)
+            self._scopes[-1].append(inner)
         try:
             yield block
         finally:
             self._blocks.pop()
+            if self._strict:
+                self._block_scopes.pop()
             for s in self._scopes.pop():
                 s.alive = False
 
@@ -593,10 +752,12 @@ class ProgramBuilder:
 
     @contextmanager
     def if_(self, cond: Any) -> Iterator[None]:
+        """`with k.if_(cond):` runs the block where the bool `cond` holds."""
         c = self._cond(cond, "if condition")
+        site = user_site()
         with self._block() as body:
             yield
-        self._emit(N.If(cond=c, then=tuple(body)))
+        self._emit(N.If(cond=c, then=tuple(body)), site)
 
     @contextmanager
     def else_(self) -> Iterator[None]:
@@ -610,11 +771,15 @@ class ProgramBuilder:
             with self._block() as body:
                 yield
         finally:
-            block.append(N.If(cond=last.cond, then=last.then, orelse=tuple(body)))
+            new = N.If(cond=last.cond, then=last.then, orelse=tuple(body))
+            block.append(new)
+            if id(last) in self._sites:
+                self._sites[id(new)] = self._sites[id(last)]
 
     @contextmanager
     def for_range(
-        self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
+        self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None,
+        loop_name: str | None = None,
     ) -> Iterator[Value]:
         """`for i in range(start, end, step)` (step: a positive int constant)."""
         if end is None:
@@ -635,9 +800,10 @@ class ProgramBuilder:
         e = self._coerce(end, t, "loop end")
         if s.ty != t or e.ty != t:
             raise BuildError(f"loop bounds must be {t}, got {s.ty} and {e.ty}; cast them")
-        name = self._fresh("i")
+        name = self._name_for(loop_name, "i", _WITH_AS)
         self._declare_name(name, "loop variable")
         scope = _Scope(f"loop variable {name!r}")
+        site = user_site()
         self._loop_depth += 1
         try:
             with self._block() as body:
@@ -645,19 +811,20 @@ class ProgramBuilder:
         finally:
             self._loop_depth -= 1
             scope.alive = False
-        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)))
+        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)), site)
 
     @contextmanager
     def while_(self, cond: Any) -> Iterator[None]:
         """Loop while `cond` (re-evaluated each iteration) holds; break_/continue_ inside."""
         c = self._cond(cond, "while condition")
+        site = user_site()
         self._loop_depth += 1
         try:
             with self._block() as body:
                 yield
         finally:
             self._loop_depth -= 1
-        self._emit(N.While(cond=c, body=tuple(body)))
+        self._emit(N.While(cond=c, body=tuple(body)), site)
 
     # -- finish
     def build(self) -> N.Program:
@@ -672,9 +839,47 @@ class ProgramBuilder:
             workgroup_arrays=tuple(self._arrays),
             body=tuple(self._blocks[0]),
         )
-        validate(prog)
+        try:
+            validate(prog)
+        except InvalidProgram as exc:
+            raise self._located(prog, exc) from None
         self._built = True
         return prog
+
+    def _located(self, prog: N.Program, exc: InvalidProgram) -> InvalidProgram:
+        """The validator's error at the user's source line of the failing statement (the
+        IR path stays in `.node` for tools)."""
+        if not exc.node:
+            return exc
+        path = exc.node.split(" ")[0]
+        sites: dict[str, str] = {}
+
+        def walk(stmts: tuple[N.StmtNode, ...], at: str) -> None:
+            for i, st in enumerate(stmts):
+                here = f"{at}[{i}]"
+                if id(st) in self._sites:
+                    sites[here] = self._sites[id(st)]
+                for field in ("then", "orelse", "body"):
+                    inner = getattr(st, field, None)
+                    if isinstance(inner, tuple):
+                        walk(inner, f"{here}.{field}")
+
+        walk(prog.body, "body")
+        best = max((p for p in sites if path == p or path.startswith(p + ".")), key=len,
+                   default=None)
+        message = str(exc).removeprefix(f"{exc.node}: ")
+        if best is None:
+            return exc
+
+        def at_line(m: re.Match[str]) -> str:  # IR paths in the text -> the user's lines
+            p = m.group(0)
+            hit = max((q for q in sites if p == q or p.startswith(q + ".")), key=len, default=None)
+            return f"line {sites[hit].rsplit(':', 1)[1]}" if hit else p
+
+        message = _IR_PATH.sub(at_line, message)
+        err = BuildError(f"{message} [IR node {exc.node}]", sites[best])
+        err.node = exc.node
+        return err
 
 
 # ------------------------------------------------------------------ functions
@@ -694,32 +899,88 @@ def _fn(fn: str, *xs: Any) -> Value:
     return Value(b, _call(fn, *args))
 
 
-def sqrt(x: Value) -> Value: return _fn("sqrt", x)
-def exp(x: Value) -> Value: return _fn("exp", x)
-def exp2(x: Value) -> Value: return _fn("exp2", x)
-def log(x: Value) -> Value: return _fn("log", x)
-def log2(x: Value) -> Value: return _fn("log2", x)
-def sin(x: Value) -> Value: return _fn("sin", x)
-def cos(x: Value) -> Value: return _fn("cos", x)
-def tan(x: Value) -> Value: return _fn("tan", x)
-def tanh(x: Value) -> Value: return _fn("tanh", x)
-def floor(x: Value) -> Value: return _fn("floor", x)
-def ceil(x: Value) -> Value: return _fn("ceil", x)
-def trunc(x: Value) -> Value: return _fn("trunc", x)
-def round_(x: Value) -> Value: return _fn("round", x)
-def abs_(x: Value) -> Value: return _fn("abs", x)
-def pow_(x: Any, y: Any) -> Value: return _fn("pow", x, y)
-def atan2(y: Any, x: Any) -> Value: return _fn("atan2", y, x)
-def fma(a: Any, b: Any, c: Any) -> Value: return _fn("fma", a, b, c)
-def clamp(x: Any, lo: Any, hi: Any) -> Value: return _fn("clamp", x, lo, hi)
+def sqrt(x: Value) -> Value:
+    """Square root (correctly rounded)."""
+    return _fn("sqrt", x)
+
+def exp(x: Value) -> Value:
+    """e**x."""
+    return _fn("exp", x)
+
+def exp2(x: Value) -> Value:
+    """2**x."""
+    return _fn("exp2", x)
+
+def log(x: Value) -> Value:
+    """Natural logarithm."""
+    return _fn("log", x)
+
+def log2(x: Value) -> Value:
+    """Base-2 logarithm."""
+    return _fn("log2", x)
+
+def sin(x: Value) -> Value:
+    """Sine (radians)."""
+    return _fn("sin", x)
+
+def cos(x: Value) -> Value:
+    """Cosine (radians)."""
+    return _fn("cos", x)
+
+def tan(x: Value) -> Value:
+    """Tangent (radians)."""
+    return _fn("tan", x)
+
+def tanh(x: Value) -> Value:
+    """Hyperbolic tangent."""
+    return _fn("tanh", x)
+
+def floor(x: Value) -> Value:
+    """Round toward -inf."""
+    return _fn("floor", x)
+
+def ceil(x: Value) -> Value:
+    """Round toward +inf."""
+    return _fn("ceil", x)
+
+def trunc(x: Value) -> Value:
+    """Round toward zero."""
+    return _fn("trunc", x)
+
+def round_(x: Value) -> Value:
+    """Round to nearest, ties to even."""
+    return _fn("round", x)
+
+def abs_(x: Value) -> Value:
+    """Absolute value (ints wrap: abs(INT_MIN) is INT_MIN)."""
+    return _fn("abs", x)
+
+def pow_(x: Any, y: Any) -> Value:
+    """x**y (floats)."""
+    return _fn("pow", x, y)
+
+def atan2(y: Any, x: Any) -> Value:
+    """The angle of (x, y), in radians."""
+    return _fn("atan2", y, x)
+
+def fma(a: Any, b: Any, c: Any) -> Value:
+    """a * b + c rounded once."""
+    return _fn("fma", a, b, c)
+
+def clamp(x: Any, lo: Any, hi: Any) -> Value:
+    """min(max(x, lo), hi)."""
+    return _fn("clamp", x, lo, hi)
+
 
 
 def min_(a: Any, b: Any) -> Value:
+    """The smaller of a and b (Python's min() cannot be traced)."""
     x, y = _args(a, b)
     return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("min", x, y))
 
 
 def max_(a: Any, b: Any) -> Value:
+    """The larger of a and b (Python's max() cannot be traced)."""
     x, y = _args(a, b)
     return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("max", x, y))
 
@@ -738,4 +999,5 @@ def select(cond: Value, a: Any, b: Any) -> Value:
 
 
 def ceil_div(n: int, d: int) -> int:
+    """ceil(n / d) for Python ints (build-time sizes)."""
     return -(-n // d) if n >= 0 else math.ceil(n / d)

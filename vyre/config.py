@@ -113,6 +113,38 @@ class DispatchConfig(BaseModel):
         y = math.ceil(groups / max_per_dim)
         return cls(grid=(math.ceil(groups / y), y, 1), **kw)
 
+    @classmethod
+    def for_shape(
+        cls, shape: int | tuple[int, ...], workgroup_size: int | tuple[int, ...], **kw: Any
+    ) -> DispatchConfig:
+        """A grid covering `shape` = (nx[, ny[, nz]]) invocations, in axis order x, y, z.
+
+        Each axis gets ceil(n / workgroup size along it) workgroups; a kernel indexes with
+        `global_id(0)`, `global_id(1)`, `global_id(2)` and guards `< n` on each axis. Note the
+        order: a row-major (H, W) NumPy array is shape (W, H) here (x runs along a row).
+        """
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
+        if not 1 <= len(dims) <= 3:
+            raise InvalidDispatch(f"for_shape needs 1 to 3 extents (x, y, z), got {shape!r}")
+        ws = (*ws, 1, 1, 1)[:3]
+        grid = []
+        for axis, (n, w) in enumerate(zip(dims, ws)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise InvalidDispatch(
+                    f"for_shape extent {axis} = {n!r}: every extent must be an int >= 1; "
+                    "skip empty dispatches"
+                )
+            g = math.ceil(n / w)
+            if g > MAX_GRID_DIM:
+                raise InvalidDispatch(
+                    f"for_shape extent {axis} = {n} needs {g} workgroups of {w}, more than "
+                    f"{MAX_GRID_DIM}; use a larger workgroup size along that axis or loop "
+                    "inside the kernel"
+                )
+            grid.append(g)
+        return cls(grid=tuple(grid), **kw)
+
     @property
     def total_workgroups(self) -> int | None:
         if isinstance(self.grid, IndirectGrid):

@@ -27,32 +27,56 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Step:
-    """One dispatch of a pipeline (the same arguments as dispatch_with_device_buffers)."""
+    """One dispatch of a pipeline (the same arguments as dispatch_with_device_buffers).
+
+    `index_param` names a u32 (or i32) param of the program that is not in
+    `config.params`: on `run(repeat=R)` it is 0, 1, ..., R-1 on the successive rounds, so a
+    time-stepped kernel (step t of a solver, column k of a factorisation) is one Step.
+    """
 
     program: Program
     inputs: BufferArg
     outputs: BufferArg
     config: DispatchConfig
+    index_param: str | None = None
 
 
 @dataclass(frozen=True)
 class ReadRange:
-    """A readback: `length` bytes (None: to the end) at `offset` of `buffer`, as `dtype`."""
+    """A readback: `length` bytes (None: to the end) at `offset` of `buffer`, as `dtype`.
+
+    `dtype=None`: in a pipeline, the element type the steps declare for the buffer (when
+    they agree and the range is whole elements), else bytes (uint8).
+    """
 
     buffer: Any
     offset: int = 0
     length: int | None = None
-    dtype: Any = np.uint8
+    dtype: Any = None
 
 
 @dataclass
 class PipelineResult:
+    """What `Pipeline.run` returns: the readbacks (in the order asked), the timing, and
+    backend-specific extras."""
+
     reads: list[np.ndarray]
     timing: Timing
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _indexed(config: DispatchConfig, name: str, index: int) -> DispatchConfig:
+    """`config` with the step-index param `name` set to `index`."""
+    if name in config.params:
+        raise InvalidDispatch(
+            f"index_param {name!r} is set by the pipeline on each round; leave it out of "
+            "DispatchConfig(params=...)"
+        )
+    return config.model_copy(update={"params": {**config.params, name: index}})
+
+
 def as_read_range(r: Any) -> ReadRange:
+    """A ReadRange from a ReadRange, a (buffer, offset, length, dtype) tuple or a buffer."""
     if isinstance(r, ReadRange):
         return r
     if isinstance(r, tuple):
@@ -67,6 +91,7 @@ class Pipeline:
         if not steps:
             raise InvalidDispatch("a pipeline needs at least one step")
         self.backend = backend
+        self._indexed = self._index_params(steps)
         bound: list[BoundDispatch] = []
         for i, s in enumerate(steps):
             if isinstance(s, BoundDispatch):
@@ -74,8 +99,9 @@ class Pipeline:
                 continue
             if not isinstance(s, Step):
                 raise InvalidDispatch(f"pipeline step {i} must be a vyre.Step, got {type(s)}")
+            cfg = s.config if s.index_param is None else _indexed(s.config, s.index_param, 0)
             try:
-                bound.append(bind(backend, s.program, s.inputs, s.outputs, s.config))
+                bound.append(bind(backend, s.program, s.inputs, s.outputs, cfg))
             except InvalidDispatch as exc:
                 raise InvalidDispatch(f"pipeline step {i} ({s.program.name}): {exc}") from None
         self.steps: tuple[BoundDispatch, ...] = tuple(bound)
@@ -86,6 +112,52 @@ class Pipeline:
         )
         self.profiled = any(s.config.profile for s in self.steps)  # device timers asked for
         self.state: Any = None  # backend-private recording (command list, graph, ...)
+        self._unrolled: tuple[int, Pipeline] | None = None  # (repeat, its recorded pipeline)
+        self._types = self._buffer_types()
+
+    def _index_params(self, steps: Sequence[Step | BoundDispatch]) -> dict[int, str]:
+        out = {}
+        for i, s in enumerate(steps):
+            name = getattr(s, "index_param", None)
+            if name is None:
+                continue
+            decl = next((p for p in s.program.params if p.name == name), None)
+            if decl is None or decl.ty.value not in ("u32", "i32"):
+                raise InvalidDispatch(
+                    f"pipeline step {i} ({s.program.name}): index_param {name!r} must be a u32 "
+                    f"or i32 param of the program; its params are "
+                    f"{[p.name for p in s.program.params]}"
+                )
+            out[i] = name
+        return out
+
+    def _buffer_types(self) -> dict[int, Any]:
+        """id(buffer) -> the numpy dtype every step declares for it (None when they differ)."""
+        types: dict[int, Any] = {}
+        for s in self.steps:
+            for decl, buf in zip(s.program.buffers, s.buffers):
+                dt = decl.ty.numpy
+                types[id(buf)] = dt if types.get(id(buf), dt) == dt else None
+        return types
+
+    def _unroll(self, repeat: int) -> Pipeline:
+        """The `repeat` rounds as one recorded pipeline, each indexed step bound with its
+        round's index (bound once per repeat count, then replayed)."""
+        if self._unrolled is None or self._unrolled[0] != repeat:
+            bound: list[BoundDispatch] = []
+            for r in range(repeat):
+                for i, s in enumerate(self.steps):
+                    name = self._indexed.get(i)
+                    if name is None:
+                        bound.append(s)
+                        continue
+                    decls = s.program.buffers
+                    ins = [b for d, b in zip(decls, s.buffers) if not d.writable]
+                    outs = [b for d, b in zip(decls, s.buffers) if d.writable]
+                    cfg = s.config.model_copy(update={"params": {**s.config.params, name: r}})
+                    bound.append(bind(self.backend, s.program, ins, outs, cfg))
+            self._unrolled = (repeat, self.backend.pipeline(bound))
+        return self._unrolled[1]
 
     def _check_reads(self, read: Sequence[Any]) -> list[ReadRange]:
         out = []
@@ -94,7 +166,7 @@ class Pipeline:
             validate_buffer_ownership(self.backend, [rr.buffer])
             length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
             check_range(rr.buffer, rr.offset, length)
-            dtype = as_dtype(rr.dtype)  # vyre.f16 is float16 here, never np.dtype("f16")
+            dtype = as_dtype(self._default_dtype(rr, length))  # vyre.f16 is float16 here
             if length % dtype.itemsize:
                 raise InvalidDispatch(
                     f"read of {length} bytes is not a whole number of {dtype}"
@@ -102,10 +174,23 @@ class Pipeline:
             out.append(ReadRange(rr.buffer, rr.offset, length, dtype))
         return out
 
+    def _default_dtype(self, rr: ReadRange, length: int) -> Any:
+        if rr.dtype is not None:
+            return rr.dtype
+        dt = self._types.get(id(rr.buffer))
+        if dt is not None and rr.offset % dt.itemsize == 0 and length % dt.itemsize == 0:
+            return dt
+        return np.uint8
+
     def run(self, repeat: int = 1, read: Sequence[Any] = ()) -> PipelineResult:
-        """Run every step `repeat` times in order, then the readbacks; one host sync."""
+        """Run every step `repeat` times in order, then the readbacks; one host sync.
+
+        Reads come back typed as the steps declare each buffer unless a ReadRange says
+        otherwise (see ReadRange)."""
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise InvalidDispatch(f"repeat must be an int >= 1, got {repeat!r}")
+        if self._indexed:
+            return self._unroll(repeat).run(1, [self._typed(r) for r in read])
         self.backend._check_open()
         reads = self._check_reads(read)
         # Under the backend's lock like every other device call: device libraries (wgpu-native)
@@ -116,5 +201,11 @@ class Pipeline:
                 check_usable(b)
             return self.backend._run_pipeline(self, repeat, reads)
 
+    def _typed(self, r: Any) -> ReadRange:
+        rr = as_read_range(r)
+        length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
+        return ReadRange(rr.buffer, rr.offset, rr.length, self._default_dtype(rr, length))
+
     def buffers(self) -> list[BufferBase]:
+        """Every buffer slot of every step, in order (a buffer may appear several times)."""
         return [b for s in self.steps for b in s.buffers]

@@ -335,6 +335,7 @@ class Program(Node):
         return x * y * z
 
     def buffer(self, name: str) -> BufferDecl:
+        """The declaration of buffer `name` (KeyError if none)."""
         for b in self.buffers:
             if b.name == name:
                 return b

@@ -12,6 +12,8 @@ import numpy as np
 
 
 class ScalarType(StrEnum):
+    """The scalar types of the IR: bool (locals only), i32, u32, f32, f16, f64, i64, u64."""
+
     BOOL = "bool"
     I32 = "i32"
     U32 = "u32"
@@ -65,6 +67,7 @@ class ScalarType(StrEnum):
 
     @classmethod
     def from_numpy(cls, dtype: object) -> ScalarType:
+        """The vyre type of a NumPy dtype (TypeError naming the choices if none)."""
         dt = np.dtype(dtype)  # type: ignore[call-overload]
         for st, name in _NUMPY.items():
             if np.dtype(name) == dt and st is not ScalarType.BOOL:

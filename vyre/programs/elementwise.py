@@ -1,3 +1,5 @@
+# mypy: disable-error-code="valid-type,type-arg,index"
+# (decorated kernels annotate with vyre types, which are values, not Python types)
 """Elementwise programs: saxpy / axpby, fused maps from a Python expression, type
 conversion, fill / iota, gather / scatter by index.
 
@@ -13,11 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+import vyre
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder, Value
 from vyre.config import MAX_GRID_DIM, Timing
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
+from vyre.kernel import Buffer, InOut, Output, TypeParam, kernel
 
 from ._common import f32, grid, u32
 
@@ -77,32 +81,38 @@ def map_program(
     return k.build()
 
 
-@cache
+# The fixed-shape programs are written as decorated kernels (vyre.kernel); `map_program`
+# stays on the builder because it generates its body from a Python function.
+T = TypeParam("T")
+
+
+def _wg(T: ScalarType, wg: int) -> int:
+    return wg
+
+
+@kernel(workgroup_size=_wg, name="saxpy")
+def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        y[i] = a * x[i] + y[i]
+
+
+@kernel(workgroup_size=_wg, name="axpby")
+def _axpby(n: u32, x: Buffer[T], y: Buffer[T], out: Output[T], a: T, b: T, *,
+           T: ScalarType, wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        out[i] = a * x[i] + b * y[i]
+
+
 def saxpy(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """y[i] = a * x[i] + y[i] in place (x read, y read_write; param a)."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"saxpy_{ty}", workgroup_size)
-    x = k.buffer("x", ty)
-    y = k.buffer("y", ty, "read_write")
-    a = k.param("a", ty)
-    with k.if_(i < n):
-        y[i] = a * x[i] + y[i]
-    return k.build()
+    return _saxpy.build(T=ScalarType(ty), wg=workgroup_size)
 
 
-@cache
 def axpby(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = a * x[i] + b * y[i] (params a, b), evaluated as (a*x) + (b*y)."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"axpby_{ty}", workgroup_size)
-    x = k.buffer("x", ty)
-    y = k.buffer("y", ty)
-    out = k.buffer("out", ty, "write")
-    a = k.param("a", ty)
-    b = k.param("b", ty)
-    with k.if_(i < n):
-        out[i] = a * x[i] + b * y[i]
-    return k.build()
+    return _axpby.build(T=ScalarType(ty), wg=workgroup_size)
 
 
 @cache
@@ -114,54 +124,53 @@ def convert(src: ScalarType, dst: ScalarType, workgroup_size: int = WORKGROUP) -
                        workgroup_size=workgroup_size)
 
 
-@cache
+@kernel(workgroup_size=_wg, name="fill")
+def _fill(n: u32, out: Output[T], value: T, *, T: ScalarType, wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        out[i] = value
+
+
+@kernel(workgroup_size=_wg, name="iota")
+def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        idx = i if T is u32 else i.cast(T)  # a build-time choice
+        out[i] = start + idx * step
+
+
+@kernel(workgroup_size=_wg, name="gather")
+def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: ScalarType,
+            wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        out[i] = src[index[i]]
+
+
+@kernel(workgroup_size=_wg, name="scatter")
+def _scatter(n: u32, src: Buffer[T], index: Buffer[u32], out: InOut[T], *, T: ScalarType,
+             wg: int) -> None:
+    i = vyre.let(vyre.global_linear_id())
+    with vyre.if_(i < n):
+        out[index[i]] = src[i]
+
+
 def fill(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = value (param) for i < n."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"fill_{ty}", workgroup_size)
-    out = k.buffer("out", ty, "write")
-    v = k.param("value", ty)
-    with k.if_(i < n):
-        out[i] = v
-    return k.build()
+    return _fill.build(T=ScalarType(ty), wg=workgroup_size)
 
 
-@cache
 def iota(ty: ScalarType = u32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = start + ty(i) * step (params start, step; ints wrap, floats round once per op)."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"iota_{ty}", workgroup_size)
-    out = k.buffer("out", ty, "write")
-    start = k.param("start", ty)
-    step = k.param("step", ty)
-    with k.if_(i < n):
-        idx = i if ty is u32 else i.cast(ty)
-        out[i] = start + idx * step
-    return k.build()
+    return _iota.build(T=ScalarType(ty), wg=workgroup_size)
 
 
-@cache
 def gather(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = src[index[i]] for i < n; an index past src's length reads 0."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"gather_{ty}", workgroup_size)
-    src = k.buffer("src", ty)
-    index = k.buffer("index", u32)
-    out = k.buffer("out", ty, "write")
-    with k.if_(i < n):
-        out[i] = src[index[i]]
-    return k.build()
+    return _gather.build(T=ScalarType(ty), wg=workgroup_size)
 
 
-@cache
 def scatter(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[index[i]] = src[i] for i < n; indices past out's length are dropped. With
     duplicate indices, which value lands is unspecified: use a permutation for exact results."""
-    ty = ScalarType(ty)
-    k, n, i = _start(f"scatter_{ty}", workgroup_size)
-    src = k.buffer("src", ty)
-    index = k.buffer("index", u32)
-    out = k.buffer("out", ty, "read_write")
-    with k.if_(i < n):
-        out[index[i]] = src[i]
-    return k.build()
+    return _scatter.build(T=ScalarType(ty), wg=workgroup_size)

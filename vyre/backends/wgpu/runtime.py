@@ -167,7 +167,15 @@ class WgpuBackend(BaseBackend):
                 "fma_rounds_once": self._info.fma_fused,
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
-                "f64_arithmetic": F.F64 in self._info.vyre_features,
+                # honest about f64: the device may run f64 add/mul/div, but the backend
+                # does not report the 'f64' feature, so f64 Programs raise UnsupportedFeature
+                "f64_arithmetic": (
+                    "no: the device runs f64 add/mul/div, but WGSL has no f64 exp/log/sin/... "
+                    "(GLSL.std.450 is 16/32-bit only), so this backend does not report 'f64' "
+                    "and f64 Programs raise UnsupportedFeature; use cuda or reference"
+                    if F.F64 in self._info.vyre_features
+                    else "no: the adapter has no shader-f64"
+                ),
             },
         )
 

@@ -1,0 +1,519 @@
+"""`@vyre.kernel`: a type-annotated Python function becomes a Program.
+
+    @vyre.kernel(workgroup_size=256)
+    def saxpy(x: vyre.Buffer[f32], y: vyre.InOut[f32], a: f32):
+        i = vyre.global_linear_id()
+        with vyre.if_(i < y.length()):
+            y[i] = a * x[i] + y[i]
+
+    saxpy.program                                   # the validated Program (built once)
+    saxpy.launch(gpu, n, xs, ys, a=2.0)             # grid from the element count
+
+The function is *traced*: it is called once with proxy values (the builder's `Value` and
+`BufferRef`), and every operation on them records IR through a `ProgramBuilder`. Nothing
+reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
+
+- Python `if`/`while`/`and`/`or`/`not`/`min()`/`max()` on a traced value cannot be traced
+  (a traced value has no truth value) and raise an error naming the helper to use:
+  `with vyre.if_(c):` / `with vyre.else_():`, `for i in vyre.range(...)`,
+  `with vyre.while_(c):`, `vyre.select`, `vyre.min_` / `vyre.max_`.
+- Python control flow on plain Python values (build-time constants: keyword-only
+  arguments, `range(4)`, a flag) runs at build time, so it unrolls or specialises.
+- Locals that change are declared with `v = vyre.let(init)` and changed with `v.set(x)`,
+  `v += x`, ...; a plain `v = v + x` inside a block only rebinds the Python name, and using
+  such a value after its block is an error that says so.
+
+Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
+`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
+scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
+none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`.
+
+This module must never evaluate a kernel or talk to a device except through a backend's
+public dispatch methods.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .buffer import BufferBase
+from .builder import (
+    _FOR_IN,
+    BufferRef,
+    BuildError,
+    ProgramBuilder,
+    Value,
+    Variable,
+)
+from .config import DispatchConfig
+from .errors import InvalidDispatch
+from .ir.nodes import Program
+from .ir.types import ScalarType
+from .pipeline import Step
+
+_ACCESS = ("read", "write", "read_write")
+_current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", default=None)
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """What `vyre.Buffer[ty, access]` stands for in an annotation."""
+
+    ty: ScalarType | str  # a str names a build-time constant holding the type
+    access: str = "read"
+    count: int | None = None
+
+
+class Buffer:
+    """Annotation for a storage buffer argument: `Buffer[f32]` is read-only,
+    `Buffer[f32, "write"]` write-only, `Buffer[f32, "read_write"]` both; an optional third
+    item fixes the element count (`Buffer[u32, "write", 4]`). `Buffer["T"]` takes its
+    element type from the keyword-only constant `T` (one kernel for several types)."""
+
+    def __class_getitem__(cls, item: Any) -> BufferSpec:
+        args = item if isinstance(item, tuple) else (item,)
+        if not 1 <= len(args) <= 3:
+            raise TypeError("vyre.Buffer[ty] or vyre.Buffer[ty, access] or [ty, access, count]")
+        ty: ScalarType | str
+        if isinstance(args[0], TypeParam):
+            args = (args[0].name, *args[1:])
+        try:
+            ty = ScalarType(args[0])
+        except ValueError:
+            if not isinstance(args[0], str) or not args[0].isidentifier():
+                raise TypeError(
+                    f"vyre.Buffer element type must be a vyre type (f32, u32, ...) or the name "
+                    f"of a build-time constant holding one, got {args[0]!r}"
+                ) from None
+            ty = args[0]
+        access = args[1] if len(args) > 1 else "read"
+        if access not in _ACCESS:
+            raise TypeError(f"vyre.Buffer access must be one of {_ACCESS}, got {access!r}")
+        return BufferSpec(ty, access, args[2] if len(args) > 2 else None)
+
+
+class Output(Buffer):
+    """`Output[ty]` = `Buffer[ty, "write"]`: a write-only buffer (lint-friendly spelling)."""
+
+    def __class_getitem__(cls, item: Any) -> BufferSpec:
+        return Buffer.__class_getitem__(_with_access(item, "write"))
+
+
+class InOut(Buffer):
+    """`InOut[ty]` = `Buffer[ty, "read_write"]`: a buffer read and written."""
+
+    def __class_getitem__(cls, item: Any) -> BufferSpec:
+        return Buffer.__class_getitem__(_with_access(item, "read_write"))
+
+
+def _with_access(item: Any, access: str) -> tuple[Any, ...]:
+    args = item if isinstance(item, tuple) else (item,)
+    return (args[0], access, *args[1:])
+
+
+@dataclass(frozen=True)
+class TypeParam:
+    """A buffer element type chosen at build time: `T = vyre.TypeParam("T")` at module
+    level, `x: vyre.Buffer[T]` in the signature and a keyword-only constant `T` (a vyre
+    type) in the kernel's arguments; `.build(T=f32)` / `.launch(..., T=f32)`."""
+
+    name: str
+
+
+def _builder(what: str) -> ProgramBuilder:
+    b = _current.get()
+    if b is None:
+        raise BuildError(f"vyre.{what}() is only meaningful inside a @vyre.kernel function")
+    return b
+
+
+# ------------------------------------------------------------------ the kernel language
+
+
+def global_id(axis: int = 0) -> Value:
+    """This invocation's global id along `axis` (u32)."""
+    return _builder("global_id").global_id(axis)
+
+
+def local_id(axis: int = 0) -> Value:
+    """This invocation's id within its workgroup along `axis` (u32)."""
+    return _builder("local_id").local_id(axis)
+
+
+def workgroup_id(axis: int = 0) -> Value:
+    """The workgroup's id along `axis` (u32)."""
+    return _builder("workgroup_id").workgroup_id(axis)
+
+
+def num_workgroups(axis: int = 0) -> Value:
+    """The grid's workgroup count along `axis` (u32)."""
+    return _builder("num_workgroups").num_workgroups(axis)
+
+
+def local_index() -> Value:
+    """The flattened id within the workgroup (0 .. invocations per workgroup - 1)."""
+    return _builder("local_index").local_index()
+
+
+def global_linear_id() -> Value:
+    """The element index of a 1-D launch (accounts for grids folded into y)."""
+    return _builder("global_linear_id").global_linear_id()
+
+
+def workgroup_linear_id() -> Value:
+    """The workgroup index of a 1-D launch (accounts for grids folded into y)."""
+    return _builder("workgroup_linear_id").workgroup_linear_id()
+
+
+def let(value: Any, ty: ScalarType | None = None) -> Variable:
+    """A mutable local named after the Python name it is assigned to; change it with
+    `.set(x)` or `+=` etc. A Python number becomes i32 / f32 unless `ty` says otherwise."""
+    return _builder("let").let(value, ty)
+
+
+def lit(value: Any, ty: ScalarType | None = None) -> Value:
+    """A literal of type `ty` (default: i32 for int, f32 for float, bool for bool)."""
+    return _builder("lit").lit(value, ty)
+
+
+def shared(ty: ScalarType, count: int) -> BufferRef:
+    """A workgroup (shared) array of `count` elements (a build-time int), named after the
+    Python name it is assigned to."""
+    b = _builder("shared")
+    return b.shared(b._name_for(None, "shared"), ty, count)
+
+
+def barrier() -> None:
+    """Workgroup barrier; every invocation of the workgroup must reach it (uniform flow)."""
+    _builder("barrier").barrier()
+
+
+def if_(cond: Any) -> Any:
+    """`with vyre.if_(cond):` runs its block where `cond` (a bool value) holds."""
+    return _builder("if_").if_(cond)
+
+
+def else_() -> Any:
+    """`with vyre.else_():` directly after a `with vyre.if_(...)` block."""
+    return _builder("else_").else_()
+
+
+def while_(cond: Any) -> Any:
+    """`with vyre.while_(cond):` loops while `cond` holds (re-evaluated each iteration)."""
+    return _builder("while_").while_(cond)
+
+
+def break_() -> None:
+    """Leave the innermost device loop (Python `break` would end the trace, not the loop)."""
+    _builder("break_").break_()
+
+
+def continue_() -> None:
+    """Next iteration of the innermost device loop (Python `continue` would skip tracing)."""
+    _builder("continue_").continue_()
+
+
+def return_() -> None:
+    """End this invocation (Python `return` would only stop tracing the function)."""
+    _builder("return_").return_()
+
+
+def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
+          ) -> Iterator[Value]:
+    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device.
+
+    The body is traced once with the loop variable (u32 unless a bound or `ty` says i32).
+    A Python `range` instead unrolls at build time. Use `vyre.break_()`, never `break`.
+    """
+    b = _builder("range")
+    name = b._name_for(None, "i", _FOR_IN)
+    return _loop(b, b.for_range(start, end, step, ty, loop_name=name))
+
+
+def _loop(b: ProgramBuilder, ctx: Any) -> Iterator[Value]:
+    finished = False
+    with ctx as var:
+        try:
+            yield var
+            finished = True
+        finally:
+            if not finished:  # the for statement was left early: a Python break/return
+                b._trace_errors.append(BuildError(
+                    "a `for ... in vyre.range(...)` body was left with a Python break or "
+                    "return, which only stops tracing; use vyre.break_() / vyre.return_()"
+                ))
+
+
+# ------------------------------------------------------------------ decorated kernels
+
+
+@dataclass(frozen=True)
+class _Arg:
+    name: str
+    kind: str  # "buffer", "param", "const"
+    spec: Any  # BufferSpec, ScalarType, or the constant's default (inspect.Parameter.empty)
+
+
+def _classify(fn: Callable[..., Any]) -> list[_Arg]:
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception as exc:
+        raise BuildError(f"cannot read the annotations of {fn.__qualname__}: {exc}",
+                         _def_site(fn)) from None
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        ann = hints.get(p.name, p.annotation)
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise BuildError(f"kernel argument *{p.name}: a kernel's arguments must be named",
+                             _def_site(fn))
+        if isinstance(ann, BufferSpec):
+            out.append(_Arg(p.name, "buffer", ann))
+        elif isinstance(ann, ScalarType):
+            out.append(_Arg(p.name, "param", ann))
+        elif isinstance(ann, TypeParam):
+            out.append(_Arg(p.name, "param", ann.name))
+        elif p.kind is p.KEYWORD_ONLY:
+            out.append(_Arg(p.name, "const", p.default))
+        else:
+            raise BuildError(
+                f"kernel argument {p.name!r} needs an annotation: vyre.Buffer[ty] / "
+                f"vyre.Buffer[ty, 'read_write'] for a buffer, a vyre type (f32, u32, ...) for a "
+                f"param, or make it keyword-only (after *) for a build-time constant; got "
+                f"{ann if ann is not inspect.Parameter.empty else 'no annotation'}",
+                _def_site(fn),
+            )
+    return out
+
+
+def _def_site(fn: Callable[..., Any]) -> str:
+    code = fn.__code__
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _site_of(tb: Any, filename: str) -> str | None:
+    """The deepest traceback line inside the kernel's own file (the user's line)."""
+    site = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            site = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return site
+
+
+class Kernel:
+    """A decorated kernel function: builds (and caches) Programs, launches them."""
+
+    def __init__(self, fn: Callable[..., Any], workgroup_size: Any = 64,
+                 name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.workgroup_size = workgroup_size
+        self.args = _classify(fn)
+        self._cache: dict[tuple[tuple[str, Any], ...], Program] = {}
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        self.__wrapped__ = fn
+
+    def __repr__(self) -> str:
+        return f"<vyre.kernel {self.name}({', '.join(a.name for a in self.args)})>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise BuildError(
+            f"kernel {self.name!r} is not called directly: launch it with "
+            f"{self.name}.launch(backend, shape, ...) or use {self.name}.program"
+        )
+
+    # -- building
+    def _consts(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        consts = {}
+        for a in self.args:
+            if a.kind != "const":
+                continue
+            if a.name in given:
+                consts[a.name] = given[a.name]
+            elif a.spec is inspect.Parameter.empty:
+                raise BuildError(f"kernel {self.name!r} needs the build-time constant "
+                                 f"{a.name!r}: pass {a.name}=... to build() or launch()")
+            else:
+                consts[a.name] = a.spec
+        return consts
+
+    @property
+    def program(self) -> Program:
+        """The Program built with the constants' defaults (built once, then cached)."""
+        return self.build()
+
+    def build(self, **consts: Any) -> Program:
+        """The Program for these build-time constants (cached per distinct values)."""
+        unknown = sorted(set(consts) - {a.name for a in self.args if a.kind == "const"})
+        if unknown:
+            raise BuildError(f"kernel {self.name!r} has no build-time constant(s) {unknown}")
+        values = self._consts(consts)
+        try:
+            key = tuple(sorted(values.items()))
+            hash(key)
+        except TypeError:
+            return self._trace(values)
+        if key not in self._cache:
+            self._cache[key] = self._trace(values)
+        return self._cache[key]
+
+    def _trace(self, consts: dict[str, Any]) -> Program:
+        ws = self.workgroup_size(**consts) if callable(self.workgroup_size) else self.workgroup_size
+        # the constants in the name keep specialisations apart in sources and messages
+        suffix = "".join(f"_{k}{v}" for k, v in consts.items() if f"a{v}".isidentifier())
+        b = ProgramBuilder(f"{self.name}{suffix}"[:64], ws, strict_scopes=True)
+        call: dict[str, Any] = {}
+        for a in self.args:
+            if a.kind == "buffer":
+                ty = self._type(a.name, a.spec.ty, consts)
+                call[a.name] = b.buffer(a.name, ty, a.spec.access, a.spec.count)
+            elif a.kind == "param":
+                call[a.name] = b.param(a.name, self._type(a.name, a.spec, consts))
+            else:
+                call[a.name] = consts[a.name]
+        token = _current.set(b)
+        filename = self.fn.__code__.co_filename
+        try:
+            self.fn(**call)
+            if b._trace_errors:
+                raise b._trace_errors[0]
+            if len(b._blocks) != 1:
+                raise BuildError("a block was left open")
+            return b.build()
+        except BuildError as exc:
+            raise self._relocated(exc, filename, sys.exc_info()[2]) from None
+        finally:
+            _current.reset(token)
+
+    def _type(self, arg: str, ty: ScalarType | str, consts: dict[str, Any]) -> ScalarType:
+        """`ty`, or the type held by the constant it names (a TypeParam)."""
+        if isinstance(ty, ScalarType):
+            return ty
+        if ty not in consts:
+            raise BuildError(f"argument {arg!r} takes its type from {ty!r}, which is not a "
+                             "keyword-only constant of the kernel", _def_site(self.fn))
+        try:
+            return ScalarType(consts[ty])
+        except ValueError:
+            raise BuildError(f"constant {ty!r} = {consts[ty]!r} must be a vyre type (f32, u32, "
+                             f"...) to type argument {arg!r}", _def_site(self.fn)) from None
+
+    def _relocated(self, exc: BuildError, filename: str, tb: Any) -> BuildError:
+        """Point the error at the kernel's own line where the builder saw another one."""
+        site = exc.site
+        if site is None or not site.startswith(filename + ":"):
+            site = _site_of(tb, filename) or site or _def_site(self.fn)
+        err = BuildError(f"in kernel {self.name!r}: {exc.detail}", site)
+        err.node = exc.node
+        return err
+
+    # -- launching
+    def config(self, shape: int | tuple[int, ...], program: Program | None = None,
+               **params: Any) -> DispatchConfig:
+        """The DispatchConfig covering `shape`: an element count (a 1-D launch; index with
+        `vyre.global_linear_id()`) or a tuple of 1-3 extents in axis order (x, y, z; index
+        with `vyre.global_id(axis)`)."""
+        prog = program or self.program
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+            if prog.workgroup_size[1:] != (1, 1):
+                raise InvalidDispatch(
+                    f"kernel {self.name!r} has a {prog.workgroup_size} workgroup: launch it "
+                    "with a shape tuple (nx, ny[, nz]), not an element count"
+                )
+            return DispatchConfig.for_elements(int(shape), prog.workgroup_size[0], params=params)
+        return DispatchConfig.for_shape(shape, prog.workgroup_size, params=params)
+
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[Program, dict[str, Any], dict[str, Any]]:
+        runtime = [a for a in self.args if a.kind != "const"]
+        if len(args) > len(runtime):
+            raise InvalidDispatch(
+                f"kernel {self.name!r} takes {len(runtime)} positional argument(s) "
+                f"{[a.name for a in runtime]}, got {len(args)}"
+            )
+        given = dict(zip((a.name for a in runtime), args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise InvalidDispatch(f"kernel {self.name!r}: argument {k!r} given twice")
+            given[k] = v
+        consts = {a.name: given.pop(a.name) for a in self.args
+                  if a.kind == "const" and a.name in given}
+        known = {a.name for a in self.args}
+        unknown = sorted(set(given) - known)
+        missing = [a.name for a in runtime if a.name not in given]
+        if unknown or missing:
+            raise InvalidDispatch(
+                f"kernel {self.name!r} takes {[a.name for a in runtime]}: missing {missing}, "
+                f"unknown {unknown}"
+            )
+        bufs = {a.name: given[a.name] for a in runtime if a.kind == "buffer"}
+        params = {a.name: given[a.name] for a in runtime if a.kind == "param"}
+        return self.build(**consts), bufs, params
+
+    def launch(self, backend: Any, shape: int | tuple[int, ...], *args: Any,
+               **kwargs: Any) -> Any:
+        """Run on `backend` over `shape` (see `config`). Arguments go in signature order or
+        by name; build-time constants by name.
+
+        Host arrays in: host arrays out, as `backend.dispatch` returns them (a dict of the
+        writable buffers). Resident buffers in: enqueued in place with
+        `dispatch_with_device_buffers` (returns its Timing). Mixing both is an error.
+        """
+        program, bufs, params = self._split(args, kwargs)
+        cfg = self.config(shape, program, **params)
+        resident = [isinstance(v, BufferBase) for v in bufs.values()]
+        if resident and all(resident):
+            ins = {d.name: bufs[d.name] for d in program.inputs}
+            outs = {d.name: bufs[d.name] for d in program.outputs}
+            return backend.dispatch_with_device_buffers(program, ins, outs, cfg)
+        if any(resident):
+            host = [k for k, r in zip(bufs, resident) if not r]
+            raise InvalidDispatch(
+                f"kernel {self.name!r}: {host} are host data while the other buffers are "
+                "device buffers; upload them first (b = backend.allocate_device_buffer(a.nbytes)"
+                "; backend.write(b, a)) or pass host arrays for every buffer"
+            )
+        return backend.dispatch(program, bufs, cfg)
+
+    def step(self, shape: int | tuple[int, ...], *args: Any, index_param: str | None = None,
+             **kwargs: Any) -> Step:
+        """A pipeline Step over resident buffers (see `launch`); `index_param` names a u32
+        param set to the repeat index on each `Pipeline.run(repeat=...)` round. Leave that
+        param out of the arguments."""
+        if index_param is not None:
+            kwargs.setdefault(index_param, 0)
+        program, bufs, params = self._split(args, kwargs)
+        if index_param is not None:
+            params.pop(index_param, None)
+        cfg = self.config(shape, program, **params)
+        ins = {d.name: bufs[d.name] for d in program.inputs}
+        outs = {d.name: bufs[d.name] for d in program.outputs}
+        return Step(program, ins, outs, cfg, index_param=index_param)
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
+           name: str | None = None) -> Any:
+    """Decorate a type-annotated function as a vyre kernel (see the module docstring).
+
+    `workgroup_size`: an int, a tuple of up to 3 ints, or a function of the build-time
+    constants returning one (e.g. `lambda tile: (tile, tile)`).
+    """
+    if fn is None:
+        return lambda f: Kernel(f, workgroup_size, name)
+    return Kernel(fn, workgroup_size, name)
+
+
+__all__ = [
+    "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
+    "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
+    "num_workgroups", "range", "return_", "shared", "while_", "workgroup_id",
+    "workgroup_linear_id",
+]
