@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/setup.sh: create or update the local virtualenv .venv (vyre editable, with the
-# wgpu, cuda and dev extras) and make sure a Vulkan driver is present for the wgpu backend
+# wgpu, cuda, dev and distributed (Ray) extras) and make sure a Vulkan driver is present for the wgpu backend
 # (Mesa's lavapipe through apt-get when none is found and we are root).
 #
 # Idempotent and fast when nothing changed: pip runs only when pyproject.toml, the extras,
@@ -10,7 +10,7 @@
 # unavailable and its tests skip with that reason.
 #
 # Environment: PYTHON (interpreter to build .venv from; default python3),
-# VYRE_EXTRAS (default wgpu,cuda,dev; wgpu,dev on macOS), VYRE_SKIP_VULKAN=1 (skip the
+# VYRE_EXTRAS (default wgpu,cuda,dev,distributed; wgpu,dev,distributed on macOS), VYRE_SKIP_VULKAN=1 (skip the
 # driver check), VYRE_REQUIRE_VULKAN=1 (fail if no Vulkan adapter is found).
 set -euo pipefail
 
@@ -20,9 +20,9 @@ VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.vyre-setup-stamp"
 if [ "$(uname -s)" = Darwin ]; then
-    EXTRAS="${VYRE_EXTRAS:-wgpu,dev}"  # cuda-bindings has no macOS wheels
+    EXTRAS="${VYRE_EXTRAS:-wgpu,dev,distributed}"  # cuda-bindings has no macOS wheels
 else
-    EXTRAS="${VYRE_EXTRAS:-wgpu,cuda,dev}"
+    EXTRAS="${VYRE_EXTRAS:-wgpu,cuda,dev,distributed}"
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 

@@ -1,0 +1,399 @@
+"""`RemoteBackend`: the driver's view of one backend actor, with BaseBackend's methods.
+
+Every method checks what it can on the driver first (closed, dead actor, ownership and
+freed state of the handles), then sends one message and waits for the answer with a
+timeout, so a dead, restarted or hung actor is a clear vyre error, never a hang. Programs go
+to each actor once, as wire JSON, and are named by content hash afterwards. Errors raised in
+the actor come back as the same vyre error. This module must never move buffer contents
+between actors (that is `transfer`) or fall back to the host for resident work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from vyre.backend import Capabilities
+from vyre.binding import BufferArg
+from vyre.config import DispatchConfig, Timing
+from vyre.errors import (
+    BackendError,
+    BackendUnavailable,
+    BufferOwnershipError,
+    BufferStateError,
+    InvalidDispatch,
+)
+from vyre.ir.nodes import Program
+from vyre.ir.serialize import to_json
+from vyre.pipeline import PipelineResult, ReadRange, Step, as_read_range
+
+from ._ray import require_ray
+from .handle import RemoteBuffer
+from .protocol import BufferRef, map_config, map_refs
+
+DEFAULT_TIMEOUT_S = 300.0
+
+
+class RemotePending:
+    """A dispatch_async in an actor; `wait()` returns its Timing (or raises its error)."""
+
+    def __init__(self, backend: RemoteBackend, ref: Any, what: str, handles: Sequence[RemoteBuffer]):
+        self._backend = backend
+        self._ref = ref
+        self._what = what
+        self._handles = handles
+        self._timing: Timing | None = None
+
+    def is_ready(self) -> bool:
+        if self._timing is not None:
+            return True
+        ready, _ = require_ray().wait([self._ref], timeout=0)
+        return bool(ready)
+
+    def wait(self) -> Timing:
+        if self._timing is None:
+            self._timing = self._backend._get(self._ref, self._what, self._handles)
+        return self._timing
+
+
+class RemoteBound:
+    """A dispatch bound once in the actor (`RemoteBackend.bind`); re-issue it cheaply."""
+
+    def __init__(self, backend: RemoteBackend, key: int, program: Program,
+                 handles: Sequence[RemoteBuffer], config: DispatchConfig) -> None:
+        self.backend = backend
+        self.key = key
+        self.program = program
+        self.buffers = tuple(handles)
+        self.config = config
+
+
+class RemotePipeline:
+    """A pipeline recorded in the actor; `run(repeat, read)` as Pipeline.run."""
+
+    def __init__(self, backend: RemoteBackend, key: int, handles: Sequence[RemoteBuffer]):
+        self.backend = backend
+        self.key = key
+        self._handles = tuple(handles)
+
+    def run(self, repeat: int = 1, read: Sequence[Any] = ()) -> PipelineResult:
+        b = self.backend
+        reads = b._read_refs(read)
+        result: PipelineResult = b._call(
+            "run_pipeline", self.key, repeat, reads,
+            what=f"pipeline run ({len(self._handles)} buffers)", handles=self._handles)
+        return result
+
+    def buffers(self) -> list[RemoteBuffer]:
+        return list(self._handles)
+
+
+class RemoteBackend:
+    """One backend instance in a Ray actor; use `vyre.distributed.spawn` to make one."""
+
+    def __init__(self, actor: Any, actor_name: str, info: Mapping[str, Any],
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.actor = actor
+        self.actor_name = actor_name
+        self.instance: str = info["instance"]
+        self.backend_id: str = info["backend_id"]
+        self.kind: str = info["kind"]
+        self.node_id: str = info["node_id"]
+        self.gpu_ids: tuple[str, ...] = tuple(info["gpu_ids"])
+        self.pid: int = info["pid"]
+        self.generation: int = info["generation"]
+        self.id = f"ray:{actor_name}/{self.backend_id}"
+        self.timeout_s = timeout_s
+        caps: Capabilities = info["capabilities"]
+        details = {**caps.details, "ray_actor": actor_name, "ray_node_id": self.node_id,
+                   "ray_gpu_ids": list(self.gpu_ids)}
+        self._caps = caps.model_copy(update={"backend": self.id, "details": details})
+        self._sent: set[str] = set()  # content hashes this actor instance holds
+        self._live: dict[int, RemoteBuffer] = {}
+        self._closed = False
+        self._dead: str | None = None
+        self.programs_sent = 0
+
+    # ------------------------------------------------------------ messaging
+    def _lost(self, what: str, handles: Sequence[RemoteBuffer]) -> BackendError:
+        if handles:
+            return BufferStateError(
+                f"{handles[0].describe()} is stale: ray actor {self.actor_name!r} "
+                f"({self.backend_id}) died ({self._dead}); the memory of its buffers is gone "
+                "(nothing was read or written): spawn a new actor with "
+                "vyre.distributed.spawn(...) and upload the data again"
+            )
+        return BackendUnavailable(
+            self.id, f"ray actor {self.actor_name!r} died ({self._dead}) during or before "
+            f"{what}; spawn a new one with vyre.distributed.spawn(...)")
+
+    def _get(self, ref: Any, what: str, handles: Sequence[RemoteBuffer] = ()) -> Any:
+        ray = require_ray()
+        try:
+            return ray.get(ref, timeout=self.timeout_s)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, BackendError):
+                raise cause from None
+            raise
+        except ray.exceptions.GetTimeoutError:
+            raise BackendUnavailable(
+                self.id, f"{what} got no answer from ray actor {self.actor_name!r} within "
+                f"{self.timeout_s} s (hung or overloaded); pass a larger timeout_s to spawn(), "
+                "or close() it and spawn a new actor") from None
+        except ray.exceptions.RayActorError as exc:
+            self._dead = str(exc).strip().splitlines()[0][:300] or type(exc).__name__
+            # the call that meets the death reports the backend gone; later uses of its
+            # handles report them stale (checked on the driver, no message sent)
+            raise self._lost(what, ()) from None
+
+    def _call(self, method: str, *args: Any, what: str = "",
+              handles: Sequence[RemoteBuffer] = ()) -> Any:
+        return self._get(self._send(method, *args, handles=handles), what or method, handles)
+
+    def _send(self, method: str, *args: Any, handles: Sequence[RemoteBuffer] = ()) -> Any:
+        self._check_open(handles)
+        return getattr(self.actor, method).remote(*args)
+
+    def _check_open(self, handles: Sequence[RemoteBuffer] = ()) -> None:
+        if self._closed:
+            raise BackendUnavailable(
+                self.id, "this remote backend was closed; spawn a new one with "
+                "vyre.distributed.spawn()")
+        if self._dead is not None:
+            raise self._lost("this call", handles)
+
+    def _ref(self, buf: object, i: int = 0) -> BufferRef:
+        """The wire reference of a handle of this backend (ownership and state checked)."""
+        if not isinstance(buf, RemoteBuffer) or buf.owner is not self:
+            where = (f"ray actor {buf.actor!r} ({buf.device}, instance {buf.instance})"
+                     if isinstance(buf, RemoteBuffer)
+                     else f"{getattr(buf, 'backend_id', type(buf).__name__)!r} (a local buffer)")
+            what = buf.describe() if isinstance(buf, RemoteBuffer) else repr(buf)
+            raise BufferOwnershipError(
+                f"buffer {i} ({what}) lives on {where}, not on ray actor {self.actor_name!r} "
+                f"({self.backend_id}, instance {self.instance}); move it explicitly with "
+                "vyre.distributed.transfer(buffer, backend)")
+        if buf.freed:
+            raise BufferStateError(f"buffer {i} ({buf.describe()}) was freed; allocate a new one")
+        if self._dead is not None:
+            raise self._lost("this call", [buf])
+        return buf.ref
+
+    def _refs(self, arg: BufferArg, handles: list[RemoteBuffer]) -> Any:
+        def one(b: object) -> BufferRef:
+            r = self._ref(b, len(handles))
+            assert isinstance(b, RemoteBuffer)
+            handles.append(b)
+            return r
+        if not isinstance(arg, (Mapping, list, tuple)):
+            arg = tuple(arg)
+        return map_refs(arg, one)
+
+    def _config(self, config: DispatchConfig | None, handles: list[RemoteBuffer]) -> Any:
+        if config is not None and not isinstance(config, DispatchConfig):
+            raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
+
+        def one(b: object) -> BufferRef:
+            handles.append(b)  # type: ignore[arg-type]
+            return self._ref(b)
+        return map_config(config, one)
+
+    def _program_hash(self, program: Program) -> str:
+        """Send `program` as wire JSON the first time this actor instance sees it."""
+        if not isinstance(program, Program):
+            raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
+        h = program.content_hash
+        if h not in self._sent:
+            self._call("load_program", h, to_json(program), what=f"sending program {program.name!r}")
+            self._sent.add(h)
+            self.programs_sent += 1
+        return h
+
+    def _with_program(self, program: Program, method: str, *args: Any, what: str,
+                      handles: Sequence[RemoteBuffer]) -> Any:
+        """Call `method(content_hash, *args)` in the actor, sending the program first if new."""
+        return self._call(method, self._program_hash(program), *args, what=what, handles=handles)
+
+    def _read_refs(self, ranges: Iterable[Any]) -> list[tuple[BufferRef, int, int | None, Any]]:
+        out = []
+        for i, r in enumerate(ranges):
+            rr = as_read_range(r)
+            out.append((self._ref(rr.buffer, i), rr.offset, rr.length, rr.dtype))
+        return out
+
+    # ------------------------------------------------------------ BaseBackend's methods
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def context_generation(self) -> int:
+        return self.generation
+
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    def supports(self, feature: str) -> bool:
+        return feature in self._caps.features
+
+    def allocate_device_buffer(self, byte_len: int, label: str | None = None,
+                               kind: str = "device") -> RemoteBuffer:
+        key, generation, instance = self._call("allocate", byte_len, label, kind,
+                                               what=f"allocating {byte_len} bytes")
+        if instance != self.instance:  # Ray restarted the actor (max_restarts > 0)
+            self._dead = f"restarted by Ray as instance {instance}"
+            raise self._lost("allocate_device_buffer", ())
+        buf = RemoteBuffer(self, key, int(byte_len), label, generation)
+        self._live[key] = buf
+        return buf
+
+    def free(self, buffer: Any) -> None:
+        if isinstance(buffer, RemoteBuffer) and buffer.owner is self and buffer.freed:
+            return
+        ref = self._ref(buffer) if self._dead is None else None
+        assert isinstance(buffer, RemoteBuffer)
+        buffer._freed = True
+        self._live.pop(buffer.key, None)
+        if ref is not None and not self._closed:
+            self._call("free", ref, what=f"freeing {buffer.describe()}")
+
+    def live_buffers(self) -> list[RemoteBuffer]:
+        return list(self._live.values())
+
+    def write(self, buffer: Any, data: Any, offset: int = 0) -> None:
+        self.write_many([(buffer, data, offset)])
+
+    def write_many(self, items: Iterable[tuple[Any, Any, int] | tuple[Any, Any]]) -> None:
+        handles: list[RemoteBuffer] = []
+        msg = []
+        for item in items:
+            buf, data = item[0], item[1]
+            msg.append((self._ref(buf, len(handles)), data, item[2] if len(item) > 2 else 0))
+            handles.append(buf)
+        self._call("write_many", msg, what="write", handles=handles)
+
+    def read(self, buffer: Any, offset: int = 0, length: int | None = None,
+             dtype: Any = np.uint8) -> np.ndarray:
+        return self.read_many([ReadRange(buffer, offset, length, dtype)])[0]
+
+    def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
+        rs = [as_read_range(r) for r in ranges]
+        refs = self._read_refs(rs)
+        out: list[np.ndarray] = self._call("read_many", refs, what="read",
+                                           handles=[r.buffer for r in rs])
+        return out
+
+    def compile(self, program: Program) -> str:
+        """Send and compile `program` in the actor; returns its content hash."""
+        self._with_program(program, "compile", what=f"compiling {program.name!r}", handles=())
+        return program.content_hash
+
+    def source(self, program: Program) -> str:
+        src: str = self._with_program(program, "source", what="source", handles=())
+        return src
+
+    def dispatch(self, program: Program, inputs: Any, config: DispatchConfig) -> dict[str, np.ndarray]:
+        """Host path in the actor: the data travels with the message, outputs come back."""
+        out: dict[str, np.ndarray] = self._with_program(
+            program, "dispatch", inputs, config, what=f"dispatch of {program.name!r}", handles=())
+        return out
+
+    def _resident(self, program: Program | RemoteBound, inputs: BufferArg, outputs: BufferArg,
+                  config: DispatchConfig | None, wait: bool) -> RemotePending:
+        """Send one resident dispatch (a Program by hash, or a bound dispatch by key)."""
+        handles: list[RemoteBuffer] = []
+        if isinstance(program, RemoteBound):
+            if program.backend is not self:
+                raise BufferOwnershipError(
+                    f"this dispatch of {program.program.name!r} was bound on "
+                    f"{program.backend.id!r}, not on {self.id!r}; bind it on this backend")
+            for i, b in enumerate(program.buffers):
+                self._ref(b, i)
+            handles.extend(program.buffers)
+            target: int | str = program.key
+            args: tuple[Any, ...] = ((), (), None)
+            name = program.program.name
+        else:
+            args = (self._refs(inputs, handles), self._refs(outputs, handles),
+                    self._config(config, handles))
+            target = self._program_hash(program)
+            name = program.name
+        ref = self._send("dispatch_resident", target, *args, wait, handles=handles)
+        return RemotePending(self, ref, f"dispatch of {name!r}", handles)
+
+    def dispatch_with_device_buffers(self, program: Program | RemoteBound, inputs: BufferArg = (),
+                                     outputs: BufferArg = (),
+                                     config: DispatchConfig | None = None) -> Timing:
+        """Dispatch on resident buffers in the actor; returns once the actor enqueued it
+        (one round trip, so its errors are raised here)."""
+        return self._resident(program, inputs, outputs, config, wait=False).wait()
+
+    def dispatch_async(self, program: Program | RemoteBound, inputs: BufferArg = (),
+                       outputs: BufferArg = (), config: DispatchConfig | None = None) -> RemotePending:
+        """Send the dispatch and return at once; `wait()` blocks until the device is done."""
+        return self._resident(program, inputs, outputs, config, wait=True)
+
+    def bind(self, program: Program, inputs: BufferArg, outputs: BufferArg,
+             config: DispatchConfig) -> RemoteBound:
+        handles: list[RemoteBuffer] = []
+        ins, outs = self._refs(inputs, handles), self._refs(outputs, handles)
+        cfg = self._config(config, handles)
+        key: int = self._with_program(program, "bind", ins, outs, cfg,
+                                      what=f"binding {program.name!r}", handles=handles)
+        return RemoteBound(self, key, program, handles, config)
+
+    def pipeline(self, steps: Sequence[Step | RemoteBound]) -> RemotePipeline:
+        handles: list[RemoteBuffer] = []
+        wire: list[tuple[Any, ...]] = []
+        for i, s in enumerate(steps):
+            if isinstance(s, RemoteBound):
+                if s.backend is not self:
+                    raise BufferOwnershipError(
+                        f"pipeline step {i} was bound on {s.backend.id!r}, not on {self.id!r}")
+                handles.extend(s.buffers)
+                wire.append(("bound", s.key))
+            elif isinstance(s, Step):
+                wire.append(("step", self._program_hash(s.program), self._refs(s.inputs, handles),
+                             self._refs(s.outputs, handles), self._config(s.config, handles)))
+            else:
+                raise InvalidDispatch(f"pipeline step {i} must be a vyre.Step, got {type(s)}")
+        key = self._call("pipeline", wire, what="recording a pipeline", handles=handles)
+        return RemotePipeline(self, key, handles)
+
+    def synchronize(self) -> None:
+        self._call("synchronize", what="synchronize")
+
+    def stats(self) -> dict[str, int]:
+        """The actor's counters (programs loaded, programs and buffers held)."""
+        out: dict[str, int] = self._call("stats")
+        return out
+
+    def close(self) -> None:
+        """Close the backend in the actor and end the actor (its GPU goes back to Ray)."""
+        if self._closed:
+            return
+        ray = require_ray()
+        try:
+            if self._dead is None:
+                self._call("close", what="close")
+        except BackendError:
+            pass  # closing a dead or hung actor: killing it below is all that is left
+        finally:
+            self._closed = True
+            for b in self._live.values():
+                b._freed = True
+            self._live.clear()
+            ray.kill(self.actor, no_restart=True)
+
+    def __enter__(self) -> RemoteBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else f" dead ({self._dead})" if self._dead else ""
+        return f"<RemoteBackend {self.id}{state}>"
