@@ -10,8 +10,10 @@ every test skips, with the reason, where Ray is not installed.
 from __future__ import annotations
 
 import builtins
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -353,6 +355,15 @@ def test_sharded_reduce_and_scan_equal_the_library_on_one_backend(
 def test_empty_sum_is_the_identity(group: vd.Sharded) -> None:
     arr = group.scatter(np.zeros(0, np.float32), align=LIBRARY_BLOCK)
     assert group.reduce(arr, "sum") == 0 and group.reduce(arr, "min") == np.inf
+
+
+def test_the_readme_example_runs(cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Scale out with Ray", 1)[1]
+    code = re.search(r"```py\n(.*?)```", section, re.S)
+    assert code, "the README's Ray section has no example"
+    monkeypatch.setattr(ray, "init", lambda *a, **k: None)  # the session's cluster is up
+    exec(compile(code.group(1), "README.md (Scale out with Ray)", "exec"), {})
 
 
 def test_missing_ray_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

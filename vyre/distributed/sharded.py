@@ -117,10 +117,10 @@ class ShardedArray:
 
 
 def _all(calls: Sequence[tuple[RemoteBackend, str, Any, Sequence[RemoteBuffer]]]) -> list[Any]:
-    """One message to each actor, all sent before any answer is awaited."""
-    refs = [(b, b._send(m, *( [a] if not isinstance(a, tuple) else a), handles=h), m, h)
-            for b, m, a, h in calls]
-    return [b._get(r, m, h) for b, r, m, h in refs]
+    """(backend, method, its one argument, handles): every message sent before any answer
+    is awaited, so the actors work at once."""
+    sent = [(b, b._send(m, arg, handles=h), m, h) for b, m, arg, h in calls]
+    return [b._get(ref, m, h) for b, ref, m, h in sent]
 
 
 def _wait_all(pending: Sequence[RemotePending]) -> list[Timing]:
@@ -215,13 +215,15 @@ class Sharded:
         return ty, [(s, b, ceil_div(s.count, LIBRARY_BLOCK)) for s, b in arr.live()]
 
     def _block_pass(self, program: Program, parts: list[tuple[Shard, RemoteBuffer, int]],
-                    ty: ScalarType, extra: Mapping[int, Mapping[str, RemoteBuffer]] | None = None,
-                    label: str = "block") -> list[RemoteBuffer]:
-        """`program` ({"src"} -> {"dst"}) over each shard's blocks at once; the dst buffers."""
+                    ty: ScalarType, label: str, per_element: bool = False,
+                    extra: Mapping[int, Mapping[str, RemoteBuffer]] | None = None,
+                    ) -> list[RemoteBuffer]:
+        """`program` ({"src", *extra} -> {"dst"}) over each shard's blocks, all at once; the
+        dst buffers (one value per block, or per element when `per_element`)."""
         outs, pending = [], []
         for s, b, g in parts:
-            per_block = g if label != "dst" else s.count
-            dst = s.backend.allocate_device_buffer(per_block * ty.byte_size, label=f"{label}[{s.index}]")
+            length = s.count if per_element else g
+            dst = s.backend.allocate_device_buffer(length * ty.byte_size, label=f"{label}[{s.index}]")
             outs.append(dst)
             ins = {"src": b, **((extra or {}).get(s.index, {}))}
             pending.append(s.backend.dispatch_async(
@@ -295,7 +297,7 @@ class Sharded:
         try:
             prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
                                             carry_in=True)
-            dsts = iter(self._block_pass(prog, parts, ty, extra, label="dst"))
+            dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
             bufs = [next(dsts) if s.count else None for s in arr.shards]
         finally:
             for e in extra.values():
