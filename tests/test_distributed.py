@@ -257,6 +257,29 @@ def test_a_killed_actor_mid_pipeline_makes_its_handles_stale_and_the_others_keep
     survivor.close()
 
 
+def test_a_restarted_actor_refuses_the_handles_of_its_earlier_life(cluster: None) -> None:
+    b = _spawn("reference", max_restarts=1)
+    buf = b.allocate_device_buffer(16, label="before")
+    b.write(buf, np.arange(4, dtype=np.uint32))
+    ray.kill(b.actor, no_restart=False)  # Ray starts it again: a new instance, empty
+    with pytest.raises((BufferStateError, BackendUnavailable), match=b.actor_name):
+        b.read(buf)  # met while it restarts (unavailable) or after (stale there)
+    with pytest.raises(BufferStateError, match="stale"):
+        b.read(buf)
+    with pytest.raises(BackendUnavailable, match=b.actor_name):
+        b.allocate_device_buffer(16)
+    b.close()
+
+
+def test_the_actor_itself_refuses_a_handle_of_another_instance(ref_actor: vd.RemoteBackend) -> None:
+    buf = ref_actor.allocate_device_buffer(16, label="mine")
+    forged = buf.ref._replace(instance="0123456789ab")  # as an actor restarted since would see
+    with pytest.raises(BufferStateError, match="restarted") as exc:
+        ref_actor._call("read", forged)
+    assert ref_actor.actor_name in str(exc.value) and "0123456789ab" in str(exc.value)
+    buf.free()
+
+
 def test_a_hung_actor_is_a_timeout_error_not_a_hang(cluster: None) -> None:
     b = _spawn("reference", timeout_s=1.0)
     out = b.allocate_device_buffer(64 * 4)
