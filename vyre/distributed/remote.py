@@ -10,7 +10,7 @@ between actors (that is `transfer`) or fall back to the host for resident work.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -182,24 +182,24 @@ class RemoteBackend:
             raise self._lost("this call", [buf])
         return buf.ref
 
-    def _refs(self, arg: BufferArg, handles: list[RemoteBuffer]) -> Any:
+    def _collect(self, handles: list[RemoteBuffer]) -> Callable[[object], BufferRef]:
+        """A function giving a handle's wire reference (checked) and noting the handle."""
         def one(b: object) -> BufferRef:
             r = self._ref(b, len(handles))
             assert isinstance(b, RemoteBuffer)
             handles.append(b)
             return r
+        return one
+
+    def _refs(self, arg: BufferArg, handles: list[RemoteBuffer]) -> Any:
         if not isinstance(arg, (Mapping, list, tuple)):
-            arg = tuple(arg)
-        return map_refs(arg, one)
+            arg = tuple(arg)  # an iterator is read once, here
+        return map_refs(arg, self._collect(handles))
 
     def _config(self, config: DispatchConfig | None, handles: list[RemoteBuffer]) -> Any:
         if config is not None and not isinstance(config, DispatchConfig):
             raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
-
-        def one(b: object) -> BufferRef:
-            handles.append(b)  # type: ignore[arg-type]
-            return self._ref(b)
-        return map_config(config, one)
+        return map_config(config, self._collect(handles))
 
     def _program_hash(self, program: Program) -> str:
         """Send `program` as wire JSON the first time this actor instance sees it."""
@@ -251,14 +251,16 @@ class RemoteBackend:
         return buf
 
     def free(self, buffer: Any) -> None:
-        if isinstance(buffer, RemoteBuffer) and buffer.owner is self and buffer.freed:
-            return
-        ref = self._ref(buffer) if self._dead is None else None
+        """Release a buffer in the actor; twice is harmless, and so is a dead actor's."""
+        if not isinstance(buffer, RemoteBuffer) or buffer.owner is not self:
+            self._ref(buffer)  # raises the ownership error
         assert isinstance(buffer, RemoteBuffer)
+        if buffer.freed:
+            return
         buffer._freed = True
         self._live.pop(buffer.key, None)
-        if ref is not None and not self._closed:
-            self._call("free", ref, what=f"freeing {buffer.describe()}")
+        if self._dead is None and not self._closed:
+            self._call("free", buffer.ref, what=f"freeing {buffer.describe()}")
 
     def live_buffers(self) -> list[RemoteBuffer]:
         return list(self._live.values())
