@@ -61,21 +61,20 @@ class Tolerance:
 
 
 EXACT = Tolerance()
-# Ops Vulkan/WGSL only promise to 2.5 ulp (division, sqrt): wgpu's rule for them.
-WGPU_INEXACT_OPS = frozenset({"div", "sqrt", "rem"})
 
 
 def tolerance_for(program: Program, backend_kind: str) -> Tolerance:
-    """The float tolerance a backend's results for `program` are held to.
+    """The float tolerance a backend's results for `program` are held to: the same on
+    every backend kind (`backend_kind` is accepted for callers that pass it).
 
-    Approximate functions (exp, log, sin, ...) are allowed 4 ulp plus a small absolute
-    slack near zero (sin(pi) is ~1e-8, far in ulps from 0); on wgpu, division and sqrt are
-    allowed 3 ulp because Vulkan specifies them to 2.5 ulp. Everything else is exact.
+    Approximate functions (exp, log, sin, ...; docs/IR.md names them) are allowed 4 ulp
+    plus a small absolute slack near zero (sin(pi) is ~1e-8, far in ulps from 0).
+    Everything else is exact: division and sqrt are correctly rounded on every backend
+    (on wgpu, vyre's exact versions where the adapter's are not, see docs/IR.md).
     """
+    del backend_kind
     if uses_float_ops(program, APPROX_FNS):
         return Tolerance(ulps=4, atol=1e-6, rtol=1e-6)
-    if backend_kind == "wgpu" and uses_float_ops(program, WGPU_INEXACT_OPS):
-        return Tolerance(ulps=3)
     return EXACT
 
 
