@@ -280,21 +280,27 @@ def _check_div_sqrt(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> None:
             raise AssertionError(f"{name}: {bad.size} of {n} differ: {shown}")
 
 
+@pytest.mark.parametrize("mode", ["exact", "exact-bad-estimate"])
 @pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
 def test_exact_division_and_sqrt_forced(
-    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool
+    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool, mode: str
 ) -> None:
     """vyre's exact division and sqrt (what the probe picks on NVIDIA's Vulkan driver),
     forced on this adapter: bit-identical on 2 x 2^16 random pairs over the whole exponent
     range plus the hard cases (x / x at the limits, 33 / 33, subnormal and overflowing
-    quotients, +-0, inf, NaN), rem and f16 included, in both f32 modes."""
-    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", "exact")
+    quotients, +-0, inf, NaN), rem and f16 included, in both f32 modes. The bad-estimate
+    mode starts the f64 fast path from an estimate an ulp further off and a 4-bit Newton
+    factor, so its midpoint correction decides about a third of the in-range results."""
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", mode)
     if flush:
         monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
     be = _wgpu()
     try:
         src = be.source(_div_sqrt_kernel(F32))  # type: ignore[attr-defined]
         assert "vy_div_f32(" in src and "vy_sqrt_f32(" in src
+        if be.capabilities().details["f64_arithmetic"]:  # the fast path is there too
+            assert "vy_div_fast_f32(" in src and "vy_sqrt_fast_f32(" in src
+        assert ("0xfff80000u" in src) == (mode == "exact-bad-estimate")
         assert be.capabilities().details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)"
         xs, ys = _random_pairs(1 << 16)
         _check_div_sqrt(be, xs, ys)

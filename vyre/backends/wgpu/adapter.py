@@ -25,8 +25,9 @@ ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
 # bit-identical results across devices, or to test the mode on lavapipe)
 ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
 # Tests and scripts/div_bench.py only: "exact" emits vyre's exact f32 division and sqrt even
-# where the driver's are correctly rounded (to test them on lavapipe), "native" the driver's
-# even where they are not (to time the difference); unset: what the probe measured decides.
+# where the driver's are correctly rounded (to test them on lavapipe), "exact-bad-estimate"
+# the same starting from a deliberately worse estimate (to test the correction), "native"
+# the driver's even where they are not (to time the difference); unset: the probe decides.
 ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
 
 # wgpu feature names we ask for when the adapter offers them
@@ -172,6 +173,7 @@ class DeviceInfo:
     sqrt_correct: bool = True  # the driver's f32 sqrt is correctly rounded (measured)
     exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
     exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or ENV_DIV_SQRT)
+    bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
     loop_limit: int | None = None  # the driver ends loops after this many iterations
 
 
@@ -201,8 +203,9 @@ def open_device(adapter: Any) -> DeviceInfo:
         flush_subnormals=flush,
         div_correct=div_ok,
         sqrt_correct=sqrt_ok,
-        exact_div=mode == "exact" or (mode != "native" and not div_ok),
-        exact_sqrt=mode == "exact" or (mode != "native" and not sqrt_ok),
+        exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
+        exact_sqrt=mode.startswith("exact") or (mode != "native" and not sqrt_ok),
+        bad_estimate=mode == "exact-bad-estimate",
         loop_limit=_probe_loop_limit(device),
         adapter=adapter,
         device=device,

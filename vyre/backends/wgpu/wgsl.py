@@ -101,6 +101,7 @@ class _Ctx:
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
     exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
     exact_sqrt: bool = False  # f32 sqrt likewise
+    bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
 
     def fresh(self, prefix: str) -> str:
@@ -324,6 +325,10 @@ def _int_divrem(ctx: _Ctx, op: str, ty: ScalarType) -> str:
 # Both produce the quotient / root to 27 bits plus a sticky bit (the remainder is nonzero),
 # then vy_pack_f32 rounds once to nearest even, subnormal and overflowing results included.
 # f16 division and sqrt use them too (in f32, then rounded once to f16: innocuous).
+# Fast path, where the device has f64 and the operands are in a safe range (everything
+# normal, no overflow): the driver's estimate, one Newton step in f64 (the residual
+# a - q*b, or x - s*s, is exact in f64: products of two f32 are) makes it faithful, and an
+# exact f64 comparison with the midpoint to each neighbour fixes the last bit.
 
 
 def _unpack_f32(ctx: _Ctx) -> None:
@@ -358,8 +363,72 @@ def _unpack_f32(ctx: _Ctx) -> None:
     )
 
 
+def _estimate(ctx: _Ctx, fn: str) -> str:
+    """The driver's f32 estimate for a fast path (tests: deliberately off by an ulp more)."""
+    f0 = _fence_fn(ctx, T.F32, 0)
+    if fn == "div":
+        exact, bad = "a / b", "a * (1.0f / b)"
+    else:
+        exact, bad = "sqrt(x)", "x * inverseSqrt(x)"
+    if ctx.bad_base:
+        return f"{f0}(bitcast<f32>(bitcast<u32>({f0}({bad})) ^ 1u))"
+    return f"{f0}({exact})"
+
+
+def _coarse(ctx: _Ctx, text: str) -> str:
+    """The Newton step's factor; in tests (bad_base) cut to 4 significant bits, so that
+    the step leaves about a third of the results for the midpoint test to fix."""
+    f1 = _fence_fn(ctx, T.F32, 1)
+    if ctx.bad_base:
+        return f"bitcast<f32>(bitcast<u32>({f1}({text})) & 0xfff80000u)"
+    return f"{f1}({text})"
+
+
+def _fast_div_f32(ctx: _Ctx) -> str:
+    return _helper(
+        ctx, "vy_div_fast_f32",
+        "// a / b for a, b in [2^-62, 2^63) (positive): the quotient's bits (see above)\n"
+        "fn vy_div_fast_f32(a: f32, b: f32) -> u32 {\n"
+        f"    let q0 = {_estimate(ctx, 'div')};\n"
+        "    let da = f64(a);\n"
+        "    let db = f64(b);\n"
+        "    let dq = f64(q0);\n"
+        f"    let q1 = f32(dq + (da - dq * db) * f64({_coarse(ctx, '1.0f / b')}));  // faithful\n"
+        "    var bits = bitcast<u32>(q1);\n"
+        "    let d1 = f64(q1);\n"
+        "    if (da > (d1 + f64(bitcast<f32>(bits + 1u))) * 0.5lf * db) { bits = bits + 1u; }\n"
+        "    else if (da < (d1 + f64(bitcast<f32>(bits - 1u))) * 0.5lf * db) { bits = bits - 1u; }\n"
+        "    return bits;\n}",
+    )
+
+
+def _fast_sqrt_f32(ctx: _Ctx) -> str:
+    return _helper(
+        ctx, "vy_sqrt_fast_f32",
+        "// sqrt(x) for x in [2^-60, 2^61): the root's bits (see above)\n"
+        "fn vy_sqrt_fast_f32(x: f32) -> u32 {\n"
+        f"    let s0 = {_estimate(ctx, 'sqrt')};\n"
+        "    let dx = f64(x);\n"
+        "    let ds = f64(s0);\n"
+        f"    let s1 = f32(ds + (dx - ds * ds) * f64({_coarse(ctx, '0.5f / s0')}));  // faithful\n"
+        "    var bits = bitcast<u32>(s1);\n"
+        "    let d1 = f64(s1);\n"
+        "    let up = (d1 + f64(bitcast<f32>(bits + 1u))) * 0.5lf;\n"
+        "    let dn = (d1 + f64(bitcast<f32>(bits - 1u))) * 0.5lf;\n"
+        "    if (dx > up * up) { bits = bits + 1u; } else if (dx < dn * dn) { bits = bits - 1u; }\n"
+        "    return bits;\n}",
+    )
+
+
 def _exact_div_f32(ctx: _Ctx) -> str:
     _unpack_f32(ctx)
+    fast = ""
+    if ctx.wide_ok:
+        fast = (
+            "    if ((xa >> 23u) - 65u <= 124u && (xb >> 23u) - 65u <= 124u) {\n"
+            f"        return bitcast<f32>(s | {_fast_div_f32(ctx)}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
+            "    }\n"
+        )
     chunk = (
         "    r = r << {k}u; d = r / mb; q = (q << {k}u) | d; r = r - d * mb;\n"
     )
@@ -372,7 +441,8 @@ def _exact_div_f32(ctx: _Ctx) -> str:
         "    let s = (ua ^ ub) & 0x80000000u;\n"
         "    let xa = ua & 0x7fffffffu;\n"
         "    let xb = ub & 0x7fffffffu;\n"
-        "    if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0u || xa == 0x7f800000u))) {\n"
+        + fast
+        + "    if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0u || xa == 0x7f800000u))) {\n"
         "        return bitcast<f32>(0x7fc00000u);  // NaN operand, 0 / 0, inf / inf\n"
         "    }\n"
         "    if (xa == 0x7f800000u || xb == 0u) { return bitcast<f32>(s | 0x7f800000u); }\n"
@@ -392,6 +462,13 @@ def _exact_div_f32(ctx: _Ctx) -> str:
 
 def _exact_sqrt_f32(ctx: _Ctx) -> str:
     _unpack_f32(ctx)
+    fast = ""
+    if ctx.wide_ok:
+        fast = (
+            "    if ((u >> 23u) - 67u <= 120u) {  // x in [2^-60, 2^61)\n"
+            f"        return bitcast<f32>({_fast_sqrt_f32(ctx)}(x));\n"
+            "    }\n"
+        )
     steps = []
     for j in range(26):  # two radicand bits per step, from the top: m then zeros
         pair = f"((m >> {24 - 2 * j}u) & 3u)" if j <= 12 else "0u"
@@ -404,6 +481,8 @@ def _exact_sqrt_f32(ctx: _Ctx) -> str:
         "// IEEE f32 sqrt from the bits: digit-by-digit integer root of the significand\n"
         "fn vy_sqrt_f32(x: f32) -> f32 {\n"
         "    let u = bitcast<u32>(x);\n"
+        + fast
+        + ""
         "    if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) {  // +-0, +inf, NaN, negative\n"
         "        if (u <= 0x7f800000u || u == 0x80000000u) { return x; }\n"
         "        return bitcast<f32>(0x7fc00000u);\n"
@@ -1298,6 +1377,7 @@ def generate(
     exact_div: bool = False,
     exact_sqrt: bool = False,
     loop_limited: bool = False,
+    bad_base: bool = False,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -1305,7 +1385,8 @@ def generate(
     mode for f32 (for a device whose arithmetic flushes f32 subnormals). `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; detect it (see
-    _LOOP_SENTINEL) through a status buffer."""
+    _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
+    paths start from a deliberately worse estimate, to test their correction."""
     if allowed_types is not None:
         for missing in sorted(types_used(program) - allowed_types):
             raise UnsupportedFeature(
@@ -1323,6 +1404,7 @@ def generate(
         flush=flush_subnormals,
         exact_div=exact_div,
         exact_sqrt=exact_sqrt,
+        bad_base=bad_base,
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),
