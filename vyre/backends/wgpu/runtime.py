@@ -298,7 +298,11 @@ class WgpuBackend(BaseBackend):
 
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
         try:
-            self._check_status()
+            if self._unchecked:  # the status words come back with the data: one map
+                status = self._take_unchecked()
+                raw = self._read_raw(ranges, status)
+                self._raise_flagged(status, raw[: len(status)])
+                return list(raw[len(status) :])
             return list(self._read_raw(ranges))
         except BackendError:
             raise
@@ -330,18 +334,25 @@ class WgpuBackend(BaseBackend):
             off += a1 - a0
         return plan, off
 
-    def _read_raw(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes]:
+    def _read_raw(
+        self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None
+    ) -> list[bytes]:
+        """The bytes of `ranges`, in one submission and one map; with `status`, the 16
+        bytes of each of those status buffers come first in the result."""
+        status = status or []
         ranges_nz = [(b, o, n) for b, o, n in ranges if n]
-        if not ranges_nz:
+        if not ranges_nz and not status:
             return [b"" for _ in ranges]
-        plan, total = self._plan_reads(ranges_nz)
+        plan, total = self._plan_reads(ranges_nz, 16 * len(status))
         staging = self._staging_buffer(total)
         enc = self.device.create_command_encoder()
+        for i, st in enumerate(status):
+            enc.copy_buffer_to_buffer(st.buffer, 0, staging, 16 * i, 16)
         for gpu, a0, size, soff in plan:
             enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
         self.queue.submit([enc.finish()])
         raw = self._map_staging(staging, total)
-        out: list[bytes] = []
+        out: list[bytes] = [bytes(raw[16 * i : 16 * i + 16]) for i in range(len(status))]
         it = iter(zip(ranges_nz, plan))
         for _b, _o, n in ranges:
             if not n:
@@ -539,24 +550,24 @@ class WgpuBackend(BaseBackend):
             for st in step.status:
                 self._unchecked[id(st)] = st
 
+    def _take_unchecked(self) -> list[_Status]:
+        pending = list(self._unchecked.values())
+        self._unchecked.clear()
+        return pending
+
     def _check_status(self) -> None:
         """Before any result of submitted work can be seen (wait, read, synchronize, a
         pipeline's reads): raise DispatchError if a shader flagged a condition that makes
         its results invalid (the driver's loop budget ran out; an indirect grid over the
         limit). Flags are cleared, so the backend stays usable."""
-        if not self._unchecked:
-            return
-        pending = list(self._unchecked.values())
-        self._unchecked.clear()
-        staging = self._staging_buffer(16 * len(pending))
-        enc = self.device.create_command_encoder()
-        for i, st in enumerate(pending):
-            enc.copy_buffer_to_buffer(st.buffer, 0, staging, 16 * i, 16)
-        self.queue.submit([enc.finish()])
-        raw = self._map_staging(staging, 16 * len(pending))
+        if self._unchecked:
+            status = self._take_unchecked()
+            self._raise_flagged(status, self._read_raw([], status))
+
+    def _raise_flagged(self, status: list[_Status], words: list[bytes]) -> None:
         errors = []
-        for i, st in enumerate(pending):
-            flags, count = struct.unpack_from("<II", raw, 16 * i)
+        for st, raw in zip(status, words):
+            flags, count = struct.unpack_from("<II", raw)
             if flags:
                 self.queue.write_buffer(st.buffer, 0, bytes(16))
                 errors.append(self._status_message(st, flags, count))
