@@ -19,9 +19,15 @@ import vyre
 from vyre import DispatchConfig, IndirectGrid, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu.divsqrt import div_cases, random_f32, sqrt_cases
-from vyre.builder import pow_, sin, sqrt, tan
+from vyre.builder import pow_, sin, tan
 from vyre.errors import DispatchError
-from vyre.tools.testing import EXACT, assert_agree, reference_for
+from vyre.tools.testing import (
+    EXACT,
+    assert_agree,
+    div_sqrt_inputs,
+    div_sqrt_program,
+    reference_for,
+)
 
 F32, F16, I32, U32 = ScalarType.F32, ScalarType.F16, ScalarType.I32, ScalarType.U32
 
@@ -45,20 +51,15 @@ def _run(be: BaseBackend, ref: BaseBackend, prog: vyre.Program, inputs: dict, cf
     return be.dispatch(prog, inputs, cfg), want
 
 
-def _div_sqrt_program(ty: ScalarType) -> vyre.Program:
-    k = ProgramBuilder(f"div_sqrt_{ty}", workgroup_size=64)
-    a, b = k.buffer("a", ty), k.buffer("b", ty)
-    q, r = k.buffer("q", ty, "write"), k.buffer("r", ty, "write")
-    m = k.buffer("m", ty, "write")
-    t = k.buffer("t", I32, "write")
-    i = k.global_linear_id()
-    with k.if_(i < a.length()):
-        x, y = k.let(a[i]), k.let(b[i])
-        q[i] = x / y
-        r[i] = sqrt(x)
-        m[i] = x % y  # rem: a - b * trunc(a / b), step by step
-        t[i] = (x / y).cast(I32)
-    return k.build()
+def _div_sqrt(be: BaseBackend, ref: BaseBackend, x: np.ndarray, y: np.ndarray
+              ) -> dict[str, np.ndarray]:
+    """q = x / y, sqrt(x), x % y and i32(x / y) on `be`, asserted equal to the reference
+    bit for bit; `be`'s results."""
+    inputs, cfg = div_sqrt_inputs(x, y)
+    got, want = _run(be, ref, div_sqrt_program(F16 if x.dtype == np.float16 else F32), inputs, cfg)
+    for name in ("q", "r", "m", "t"):
+        _same_bits(got[name], want[name], f"{x.dtype} {name} on {be.id}")
+    return got
 
 
 def _div_inputs(n_random: int) -> tuple[np.ndarray, np.ndarray]:
@@ -72,13 +73,7 @@ def _div_inputs(n_random: int) -> tuple[np.ndarray, np.ndarray]:
 def test_f32_division_sqrt_rem_bit_identical(backend: BaseBackend, reference: BaseBackend) -> None:
     """Hard cases plus 2^16 random pairs over the whole exponent range (on the H100's
     Vulkan driver this exercises vyre's exact division / sqrt, chosen by the probe)."""
-    x, y = _div_inputs(1 << 16)
-    prog = _div_sqrt_program(F32)
-    n = x.size
-    got, want = _run(backend, reference, prog, {"a": x, "b": y, "q": n, "r": n, "m": n, "t": n},
-                     DispatchConfig(grid=-(-n // 64)))
-    for name in ("q", "r", "m", "t"):
-        _same_bits(got[name], want[name], f"{name} on {backend.id}")
+    _div_sqrt(backend, reference, *_div_inputs(1 << 16))
 
 
 def test_division_edge_values(backend: BaseBackend, reference: BaseBackend) -> None:
@@ -86,15 +81,10 @@ def test_division_edge_values(backend: BaseBackend, reference: BaseBackend) -> N
     big = np.float32(3.4028235e38)
     x = np.array([big, -big, 33.0, 99.0, 1e-45, 1.0, 3.0, 6.0, 1.0], np.float32)
     y = np.array([big, big, 33.0, 33.0, 1e-45, 3.0, 3.0, 3.0, 1e-45], np.float32)
-    prog = _div_sqrt_program(F32)
-    n = x.size
-    got, want = _run(backend, reference, prog, {"a": x, "b": y, "q": n, "r": n, "m": n, "t": n},
-                     DispatchConfig(grid=1))
+    got = _div_sqrt(backend, reference, x, y)
     assert got["q"][0] == 1.0 and got["q"][1] == -1.0 and got["q"][2] == 1.0
     assert got["q"][3] == np.float32(3.0) and list(got["t"][:4]) == [1, -1, 1, 3]
     assert got["m"][7] == 0.0 and got["m"][2] == 0.0
-    for name in ("q", "r", "m", "t"):
-        _same_bits(got[name], want[name], f"{name} on {backend.id}")
 
 
 def test_f16_division_sqrt(backend: BaseBackend, reference: BaseBackend) -> None:
@@ -108,12 +98,7 @@ def test_f16_division_sqrt(backend: BaseBackend, reference: BaseBackend) -> None
     sa, sb = np.meshgrid(specials, specials)
     x = np.concatenate([x, sa.ravel()])
     y = np.concatenate([y, sb.ravel()])
-    prog = _div_sqrt_program(F16)
-    n = x.size
-    got, want = _run(backend, reference, prog, {"a": x, "b": y, "q": n, "r": n, "m": n, "t": n},
-                     DispatchConfig(grid=-(-n // 64)))
-    for name in ("q", "r", "m", "t"):
-        _same_bits(got[name], want[name], f"f16 {name} on {backend.id}")
+    _div_sqrt(backend, reference, x, y)
 
 
 def test_pow_sin_tan_signed_zero(backend: BaseBackend, reference: BaseBackend) -> None:

@@ -24,11 +24,13 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
-from vyre.builder import atan2, cos, exp, exp2, log, log2, pow_, select, sin, sqrt, tan, tanh
+from vyre.builder import atan2, cos, exp, exp2, log, log2, pow_, select, sin, tan, tanh
 from vyre.tools.testing import (
     EXACT,
     assert_agree,
     check_against_reference,
+    div_sqrt_inputs,
+    div_sqrt_program,
     flushed_types,
     reference_for,
 )
@@ -234,20 +236,6 @@ def test_f64_is_not_reported(wg: BaseBackend) -> None:
 # ------------------------------------------------------------------ division and sqrt
 
 
-def _div_sqrt_kernel(ty: ScalarType) -> vyre.Program:
-    k = ProgramBuilder(f"div_sqrt_exact_{ty}", workgroup_size=64)
-    a, b = k.buffer("a", ty), k.buffer("b", ty)
-    q, r = k.buffer("q", ty, "write"), k.buffer("r", ty, "write")
-    m = k.buffer("m", ty, "write")
-    i = k.global_linear_id()
-    with k.if_(i < a.length()):
-        x, y = k.let(a[i]), k.let(b[i])
-        q[i] = x / y
-        r[i] = sqrt(x)
-        m[i] = x % y
-    return k.build()
-
-
 def _random_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The probe's hard cases plus `n` random pairs with uniformly random bits (every
     exponent, subnormals included) and `n` pairs within 2^+-20 of each other."""
@@ -269,8 +257,7 @@ def _check_div_sqrt(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> None:
 
     flush = F32 in flushed_types(be)
     n = xs.size
-    got = be.dispatch(_div_sqrt_kernel(F32), {"a": xs, "b": ys, "q": n, "r": n, "m": n},
-                      DispatchConfig(grid=-(-n // 64)))
+    got = be.dispatch(div_sqrt_program(F32), *div_sqrt_inputs(xs, ys))
     for name, want in (("q", expected_div(xs, ys, flush)), ("r", expected_sqrt(xs, flush))):
         if not same_bits(got[name], want, flush):
             g = flushed(got[name]) if flush else got[name]
@@ -296,7 +283,7 @@ def test_exact_division_and_sqrt_forced(
         monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
     be = _wgpu()
     try:
-        src = be.source(_div_sqrt_kernel(F32))  # type: ignore[attr-defined]
+        src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
         assert "vy_div_f32(" in src and "vy_sqrt_f32(" in src
         if be.capabilities().details["f64_arithmetic"]:  # the fast path is there too
             assert "vy_div_fast_f32(" in src and "vy_sqrt_fast_f32(" in src
@@ -304,18 +291,15 @@ def test_exact_division_and_sqrt_forced(
         assert be.capabilities().details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)"
         xs, ys = _random_pairs(1 << 16)
         _check_div_sqrt(be, xs, ys)
-        n = xs.size
         check_against_reference(  # rem (step by step through the exact division) too
-            _div_sqrt_kernel(F32), {"a": xs, "b": ys, "q": n, "r": n, "m": n},
-            DispatchConfig(grid=-(-n // 64)), [be], ref, EXACT,
+            div_sqrt_program(F32), *div_sqrt_inputs(xs, ys), [be], ref, EXACT,
         )
         if be.supports("f16"):
             rng = np.random.default_rng(21)  # f16 from random bits: every f16 exponent
             h = rng.integers(0, 1 << 16, 4096, dtype=np.uint32).astype(np.uint16).view(np.float16)
             g = np.roll(h, 1)
             check_against_reference(
-                _div_sqrt_kernel(F16), {"a": h, "b": g, "q": h.size, "r": h.size, "m": h.size},
-                DispatchConfig(grid=64), [be], ref, EXACT,
+                div_sqrt_program(F16), *div_sqrt_inputs(h, g), [be], ref, EXACT,
             )
     finally:
         be.close()
@@ -336,7 +320,7 @@ def test_native_switch_uses_the_drivers_operations(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", "native")
     be = _wgpu()
     try:
-        src = be.source(_div_sqrt_kernel(F32))  # type: ignore[attr-defined]
+        src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
         assert "vy_div_f32" not in src and "vy_sqrt_f32" not in src and "sqrt(" in src
     finally:
         be.close()

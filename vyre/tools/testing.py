@@ -230,3 +230,29 @@ def device_resources(backend: BaseBackend) -> dict[str, int]:
                 out[f"wgpu_{name}"] = int(entry.get("count", 0))
         out["wgpu_buffer_bytes"] = int(counts.get("Buffer", {}).get("resource_mem", 0))
     return out
+
+
+def div_sqrt_program(ty: ScalarType) -> Program:
+    """Elementwise q = a / b, r = sqrt(a), m = a % b (float rem), t = i32(a / b): the
+    operations whose exactness drivers break (issue 13); 64 invocations per workgroup."""
+    from vyre.builder import ProgramBuilder, sqrt
+
+    k = ProgramBuilder(f"div_sqrt_{ty}", workgroup_size=64)
+    a, b = k.buffer("a", ty), k.buffer("b", ty)
+    q, r = k.buffer("q", ty, "write"), k.buffer("r", ty, "write")
+    m = k.buffer("m", ty, "write")
+    t = k.buffer("t", ScalarType.I32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < a.length()):
+        x, y = k.let(a[i]), k.let(b[i])
+        q[i] = x / y
+        r[i] = sqrt(x)
+        m[i] = x % y
+        t[i] = (x / y).cast(ScalarType.I32)
+    return k.build()
+
+
+def div_sqrt_inputs(a: np.ndarray, b: np.ndarray) -> tuple[dict[str, Any], DispatchConfig]:
+    """Inputs and config of `div_sqrt_program` over the pairs (a, b)."""
+    n = a.size
+    return {"a": a, "b": b, "q": n, "r": n, "m": n, "t": n}, DispatchConfig(grid=-(-n // 64))
