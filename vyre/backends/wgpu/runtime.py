@@ -160,10 +160,11 @@ class WgpuBackend(BaseBackend):
             "max_workgroups_per_dimension": lim["max-compute-workgroups-per-dimension"],
             "max_workgroup_bytes": lim["max-compute-workgroup-storage-size"],
             "max_buffer_bytes": self._max_buffer,
+            # (one binding less where the loop-limit status buffer may be bound)
             "max_buffers_per_program": min(
                 lim.get("max-storage-buffers-per-shader-stage", 8),
                 lim.get("max-bindings-per-bind-group", 1000) - 1,
-            ),
+            ) - (self._info.loop_limit is not None),
             "max_allocation_bytes": self._max_buffer,
             "max_storage_binding_bytes": self._max_binding,
         }
