@@ -382,3 +382,22 @@ def test_probe_command_reports_the_measurements(wg: BaseBackend) -> None:
     for key in ("div_correctly_rounded", "sqrt_correctly_rounded", "loop_iteration_limit",
                 "fma_rounds_once", "f32_div_sqrt"):
         assert key in text, text
+
+
+def test_fma_that_rounds_twice_is_emulated_or_refused() -> None:
+    """IR fma rounds once: exact in f64 where the driver's rounds twice, and a clear
+    UnsupportedFeature (not double-rounded bits) where the device has no f64/i64 either."""
+    from vyre.backends.wgpu import wgsl
+    from vyre.builder import fma
+    from vyre.errors import UnsupportedFeature
+
+    k = ProgramBuilder("fma_once", workgroup_size=1)
+    x = k.buffer("x", F32)
+    o = k.buffer("o", F32, "write", count=1)
+    o[0] = fma(x[0], x[1], x[2])
+    prog = k.build()
+    assert "vy_fma_f32(" in wgsl.generate(prog, fma_fused=False).source
+    assert "vy_fma_f32(" not in wgsl.generate(prog, fma_fused=True).source
+    narrow = frozenset({ScalarType.BOOL, ScalarType.I32, U32, F32})
+    with pytest.raises(UnsupportedFeature, match="fma_rounds_once"):
+        wgsl.generate(prog, allowed_types=narrow, fma_fused=False)

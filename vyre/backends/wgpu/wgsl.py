@@ -1088,7 +1088,14 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{mn}({inner}({mx}({fa[0]}, {fa[1]})), {fa[2]})"
     elif fn == "fma" and ty is T.F16:
         return f"{_fma_f16(ctx)}({', '.join(fa)})"
-    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused and ctx.wide_ok:
+    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:
+        if not ctx.wide_ok:
+            raise UnsupportedFeature(
+                "f32 fma", "wgpu",
+                "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
+                "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
+                "a * b + c (two roundings) or use another backend",
+            )
         r = f"{_fma_f32(ctx)}({', '.join(fa)})"
     elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
