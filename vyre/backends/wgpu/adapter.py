@@ -5,7 +5,10 @@ name), else $VYRE_WGPU_ADAPTER (same forms), else the high-performance adapter. 
 is requested with the optional features vyre can use and the largest buffer limits the
 adapter offers. A vyre feature (f16, f64, i64, atomic_float) is reported only if the
 adapter has the wgpu feature *and* naga accepts a probe shader that uses it the way the
-WGSL generator emits it. This module must never run user programs or hold vyre buffers.
+WGSL generator emits it. Float behaviour the generated code depends on is measured, not
+assumed: subnormal flushing, whether fma rounds once, whether f32 division and sqrt are
+correctly rounded (divsqrt.py's hard cases), and the driver's silent loop limit (docs/IR.md,
+"Probed capabilities"). This module must never run user programs or hold vyre buffers.
 """
 
 from __future__ import annotations

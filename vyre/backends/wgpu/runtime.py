@@ -4,7 +4,10 @@ on one WebGPU device through wgpu-py.
 Resident work never touches the host: dispatches bind the caller's device buffers
 directly. Every wgpu exception is caught at this module's boundary and turned into a vyre
 error (CompileError, DispatchError, OutOfDeviceMemory) so the instance keeps working for new
-work. This module must never generate shader code (wgsl.py does) and must never fall back
+work. Conditions only the device sees (the driver's loop budget ran out, an indirect grid
+over the limit) are flagged by the shaders in small status buffers and raised as
+DispatchError before any result of that work can be observed (wait, read, synchronize, a
+pipeline's reads). This module must never generate shader code (wgsl.py does) and must never fall back
 to host copies behind the resident API.
 """
 
