@@ -369,7 +369,7 @@ def _estimate(ctx: _Ctx, fn: str) -> str:
     if fn == "div":
         exact, bad = "a / b", "a * (1.0f / b)"
     else:
-        exact, bad = "sqrt(x)", "x * inverseSqrt(x)"
+        exact, bad = "sqrt(a)", "a * inverseSqrt(a)"
     if ctx.bad_base:
         return f"{f0}(bitcast<f32>(bitcast<u32>({f0}({bad})) ^ 1u))"
     return f"{f0}({exact})"
@@ -384,38 +384,34 @@ def _coarse(ctx: _Ctx, text: str) -> str:
     return f"{f1}({text})"
 
 
-def _fast_div_f32(ctx: _Ctx) -> str:
-    return _helper(
-        ctx, "vy_div_fast_f32",
-        "// a / b for a, b in [2^-62, 2^63) (positive): the quotient's bits (see above)\n"
-        "fn vy_div_fast_f32(a: f32, b: f32) -> u32 {\n"
-        f"    let q0 = {_estimate(ctx, 'div')};\n"
-        "    let da = f64(a);\n"
-        "    let db = f64(b);\n"
-        "    let dq = f64(q0);\n"
-        f"    let q1 = f32(dq + (da - dq * db) * f64({_coarse(ctx, '1.0f / b')}));  // faithful\n"
-        "    var bits = bitcast<u32>(q1);\n"
-        "    let d1 = f64(q1);\n"
-        "    if (da > (d1 + f64(bitcast<f32>(bits + 1u))) * 0.5lf * db) { bits = bits + 1u; }\n"
-        "    else if (da < (d1 + f64(bitcast<f32>(bits - 1u))) * 0.5lf * db) { bits = bits - 1u; }\n"
-        "    return bits;\n}",
+def _fast_path(ctx: _Ctx, fn: str) -> str:
+    """The f64 fast path of vy_div_f32 / vy_sqrt_f32 (see above): the result's bits."""
+    _helper(
+        ctx, "vy_mids_f32",
+        "// the midpoints between a positive normal f32 and its neighbours, exactly in f64\n"
+        "fn vy_mids_f32(bits: u32) -> vec2<f64> {\n"
+        "    let d = f64(bitcast<f32>(bits));\n"
+        "    return vec2<f64>((d + f64(bitcast<f32>(bits + 1u))) * 0.5lf,"
+        " (d + f64(bitcast<f32>(bits - 1u))) * 0.5lf);\n}",
     )
-
-
-def _fast_sqrt_f32(ctx: _Ctx) -> str:
+    if fn == "div":  # a / b for a, b in [2^-62, 2^63), both positive
+        name, args, x, y, factor = "vy_div_fast_f32", "a: f32, b: f32", "f64(a)", "f64(b)", "1.0f / b"
+        resid, above, below = "dx - d0 * dy", "dx > m.x * dy", "dx < m.y * dy"
+    else:  # sqrt(a) for a in [2^-60, 2^61)
+        name, args, x, y, factor = "vy_sqrt_fast_f32", "a: f32", "f64(a)", "0.0lf", "0.5f / e0"
+        resid, above, below = "dx - d0 * d0", "dx > m.x * m.x", "dx < m.y * m.y"
     return _helper(
-        ctx, "vy_sqrt_fast_f32",
-        "// sqrt(x) for x in [2^-60, 2^61): the root's bits (see above)\n"
-        "fn vy_sqrt_fast_f32(x: f32) -> u32 {\n"
-        f"    let s0 = {_estimate(ctx, 'sqrt')};\n"
-        "    let dx = f64(x);\n"
-        "    let ds = f64(s0);\n"
-        f"    let s1 = f32(ds + (dx - ds * ds) * f64({_coarse(ctx, '0.5f / s0')}));  // faithful\n"
-        "    var bits = bitcast<u32>(s1);\n"
-        "    let d1 = f64(s1);\n"
-        "    let up = (d1 + f64(bitcast<f32>(bits + 1u))) * 0.5lf;\n"
-        "    let dn = (d1 + f64(bitcast<f32>(bits - 1u))) * 0.5lf;\n"
-        "    if (dx > up * up) { bits = bits + 1u; } else if (dx < dn * dn) { bits = bits - 1u; }\n"
+        ctx, name,
+        f"fn {name}({args}) -> u32 {{\n"
+        f"    let e0 = {_estimate(ctx, fn)};  // the driver's estimate\n"
+        f"    let dx = {x};\n"
+        f"    let dy = {y};\n"
+        "    let d0 = f64(e0);\n"
+        f"    let r1 = f32(d0 + ({resid}) * f64({_coarse(ctx, factor)}));  // faithful\n"
+        "    let bits = bitcast<u32>(r1);\n"
+        "    let m = vy_mids_f32(bits);\n"
+        f"    if ({above}) {{ return bits + 1u; }}\n"
+        f"    if ({below}) {{ return bits - 1u; }}\n"
         "    return bits;\n}",
     )
 
@@ -426,7 +422,7 @@ def _exact_div_f32(ctx: _Ctx) -> str:
     if ctx.wide_ok:
         fast = (
             "    if ((xa >> 23u) - 65u <= 124u && (xb >> 23u) - 65u <= 124u) {\n"
-            f"        return bitcast<f32>(s | {_fast_div_f32(ctx)}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
+            f"        return bitcast<f32>(s | {_fast_path(ctx, 'div')}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
             "    }\n"
         )
     chunk = (
@@ -466,7 +462,7 @@ def _exact_sqrt_f32(ctx: _Ctx) -> str:
     if ctx.wide_ok:
         fast = (
             "    if ((u >> 23u) - 67u <= 120u) {  // x in [2^-60, 2^61)\n"
-            f"        return bitcast<f32>({_fast_sqrt_f32(ctx)}(x));\n"
+            f"        return bitcast<f32>({_fast_path(ctx, 'sqrt')}(x));\n"
             "    }\n"
         )
     steps = []
