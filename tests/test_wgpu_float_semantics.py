@@ -29,6 +29,8 @@ from vyre.tools.testing import (
     EXACT,
     assert_agree,
     check_against_reference,
+    div_sqrt_inputs,
+    div_sqrt_program,
     flushed_types,
     reference_for,
 )
@@ -229,3 +231,173 @@ def test_f64_is_not_reported(wg: BaseBackend) -> None:
     """WGSL/SPIR-V has no f64 transcendentals (and NVIDIA's driver crashed compiling f64
     programs), so wgpu never claims f64 even where the adapter has shader-f64."""
     assert "f64" not in wg.capabilities().features
+
+
+# ------------------------------------------------------------------ division and sqrt
+
+
+def _random_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The probe's hard cases plus `n` random pairs with uniformly random bits (every
+    exponent, subnormals included) and `n` pairs within 2^+-20 of each other."""
+    from vyre.backends.wgpu.divsqrt import div_cases, random_f32, sqrt_cases
+
+    rng = np.random.default_rng(20)
+    a, b = div_cases()
+    s = sqrt_cases()
+    near = rng.standard_normal(n).astype(np.float32)
+    xs = np.concatenate([a, random_f32(rng, n), near, s])
+    ys = np.concatenate([b, random_f32(rng, n), near * np.float32(2.0) ** rng.integers(-20, 21, n)
+                         .astype(np.float32), np.resize(b, s.size)])
+    return xs.astype(np.float32), ys.astype(np.float32)
+
+
+def _check_div_sqrt(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> None:
+    """Bit-identical to NumPy's IEEE f32 (in the backend's flush mode) and the reference."""
+    from vyre.backends.wgpu.divsqrt import expected_div, expected_sqrt, flushed, same_bits
+
+    flush = F32 in flushed_types(be)
+    n = xs.size
+    got = be.dispatch(div_sqrt_program(F32), *div_sqrt_inputs(xs, ys))
+    for name, want in (("q", expected_div(xs, ys, flush)), ("r", expected_sqrt(xs, flush))):
+        if not same_bits(got[name], want, flush):
+            g = flushed(got[name]) if flush else got[name]
+            differ = (g.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(g) & np.isnan(want))
+            bad = np.flatnonzero(differ)
+            shown = [(xs[i], ys[i], got[name][i], want[i]) for i in bad[:6]]
+            raise AssertionError(f"{name}: {bad.size} of {n} differ: {shown}")
+
+
+@pytest.mark.parametrize("mode", ["exact", "exact-bad-estimate"])
+@pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
+def test_exact_division_and_sqrt_forced(
+    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool, mode: str
+) -> None:
+    """vyre's exact division and sqrt (what the probe picks on NVIDIA's Vulkan driver),
+    forced on this adapter: bit-identical on 2 x 2^16 random pairs over the whole exponent
+    range plus the hard cases (x / x at the limits, 33 / 33, subnormal and overflowing
+    quotients, +-0, inf, NaN), rem and f16 included, in both f32 modes. The bad-estimate
+    mode starts the f64 fast path from an estimate an ulp further off and a 4-bit Newton
+    factor, so its midpoint correction decides about a third of the in-range results."""
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", mode)
+    if flush:
+        monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    be = _wgpu()
+    try:
+        src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
+        assert "vy_div_f32(" in src and "vy_sqrt_f32(" in src
+        if be.capabilities().details["f64_arithmetic"]:  # the fast path is there too
+            assert "vy_div_fast_f32(" in src and "vy_sqrt_fast_f32(" in src
+        assert ("0xfff80000u" in src) == (mode == "exact-bad-estimate")
+        assert be.capabilities().details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)"
+        xs, ys = _random_pairs(1 << 16)
+        _check_div_sqrt(be, xs, ys)
+        check_against_reference(  # rem (step by step through the exact division) too
+            div_sqrt_program(F32), *div_sqrt_inputs(xs, ys), [be], ref, EXACT,
+        )
+        if be.supports("f16"):
+            rng = np.random.default_rng(21)  # f16 from random bits: every f16 exponent
+            h = rng.integers(0, 1 << 16, 4096, dtype=np.uint32).astype(np.uint16).view(np.float16)
+            g = np.roll(h, 1)
+            check_against_reference(
+                div_sqrt_program(F16), *div_sqrt_inputs(h, g), [be], ref, EXACT,
+            )
+    finally:
+        be.close()
+
+
+def test_division_and_sqrt_on_this_adapter(wg: BaseBackend) -> None:
+    """Whatever the probe chose here (the driver's operation where it is correctly rounded,
+    vyre's exact one where not): bit-identical on the same cases."""
+    details = wg.capabilities().details
+    assert isinstance(details["div_correctly_rounded"], bool)
+    assert isinstance(details["sqrt_correctly_rounded"], bool)
+    xs, ys = _random_pairs(1 << 16)
+    _check_div_sqrt(wg, xs, ys)
+
+
+def test_native_switch_uses_the_drivers_operations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/div_bench.py's baseline: VYRE_WGPU_DIV_SQRT=native emits WGSL's / and sqrt."""
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", "native")
+    be = _wgpu()
+    try:
+        src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
+        assert "vy_div_f32" not in src and "vy_sqrt_f32" not in src and "sqrt(" in src
+    finally:
+        be.close()
+
+
+def test_probes_measure_the_device(wg: BaseBackend) -> None:
+    """The fma probe against an independent measurement (fma(1+2^-23, 1-2^-23, -1) is
+    -2^-46 rounded once, 0 rounded twice); the loop limit against a loop that asks for
+    more iterations than the limit."""
+    import struct
+
+    from vyre.backends.wgpu.adapter import _run_probe
+
+    dev = wg.device  # type: ignore[attr-defined]
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
+        "@compute @workgroup_size(1) fn main() { b[3] = fma(b[0], b[1], b[2]); }"
+    )
+    data = struct.pack("<4f", 1 + 2.0**-23, 1 - 2.0**-23, -1.0, 0.0)
+    fused = struct.unpack("<4f", _run_probe(dev, code, data))[3] == -(2.0**-46)
+    assert wg.capabilities().details["fma_rounds_once"] is fused
+    limit = wg.capabilities().details["loop_iteration_limit"]
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  var c = 0u;\n  loop { if (c >= b[0]) { break; } c = c + 1u; }\n  b[1] = c;\n}"
+    )
+    got = struct.unpack("<2I", _run_probe(dev, code, struct.pack("<2I", 100_000, 0)))[1]
+    assert (limit is None and got == 100_000) or (limit is not None and got == limit < 100_000)
+
+
+def test_loop_sentinel_only_where_there_is_a_limit() -> None:
+    """No overhead on adapters without a loop limit, nor for programs without loops."""
+    from vyre.backends.wgpu import wgsl
+
+    k = ProgramBuilder("looping", workgroup_size=1)
+    o = k.buffer("o", U32, "write", count=1)
+    with k.for_range(0, 3) as i:
+        o[0] = i
+    looping = k.build()
+    k = ProgramBuilder("straight", workgroup_size=1)
+    o = k.buffer("o", U32, "write", count=1)
+    o[0] = 1
+    straight = k.build()
+    assert "vy_loop_sentinel" not in wgsl.generate(looping, loop_limited=False).source
+    assert "vy_loop_sentinel" not in wgsl.generate(straight, loop_limited=True).source
+    mod = wgsl.generate(looping, loop_limited=True)
+    assert "vy_loop_sentinel();" in mod.source and mod.status_binding == 2
+
+
+def test_probe_command_reports_the_measurements(wg: BaseBackend) -> None:
+    import io
+
+    from vyre.tools.cli import main
+
+    out = io.StringIO()
+    main(["probe"], out=out)
+    text = out.getvalue()
+    for key in ("div_correctly_rounded", "sqrt_correctly_rounded", "loop_iteration_limit",
+                "fma_rounds_once", "f32_div_sqrt"):
+        assert key in text, text
+
+
+def test_fma_that_rounds_twice_is_emulated_or_refused() -> None:
+    """IR fma rounds once: exact in f64 where the driver's rounds twice, and a clear
+    UnsupportedFeature (not double-rounded bits) where the device has no f64/i64 either."""
+    from vyre.backends.wgpu import wgsl
+    from vyre.builder import fma
+    from vyre.errors import UnsupportedFeature
+
+    k = ProgramBuilder("fma_once", workgroup_size=1)
+    x = k.buffer("x", F32)
+    o = k.buffer("o", F32, "write", count=1)
+    o[0] = fma(x[0], x[1], x[2])
+    prog = k.build()
+    assert "vy_fma_f32(" in wgsl.generate(prog, fma_fused=False).source
+    assert "vy_fma_f32(" not in wgsl.generate(prog, fma_fused=True).source
+    narrow = frozenset({ScalarType.BOOL, ScalarType.I32, U32, F32})
+    with pytest.raises(UnsupportedFeature, match="fma_rounds_once"):
+        wgsl.generate(prog, allowed_types=narrow, fma_fused=False)

@@ -5,13 +5,17 @@ name), else $VYRE_WGPU_ADAPTER (same forms), else the high-performance adapter. 
 is requested with the optional features vyre can use and the largest buffer limits the
 adapter offers. A vyre feature (f16, f64, i64, atomic_float) is reported only if the
 adapter has the wgpu feature *and* naga accepts a probe shader that uses it the way the
-WGSL generator emits it. This module must never run user programs or hold vyre buffers.
+WGSL generator emits it. Float behaviour the generated code depends on is measured, not
+assumed: subnormal flushing, whether fma rounds once, whether f32 division and sqrt are
+correctly rounded (divsqrt.py's hard cases), and the driver's silent loop limit (docs/IR.md,
+"Probed capabilities"). This module must never run user programs or hold vyre buffers.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +27,11 @@ ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
 # "1": generate docs/IR.md's f32 flush mode even on a device that keeps subnormals (to get
 # bit-identical results across devices, or to test the mode on lavapipe)
 ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
+# Tests and scripts/div_bench.py only: "exact" emits vyre's exact f32 division and sqrt even
+# where the driver's are correctly rounded (to test them on lavapipe), "exact-bad-estimate"
+# the same starting from a deliberately worse estimate (to test the correction), "native"
+# the driver's even where they are not (to time the difference); unset: the probe decides.
+ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -163,6 +172,12 @@ class DeviceInfo:
     vyre_features: frozenset[str]  # IR features that probe shaders proved
     fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
     flush_subnormals: bool = False  # f32 subnormals flushed: measured, or forced by ENV_FLUSH
+    div_correct: bool = True  # the driver's f32 division is correctly rounded (measured)
+    sqrt_correct: bool = True  # the driver's f32 sqrt is correctly rounded (measured)
+    exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
+    exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or ENV_DIV_SQRT)
+    bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
+    loop_limit: int | None = None  # the driver ends loops after this many iterations
 
 
 def open_device(adapter: Any) -> DeviceInfo:
@@ -183,9 +198,18 @@ def open_device(adapter: Any) -> DeviceInfo:
     for vf, (wf, code) in _PROBES.items():
         if wf in dev_feats and _compiles(device, code):
             proven.add(vf)
+    flush = os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device)
+    div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
+    mode = os.environ.get(ENV_DIV_SQRT, "")
     return DeviceInfo(
         fma_fused=_fma_rounds_once(device),
-        flush_subnormals=os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device),
+        flush_subnormals=flush,
+        div_correct=div_ok,
+        sqrt_correct=sqrt_ok,
+        exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
+        exact_sqrt=mode.startswith("exact") or (mode != "native" and not sqrt_ok),
+        bad_estimate=mode == "exact-bad-estimate",
+        loop_limit=_probe_loop_limit(device),
         adapter=adapter,
         device=device,
         name=adapter_name(adapter),
@@ -196,8 +220,9 @@ def open_device(adapter: Any) -> DeviceInfo:
     )
 
 
-def _run_probe(device: Any, code: str, data: bytes) -> bytes:
-    """Run `code` (one read_write f32/u32 buffer at binding 0) over `data`; the buffer after."""
+def _run_probe(device: Any, code: str, data: bytes, groups: int = 1) -> bytes:
+    """Run `code` (one read_write f32/u32 buffer at binding 0) over `data` in `groups`
+    workgroups; the buffer after."""
     wgpu = import_wgpu()
     u = wgpu.BufferUsage
     buf = device.create_buffer_with_data(data=data, usage=u.STORAGE | u.COPY_SRC)
@@ -214,7 +239,7 @@ def _run_probe(device: Any, code: str, data: bytes) -> bytes:
         cp = enc.begin_compute_pass()
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, bg)
-        cp.dispatch_workgroups(1)
+        cp.dispatch_workgroups(groups)
         cp.end()
         device.queue.submit([enc.finish()])
         return bytes(device.queue.read_buffer(buf))
@@ -225,8 +250,6 @@ def _run_probe(device: Any, code: str, data: bytes) -> bytes:
 def _flushes_f32_subnormals(device: Any) -> bool:
     """Vulkan lets f32 arithmetic flush subnormals (NVIDIA's driver does, lavapipe does
     not); measure a subnormal input (x * 1) and a subnormal result (min normal * 0.5)."""
-    import struct
-
     code = (
         "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
         "@compute @workgroup_size(1) fn main() {\n"
@@ -242,40 +265,77 @@ def _flushes_f32_subnormals(device: Any) -> bool:
     return out[3] != 0x00000001 or out[4] != 0x00400000
 
 
+# fma(-2.5, 1e10, 1e10) rounded once is f32(-1.5e10) = -15000000512.0; rounding the
+# product first gives -15000001536.0
+_FMA_ONCE_BITS = struct.unpack("<I", struct.pack("<f", -1.5e10))[0]
+
+
 def _fma_rounds_once(device: Any) -> bool:
     """Vulkan lets fma round twice (llvmpipe does); measure fma(-2.5, 1e10, 1e10)."""
     code = (
-        "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n"
-        "@compute @workgroup_size(1) fn main() { b[3] = fma(b[0], b[1], b[2]); }"
+        "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  b[3] = bitcast<u32>(fma(bitcast<f32>(b[0]), bitcast<f32>(b[1]), bitcast<f32>(b[2])));\n}"
+    )
+    data = struct.pack("<3fI", -2.5, 1e10, 1e10, 0)
+    try:
+        out = struct.unpack("<4I", _run_probe(device, code, data))
+    except Exception:
+        return False  # could not measure: emulate (exact where f64 is available)
+    return out[3] == _FMA_ONCE_BITS
+
+
+def _probe_loop_limit(device: Any) -> int | None:
+    """The number of loop iterations after which the driver silently ends loops in one
+    invocation (Mesa's llvmpipe: 65535, counted over all loops of the shader), or None.
+    The trip count comes from the buffer, so no compiler can know or shorten the loop."""
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  let n = b[0];\n  let step = b[1];\n  var c = 0u;\n"
+        "  loop { if (c >= n) { break; } c = c + step; }\n  b[2] = c;\n}"
     )
     try:
-        import struct
-
-        wgpu = import_wgpu()
-        u = wgpu.BufferUsage
-        buf = device.create_buffer_with_data(
-            data=struct.pack("<4f", -2.5, 1e10, 1e10, 0.0), usage=u.STORAGE | u.COPY_SRC
-        )
-        m = device.create_shader_module(code=code)
-        pipe = device.create_compute_pipeline(
-            layout="auto", compute={"module": m, "entry_point": "main"}
-        )
-        bg = device.create_bind_group(
-            layout=pipe.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 16}}],
-        )
-        enc = device.create_command_encoder()
-        cp = enc.begin_compute_pass()
-        cp.set_pipeline(pipe)
-        cp.set_bind_group(0, bg)
-        cp.dispatch_workgroups(1)
-        cp.end()
-        device.queue.submit([enc.finish()])
-        out = struct.unpack("<4f", bytes(device.queue.read_buffer(buf)))
-        buf.destroy()
-        return bool(out[3] == -1.5e10)
+        out = struct.unpack("<3I", _run_probe(device, code, struct.pack("<3I", LOOP_PROBE, 1, 0)))
     except Exception:
-        return True  # could not measure: keep the driver's fma
+        return None  # could not measure: no limit assumed
+    return None if out[2] >= LOOP_PROBE else int(out[2])
+
+
+LOOP_PROBE = 70_000  # iterations the loop-limit probe asks for
+
+
+def _probe_div_sqrt(device: Any, flush: bool) -> tuple[bool, bool]:
+    """(division correctly rounded, sqrt correctly rounded) on the hard cases of
+    `vyre.backends.wgpu.divsqrt`, compared bit for bit with IEEE (in flush mode: the
+    flushed IEEE result of flushed operands, as the generated code computes it)."""
+    from .divsqrt import div_cases, expected_div, expected_sqrt, same_bits, sqrt_cases
+
+    a, b = div_cases()
+    x = sqrt_cases()
+    n, m = a.size, x.size
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> v: array<u32>;\n"
+        "@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n"
+        f"  let i = g.x;\n"
+        f"  if (i < {n}u) {{ v[{2 * n + m}u + i] = bitcast<u32>("
+        f"bitcast<f32>(v[i]) / bitcast<f32>(v[{n}u + i])); }}\n"
+        f"  if (i < {m}u) {{ v[{3 * n + m}u + i] = bitcast<u32>(sqrt(bitcast<f32>(v[{2 * n}u + i]))); }}\n"
+        "}"
+    )
+    data = b"".join(arr.astype("<f4").tobytes() for arr in (a, b, x)) + bytes(4 * (n + m))
+    try:
+        raw = _run_probe(device, code, data, groups=-(-max(n, m) // 64))
+    except Exception:
+        return False, False  # could not measure: emit the exact operations
+    import numpy as np
+
+    out = np.frombuffer(raw, dtype="<f4")
+    got_div, got_sqrt = out[2 * n + m : 3 * n + m], out[3 * n + m :]
+    return (
+        same_bits(got_div, expected_div(a, b, flush), flush),
+        same_bits(got_sqrt, expected_sqrt(x, flush), flush),
+    )
 
 
 def _compiles(device: Any, code: str) -> bool:

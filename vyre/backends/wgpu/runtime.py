@@ -4,7 +4,10 @@ on one WebGPU device through wgpu-py.
 Resident work never touches the host: dispatches bind the caller's device buffers
 directly. Every wgpu exception is caught at this module's boundary and turned into a vyre
 error (CompileError, DispatchError, OutOfDeviceMemory) so the instance keeps working for new
-work. This module must never generate shader code (wgsl.py does) and must never fall back
+work. Conditions only the device sees (the driver's loop budget ran out, an indirect grid
+over the limit) are flagged by the shaders in small status buffers and raised as
+DispatchError before any result of that work can be observed (wait, read, synchronize, a
+pipeline's reads). This module must never generate shader code (wgsl.py does) and must never fall back
 to host copies behind the resident API.
 """
 
@@ -41,6 +44,7 @@ from . import wgsl
 from .adapter import FEATURE_TYPES, DeviceInfo, import_wgpu
 
 _BIND_CACHE_SIZE = 256
+_GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
 
 
 class WgpuBuffer(BufferBase):
@@ -54,6 +58,15 @@ class WgpuBuffer(BufferBase):
 
 
 @dataclass
+class _Status:
+    """A small device buffer a shader flags a condition in (wgsl.LOOP_LIMIT_FLAG, the
+    indirect-grid check's flag), checked before any result of its dispatch can be seen."""
+
+    buffer: Any  # 16 bytes: [flags, largest indirect count, 0, 0]
+    program: str  # the user's program name, for the error
+
+
+@dataclass
 class Compiled:
     """A compiled program: WGSL, shader module, layouts and compute pipeline."""
 
@@ -61,6 +74,7 @@ class Compiled:
     shader: Any
     bind_group_layout: Any
     pipeline: Any
+    status: _Status | None = None  # the loop sentinel's flag (adapters with a loop limit)
 
     @property
     def source(self) -> str:
@@ -85,6 +99,9 @@ class _Recorded:
     grid: tuple[int, int, int] | IndirectGrid
     grid_copy: Any  # a private 12-byte indirect buffer when the grid buffer is also bound
     direct: tuple[int, int, int] | None  # the workgroup counts when the grid is not indirect
+    grid_check: tuple[Any, Any] | None = None  # indirect grids: (pipeline, bind group) of
+    # the pre-pass that flags counts over the per-dimension limit in `status`
+    status: tuple[_Status, ...] = ()  # checked before results of this step can be seen
 
 
 def _align_down(x: int) -> int:
@@ -117,6 +134,9 @@ class WgpuBackend(BaseBackend):
         # _record_step) is reused only while this has not moved
         self._epoch = 0
         self._staging: Any = None
+        # status buffers of submitted work not yet checked (see _check_status)
+        self._unchecked: dict[int, _Status] = {}
+        self._grid_checks: dict[int, Any] = {}  # word offset -> pre-pass pipeline
         self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
@@ -143,10 +163,11 @@ class WgpuBackend(BaseBackend):
             "max_workgroups_per_dimension": lim["max-compute-workgroups-per-dimension"],
             "max_workgroup_bytes": lim["max-compute-workgroup-storage-size"],
             "max_buffer_bytes": self._max_buffer,
+            # (one binding less where the loop-limit status buffer may be bound)
             "max_buffers_per_program": min(
                 lim.get("max-storage-buffers-per-shader-stage", 8),
                 lim.get("max-bindings-per-bind-group", 1000) - 1,
-            ),
+            ) - (self._info.loop_limit is not None),
             "max_allocation_bytes": self._max_buffer,
             "max_storage_binding_bytes": self._max_binding,
         }
@@ -165,6 +186,17 @@ class WgpuBackend(BaseBackend):
                 "description": d.get("description", ""),
                 "wgpu_features": sorted(self._info.wgpu_features),
                 "fma_rounds_once": self._info.fma_fused,
+                # the driver's f32 / and sqrt are correctly rounded (probed); where not,
+                # vyre emits its exact integer division / sqrt (docs/IR.md)
+                "div_correctly_rounded": self._info.div_correct,
+                "sqrt_correctly_rounded": self._info.sqrt_correct,
+                "f32_div_sqrt": (
+                    f"div {'exact (vyre)' if self._info.exact_div else 'driver'}, "
+                    f"sqrt {'exact (vyre)' if self._info.exact_sqrt else 'driver'}"
+                ),
+                # loops silently end after this many iterations per invocation (probed);
+                # vyre detects it and raises DispatchError
+                "loop_iteration_limit": self._info.loop_limit,
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
                 # honest about f64: the device may run f64 add/mul/div, but the backend
@@ -270,6 +302,11 @@ class WgpuBackend(BaseBackend):
 
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
         try:
+            if self._unchecked:  # the status words come back with the data: one map
+                status = self._take_unchecked()
+                raw = self._read_raw(ranges, status)
+                self._raise_flagged(status, raw[: len(status)])
+                return list(raw[len(status) :])
             return list(self._read_raw(ranges))
         except BackendError:
             raise
@@ -301,18 +338,25 @@ class WgpuBackend(BaseBackend):
             off += a1 - a0
         return plan, off
 
-    def _read_raw(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes]:
+    def _read_raw(
+        self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None
+    ) -> list[bytes]:
+        """The bytes of `ranges`, in one submission and one map; with `status`, the 16
+        bytes of each of those status buffers come first in the result."""
+        status = status or []
         ranges_nz = [(b, o, n) for b, o, n in ranges if n]
-        if not ranges_nz:
+        if not ranges_nz and not status:
             return [b"" for _ in ranges]
-        plan, total = self._plan_reads(ranges_nz)
+        plan, total = self._plan_reads(ranges_nz, 16 * len(status))
         staging = self._staging_buffer(total)
         enc = self.device.create_command_encoder()
+        for i, st in enumerate(status):
+            enc.copy_buffer_to_buffer(st.buffer, 0, staging, 16 * i, 16)
         for gpu, a0, size, soff in plan:
             enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
         self.queue.submit([enc.finish()])
         raw = self._map_staging(staging, total)
-        out: list[bytes] = []
+        out: list[bytes] = [bytes(raw[16 * i : 16 * i + 16]) for i in range(len(status))]
         it = iter(zip(ranges_nz, plan))
         for _b, _o, n in ranges:
             if not n:
@@ -353,9 +397,11 @@ class WgpuBackend(BaseBackend):
 
     def generate(self, program: Program, key: Any = None) -> wgsl.WgslModule:
         """The WGSL module for `program` (`key`: a specialisation from _specialisation)."""
+        info = self._info
         return wgsl.generate(
-            program, key or frozenset(), self._allowed_types, self._info.fma_fused,
-            self._info.flush_subnormals,
+            program, key or frozenset(), self._allowed_types, info.fma_fused,
+            info.flush_subnormals, exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
+            loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
         )
 
     def source(self, program: Program) -> str:
@@ -380,6 +426,12 @@ class WgpuBackend(BaseBackend):
             for i, acc in enumerate(mod.storage_access):
                 kind = "storage" if acc == "read_write" else "read-only-storage"
                 entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
+            status = None
+            if mod.status_binding is not None:
+                entries.append(
+                    {"binding": mod.status_binding, "visibility": u, "buffer": {"type": "storage"}}
+                )
+                status = _Status(self._status_buffer(), program.name)
             bgl = self.device.create_bind_group_layout(entries=entries)
             layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
             pipeline = self.device.create_compute_pipeline(
@@ -392,7 +444,9 @@ class WgpuBackend(BaseBackend):
                 self.id, f"creating the compute pipeline for {program.name!r} failed",
                 mod.source, str(exc),
             ) from None
-        return Compiled(module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline)
+        return Compiled(
+            module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status
+        )
 
     # ------------------------------------------------------------ binding
     def _check_binding_sizes(self, bound: BoundDispatch) -> None:
@@ -419,6 +473,11 @@ class WgpuBackend(BaseBackend):
             entries.append(
                 {"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.alloc_size}}
             )
+        if compiled.status is not None:
+            entries.append({
+                "binding": compiled.module.status_binding,
+                "resource": {"buffer": compiled.status.buffer, "offset": 0, "size": 16},
+            })
         bg = self.device.create_bind_group(layout=compiled.bind_group_layout, entries=entries)
         return _Binding(bind_group=bg, uniform=ubuf, data=data)
 
@@ -455,6 +514,94 @@ class WgpuBackend(BaseBackend):
         return self.device.create_buffer(
             label="vyre-indirect", size=12, usage=u.INDIRECT | u.COPY_DST
         )
+
+    # ------------------------------------------------------------ status checks
+    def _status_buffer(self) -> Any:
+        u = self._usage
+        return self.device.create_buffer_with_data(
+            label="vyre-status", data=bytes(16), usage=u.STORAGE | u.COPY_SRC | u.COPY_DST
+        )
+
+    def _grid_check(self, grid: IndirectGrid, status: _Status) -> tuple[Any, Any]:
+        """The pre-pass of an indirect dispatch: wgpu silently skips a dispatch whose
+        device-side counts exceed max_workgroups_per_dimension; this flags them."""
+        word = grid.offset // 4
+        pipe = self._grid_checks.get(word)
+        if pipe is None:
+            limit = self._caps.limits["max_workgroups_per_dimension"]
+            code = (
+                "@group(0) @binding(0) var<storage, read> g: array<u32>;\n"
+                "@group(0) @binding(1) var<storage, read_write> st: array<atomic<u32>>;\n"
+                "@compute @workgroup_size(1) fn main() {\n"
+                f"    let m = max(g[{word}u], max(g[{word + 1}u], g[{word + 2}u]));\n"
+                f"    if (m > {limit}u) {{ atomicOr(&st[0], {_GRID_FLAG}u); atomicMax(&st[1], m); }}\n}}"
+            )
+            mod = self.device.create_shader_module(label="vyre-grid-check", code=code)
+            pipe = self.device.create_compute_pipeline(
+                layout="auto", compute={"module": mod, "entry_point": "main"}
+            )
+            self._grid_checks[word] = pipe
+        buf = grid.buffer
+        assert isinstance(buf, WgpuBuffer)
+        bg = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[
+            {"binding": 0, "resource": {"buffer": buf.gpu, "offset": 0, "size": buf.alloc_size}},
+            {"binding": 1, "resource": {"buffer": status.buffer, "offset": 0, "size": 16}},
+        ])
+        return pipe, bg
+
+    def _submitted(self, steps: list[_Recorded]) -> None:
+        for step in steps:
+            for st in step.status:
+                self._unchecked[id(st)] = st
+
+    def _take_unchecked(self) -> list[_Status]:
+        pending = list(self._unchecked.values())
+        self._unchecked.clear()
+        return pending
+
+    def _check_status(self) -> None:
+        """Before any result of submitted work can be seen (wait, read, synchronize, a
+        pipeline's reads): raise DispatchError if a shader flagged a condition that makes
+        its results invalid (the driver's loop budget ran out; an indirect grid over the
+        limit). Flags are cleared, so the backend stays usable."""
+        if self._unchecked:
+            status = self._take_unchecked()
+            self._raise_flagged(status, self._read_raw([], status))
+
+    def _raise_flagged(self, status: list[_Status], words: list[bytes]) -> None:
+        errors = []
+        for st, raw in zip(status, words):
+            flags, count = struct.unpack_from("<II", raw)
+            if flags:
+                self.queue.write_buffer(st.buffer, 0, bytes(16))
+                errors.append(self._status_message(st, flags, count))
+        if errors:
+            raise DispatchError("\n".join(errors))
+
+    def _status_message(self, st: _Status, flags: int, count: int) -> str:
+        msgs = []
+        if flags & wgsl.LOOP_LIMIT_FLAG:
+            limit = self._info.loop_limit
+            msgs.append(
+                f"{self.id}: program {st.program!r} ran out of this adapter's loop budget: "
+                f"{self._info.name} silently ends every loop once {limit} loop iterations "
+                "have run in one invocation (counted over all loops of the program), so its "
+                "results are truncated and were not used. Split the work so that each "
+                f"invocation runs fewer than {limit} iterations in all: more invocations (a "
+                "larger grid), or several dispatches (pipeline steps) each doing a part of "
+                "the loop; or use an adapter without the limit "
+                "(capabilities().details['loop_iteration_limit'] is None)."
+            )
+        if flags & _GRID_FLAG:
+            limit = self._caps.limits["max_workgroups_per_dimension"]
+            msgs.append(
+                f"{self.id}: program {st.program!r} was dispatched with an indirect grid of "
+                f"{count} workgroups in one dimension, over this adapter's limit of {limit} "
+                "(limits['max_workgroups_per_dimension']); WebGPU runs nothing for such a "
+                "dispatch, so its results were not used. Keep every count in the grid buffer "
+                f"at most {limit}: use more dimensions (y, z) or a larger workgroup size."
+            )
+        return "\n".join(msgs)
 
     # ------------------------------------------------------------ encoding
     def _timestamp_set(self) -> tuple[Any, Any]:
@@ -518,6 +665,13 @@ class WgpuBackend(BaseBackend):
                 if s.bind_group is not prev_bg:
                     cp.set_bind_group(0, s.bind_group)
                     prev_bg = s.bind_group
+                if s.grid_check is not None:  # flags counts over the limit first
+                    cp.set_pipeline(s.grid_check[0])
+                    cp.set_bind_group(0, s.grid_check[1])
+                    cp.dispatch_workgroups(1)
+                    cp.set_pipeline(s.pipeline)
+                    cp.set_bind_group(0, s.bind_group)
+                    prev_pipe, prev_bg = s.pipeline, s.bind_group
                 if s.direct is not None:
                     dispatch(*s.direct)
                 elif s.grid_copy is not None:
@@ -558,7 +712,14 @@ class WgpuBackend(BaseBackend):
             binding = self._binding_for(compiled, bound, data)
         copy = self._indirect_scratch() if self._grid_copy_needed(bound) else None
         direct = None if isinstance(bound.grid, IndirectGrid) else bound.grid
-        rec = _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct)
+        status = [compiled.status] if compiled.status is not None else []
+        check = None
+        if isinstance(bound.grid, IndirectGrid):
+            st = _Status(self._status_buffer(), bound.program.name)
+            check = self._grid_check(bound.grid, st)
+            status.append(st)
+        rec = _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct, check,
+                        tuple(status))
         if own is None and copy is None:
             bound.__dict__["_vyre_wgpu_step"] = (self._epoch, binding, data, rec)
         return rec
@@ -603,6 +764,7 @@ class WgpuBackend(BaseBackend):
                 staging = self.device.create_buffer(size=16, usage=u.MAP_READ | u.COPY_DST)
                 enc.copy_buffer_to_buffer(ts[1], 0, staging, 0, 16)
             self.queue.submit([enc.finish()])
+            self._submitted([step])
         except BackendError:
             raise
         except Exception as exc:
@@ -626,6 +788,7 @@ class WgpuBackend(BaseBackend):
                         staging.destroy()
                     else:
                         self._wait()
+                    self._check_status()
             except BackendError:
                 raise
             except Exception as exc:
@@ -669,12 +832,14 @@ class WgpuBackend(BaseBackend):
                 for gpu, a0, size, soff in plan:
                     enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
             self.queue.submit([enc.finish()])
+            self._submitted(steps)
             t1 = time.perf_counter_ns()
             if staging is not None:
                 raw = self._map_staging(staging, total)
             else:
                 self._wait()
                 raw = memoryview(b"")
+            self._check_status()
         except BackendError:
             raise
         except Exception as exc:
@@ -697,6 +862,9 @@ class WgpuBackend(BaseBackend):
     def _synchronize(self) -> None:
         try:
             self._wait()
+            self._check_status()
+        except BackendError:
+            raise
         except Exception as exc:
             raise self._gpu_error("synchronize", exc) from None
 

@@ -81,6 +81,9 @@ class WgslModule:
     layout: UniformLayout
     storage_access: tuple[str, ...]  # per buffer slot: "read" or "read_write" as declared
     entry_point: str = "main"
+    # the binding of the hidden status buffer (array<atomic<u32>>, bit 0: the driver's loop
+    # budget ran out, see _LOOP_SENTINEL), or None when the shader has none
+    status_binding: int | None = None
 
 
 @dataclass
@@ -96,6 +99,10 @@ class _Ctx:
     wide_ok: bool = False  # the device runs i64 and f64 (exact trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
+    exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
+    exact_sqrt: bool = False  # f32 sqrt likewise
+    bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
+    wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -308,6 +315,193 @@ def _int_divrem(ctx: _Ctx, op: str, ty: ScalarType) -> str:
     )
 
 
+# ------------------------------------------------------------------ exact division and sqrt
+#
+# Vulkan only bounds f32 division and sqrt to 2.5 / 3 ulp, and NVIDIA's driver computes
+# a / b as a * (1 / b) (FLT_MAX / FLT_MAX = 0, 33 / 33 = 0.99999994). Where the adapter
+# probe finds the driver's operation not correctly rounded (adapter._probe_div_sqrt), these
+# compute the IEEE result from the operands' bits with integer arithmetic only: no float
+# operation a driver may approximate, flush, contract or fold, and no need for fma or f64.
+# Both produce the quotient / root to 27 bits plus a sticky bit (the remainder is nonzero),
+# then vy_pack_f32 rounds once to nearest even, subnormal and overflowing results included.
+# f16 division and sqrt use them too (in f32, then rounded once to f16: innocuous).
+# Fast path, where the device has f64 and the operands are in a safe range (everything
+# normal, no overflow): the driver's estimate, one Newton step in f64 (the residual
+# a - q*b, or x - s*s, is exact in f64: products of two f32 are) makes it faithful, and an
+# exact f64 comparison with the midpoint to each neighbour fixes the last bit.
+
+
+def _unpack_f32(ctx: _Ctx) -> None:
+    _helper(
+        ctx, "vy_mant_f32",
+        "// a nonzero finite magnitude's significand, normalised to [2^23, 2^24)\n"
+        "fn vy_mant_f32(x: u32) -> u32 {\n"
+        "    if (x < 0x00800000u) { return x << (countLeadingZeros(x) - 8u); }\n"
+        "    return (x & 0x007fffffu) | 0x00800000u;\n}",
+    )
+    _helper(
+        ctx, "vy_exp_f32",
+        "// its exponent e: x = vy_mant_f32(x) * 2^(e - 150) (subnormals normalised)\n"
+        "fn vy_exp_f32(x: u32) -> i32 {\n"
+        "    if (x < 0x00800000u) { return 9i - i32(countLeadingZeros(x)); }\n"
+        "    return i32(x >> 23u);\n}",
+    )
+    _helper(
+        ctx, "vy_pack_f32",
+        "// sign s, value (m + f) * 2^e with m in [2^26, 2^27), f in [0, 1) nonzero iff sticky:\n"
+        "// rounded once to nearest even (subnormal results and overflow to inf included)\n"
+        "fn vy_pack_f32(s: u32, m: u32, e: i32, sticky: bool) -> f32 {\n"
+        "    let ef = e + 153i;  // the biased exponent if the result is normal\n"
+        "    if (ef >= 255i) { return bitcast<f32>(s | 0x7f800000u); }\n"
+        "    let sh = u32(min(3i + max(1i - ef, 0i), 31i));\n"
+        "    let mant = m >> sh;\n"
+        "    let low = m & ((1u << sh) - 1u);\n"
+        "    let half = 1u << (sh - 1u);\n"
+        "    let up = low > half || (low == half && (sticky || (mant & 1u) != 0u));\n"
+        "    let base = select(0u, u32(ef - 1i) << 23u, ef > 0i);  // + mant's leading bit\n"
+        "    return bitcast<f32>(s | (base + mant + select(0u, 1u, up)));\n}",
+    )
+
+
+def _estimate(ctx: _Ctx, fn: str) -> str:
+    """The driver's f32 estimate for a fast path (tests: deliberately off by an ulp more)."""
+    f0 = _fence_fn(ctx, T.F32, 0)
+    if fn == "div":
+        exact, bad = "a / b", "a * (1.0f / b)"
+    else:
+        exact, bad = "sqrt(a)", "a * inverseSqrt(a)"
+    if ctx.bad_base:
+        return f"{f0}(bitcast<f32>(bitcast<u32>({f0}({bad})) ^ 1u))"
+    return f"{f0}({exact})"
+
+
+def _coarse(ctx: _Ctx, text: str) -> str:
+    """The Newton step's factor; in tests (bad_base) cut to 4 significant bits, so that
+    the step leaves about a third of the results for the midpoint test to fix."""
+    f1 = _fence_fn(ctx, T.F32, 1)
+    if ctx.bad_base:
+        return f"bitcast<f32>(bitcast<u32>({f1}({text})) & 0xfff80000u)"
+    return f"{f1}({text})"
+
+
+def _fast_path(ctx: _Ctx, fn: str) -> str:
+    """The f64 fast path of vy_div_f32 / vy_sqrt_f32 (see above): the result's bits."""
+    _helper(
+        ctx, "vy_mids_f32",
+        "// the midpoints between a positive normal f32 and its neighbours, exactly in f64\n"
+        "fn vy_mids_f32(bits: u32) -> vec2<f64> {\n"
+        "    let d = f64(bitcast<f32>(bits));\n"
+        "    return vec2<f64>((d + f64(bitcast<f32>(bits + 1u))) * 0.5lf,"
+        " (d + f64(bitcast<f32>(bits - 1u))) * 0.5lf);\n}",
+    )
+    if fn == "div":  # a / b for a, b in [2^-62, 2^63), both positive
+        name, args, x, y, factor = "vy_div_fast_f32", "a: f32, b: f32", "f64(a)", "f64(b)", "1.0f / b"
+        resid, above, below = "dx - d0 * dy", "dx > m.x * dy", "dx < m.y * dy"
+    else:  # sqrt(a) for a in [2^-60, 2^61)
+        name, args, x, y, factor = "vy_sqrt_fast_f32", "a: f32", "f64(a)", "0.0lf", "0.5f / e0"
+        resid, above, below = "dx - d0 * d0", "dx > m.x * m.x", "dx < m.y * m.y"
+    return _helper(
+        ctx, name,
+        f"fn {name}({args}) -> u32 {{\n"
+        f"    let e0 = {_estimate(ctx, fn)};  // the driver's estimate\n"
+        f"    let dx = {x};\n"
+        f"    let dy = {y};\n"
+        "    let d0 = f64(e0);\n"
+        f"    let r1 = f32(d0 + ({resid}) * f64({_coarse(ctx, factor)}));  // faithful\n"
+        "    let bits = bitcast<u32>(r1);\n"
+        "    let m = vy_mids_f32(bits);\n"
+        f"    if ({above}) {{ return bits + 1u; }}\n"
+        f"    if ({below}) {{ return bits - 1u; }}\n"
+        "    return bits;\n}",
+    )
+
+
+def _exact_div_f32(ctx: _Ctx) -> str:
+    _unpack_f32(ctx)
+    fast = ""
+    if ctx.wide_ok:
+        fast = (
+            "    if ((xa >> 23u) - 65u <= 124u && (xb >> 23u) - 65u <= 124u) {\n"
+            f"        return bitcast<f32>(s | {_fast_path(ctx, 'div')}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
+            "    }\n"
+        )
+    chunk = (
+        "    r = r << {k}u; d = r / mb; q = (q << {k}u) | d; r = r - d * mb;\n"
+    )
+    return _helper(
+        ctx, "vy_div_f32",
+        "// IEEE f32 a / b from the bits: long division of the significands in u32 chunks\n"
+        "fn vy_div_f32(a: f32, b: f32) -> f32 {\n"
+        "    let ua = bitcast<u32>(a);\n"
+        "    let ub = bitcast<u32>(b);\n"
+        "    let s = (ua ^ ub) & 0x80000000u;\n"
+        "    let xa = ua & 0x7fffffffu;\n"
+        "    let xb = ub & 0x7fffffffu;\n"
+        + fast
+        + "    if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0u || xa == 0x7f800000u))) {\n"
+        "        return bitcast<f32>(0x7fc00000u);  // NaN operand, 0 / 0, inf / inf\n"
+        "    }\n"
+        "    if (xa == 0x7f800000u || xb == 0u) { return bitcast<f32>(s | 0x7f800000u); }\n"
+        "    if (xa == 0u || xb == 0x7f800000u) { return bitcast<f32>(s); }\n"
+        "    let ma = vy_mant_f32(xa);\n"
+        "    let mb = vy_mant_f32(xb);\n"
+        "    var q = select(0u, 1u, ma >= mb);\n"
+        "    var r = ma - q * mb;\n"
+        "    var d = 0u;\n"
+        + chunk.format(k=8) * 3 + chunk.format(k=2)
+        + "    // q = floor(ma * 2^26 / mb) in [2^25, 2^27), r its remainder\n"
+        "    var e = vy_exp_f32(xa) - vy_exp_f32(xb) - 26i;\n"
+        "    if (q < 0x04000000u) { q = q << 1u; e = e - 1i; }\n"
+        "    return vy_pack_f32(s, q, e, r != 0u);\n}",
+    )
+
+
+def _exact_sqrt_f32(ctx: _Ctx) -> str:
+    _unpack_f32(ctx)
+    fast = ""
+    if ctx.wide_ok:
+        fast = (
+            "    if ((u >> 23u) - 67u <= 120u) {  // x in [2^-60, 2^61)\n"
+            f"        return bitcast<f32>({_fast_path(ctx, 'sqrt')}(x));\n"
+            "    }\n"
+        )
+    steps = []
+    for j in range(26):  # two radicand bits per step, from the top: m then zeros
+        pair = f"((m >> {24 - 2 * j}u) & 3u)" if j <= 12 else "0u"
+        steps.append(
+            f"    r = (r << 2u) | {pair}; t = (q << 2u) | 1u; "
+            "ge = r >= t; r = select(r, r - t, ge); q = (q << 1u) | select(0u, 1u, ge);\n"
+        )
+    return _helper(
+        ctx, "vy_sqrt_f32",
+        "// IEEE f32 sqrt from the bits: digit-by-digit integer root of the significand\n"
+        "fn vy_sqrt_f32(x: f32) -> f32 {\n"
+        "    let u = bitcast<u32>(x);\n"
+        + fast
+        + ""
+        "    if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) {  // +-0, +inf, NaN, negative\n"
+        "        if (u <= 0x7f800000u || u == 0x80000000u) { return x; }\n"
+        "        return bitcast<f32>(0x7fc00000u);\n"
+        "    }\n"
+        "    var m = vy_mant_f32(u);\n"
+        "    var k = vy_exp_f32(u) - 150i;  // x = m * 2^k\n"
+        "    if ((k & 1i) != 0i) { m = m << 1u; k = k - 1i; }\n"
+        "    // q = floor(sqrt(m * 2^26)) in (2^24, 2^26), r = m * 2^26 - q^2\n"
+        "    var q = 0u;\n    var r = 0u;\n    var t = 0u;\n    var ge = false;\n"
+        + "".join(steps)
+        + "    var e = k / 2i - 13i;\n"
+        "    if (q < 0x02000000u) { q = q << 2u; e = e - 2i; } else { q = q << 1u; e = e - 1i; }\n"
+        "    return vy_pack_f32(0u, q, e, r != 0u);\n}",
+    )
+
+
+def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
+    """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
+    if ct is T.F32 and ctx.exact_div:
+        return f"{_exact_div_f32(ctx)}({fa}, {fb})"
+    return f"({fa} / {fb})"
+
+
 def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
     t = wgsl_type(ty)
     nan = _isnan(ctx, ty)
@@ -338,7 +532,7 @@ def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
         ctx, name,
         f"// IR float rem: a - b * trunc(a / b), step by step, each rounded to {t}\n"
         f"fn {name}(a: {c}, b: {c}) -> {t} {{\n"
-        f"    let q = trunc({f0}({step('a / b')}));\n"
+        f"    let q = trunc({f0}({step(_div_text(ctx, ct, 'a', 'b'))}));\n"
         f"    let p = {step(f'{f0}(b) * {f1}(q)')};\n"
         f"    return {_rounded(ctx, ty, f'{f0}(a) - {f1}(p)')};\n}}",
     )
@@ -421,6 +615,15 @@ _ODD_LIMIT = {T.F32: "16777216.0f", T.F16: "2048.0h", T.F64: "9007199254740992.0
 _BIG = {T.F32: "3.40282347e38f", T.F16: "65504.0h", T.F64: "1.7976931348623157e308lf"}
 
 
+def _sign_bit(ty: ScalarType, x: str) -> str:
+    """WGSL bool: the sign bit of float `x` is set (true for -0, unlike x < 0)."""
+    if ty is T.F64:
+        return f"((bitcast<u64>({x}) >> 63lu) != 0lu)"
+    if ty is T.F16:
+        x = f"f32({x})"
+    return f"((bitcast<u32>({x}) >> 31u) != 0u)"
+
+
 def _pow(ctx: _Ctx, ty: ScalarType) -> str:
     t = wgsl_type(ty)
     name = f"vy_pow_{t}"
@@ -428,12 +631,11 @@ def _pow(ctx: _Ctx, ty: ScalarType) -> str:
     pw = "pow"
     if ty is T.F32 and ctx.wide_ok:
         pw = _pow_pos_f32(ctx)
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
     if ty is T.F32:
-        nan = "vy_bits_f32(0x7fc00000u)"
-        _helper(ctx, "vy_bits_f32", _BITS_F32)
+        nan, inf = "vy_bits_f32(0x7fc00000u)", "vy_bits_f32(0x7f800000u)"
     else:
-        _helper(ctx, "vy_bits_f32", _BITS_F32)
-        nan = f"{t}(vy_bits_f32(0x7fc00000u))"
+        nan, inf = f"{t}(vy_bits_f32(0x7fc00000u))", f"{t}(vy_bits_f32(0x7f800000u))"
     return _helper(
         ctx, name,
         f"// C pow: WGSL's pow is undefined for x < 0; integral y gives a signed result\n"
@@ -441,8 +643,12 @@ def _pow(ctx: _Ctx, ty: ScalarType) -> str:
         f"    if (y == 0.0{s} || x == 1.0{s}) {{ return 1.0{s}; }}\n"
         f"    if (!(x == x) || !(y == y)) {{ return {nan}; }}\n"
         f"    if (abs(x) == 1.0{s} && abs(y) > {_BIG[ty]}) {{ return 1.0{s}; }}  // (-1)^inf\n"
-        f"    var r = {pw}(abs(x), y);\n"
         f"    let odd = abs(y) < {_ODD_LIMIT[ty]} && trunc(y) == y && fract(y * 0.5{s}) != 0.0{s};\n"
+        f"    if (x == 0.0{s}) {{  // C99 F.9.4.4: +-0^y is +-0 / +-inf for odd y, else +0 / +inf\n"
+        f"        let m = select({t}(0), {inf}, y < 0.0{s});\n"
+        f"        return select(m, -m, odd && {_sign_bit(ty, 'x')});\n"
+        f"    }}\n"
+        f"    var r = {pw}(abs(x), y);\n"
         f"    if (x < 0.0{s} && abs(x) > {_BIG[ty]}) {{  // x = -inf: C pow\n"
         f"        let m = select({t}(0), abs(x), y > 0.0{s});\n"
         f"        return select(m, -m, odd);\n"
@@ -543,7 +749,7 @@ def _tan_f32(ctx: _Ctx) -> str:
         " * zz * z + z;\n"
         "    }\n"
         "    if ((j & 2u) != 0u) { r = -1.0f / r; }\n"
-        "    return select(r, -r, xx < 0.0f);\n}",
+        "    return bitcast<f32>(bitcast<u32>(r) ^ (bitcast<u32>(xx) & 0x80000000u));  // tan(-0) = -0\n}",
     )
 
 
@@ -602,7 +808,7 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
         body = (
             "    let red = vy_trig_reduce(x);\n"
             "    let v = vy_sincos_poly(red.x, u32(red.y));\n"
-            "    return select(v, -v, x < 0.0f);\n"
+            "    return bitcast<f32>(bitcast<u32>(v) ^ (bitcast<u32>(x) & 0x80000000u));  // sin(-0) = -0\n"
         )
     else:
         body = (
@@ -793,6 +999,8 @@ _CMP_SYM = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
     fa, fb = _fenced(ctx, ty, a, 0), _fenced(ctx, ty, b, 1)
     ct = _compute_type(ty)
+    if op == "div":
+        return _rounded(ctx, ty, _div_text(ctx, ct, fa, fb))
     if op in _ARITH_SYM:
         return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
     if op == "rem":
@@ -876,8 +1084,17 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{mn}({inner}({mx}({fa[0]}, {fa[1]})), {fa[2]})"
     elif fn == "fma" and ty is T.F16:
         return f"{_fma_f16(ctx)}({', '.join(fa)})"
-    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused and ctx.wide_ok:
+    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:
+        if not ctx.wide_ok:
+            raise UnsupportedFeature(
+                "f32 fma", "wgpu",
+                "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
+                "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
+                "a * b + c (two roundings) or use another backend",
+            )
         r = f"{_fma_f32(ctx)}({', '.join(fa)})"
+    elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
+        r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
     elif fn == "tanh":
         r = f"{_tanh(ctx, ct)}({fa[0]})"
     elif fn == "pow":
@@ -950,6 +1167,8 @@ def _load_fn(ctx: _Ctx, name: str) -> str:
     fn = f"vy_load_{var}"
     t = wgsl_type(ty)
     val = f"atomicLoad(&{var}[i])" if name in ctx.atomic else f"{var}[i]"
+    if name in ctx.wg_f32_atomic:
+        val = f"bitcast<f32>({val})"
     return _helper(
         ctx, fn,
         f"fn {fn}(i: u32) -> {t} {{\n"
@@ -963,6 +1182,8 @@ def _store_fn(ctx: _Ctx, name: str) -> str:
     fn = f"vy_store_{var}"
     t = wgsl_type(ty)
     st = f"atomicStore(&{var}[i], v);" if name in ctx.atomic else f"{var}[i] = v;"
+    if name in ctx.wg_f32_atomic:
+        st = f"atomicStore(&{var}[i], bitcast<u32>(v));"
     return _helper(
         ctx, fn,
         f"fn {fn}(i: u32, v: {t}) {{\n"
@@ -1065,6 +1286,8 @@ def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
     t = wgsl_type(ty)
     fn = f"vy_atomic_{s.op}_{var}"
     ptr = f"&{var}[i]"
+    if s.buffer in ctx.wg_f32_atomic:
+        return _wg_f32_atomic_fn(ctx, s, fn, ptr, bound)
     if s.op == "compare_exchange":
         body = (
             f"    if (i < {bound}) {{\n"
@@ -1080,6 +1303,32 @@ def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
         sig = f"fn {fn}(i: u32, v: {t}) -> {t} {{\n"
     return _helper(
         ctx, fn, sig + body + f"    return {_zero(ty)};  // out of bounds: nothing, old value 0\n}}"
+    )
+
+
+def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str, bound: str) -> str:
+    """An f32 atomic on a workgroup array (naga has no workgroup atomic<f32>): the bits live
+    in an atomic<u32>; add is a compare-exchange loop around the IR's f32 addition."""
+    if s.op == "exchange":
+        body = f"        return bitcast<f32>(atomicExchange({ptr}, bitcast<u32>(v)));\n"
+    elif s.op == "add":
+        total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
+        body = (
+            f"        var old = atomicLoad({ptr});\n"
+            "        loop {\n"
+            f"            let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
+            "            if (r.exchanged) { return bitcast<f32>(old); }\n"
+            "            old = r.old_value;\n"
+            "        }\n"
+        )
+    else:
+        raise UnsupportedFeature(
+            f"f32 atomic {s.op}", "wgpu", "only f32 atomic add (and exchange) exist in the IR"
+        )
+    return _helper(
+        ctx, fn,
+        f"fn {fn}(i: u32, v: f32) -> f32 {{\n    if (i < {bound}) {{\n{body}    }}\n"
+        "    return 0.0f;  // out of bounds: nothing, old value 0\n}",
     )
 
 
@@ -1099,17 +1348,48 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
 # ------------------------------------------------------------------ module
 
 
+# Mesa's llvmpipe ends every loop once 65535 iterations (one budget per invocation, shared
+# by all loops of the shader, vyre's helper loops included) have run, silently. Its
+# compiler cannot see that exit, so nothing inside a user loop can tell a truncated loop
+# from a finished one. This loop, run after the program, must iterate twice (its trip count
+# is a uniform the compiler cannot know); once the budget is spent the driver ends it after
+# one iteration, and the invocation records that in the status buffer (the runtime then
+# raises DispatchError). Emitted only for adapters whose probe found a limit.
+LOOP_LIMIT_FLAG = 1
+_LOOP_SENTINEL = (
+    "fn vy_loop_sentinel() {\n"
+    "    var n = 0u;\n"
+    f"    loop {{ n = n + 1u; if (n >= 2u + {U_VAR}.{ZERO_FIELD}) {{ break; }} }}\n"
+    f"    if (n < 2u) {{ atomicOr(&vy_status[0], {LOOP_LIMIT_FLAG}u); }}\n}}"
+)
+_MAIN_PARAMS = (
+    ("vy_gid", "global_invocation_id", "vec3<u32>"),
+    ("vy_lid", "local_invocation_id", "vec3<u32>"),
+    ("vy_wid", "workgroup_id", "vec3<u32>"),
+    ("vy_nwg", "num_workgroups", "vec3<u32>"),
+    ("vy_lidx", "local_invocation_index", "u32"),
+)
+
+
 def generate(
     program: N.Program,
     read_write_slots: frozenset[int] = frozenset(),
     allowed_types: frozenset[ScalarType] | None = None,
     fma_fused: bool = True,
     flush_subnormals: bool = False,
+    exact_div: bool = False,
+    exact_sqrt: bool = False,
+    loop_limited: bool = False,
+    bad_base: bool = False,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
     types the device supports (None: all). `flush_subnormals`: generate docs/IR.md's flush
-    mode for f32 (for a device whose arithmetic flushes f32 subnormals)."""
+    mode for f32 (for a device whose arithmetic flushes f32 subnormals). `exact_div` /
+    `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
+    rounded). `loop_limited`: the driver silently ends long loops; detect it (see
+    _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
+    paths start from a deliberately worse estimate, to test their correction."""
     if allowed_types is not None:
         for missing in sorted(types_used(program) - allowed_types):
             raise UnsupportedFeature(
@@ -1125,6 +1405,12 @@ def generate(
         wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
         fma_fused=fma_fused,
         flush=flush_subnormals,
+        exact_div=exact_div,
+        exact_sqrt=exact_sqrt,
+        bad_base=bad_base,
+        wg_f32_atomic=frozenset(
+            a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
+        ),
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
@@ -1147,31 +1433,44 @@ def generate(
     for a in program.workgroup_arrays:
         t = wgsl_type(a.ty)
         elem = f"atomic<{t}>" if a.name in atomic else t
+        if a.name in ctx.wg_f32_atomic:  # naga has no workgroup atomic<f32>: bits in a u32
+            elem = "atomic<u32>"
         decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {a.count}>;  // {a.name!r}")
+    code = "\n".join([*body, *ctx.helpers.values()])
+    has_loop = "loop {" in code or "for (" in code
+    status = len(program.buffers) + 1 if loop_limited and has_loop else None
+    if status is not None:
+        decls.append(
+            f"@group(0) @binding({status}) var<storage, read_write> vy_status: array<atomic<u32>>;"
+        )
 
     x, y, z = program.workgroup_size
     head = [f"// vyre program {program.name!r} ({program.content_hash[:16]})"]
     if T.F16 in types_used(program):
         head.append("enable f16;")
-    src = "\n".join(
-        [
-            *head,
-            "",
-            *decls,
-            "",
-            *[ctx.helpers[k] for k in ctx.helpers],
-            "",
-            f"@compute @workgroup_size({x}, {y}, {z})",
-            "fn main(",
-            "    @builtin(global_invocation_id) vy_gid: vec3<u32>,",
-            "    @builtin(local_invocation_id) vy_lid: vec3<u32>,",
-            "    @builtin(workgroup_id) vy_wid: vec3<u32>,",
-            "    @builtin(num_workgroups) vy_nwg: vec3<u32>,",
-            "    @builtin(local_invocation_index) vy_lidx: u32,",
-            ") {",
-            *body,
+    entry = [
+        f"@compute @workgroup_size({x}, {y}, {z})",
+        "fn main(",
+        *[f"    @builtin({b}) {n}: {t}," for n, b, t in _MAIN_PARAMS],
+        ") {",
+    ]
+    if status is None:
+        entry += [*body, "}"]
+    else:  # the program as a function (its `return`s end it), then the sentinel
+        entry += [
+            f"    vy_program({', '.join(n for n, _, _ in _MAIN_PARAMS)});",
+            "    vy_loop_sentinel();",
             "}",
             "",
+            _LOOP_SENTINEL,
+            "",
+            f"fn vy_program({', '.join(f'{n}: {t}' for n, _, t in _MAIN_PARAMS)}) {{",
+            *body,
+            "}",
         ]
+    src = "\n".join(
+        [*head, "", *decls, "", *[ctx.helpers[k] for k in ctx.helpers], "", *entry, ""]
     )
-    return WgslModule(source=src, layout=layout, storage_access=tuple(access))
+    return WgslModule(
+        source=src, layout=layout, storage_access=tuple(access), status_binding=status
+    )
