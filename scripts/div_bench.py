@@ -78,7 +78,7 @@ def measure(be: vyre.backend.BaseBackend, prog: vyre.Program, n: int, repeat: in
     try:
         be.write(bufs[0], a)
         be.write(bufs[1], b)
-        step = Step(prog, bufs[:2], bufs[2:], DispatchConfig(grid=-(-n // 256)))
+        step = Step(prog, bufs[:2], bufs[2:], DispatchConfig.for_elements(n, 256))
         pipe = be.pipeline([step])
         out = pipe.run(read=[ReadRange(bufs[2], 0, None, np.float32)]).reads[0]  # warm up
         best = float("inf")

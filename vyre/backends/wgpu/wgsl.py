@@ -552,7 +552,8 @@ def _float_abs(ctx: _Ctx, ty: ScalarType) -> str:
     t = wgsl_type(ty)
     name = f"vy_abs_{t}"
     if ty is T.F32:
-        body = "return bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu);"
+        # uniform 0 in the bits: not a float abs the driver could flush (see _unary's neg)
+        body = f"return bitcast<f32>((bitcast<u32>(x) + {U_VAR}.{ZERO_FIELD}) & 0x7fffffffu);"
     else:
         body = "return abs(x);"
     return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{ {body} }}")
@@ -981,7 +982,10 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
 def _unary(ctx: _Ctx, e: N.Unary, a: str) -> str:
     if e.op == "neg":
         if e.ty is T.F32:  # a sign-bit flip: IEEE negate, never flushed, nothing to fold
-            return f"bitcast<f32>(bitcast<u32>({a}) ^ 0x80000000u)"
+            # the uniform 0 added to the bits keeps the driver from seeing a float negate
+            # (NVIDIA's compiler turned the bare sign flip into an fneg that flushes
+            # subnormals in flush mode)
+            return f"bitcast<f32>((bitcast<u32>({a}) + {U_VAR}.{ZERO_FIELD}) ^ 0x80000000u)"
         if e.ty is T.F16:
             return f"f16(bitcast<f32>(bitcast<u32>({_fence_f16(ctx, 0)}({a})) ^ 0x80000000u))"
         if e.ty.is_float:
