@@ -67,8 +67,11 @@ STRUCT_CODE: dict[ScalarType, str] = {
     ST.U64: "<Q",
 }
 
-PRELUDE = r"""
-// ---- vyre prelude: exact IR semantics (docs/IR.md) ----
+# The prelude: exact IR semantics (docs/IR.md) as small device functions, each emitted only
+# when the kernel (or another emitted helper) names it, so NVRTC never compiles unused code
+# (most of a small kernel's cold compile time was the whole prelude).
+_PRELUDE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (('vy_f16', 'vy_h2f', 'vy_f2h', 'vy_d2h'), r"""
 typedef unsigned short vy_f16;  // f16 kept as its bit pattern; converted with PTX cvt
 __device__ __forceinline__ float vy_h2f(vy_f16 h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
@@ -76,12 +79,15 @@ __device__ __forceinline__ vy_f16 vy_f2h(float f) {
   vy_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ vy_f16 vy_d2h(double d) {
   vy_f16 h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
-
+"""),
+    (('vy_ld', 'vy_st'), r"""
 // bounds-checked memory access: out of range loads read 0, stores do nothing
 template <class T> __device__ __forceinline__ T vy_ld(const T* p, unsigned i, unsigned n) {
   return i < n ? p[i] : T(0); }
 template <class T> __device__ __forceinline__ void vy_st(T* p, unsigned i, unsigned n, T v) {
   if (i < n) p[i] = v; }
+"""),
+    (('vy_pack', 'vy_vok'), r"""
 // vectorised access of K consecutive elements (one 8/16-byte load or store): used only
 // when all K are in bounds and the address is aligned to the whole vector
 template <class T, int K> struct alignas(sizeof(T) * K) vy_pack { T v[K]; };
@@ -89,7 +95,8 @@ template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, uns
                                                                  unsigned n) {
   return n >= (unsigned)K && i <= n - (unsigned)K &&
          ((unsigned long long)(p + i) & (unsigned long long)(sizeof(T) * K - 1)) == 0ull; }
-
+"""),
+    (('vy_div', 'vy_rem'), r"""
 // integer division / remainder: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
 __device__ __forceinline__ int vy_div(int a, int b) {
   return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
@@ -105,7 +112,8 @@ __device__ __forceinline__ unsigned long long vy_div(unsigned long long a, unsig
   return b == 0ull ? 0ull : a / b; }
 __device__ __forceinline__ unsigned long long vy_rem(unsigned long long a, unsigned long long b) {
   return b == 0ull ? 0ull : a % b; }
-
+"""),
+    (('vy_shl', 'vy_shr'), r"""
 // shifts: amount modulo the bit width; shr arithmetic for signed, logical for unsigned
 __device__ __forceinline__ int vy_shl(int a, unsigned s) { return (int)((unsigned)a << (s & 31u)); }
 __device__ __forceinline__ unsigned vy_shl(unsigned a, unsigned s) { return a << (s & 31u); }
@@ -118,25 +126,34 @@ __device__ __forceinline__ unsigned vy_shr(unsigned a, unsigned s) { return a >>
 __device__ __forceinline__ long long vy_shr(long long a, unsigned s) { return a >> (s & 63u); }
 __device__ __forceinline__ unsigned long long vy_shr(unsigned long long a, unsigned s) {
   return a >> (s & 63u); }
-
+"""),
+    (('vy_imin', 'vy_imax'), r"""
 template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
+"""),
+    (('vy_iabs',), r"""
+// integer abs wraps: abs(MIN) = MIN
 __device__ __forceinline__ int vy_iabs(int a) { return a < 0 ? (int)(0u - (unsigned)a) : a; }
 __device__ __forceinline__ long long vy_iabs(long long a) {
   return a < 0 ? (long long)(0ull - (unsigned long long)a) : a; }
 __device__ __forceinline__ unsigned vy_iabs(unsigned a) { return a; }
 __device__ __forceinline__ unsigned long long vy_iabs(unsigned long long a) { return a; }
-
+"""),
+    (('vy_frem',), r"""
 // float rem: a - b * trunc(a / b), each step rounded in the type (no contraction)
 __device__ __forceinline__ float vy_frem(float a, float b) {
   float q = truncf(a / b); float p = b * q; return a - p; }
 __device__ __forceinline__ double vy_frem(double a, double b) {
   double q = trunc(a / b); double p = b * q; return a - p; }
+"""),
+    (('vy_hrem',), r"""
+// f16 rem: each step rounded to f16
 __device__ __forceinline__ vy_f16 vy_hrem(vy_f16 a, vy_f16 b) {
   vy_f16 q = vy_f2h(truncf(vy_h2f(vy_f2h(vy_h2f(a) / vy_h2f(b)))));
   vy_f16 p = vy_f2h(vy_h2f(b) * vy_h2f(q));
   return vy_f2h(vy_h2f(a) - vy_h2f(p)); }
-
+"""),
+    (('vy_f2i32', 'vy_f2u32', 'vy_f2i64', 'vy_f2u64'), r"""
 // float -> int: truncate toward zero, saturate, NaN -> 0 (explicit, not left to cvt)
 __device__ __forceinline__ int vy_f2i32(double x) {
   return x != x ? 0 : (x >= 2147483648.0 ? 2147483647 : (x <= -2147483648.0 ? (-2147483647 - 1) : (int)x)); }
@@ -158,8 +175,26 @@ __device__ __forceinline__ long long vy_f2i64(float x) {
 __device__ __forceinline__ unsigned long long vy_f2u64(float x) {
   return x != x ? 0ull : (x >= 18446744073709551616.0f ? 18446744073709551615ull
          : (x <= 0.0f ? 0ull : (unsigned long long)x)); }
-// ---- end of prelude ----
-"""
+"""),
+)
+_PRELUDE_SLOT = "// @vyre-prelude@"  # replaced by the helpers the finished kernel uses
+_WORD = re.compile(r"\bvy_[A-Za-z0-9_]+")
+
+
+def prelude(code: str) -> str:
+    """The prelude helpers `code` uses (directly or through another helper), in a fixed order."""
+    used = set(_WORD.findall(code))
+    chosen = [False] * len(_PRELUDE)
+    changed = True
+    while changed:  # helpers name other helpers (vy_hrem uses vy_f2h): close over them
+        changed = False
+        for i, (names, text) in enumerate(_PRELUDE):
+            if not chosen[i] and used.intersection(names):
+                chosen[i] = changed = True
+                used.update(_WORD.findall(text))
+    parts = [text.strip("\n") for (_, text), on in zip(_PRELUDE, chosen) if on]
+    return "\n".join(["// ---- vyre prelude: the exact-semantics helpers this kernel uses ----",
+                      *parts, "// ---- end of prelude ----", ""])
 
 _F32_FN = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
@@ -596,7 +631,7 @@ class _Gen:
             head.append(f"// coarsened: each CUDA thread runs {k} invocations of its workgroup "
                         f"(local_id.x = threadIdx.x + j * {bx}); no barriers in this program")
         head += [
-            PRELUDE,
+            _PRELUDE_SLOT,
             f'extern "C" __global__ void __launch_bounds__({bx * m * wy * wz}) {KERNEL_NAME}(',
             "    " + (",\n    ".join(args) if args else "void") + ") {",
         ]
@@ -932,6 +967,7 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
         merge = MERGE_THREADS // bx
     gen = _Gen(program, restrict, k, merge)
     src = gen.kernel()
+    src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
     sig = KernelSignature(
         buffers=tuple(b.ty for b in program.buffers),
         params=tuple(q.ty for q in program.params),
