@@ -1,0 +1,157 @@
+"""The lowering passes: each IR rule a target lacks, rewritten into the core.
+
+Rules (docs/IR.md), each applied unless the target's `Traits` says it has it natively:
+- integer div / rem: by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0, as a native division
+  by a divisor made safe (`select(bad, 1, b)`: a / 1 = a and a % 1 = 0 are the IR's answers
+  for MIN / -1 and MIN % -1) and a select for division by zero;
+- shifts: the amount masked to the width, then a native shift;
+- integer abs: `select(x < 0, -x, x)` (IR neg wraps, so abs(MIN) = MIN); identity unsigned;
+- float -> int casts: saturate at the range ends, NaN -> 0, and a native truncating
+  conversion only of an in-range value (f16 goes through f32, exactly).
+An operand used more than once is evaluated once into a new local (`let`, named with a
+`.`, which no user name can contain) just before its statement; a `while` whose condition
+needs such locals becomes `while true { lets; if !cond { break } ... }`. Rewrites are
+memoised per statement only: a local made for one statement is never used by another.
+This module must never print source or know a target's spelling.
+"""
+
+from __future__ import annotations
+
+from vyre.ir import nodes as N
+from vyre.ir.types import ScalarType
+from vyre.ir.visit import ExprMap, map_block, stmt_exprs, with_children, with_parts
+
+from .traits import Traits
+
+T = ScalarType
+_BOOL = T.BOOL
+_SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
+
+
+def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
+    return N.Const(ty=ty, value=v)
+
+
+def _bin(op: str, a: N.ExprNode, b: N.ExprNode, ty: ScalarType | None = None) -> N.Binary:
+    if ty is None:
+        ty = _BOOL if op in N.COMPARISON_OPS or op in N.LOGICAL_OPS else a.ty
+    return N.Binary(op=op, a=a, b=b, ty=ty)  # type: ignore[arg-type]
+
+
+def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
+    return N.Select(cond=c, a=a, b=b, ty=a.ty)
+
+
+class _Lowering:
+    def __init__(self, traits: Traits) -> None:
+        self.t = traits
+        self.count = 0
+        self.pending: list[N.StmtNode] = []
+
+    # ------------------------------------------------------------ locals
+    def once(self, e: N.ExprNode) -> N.ExprNode:
+        """`e` evaluated once: itself when trivial, else a new local set just before."""
+        if isinstance(e, _SIMPLE):
+            return e
+        self.count += 1
+        name = f"lw.{self.count}"
+        self.pending.append(N.Let(name=name, value=e))
+        return N.Var(name=name, ty=e.ty)
+
+    # ------------------------------------------------------------ rules
+    def divrem(self, e: N.Binary) -> N.ExprNode:
+        ty, op = e.ty, e.op
+        if isinstance(e.b, N.Const):
+            k = int(e.b.value)
+            if k == 0:
+                return _c(ty, 0)
+            if ty.is_signed and k == -1:
+                return N.Unary(op="neg", a=e.a, ty=ty) if op == "div" else _c(ty, 0)
+            return N.Native(op=op, args=(e.a, e.b), ty=ty)  # type: ignore[arg-type]
+        b = self.once(e.b)
+        zero = _bin("eq", b, _c(ty, 0))
+        bad: N.ExprNode = zero
+        a = e.a
+        if ty.is_signed:
+            a = self.once(a)
+            mn = _c(ty, -(1 << (ty.bits - 1)))
+            overflow = _bin("logical_and", _bin("eq", a, mn), _bin("eq", b, _c(ty, -1)))
+            bad = _bin("logical_or", zero, overflow)
+        nat = N.Native(op=op, args=(a, _sel(bad, _c(ty, 1), b)), ty=ty)  # type: ignore[arg-type]
+        return _sel(zero, _c(ty, 0), nat) if op == "div" else nat
+
+    def shift(self, e: N.Binary) -> N.ExprNode:
+        bits = e.ty.bits
+        if isinstance(e.b, N.Const):
+            amount: N.ExprNode = _c(T.U32, int(e.b.value) % bits)
+        else:
+            amount = _bin("and", e.b, _c(T.U32, bits - 1))
+        return N.Native(op=e.op, args=(e.a, amount), ty=e.ty)  # type: ignore[arg-type]
+
+    def int_abs(self, e: N.Call) -> N.ExprNode:
+        if not e.ty.is_signed:
+            return e.args[0]
+        x = self.once(e.args[0])
+        return _sel(_bin("lt", x, _c(e.ty, 0)), N.Unary(op="neg", a=x, ty=e.ty), x)
+
+    def float_to_int(self, e: N.Cast) -> N.ExprNode:
+        dst = e.ty
+        x = e.a
+        if x.ty is T.F16:  # exact in f32, whose range holds every bound below
+            x = N.Cast(a=x, ty=T.F32)
+        x = self.once(x)
+        f = x.ty
+        hi = float(2 ** dst.bits) if not dst.is_signed else float(2 ** (dst.bits - 1))
+        lo = -hi if dst.is_signed else 0.0  # powers of two: exact in f32 and f64
+        info_max = (1 << dst.bits) - 1 if not dst.is_signed else (1 << (dst.bits - 1)) - 1
+        info_min = 0 if not dst.is_signed else -(1 << (dst.bits - 1))
+        inside = _bin("logical_and", _bin("gt", x, _c(f, lo)), _bin("lt", x, _c(f, hi)))
+        conv = N.Native(op="f2i", args=(_sel(inside, x, _c(f, 0.0)),), ty=dst)
+        below = _sel(_bin("le", x, _c(f, lo)), _c(dst, info_min), conv)
+        return _sel(_bin("ge", x, _c(f, hi)), _c(dst, info_max), below)  # NaN: conv of 0
+
+    # ------------------------------------------------------------ traversal
+    def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        e = with_children(e, kids)
+        t = self.t
+        if isinstance(e, N.Binary) and e.a.ty.is_int:
+            if e.op in ("div", "rem") and not t.int_divrem:
+                return self.divrem(e)
+            if e.op in ("shl", "shr") and not t.masked_shifts:
+                return self.shift(e)
+        if isinstance(e, N.Call) and e.fn == "abs" and e.ty.is_int and not t.int_abs:
+            return self.int_abs(e)
+        if isinstance(e, N.Cast) and e.a.ty.is_float and e.ty.is_int and not t.saturating_f2i:
+            return self.float_to_int(e)
+        return e
+
+    def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
+        exprs = stmt_exprs(s)
+        if not exprs:
+            return [s]
+        m = ExprMap(self.rewrite)  # memo per statement (see the module docstring)
+        self.pending = []
+        new = tuple(m(e) for e in exprs)
+        lets, self.pending = self.pending, []
+        if isinstance(s, N.While) and lets:
+            (cond,) = new
+            stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
+            return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
+        return [*lets, with_parts(s, new, tuple(_blocks(s)))]
+
+
+def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
+    if isinstance(s, N.If):
+        return [s.then, s.orelse]
+    if isinstance(s, (N.For, N.While)):
+        return [s.body]
+    return []
+
+
+def lower(program: N.Program, traits: Traits) -> N.Program:
+    """`program` rewritten into the core for a target with `traits` (same declarations)."""
+    lw = _Lowering(traits)
+    body = map_block(program.body, lw.stmt)
+    if len(body) == len(program.body) and all(a is b for a, b in zip(body, program.body)):
+        return program
+    return program.model_copy(update={"body": body})
