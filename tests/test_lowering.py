@@ -130,10 +130,16 @@ def test_edges_agree_on_every_backend(backend: Any) -> None:
 
 
 def test_lowered_core_is_refused_by_the_validator() -> None:
-    lowered = lower(_edge_program(), NOTHING_NATIVE)
+    k = ProgramBuilder("shift", workgroup_size=1)
+    a = k.buffer("a", T.U32, "read_write", count=2)
+    a[0] = a[0] << a[1]  # lowered without new locals: a masked native shift
+    lowered = lower(k.build(), NOTHING_NATIVE)
     assert any(isinstance(e, N.Native) for e in _all_exprs(lowered))
     with pytest.raises(InvalidProgram, match="internal node of the lowered core"):
         validate(lowered)
+    # the locals the lowering adds are named so no user name can collide with them
+    with pytest.raises(InvalidProgram, match="not a valid name"):
+        validate(lower(_edge_program(), NOTHING_NATIVE))
 
 
 def test_native_outside_its_domain_is_caught_by_the_reference() -> None:

@@ -29,8 +29,15 @@ import numpy as np
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
+from vyre.ir.validate import validate
+from vyre.lower import Traits, lower
+from vyre.lower import names as lower_names
 
 KERNEL_NAME = "vyre_main"
+# C's own integer division, shifts, abs and float -> int casts differ from the IR's (or are
+# undefined) outside their domain: vyre.lower rewrites all of them into the core, where
+# only in-domain `Native` operations reach this printer.
+TRAITS = Traits()
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
 # lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
@@ -96,48 +103,9 @@ template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, uns
   return n >= (unsigned)K && i <= n - (unsigned)K &&
          ((unsigned long long)(p + i) & (unsigned long long)(sizeof(T) * K - 1)) == 0ull; }
 """),
-    (('vy_div', 'vy_rem'), r"""
-// integer division / remainder: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
-__device__ __forceinline__ int vy_div(int a, int b) {
-  return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
-__device__ __forceinline__ int vy_rem(int a, int b) {
-  return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ unsigned vy_div(unsigned a, unsigned b) { return b == 0u ? 0u : a / b; }
-__device__ __forceinline__ unsigned vy_rem(unsigned a, unsigned b) { return b == 0u ? 0u : a % b; }
-__device__ __forceinline__ long long vy_div(long long a, long long b) {
-  return b == 0 ? 0 : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b); }
-__device__ __forceinline__ long long vy_rem(long long a, long long b) {
-  return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ unsigned long long vy_div(unsigned long long a, unsigned long long b) {
-  return b == 0ull ? 0ull : a / b; }
-__device__ __forceinline__ unsigned long long vy_rem(unsigned long long a, unsigned long long b) {
-  return b == 0ull ? 0ull : a % b; }
-"""),
-    (('vy_shl', 'vy_shr'), r"""
-// shifts: amount modulo the bit width; shr arithmetic for signed, logical for unsigned
-__device__ __forceinline__ int vy_shl(int a, unsigned s) { return (int)((unsigned)a << (s & 31u)); }
-__device__ __forceinline__ unsigned vy_shl(unsigned a, unsigned s) { return a << (s & 31u); }
-__device__ __forceinline__ long long vy_shl(long long a, unsigned s) {
-  return (long long)((unsigned long long)a << (s & 63u)); }
-__device__ __forceinline__ unsigned long long vy_shl(unsigned long long a, unsigned s) {
-  return a << (s & 63u); }
-__device__ __forceinline__ int vy_shr(int a, unsigned s) { return a >> (s & 31u); }
-__device__ __forceinline__ unsigned vy_shr(unsigned a, unsigned s) { return a >> (s & 31u); }
-__device__ __forceinline__ long long vy_shr(long long a, unsigned s) { return a >> (s & 63u); }
-__device__ __forceinline__ unsigned long long vy_shr(unsigned long long a, unsigned s) {
-  return a >> (s & 63u); }
-"""),
     (('vy_imin', 'vy_imax'), r"""
 template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
-"""),
-    (('vy_iabs',), r"""
-// integer abs wraps: abs(MIN) = MIN
-__device__ __forceinline__ int vy_iabs(int a) { return a < 0 ? (int)(0u - (unsigned)a) : a; }
-__device__ __forceinline__ long long vy_iabs(long long a) {
-  return a < 0 ? (long long)(0ull - (unsigned long long)a) : a; }
-__device__ __forceinline__ unsigned vy_iabs(unsigned a) { return a; }
-__device__ __forceinline__ unsigned long long vy_iabs(unsigned long long a) { return a; }
 """),
     (('vy_frem',), r"""
 // float rem: a - b * trunc(a / b), each step rounded in the type (no contraction)
@@ -152,29 +120,6 @@ __device__ __forceinline__ vy_f16 vy_hrem(vy_f16 a, vy_f16 b) {
   vy_f16 q = vy_f2h(truncf(vy_h2f(vy_f2h(vy_h2f(a) / vy_h2f(b)))));
   vy_f16 p = vy_f2h(vy_h2f(b) * vy_h2f(q));
   return vy_f2h(vy_h2f(a) - vy_h2f(p)); }
-"""),
-    (('vy_f2i32', 'vy_f2u32', 'vy_f2i64', 'vy_f2u64'), r"""
-// float -> int: truncate toward zero, saturate, NaN -> 0 (explicit, not left to cvt)
-__device__ __forceinline__ int vy_f2i32(double x) {
-  return x != x ? 0 : (x >= 2147483648.0 ? 2147483647 : (x <= -2147483648.0 ? (-2147483647 - 1) : (int)x)); }
-__device__ __forceinline__ unsigned vy_f2u32(double x) {
-  return x != x ? 0u : (x >= 4294967296.0 ? 4294967295u : (x <= 0.0 ? 0u : (unsigned)x)); }
-__device__ __forceinline__ long long vy_f2i64(double x) {
-  return x != x ? 0ll : (x >= 9223372036854775808.0 ? 9223372036854775807ll
-         : (x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1) : (long long)x)); }
-__device__ __forceinline__ unsigned long long vy_f2u64(double x) {
-  return x != x ? 0ull : (x >= 18446744073709551616.0 ? 18446744073709551615ull
-         : (x <= 0.0 ? 0ull : (unsigned long long)x)); }
-__device__ __forceinline__ int vy_f2i32(float x) {
-  return x != x ? 0 : (x >= 2147483648.0f ? 2147483647 : (x <= -2147483648.0f ? (-2147483647 - 1) : (int)x)); }
-__device__ __forceinline__ unsigned vy_f2u32(float x) {
-  return x != x ? 0u : (x >= 4294967296.0f ? 4294967295u : (x <= 0.0f ? 0u : (unsigned)x)); }
-__device__ __forceinline__ long long vy_f2i64(float x) {
-  return x != x ? 0ll : (x >= 9223372036854775808.0f ? 9223372036854775807ll
-         : (x <= -9223372036854775808.0f ? (-9223372036854775807ll - 1) : (long long)x)); }
-__device__ __forceinline__ unsigned long long vy_f2u64(float x) {
-  return x != x ? 0ull : (x >= 18446744073709551616.0f ? 18446744073709551615ull
-         : (x <= 0.0f ? 0ull : (unsigned long long)x)); }
 """),
 )
 _PRELUDE_SLOT = "// @vyre-prelude@"  # replaced by the helpers the finished kernel uses
@@ -212,13 +157,9 @@ _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _BITS = {"and": "&", "or": "|", "xor": "^"}
 
-_IDENT = re.compile(r"[^A-Za-z0-9_]")
-
-
 def mangle(prefix: str, name: str) -> str:
-    """A C identifier for a user name: `prefix` + the name, non-ASCII-alnum escaped."""
-    safe = _IDENT.sub(lambda m: f"_x{ord(m.group()):x}_", name)
-    return f"{prefix}_{safe}"
+    """A C identifier for a user name: `prefix` + vyre.lower's injective mangling."""
+    return f"{prefix}_{lower_names.mangle(name)}"
 
 
 @dataclass(frozen=True)
@@ -364,7 +305,26 @@ class _Gen:
             return self.cast(self.expr(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Bitcast):
             return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
+        if isinstance(e, N.Native):
+            return self.native(e)
         raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def native(self, e: N.Native) -> str:
+        """The core's in-domain operations (vyre.lower guarantees the domain)."""
+        args = [self.expr(x) for x in e.args]
+        t = e.ty
+        if e.op == "f2i":  # an in-range float: C's truncating conversion is exact
+            return f"(({CTYPE[t]}){args[0]})"
+        a, b = args
+        if e.op == "shl" and t.is_signed:  # in the unsigned type: no signed-overflow UB
+            return f"(({CTYPE[t]})(({UTYPE[t]}){a} << {b}))"
+        sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
+        return f"({a} {sym} {b})"
+
+    @staticmethod
+    def unlowered(what: str) -> InvalidProgram:
+        return InvalidProgram(f"{what} reached the CUDA printer without vyre.lower (generate "
+                              "lowers every Program first)")
 
     def unary(self, e: N.Unary) -> str:
         a, t = self.expr(e.a), e.ty
@@ -390,10 +350,8 @@ class _Gen:
             return f"({a} && {b})"
         if op == "logical_or":
             return f"({a} || {b})"
-        if op == "shl":
-            return f"vy_shl({a}, {b})"
-        if op == "shr":
-            return f"vy_shr({a}, {b})"
+        if op in ("shl", "shr"):
+            raise self.unlowered(f"{op} on {t}")
         if op in _BITS:
             return f"(({CTYPE[t]})({a} {_BITS[op]} {b}))"
         if t.is_int:
@@ -402,10 +360,8 @@ class _Gen:
                     return f"({a} {_ARITH[op]} {b})"
                 u = UTYPE[t]
                 return f"(({CTYPE[t]})(({u}){a} {_ARITH[op]} ({u}){b}))"
-            if op == "div":
-                return f"vy_div({a}, {b})"
-            if op == "rem":
-                return f"vy_rem({a}, {b})"
+            if op in ("div", "rem"):
+                raise self.unlowered(f"{op} on {t}")
             if op == "min":
                 return f"vy_imin({a}, {b})"
             if op == "max":
@@ -444,7 +400,7 @@ class _Gen:
             return f"fmin{s}(fmax{s}({x}, {lo}), {hi})"
         if t.is_int:
             if fn == "abs":
-                return f"vy_iabs({args[0]})"
+                raise self.unlowered(f"abs on {t}")
             raise InvalidProgram(f"{fn} needs a float argument, got {t}")
         if t is ST.F16:
             if fn == "abs":
@@ -475,9 +431,7 @@ class _Gen:
                 return f"vy_d2h((double){a})"
             return f"(({CTYPE[dst]}){a})"
         if src.is_float and dst.is_int:
-            x = self.f(a, src)
-            fn = {ST.I32: "vy_f2i32", ST.U32: "vy_f2u32", ST.I64: "vy_f2i64", ST.U64: "vy_f2u64"}
-            return f"{fn[dst]}({x})"
+            raise self.unlowered(f"cast {src} -> {dst}")
         # float -> float
         if dst is ST.F16:
             return f"vy_d2h({a})" if src is ST.F64 else f"vy_f2h({a})"
@@ -959,6 +913,8 @@ def coarsening_allowed(program: N.Program, factor: int) -> bool:
 def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Generated:
     """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
     `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
+    validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
+    program = lower(program, TRAITS)
     k = coarsen if coarsening_allowed(program, coarsen) else 1
     wx, wy, wz = program.workgroup_size
     bx = wx // k
