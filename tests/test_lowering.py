@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from vyre import DispatchConfig
 from vyre.backends.reference.backend import ReferenceBackend
 from vyre.backends.reference.plan import Plan
-from vyre.builder import ProgramBuilder
+from vyre.builder import ProgramBuilder, clamp, select, sqrt
 from vyre.errors import InvalidProgram
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType as T
@@ -62,8 +62,13 @@ def test_lowering_keeps_every_regression(path: Path, traits: Traits) -> None:
     _same(fuzz.load_case(path), traits)
 
 
-@fuzz.fuzz_settings(max_examples=60)
-@given(fuzz.cases(fuzz.GenOptions()), st.sampled_from(TRAITS))
+_EVERY_TYPE = fuzz.GenOptions(
+    types=frozenset({T.I32, T.U32, T.F32, T.F16, T.F64, T.I64, T.U64}),
+    atomic_types=frozenset({T.I32, T.U32, T.I64, T.U64}))
+
+
+@fuzz.fuzz_settings(max_examples=80)
+@given(fuzz.cases(_EVERY_TYPE), st.sampled_from(TRAITS))
 def test_lowering_keeps_fuzz_cases(case: fuzz.FuzzCase, traits: Traits) -> None:
     _same(case, traits)
 
@@ -71,7 +76,7 @@ def test_lowering_keeps_fuzz_cases(case: fuzz.FuzzCase, traits: Traits) -> None:
 def _edge_program() -> N.Program:
     """Every lowered rule at its edges: div/rem by 0 and MIN / -1, shifts by >= the width,
     abs(MIN), abs of a widened i32 (a lavapipe miscompile), float -> int of NaN, +-inf and
-    the range ends, including f16 sources."""
+    the range ends, including f16 sources; float rem and f16 arithmetic."""
     k = ProgramBuilder("lower_edges", workgroup_size=1)
     a, b = k.buffer("a", T.I32), k.buffer("b", T.I32)
     f = k.buffer("f", T.F32)
@@ -79,6 +84,8 @@ def _edge_program() -> N.Program:
     oi = k.buffer("oi", T.I32, "write", count=64)
     ou = k.buffer("ou", T.U32, "write", count=32)
     ol = k.buffer("ol", T.I64, "write", count=16)
+    of = k.buffer("of", T.F32, "write", count=24)
+    oh = k.buffer("oh", T.F16, "write", count=24)
     i = k.global_linear_id()
     with k.if_(i < a.length()):
         x, y = a[i], b[i]
@@ -96,6 +103,10 @@ def _edge_program() -> N.Program:
         ou[i * 4 + 3] = x.cast(T.U32) % y.cast(T.U32)
         ol[i * 2] = abs(x.cast(T.I64))
         ol[i * 2 + 1] = f[i].cast(T.I64)
+        of[i * 3] = f[i] % f[(i + 1) % 8]
+        oh[i * 3] = h[i] % h[(i + 3) % 8]
+        oh[i * 3 + 1] = h[i] * h[(i + 5) % 8] + h[i] / h[(i + 1) % 8]
+        oh[i * 3 + 2] = select(h[i] < h[(i + 2) % 8], sqrt(h[i]), clamp(h[i], -1.0, 2.0))
     return k.build()
 
 

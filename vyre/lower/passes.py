@@ -7,7 +7,12 @@ Rules (docs/IR.md), each applied unless the target's `Traits` says it has it nat
 - shifts: the amount masked to the width, then a native shift;
 - integer abs: `select(x < 0, -x, x)` (IR neg wraps, so abs(MIN) = MIN); identity unsigned;
 - float -> int casts: saturate at the range ends, NaN -> 0, and a native truncating
-  conversion only of an in-range value (f16 goes through f32, exactly).
+  conversion only of an in-range value (f16 goes through f32, exactly);
+- float rem: `a - b * trunc(a / b)`, each step an IR operation rounded in the type;
+- f16 arithmetic: the exact operations (+ - * / sqrt, min / max / clamp, floor / ceil /
+  trunc / round, comparisons) in f32 and rounded once to f16, which is exact because f32
+  has more than 2 * 11 + 2 bits; abs and neg are sign-bit operations and stay, fma and the
+  approximate functions are left to the target.
 An operand used more than once is evaluated once into a new local (`let`, named with a
 `.`, which no user name can contain) just before its statement; a `while` whose condition
 needs such locals becomes `while true { lets; if !cond { break } ... }`. Rewrites are
@@ -26,6 +31,8 @@ from .traits import Traits
 T = ScalarType
 _BOOL = T.BOOL
 _SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
+_F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
+_F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
 
 def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
@@ -110,6 +117,29 @@ class _Lowering:
         below = _sel(_bin("le", x, _c(f, lo)), _c(dst, info_min), conv)
         return _sel(_bin("ge", x, _c(f, hi)), _c(dst, info_max), below)  # NaN: conv of 0
 
+    def float_rem(self, e: N.Binary) -> N.ExprNode:
+        a, b = self.once(e.a), self.once(e.b)
+        q = self.float_op("div", a, b)
+        t = self.float_call("trunc", (q,), e.ty)
+        return self.float_op("sub", a, self.float_op("mul", b, t))
+
+    def widen(self, e: N.ExprNode) -> N.ExprNode:
+        return N.Cast(a=e, ty=T.F32)
+
+    def float_op(self, op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
+        """`a op b` on floats, with the f16 rule applied when the target needs it."""
+        if a.ty is not T.F16 or self.t.f16_arith or op not in _F16_EXACT_BIN:
+            return _bin(op, a, b)
+        wide = _bin(op, self.widen(a), self.widen(b))
+        return wide if wide.ty is _BOOL else N.Cast(a=wide, ty=T.F16)
+
+    def float_call(self, fn: str, args: tuple[N.ExprNode, ...], ty: ScalarType) -> N.ExprNode:
+        call = N.Call(fn=fn, args=args, ty=ty)  # type: ignore[arg-type]
+        if ty is not T.F16 or self.t.f16_arith or fn not in _F16_EXACT_FNS:
+            return call
+        wide = N.Call(fn=fn, args=tuple(self.widen(x) for x in args), ty=T.F32)  # type: ignore[arg-type]
+        return N.Cast(a=wide, ty=T.F16)
+
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
         e = with_children(e, kids)
@@ -123,6 +153,13 @@ class _Lowering:
             return self.int_abs(e)
         if isinstance(e, N.Cast) and e.a.ty.is_float and e.ty.is_int and not t.saturating_f2i:
             return self.float_to_int(e)
+        if isinstance(e, N.Binary) and e.a.ty.is_float:
+            if e.op == "rem" and not t.float_rem:
+                return self.float_rem(e)
+            if e.a.ty is T.F16 and not t.f16_arith and e.op in _F16_EXACT_BIN:
+                return self.float_op(e.op, e.a, e.b)
+        if isinstance(e, N.Call) and e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
+            return self.float_call(e.fn, e.args, e.ty)
         return e
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:

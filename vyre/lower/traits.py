@@ -21,6 +21,11 @@ class Traits:
     int_abs: bool = False
     # float -> int casts truncate, saturate to the range and map NaN to 0
     saturating_f2i: bool = False
+    # float rem is a - b * trunc(a / b) with every step rounded in the type
+    float_rem: bool = False
+    # f16 + - * / sqrt min max clamp floor ceil trunc round and comparisons are done in
+    # f16 itself (False: in f32, rounded once to f16, exact since 24 >= 2 * 11 + 2 bits)
+    f16_arith: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do

@@ -1,14 +1,14 @@
 """Program IR -> CUDA C source (one `extern "C"` kernel per Program).
 
-The generated code implements docs/IR.md exactly: integer arithmetic is done in unsigned
-types (wrapping, no C undefined behaviour), division and remainder by zero give 0, shifts
-take their amount modulo the width, every load / store / atomic is bounds-checked against
-an element count passed as a kernel argument, float -> int casts saturate with NaN -> 0,
-float min/max use fminf/fmaxf (IEEE minNum/maxNum), round is half-to-even (rintf), float
-rem is a - b*trunc(a/b) step by step, For loops never overflow. f16 values are kept as
+`generate` validates the Program and lowers it with vyre.lower (integer division and
+remainder, shifts, integer abs, float -> int casts, float rem and f16 arithmetic arrive
+as the core: C operators on in-domain operands, f16 in f32). This printer spells the core
+and keeps what is C's own business: integer arithmetic in unsigned types (wrapping, no C
+undefined behaviour), every load / store / atomic bounds-checked against an element count
+passed as a kernel argument, float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
+rintf (half to even), For loops whose increment never overflows. f16 values are kept as
 their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
-ships no headers); arithmetic on them is done in f32 and rounded once, which is exact for
-+ - * / sqrt (24 >= 2*11+2 bits) and matches the reference.
+ships no headers). Helpers of the prelude are emitted only when the kernel uses them.
 
 Kernel arguments, in this order: one pointer per buffer (declaration order), one u32
 element count per buffer, then the params (declaration order). `KernelSignature` describes
@@ -106,20 +106,6 @@ template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, uns
     (('vy_imin', 'vy_imax'), r"""
 template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
-"""),
-    (('vy_frem',), r"""
-// float rem: a - b * trunc(a / b), each step rounded in the type (no contraction)
-__device__ __forceinline__ float vy_frem(float a, float b) {
-  float q = truncf(a / b); float p = b * q; return a - p; }
-__device__ __forceinline__ double vy_frem(double a, double b) {
-  double q = trunc(a / b); double p = b * q; return a - p; }
-"""),
-    (('vy_hrem',), r"""
-// f16 rem: each step rounded to f16
-__device__ __forceinline__ vy_f16 vy_hrem(vy_f16 a, vy_f16 b) {
-  vy_f16 q = vy_f2h(truncf(vy_h2f(vy_f2h(vy_h2f(a) / vy_h2f(b)))));
-  vy_f16 p = vy_f2h(vy_h2f(b) * vy_h2f(q));
-  return vy_f2h(vy_h2f(a) - vy_h2f(p)); }
 """),
 )
 _PRELUDE_SLOT = "// @vyre-prelude@"  # replaced by the helpers the finished kernel uses
@@ -342,9 +328,7 @@ class _Gen:
     def binary(self, e: N.Binary) -> str:
         op, t = e.op, e.a.ty
         a, b = self.expr(e.a), self.expr(e.b)
-        if op in _CMP:
-            if t is ST.F16:
-                a, b = self.f(a, t), self.f(b, t)
+        if op in _CMP and t is not ST.F16:
             return f"({a} {_CMP[op]} {b})"
         if op == "logical_and":
             return f"({a} && {b})"
@@ -366,24 +350,17 @@ class _Gen:
                 return f"vy_imin({a}, {b})"
             if op == "max":
                 return f"vy_imax({a}, {b})"
+        if t is ST.F16:  # vyre.lower does f16 arithmetic in f32
+            raise self.unlowered(f"{op} on f16")
         if t.is_float:
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op)
-            if t is ST.F16:
-                fa, fb = self.f(a, t), self.f(b, t)
-                if sym:
-                    return f"vy_f2h({fa} {sym} {fb})"
-                if op == "rem":
-                    return f"vy_hrem({a}, {b})"
-                if op in ("min", "max"):
-                    return f"vy_f2h(f{op}f({fa}, {fb}))"
-            else:
-                if sym:
-                    return f"({a} {sym} {b})"
-                if op == "rem":
-                    return f"vy_frem({a}, {b})"
-                if op in ("min", "max"):
-                    suffix = "f" if t is ST.F32 else ""
-                    return f"f{op}{suffix}({a}, {b})"
+            if sym:
+                return f"({a} {sym} {b})"
+            if op in ("min", "max"):
+                suffix = "f" if t is ST.F32 else ""
+                return f"f{op}{suffix}({a}, {b})"
+            if op == "rem":
+                raise self.unlowered(f"rem on {t}")
         raise InvalidProgram(f"binary {op} on {t} has no CUDA lowering")
 
     def call(self, e: N.Call) -> str:
@@ -394,8 +371,7 @@ class _Gen:
             if t.is_int:
                 return f"vy_imin(vy_imax({x}, {lo}), {hi})"
             if t is ST.F16:
-                x, lo, hi = (self.f(v, t) for v in (x, lo, hi))
-                return f"vy_f2h(fminf(fmaxf({x}, {lo}), {hi}))"
+                raise self.unlowered("clamp on f16")
             s = "f" if t is ST.F32 else ""
             return f"fmin{s}(fmax{s}({x}, {lo}), {hi})"
         if t.is_int:

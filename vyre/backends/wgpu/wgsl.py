@@ -31,7 +31,9 @@ T = ScalarType
 U_VAR = "vy_u"
 # WGSL's integer division, shifts, abs and float -> int conversions differ from the IR's
 # outside their domain: vyre.lower rewrites them into the core (in-domain `Native` ops).
-TRAITS = Traits()
+# f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
+# _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
+TRAITS = Traits(f16_arith=True)
 
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
@@ -288,28 +290,6 @@ def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
         f"    if ({nan}(a)) {{ return b; }}\n"
         f"    if ({nan}(b)) {{ return a; }}\n"
         f"    return {op}(a, b);\n}}",
-    )
-
-
-def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
-    """Takes fenced compute-type operands; each step is rounded to `ty` and fenced again."""
-    t, c = wgsl_type(ty), wgsl_type(_compute_type(ty))
-    name = f"vy_rem_{t}"
-    ct = _compute_type(ty)
-
-    def step(text: str) -> str:  # rounded to the type, back in the compute type
-        r = _rounded(ctx, ty, text)
-        return f"{_fence_f16(ctx, 0)}({r})" if ty is T.F16 else r
-
-    f0 = _fence_fn(ctx, ct, 0)
-    f1 = _fence_fn(ctx, ct, 1)
-    return _helper(
-        ctx, name,
-        f"// IR float rem: a - b * trunc(a / b), step by step, each rounded to {t}\n"
-        f"fn {name}(a: {c}, b: {c}) -> {t} {{\n"
-        f"    let q = trunc({f0}({step('a / b')}));\n"
-        f"    let p = {step(f'{f0}(b) * {f1}(q)')};\n"
-        f"    return {_rounded(ctx, ty, f'{f0}(a) - {f1}(p)')};\n}}",
     )
 
 
@@ -738,7 +718,7 @@ def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
     if op in _ARITH_SYM:
         return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
     if op == "rem":
-        return f"{_float_rem(ctx, ty)}({fa}, {fb})"
+        raise _unlowered(f"rem on {ty}")
     if op in ("min", "max"):  # returns one of its (already flushed) operands: no rounding
         r = f"{_float_minmax(ctx, op, ct)}({fa}, {fb})"
         return f"f16({r})" if ty is T.F16 else r
