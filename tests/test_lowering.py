@@ -107,6 +107,19 @@ def _edge_program() -> N.Program:
         oh[i * 3] = h[i] % h[(i + 3) % 8]
         oh[i * 3 + 1] = h[i] * h[(i + 5) % 8] + h[i] / h[(i + 1) % 8]
         oh[i * 3 + 2] = select(h[i] < h[(i + 2) % 8], sqrt(h[i]), clamp(h[i], -1.0, 2.0))
+    # stepped loops near the top of the range (the variable must never wrap) with continue
+    lp = k.buffer("lp", T.U32, "read_write", count=8)
+    with k.if_(i < 1):
+        with k.for_range(x + (2**31 - 17), 2**31 - 1, 3) as v:  # i32 up to MAX
+            with k.if_(v == 2**31 - 3):
+                k.continue_()
+            lp[0] = lp[0] + 1
+        with k.for_range(y.cast(T.U32) + 4294967280, 4294967295, 7) as w:  # u32 up to MAX
+            lp[1] = lp[1] + w
+        with k.for_range(y, x, 2**31 - 1) as z:  # one value at most
+            lp[2] = lp[2] + z.cast(T.U32) + 1
+        with k.for_range(-(2**31), 2**31 - 1, 2**30 + 5, ty=T.I32) as q:
+            lp[3] = lp[3] * 3 + q.cast(T.U32)
     return k.build()
 
 
@@ -119,7 +132,8 @@ EDGE_H = np.array([np.nan, np.inf, -np.inf, 65504, -65504, -0.5, 0.99, 3.5], np.
 
 def edge_case() -> fuzz.FuzzCase:
     p = _edge_program()
-    return fuzz.FuzzCase(p, {"a": EDGE_A, "b": EDGE_B, "f": EDGE_F, "h": EDGE_H},
+    return fuzz.FuzzCase(p, {"a": EDGE_A, "b": EDGE_B, "f": EDGE_F, "h": EDGE_H,
+                             "lp": np.zeros(8, np.uint32)},
                          (8, 1, 1))
 
 

@@ -8,6 +8,9 @@ Rules (docs/IR.md), each applied unless the target's `Traits` says it has it nat
 - integer abs: `select(x < 0, -x, x)` (IR neg wraps, so abs(MIN) = MIN); identity unsigned;
 - float -> int casts: saturate at the range ends, NaN -> 0, and a native truncating
   conversion only of an in-range value (f16 goes through f32, exactly);
+- for loops with a step > 1: a loop over the trip count with step 1 (which never
+  overflows) whose body first computes the variable, start + i * step, wrapping in u32 (the
+  true value is below end, so the wrapped one is it);
 - float rem: `a - b * trunc(a / b)`, each step an IR operation rounded in the type;
 - f16 arithmetic: the exact operations (+ - * / sqrt, min / max / clamp, floor / ceil /
   trunc / round, comparisons) in f32 and rounded once to f16, which is exact because f32
@@ -140,6 +143,26 @@ class _Lowering:
         wide = N.Call(fn=fn, args=tuple(self.widen(x) for x in args), ty=T.F32)  # type: ignore[arg-type]
         return N.Cast(a=wide, ty=T.F16)
 
+    def stepped_for(self, s: N.For, start: N.ExprNode, end: N.ExprNode) -> list[N.StmtNode]:
+        u = T.U32
+        self.pending = []
+        lo, hi = self.once(start), self.once(end)
+        lo_u = lo if s.ty is u else N.Bitcast(a=lo, ty=u)
+        hi_u = hi if s.ty is u else N.Bitcast(a=hi, ty=u)
+        dist = _bin("sub", hi_u, lo_u)  # the true distance where lo < hi (the validator
+        # keeps the step below 2**31, so it is a u32 constant)
+        trips = _bin("add", N.Native(
+            op="div", args=(_bin("sub", dist, _c(u, 1)), _c(u, s.step)), ty=u), _c(u, 1))
+        n = self.once(_sel(_bin("lt", lo, hi), trips, _c(u, 0)))
+        self.count += 1
+        i = N.Var(name=f"lw.{self.count}", ty=u)
+        step = _c(u, s.step)
+        v_u = _bin("add", lo_u, _bin("mul", i, step))
+        var = N.Let(name=s.var, value=v_u if s.ty is u else N.Bitcast(a=v_u, ty=s.ty))
+        lets, self.pending = self.pending, []
+        loop = N.For(var=i.name, ty=u, start=_c(u, 0), end=n, step=1, body=(var, *s.body))
+        return [*lets, loop]
+
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
         e = with_children(e, kids)
@@ -170,6 +193,8 @@ class _Lowering:
         self.pending = []
         new = tuple(m(e) for e in exprs)
         lets, self.pending = self.pending, []
+        if isinstance(s, N.For) and s.step != 1 and not self.t.stepped_for:
+            return [*lets, *self.stepped_for(s, new[0], new[1])]
         if isinstance(s, N.While) and lets:
             (cond,) = new
             stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))

@@ -23,6 +23,9 @@ class Traits:
     saturating_f2i: bool = False
     # float rem is a - b * trunc(a / b) with every step rounded in the type
     float_rem: bool = False
+    # a for loop with a step > 1 never overflows its variable (a step of 1 never can:
+    # var < end <= MAX, so var + 1 fits; printers spell that natively)
+    stepped_for: bool = False
     # f16 + - * / sqrt min max clamp floor ceil trunc round and comparisons are done in
     # f16 itself (False: in f32, rounded once to f16, exact since 24 >= 2 * 11 + 2 bits)
     f16_arith: bool = False

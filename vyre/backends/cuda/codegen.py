@@ -480,15 +480,15 @@ class _Gen:
             raise InvalidProgram(f"unknown statement {type(s).__name__}")
 
     def for_(self, s: N.For, d: int) -> None:
+        if s.step != 1:
+            raise self.unlowered(f"a for loop with step {s.step}")
         t = CTYPE[s.ty]
         v = self.name_of(s.var)
         end = f"{v}_end"
-        step = f"{s.step}u"
         self.emit(d, "{")
         self.emit(d + 1, f"const {t} {end} = {self.expr(s.end)};")
-        # the increment never overflows: past the last value the variable becomes `end`
-        incr = f"{v} = ((unsigned)({end}) - (unsigned)({v}) > {step}) ? ({t})((unsigned){v} + {step}) : {end}"
-        self.emit(d + 1, f"for ({t} {v} = {self.expr(s.start)}; {v} < {end}; {incr}) {{")
+        # step 1: v < end <= MAX before each increment, so it never overflows
+        self.emit(d + 1, f"for ({t} {v} = {self.expr(s.start)}; {v} < {end}; ++{v}) {{")
         self.block(s.body, d + 2)
         self.emit(d + 1, "}")
         self.emit(d, "}")

@@ -945,13 +945,15 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
 
 
 def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
-    """start/end once; var = start, start+step, ... < end; the counter never overflows."""
+    """start/end once; var = start, start+1, ... < end (vyre.lower leaves only step 1,
+    whose increment never overflows: it < hi <= MAX)."""
+    if s.step != 1:
+        raise _unlowered(f"a for loop with step {s.step}")
     t = wgsl_type(s.ty)
     sfx = _SUFFIX[s.ty]
     k = ctx.fresh("")
     lo, hi, it = f"vy_lo{k}", f"vy_hi{k}", f"vy_it{k}"
     nxt, inner = ind + "    ", ind + "        "
-    dist = f"({hi} - {it})" if s.ty is T.U32 else f"(bitcast<u32>({hi}) - bitcast<u32>({it}))"
     out = [
         f"{ind}{{",
         f"{nxt}let {lo}: {t} = {expr(ctx, s.start)};",
@@ -966,9 +968,8 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
     ctx.scopes.pop()
     out += [
         f"{inner}continuing {{",
-        f"{inner}    let done = {dist} <= {s.step}u;  // next value would reach end",
-        f"{inner}    {it} = {it} + {s.step}{sfx};",
-        f"{inner}    break if done;",
+        f"{inner}    {it} = {it} + 1{sfx};",
+        f"{inner}    break if !({it} < {hi});",
         f"{inner}}}",
         f"{nxt}}} }}",
         f"{ind}}}",
