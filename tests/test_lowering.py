@@ -189,3 +189,24 @@ def _all_exprs(p: N.Program) -> list[N.ExprNode]:
     from vyre.ir.analysis import walk_all_exprs
 
     return list(walk_all_exprs(p))
+
+
+def test_printers_refuse_a_bad_program_the_same_way() -> None:
+    """A Program the validator refuses fails in both printers with the same InvalidProgram
+    (not a TypeError / KeyError from deep inside one of them)."""
+    from vyre.backends.cuda.codegen import generate as cuda_generate
+    from vyre.backends.wgpu.wgsl import generate as wgsl_generate
+
+    k = ProgramBuilder("bad", workgroup_size=1)
+    o = k.buffer("o", T.U32, "write", count=1)
+    o[0] = 1
+    good = k.build()
+    (st_,) = good.body
+    undeclared = N.Var(name="nowhere", ty=T.U32)
+    bad = good.model_copy(update={"body": (st_.model_copy(update={"value": undeclared}),)})
+    errors = []
+    for gen in (cuda_generate, wgsl_generate):
+        with pytest.raises(InvalidProgram) as info:
+            gen(bad)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and "nowhere" in errors[0]

@@ -11,11 +11,13 @@ operation means (that is vyre.lower and the reference backend) nor print anythin
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from . import nodes as N
 
 Expr = N.ExprNode
 Stmt = N.StmtNode
+R = TypeVar("R")
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -99,18 +101,19 @@ def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...],
     return s.model_copy(update=upd) if upd else s
 
 
-class ExprMap:
-    """A bottom-up expression rewrite: `fn(node, new_children)` returns the replacement.
+class Fold(Generic[R]):
+    """A bottom-up fold: `fn(node, results_of_its_children)` gives the node's result.
 
-    Memoised by node identity (shared subexpressions are rewritten once and stay shared);
-    iterative, so a deep expression never hits Python's recursion limit.
+    Memoised by node identity (a shared subexpression is visited once; its result is
+    reused), iterative (a deep expression never hits Python's recursion limit). One
+    instance may fold several roots, sharing the memo.
     """
 
-    def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr]) -> None:
+    def __init__(self, fn: Callable[[Expr, tuple[R, ...]], R]) -> None:
         self.fn = fn
-        self.memo: dict[int, tuple[Expr, Expr]] = {}  # id -> (original kept alive, result)
+        self.memo: dict[int, tuple[Expr, R]] = {}  # id -> (node kept alive, result)
 
-    def __call__(self, root: Expr) -> Expr:
+    def __call__(self, root: Expr) -> R:
         memo = self.memo
         stack: list[tuple[Expr, bool]] = [(root, False)]
         while stack:
@@ -124,6 +127,11 @@ class ExprMap:
                 continue
             memo[id(e)] = (e, self.fn(e, tuple(memo[id(k)][1] for k in kids)))
         return memo[id(root)][1]
+
+
+class ExprMap(Fold[Expr]):
+    """A bottom-up expression rewrite: `fn(node, new_children)` returns the replacement
+    (a Fold whose results are expressions; shared subexpressions stay shared)."""
 
 
 def map_block(body: tuple[Stmt, ...], fn: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:
