@@ -1,14 +1,19 @@
 """Cold CUDA compile time without a GPU: vyre's codegen + NVRTC vs raw NVRTC of a minimal
-saxpy (the `vyre bench` compile peer's kernel and options). Every compile is of a source
-never compiled before in this process (a salt in the program), best of `--repeat`.
+saxpy (the `vyre bench` compile peer's kernel and its options).
+
+NVRTC compiles in this process on one thread, so its CPU time (time.process_time) is
+reported next to wall time: on a shared machine wall time swings with the load, CPU time
+much less. Every variant is timed in interleaved rounds in one process; best of --repeat.
 
     python3 scripts/cuda_compile_time.py [--repeat 7] [--arch sm_90]
+        [--compare before_saxpy.cu before_matmul.cu]   # also time saved (older) sources
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from vyre.backends.cuda.codegen import generate
 from vyre.backends.cuda.nvrtc import compile_source
@@ -17,19 +22,11 @@ from vyre.tools.bench.peers import CUDA_SAXPY
 from vyre.tools.bench.vyre_impl import compile_probe_program
 
 
-def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for i in range(repeat):
-        t0 = time.perf_counter()
-        fn(i)
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--compare", nargs=2, metavar=("SAXPY_CU", "MATMUL_CU"))
     a = ap.parse_args()
     salt0 = time.perf_counter_ns()
 
@@ -38,21 +35,29 @@ def main() -> None:
         src = CUDA_SAXPY.replace("saxpy", name).replace("a * x[i]", f"a * x[i] + {i}.0f")
         compile_source(src, a.arch, options=("--std=c++17",), name=f"{name}.cu")
 
-    def vy_saxpy(i: int) -> None:
+    def vy_saxpy(i: int) -> None:  # codegen included, as in vyre's cold compile
         compile_source(generate(compile_probe_program(salt0 + i)).source, a.arch)
 
     def vy_matmul(i: int) -> None:
-        p = matmul_program()
-        p = p.model_copy(update={"name": f"{p.name}_{salt0 + i}"})
-        src = generate(p).source + f"\n// salt {salt0 + i}\n"
-        compile_source(src, a.arch)
+        compile_source(generate(matmul_program()).source + f"// {salt0 + i}\n", a.arch)
 
-    r = _best(raw, a.repeat)
-    s = _best(vy_saxpy, a.repeat)
-    m = _best(vy_matmul, a.repeat)
-    print(f"raw NVRTC saxpy        {r:8.1f} ms")
-    print(f"vyre saxpy-like probe  {s:8.1f} ms  ({s / r:.2f}x raw)")
-    print(f"vyre matmul            {m:8.1f} ms  ({m / r:.2f}x raw saxpy)")
+    variants: dict[str, Callable[[int], None]] = {
+        "raw NVRTC saxpy": raw, "vyre saxpy-like probe": vy_saxpy, "vyre matmul": vy_matmul}
+    if a.compare:
+        texts = [open(p).read() for p in a.compare]
+        variants["given saxpy source"] = lambda i: compile_source(texts[0], a.arch)
+        variants["given matmul source"] = lambda i: compile_source(texts[1], a.arch)
+    best = {k: (float("inf"), float("inf")) for k in variants}
+    for i in range(a.repeat):
+        for k, fn in variants.items():
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn(i)
+            c, w = time.process_time() - c0, time.perf_counter() - w0
+            best[k] = (min(best[k][0], c * 1e3), min(best[k][1], w * 1e3))
+    rc, rw = best["raw NVRTC saxpy"]
+    print(f"{'':24s} {'cpu ms':>8s} {'x raw':>6s} {'wall ms':>8s} {'x raw':>6s}")
+    for k, (c, w) in best.items():
+        print(f"{k:24s} {c:8.1f} {c / rc:6.2f} {w:8.1f} {w / rw:6.2f}")
 
 
 if __name__ == "__main__":
