@@ -10,8 +10,9 @@ operation means (that is vyre.lower and the reference backend) nor print anythin
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from . import nodes as N
 
@@ -20,19 +21,22 @@ Stmt = N.StmtNode
 R = TypeVar("R")
 
 
+_KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+    N.Load: lambda e: (e.index,),
+    N.Unary: lambda e: (e.a,),
+    N.Cast: lambda e: (e.a,),
+    N.Bitcast: lambda e: (e.a,),
+    N.Binary: lambda e: (e.a, e.b),
+    N.Call: lambda e: e.args,
+    N.Native: lambda e: e.args,
+    N.Select: lambda e: (e.cond, e.a, e.b),
+}
+_LEAF: Callable[[Any], tuple[Expr, ...]] = lambda e: ()  # noqa: E731
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The operand expressions of `e`, in evaluation order."""
-    if isinstance(e, N.Load):
-        return (e.index,)
-    if isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
-        return (e.a,)
-    if isinstance(e, N.Binary):
-        return (e.a, e.b)
-    if isinstance(e, (N.Call, N.Native)):
-        return e.args
-    if isinstance(e, N.Select):
-        return (e.cond, e.a, e.b)
-    return ()
+    return _KIDS.get(type(e), _LEAF)(e)
 
 
 def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
@@ -40,7 +44,7 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     old = children(e)
     if len(kids) != len(old):
         raise ValueError(f"{e.kind} has {len(old)} operands, got {len(kids)}")
-    if all(a is b for a, b in zip(old, kids)):
+    if all(map(operator.is_, old, kids)):
         return e
     if isinstance(e, N.Load):
         upd: dict[str, object] = {"index": kids[0]}
@@ -96,7 +100,8 @@ def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...],
         if getattr(s, f) is not new:
             upd[f] = new
     for f, blk in zip(_BLOCK_FIELDS.get(type(s), ()), blocks, strict=True):
-        if getattr(s, f) != blk or len(blk) != len(getattr(s, f)):
+        old = getattr(s, f)
+        if len(blk) != len(old) or any(a is not b for a, b in zip(blk, old)):
             upd[f] = tuple(blk)
     return s.model_copy(update=upd) if upd else s
 
@@ -105,8 +110,7 @@ class Fold(Generic[R]):
     """A bottom-up fold: `fn(node, results_of_its_children)` gives the node's result.
 
     Memoised by node identity (a shared subexpression is visited once; its result is
-    reused), iterative (a deep expression never hits Python's recursion limit). One
-    instance may fold several roots, sharing the memo.
+    reused). One instance may fold several roots, sharing the memo.
     """
 
     def __init__(self, fn: Callable[[Expr, tuple[R, ...]], R]) -> None:
@@ -114,24 +118,54 @@ class Fold(Generic[R]):
         self.memo: dict[int, tuple[Expr, R]] = {}  # id -> (node kept alive, result)
 
     def __call__(self, root: Expr) -> R:
-        memo = self.memo
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            e, ready = stack.pop()
-            if id(e) in memo:
-                continue
-            kids = children(e)
-            if not ready:
-                stack.append((e, True))
-                stack.extend((k, False) for k in reversed(kids) if id(k) not in memo)
-                continue
-            memo[id(e)] = (e, self.fn(e, tuple(memo[id(k)][1] for k in kids)))
-        return memo[id(root)][1]
+        memo, fn, kids_of, leaf = self.memo, self.fn, _KIDS.get, _LEAF
+
+        # Recursive: the validator bounds nesting at 64 levels (MAX_DEPTH), far inside
+        # Python's recursion limit, and recursion is several times faster than a stack.
+        def go(e: Expr) -> R:
+            got = memo.get(id(e))
+            if got is not None:
+                return got[1]
+            r = fn(e, tuple(go(k) for k in kids_of(type(e), leaf)(e)))
+            memo[id(e)] = (e, r)
+            return r
+
+        return go(root)
 
 
 class ExprMap(Fold[Expr]):
     """A bottom-up expression rewrite: `fn(node, new_children)` returns the replacement
-    (a Fold whose results are expressions; shared subexpressions stay shared)."""
+    (a Fold whose results are expressions; shared subexpressions stay shared).
+
+    `unchanged`, shared between several maps, records the subtrees a rewrite left as
+    they were, so a later map skips them (a rewrite whose results depend on where they
+    are used, such as one that adds locals, starts each use with a fresh map but may
+    still share what it never changes).
+    """
+
+    def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
+                 unchanged: dict[int, Expr] | None = None) -> None:
+        super().__init__(fn)
+        self.unchanged = unchanged if unchanged is not None else {}
+
+    def __call__(self, root: Expr) -> Expr:
+        memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
+
+        def go(e: Expr) -> Expr:
+            if id(e) in same:
+                return e
+            got = memo.get(id(e))
+            if got is not None:
+                return got[1]
+            kids = kids_of(type(e), leaf)(e)
+            r = fn(e, tuple(go(k) for k in kids))
+            if r is e:
+                same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
+            else:
+                memo[id(e)] = (e, r)
+            return r
+
+        return go(root)
 
 
 def map_block(body: tuple[Stmt, ...], fn: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:

@@ -15,6 +15,8 @@ _OK = re.compile(r"[A-Za-z0-9]")
 
 def mangle(name: str) -> str:
     """An identifier fragment for `name` (injective; the caller adds a prefix)."""
+    if name.isascii() and name.isalnum():
+        return name
     out = []
     for ch in name:
         if _OK.match(ch):

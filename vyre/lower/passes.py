@@ -57,6 +57,9 @@ class _Lowering:
         self.t = traits
         self.count = 0
         self.pending: list[N.StmtNode] = []
+        # one map, its memo cleared per statement (module docstring); the subtrees with
+        # nothing to lower are shared by all statements
+        self.map = ExprMap(self.rewrite)
 
     # ------------------------------------------------------------ locals
     def once(self, e: N.ExprNode) -> N.ExprNode:
@@ -189,9 +192,9 @@ class _Lowering:
         exprs = stmt_exprs(s)
         if not exprs:
             return [s]
-        m = ExprMap(self.rewrite)  # memo per statement (see the module docstring)
+        self.map.memo.clear()
         self.pending = []
-        new = tuple(m(e) for e in exprs)
+        new = tuple(self.map(e) for e in exprs)
         lets, self.pending = self.pending, []
         if isinstance(s, N.For) and s.step != 1 and not self.t.stepped_for:
             return [*lets, *self.stepped_for(s, new[0], new[1])]
