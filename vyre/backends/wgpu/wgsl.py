@@ -1030,6 +1030,7 @@ def generate(
     types the device supports (None: all). `flush_subnormals`: generate docs/IR.md's flush
     mode for f32 (for a device whose arithmetic flushes f32 subnormals)."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
+    user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     program = lower(program, TRAITS)
     if allowed_types is not None:
         for missing in sorted(types_used(program) - allowed_types):
@@ -1071,7 +1072,7 @@ def generate(
         decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {a.count}>;  // {a.name!r}")
 
     x, y, z = program.workgroup_size
-    head = [f"// vyre program {program.name!r} ({program.content_hash[:16]})"]
+    head = [f"// vyre program {program.name!r} ({user_hash[:16]})"]
     if T.F16 in types_used(program):
         head.append("enable f16;")
     src = "\n".join(
