@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from vyre.backends.cuda.codegen import generate
 from vyre.backends.cuda.nvrtc import compile_source
@@ -44,7 +45,7 @@ def main() -> None:
     variants: dict[str, Callable[[int], None]] = {
         "raw NVRTC saxpy": raw, "vyre saxpy-like probe": vy_saxpy, "vyre matmul": vy_matmul}
     if a.compare:
-        texts = [open(p).read() for p in a.compare]
+        texts = [Path(p).read_text() for p in a.compare]
         variants["given saxpy source"] = lambda i: compile_source(texts[0], a.arch)
         variants["given matmul source"] = lambda i: compile_source(texts[1], a.arch)
     best = {k: (float("inf"), float("inf")) for k in variants}
