@@ -323,3 +323,22 @@ def test_vectorisation_only_for_unit_stride() -> None:
     body = src.split("end of prelude")[1]
     assert "vy_vok<float, 4>(b_x" in body  # x[i] is unit stride
     assert "vy_vok<float, 4>(b_y" not in body  # y[j]: j's stride is unknown, lane by lane
+
+
+def test_lowered_edge_program_compiles() -> None:
+    """The lowering's edge program (tests/test_lowering.py) through the CUDA printer and
+    NVRTC, plain, coarsened and as a lockstep body: every Native spelling compiles."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from lowering_cases import edge_program
+
+    from vyre.backends.cuda import compile_program
+
+    prog = edge_program()
+    compile_program(prog, "sm_90")
+    k = ProgramBuilder("lockstep_lowered", workgroup_size=256)
+    a, b = k.buffer("a", ST.I32), k.buffer("o", ST.I32, "write")
+    f = k.buffer("f", ST.F16)
+    i = k.global_linear_id()
+    with k.if_(i < a.length()):
+        b[i] = a[i] / a[i + 1] + (a[i] >> a[i + 2].cast(ST.U32)) + abs(a[i]) + f[i].cast(ST.I32)
+    compile_program(k.build(), "sm_90", coarsen=4)

@@ -8,6 +8,7 @@ fails here, on any machine, before it could misbehave on a GPU.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,16 @@ from hypothesis import strategies as st
 from vyre import DispatchConfig
 from vyre.backends.reference.backend import ReferenceBackend
 from vyre.backends.reference.plan import Plan
-from vyre.builder import ProgramBuilder, clamp, select, sqrt
+from vyre.builder import ProgramBuilder
 from vyre.errors import InvalidProgram
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType as T
 from vyre.ir.validate import validate
 from vyre.lower import NOTHING_NATIVE, Traits, all_traits, lower
 from vyre.tools import fuzz
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lowering_cases import EDGE_A, EDGE_B, EDGE_F, EDGE_H, edge_program
 
 TRAITS = all_traits()
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
@@ -45,6 +49,11 @@ class LoweredReference(ReferenceBackend):
 
 _REF = ReferenceBackend()
 _LOWERED = {t: LoweredReference(t) for t in TRAITS}
+
+
+def teardown_module() -> None:
+    for b in (_REF, *_LOWERED.values()):
+        b.close()
 
 
 def _same(case: fuzz.FuzzCase, traits: Traits, want: dict[str, np.ndarray] | None = None) -> None:
@@ -85,65 +94,8 @@ def test_lowering_keeps_fuzz_cases(case: fuzz.FuzzCase, traits: Traits) -> None:
     _same(case, traits)
 
 
-def _edge_program() -> N.Program:
-    """Every lowered rule at its edges: div/rem by 0 and MIN / -1, shifts by >= the width,
-    abs(MIN), abs of a widened i32 (a lavapipe miscompile), float -> int of NaN, +-inf and
-    the range ends, including f16 sources; float rem and f16 arithmetic."""
-    k = ProgramBuilder("lower_edges", workgroup_size=1)
-    a, b = k.buffer("a", T.I32), k.buffer("b", T.I32)
-    f = k.buffer("f", T.F32)
-    h = k.buffer("h", T.F16)
-    oi = k.buffer("oi", T.I32, "write", count=64)
-    ou = k.buffer("ou", T.U32, "write", count=32)
-    ol = k.buffer("ol", T.I64, "write", count=16)
-    of = k.buffer("of", T.F32, "write", count=24)
-    oh = k.buffer("oh", T.F16, "write", count=24)
-    i = k.global_linear_id()
-    with k.if_(i < a.length()):
-        x, y = a[i], b[i]
-        oi[i * 8] = x / y
-        oi[i * 8 + 1] = x % y
-        oi[i * 8 + 2] = x << y.cast(T.U32)
-        oi[i * 8 + 3] = x >> y.cast(T.U32)
-        oi[i * 8 + 4] = abs(x)
-        oi[i * 8 + 5] = f[i].cast(T.I32)
-        oi[i * 8 + 6] = h[i].cast(T.I32)
-        oi[i * 8 + 7] = x / 7 + x % -1 + x / -1
-        ou[i * 4] = f[i].cast(T.U32)
-        ou[i * 4 + 1] = h[i].cast(T.U32)
-        ou[i * 4 + 2] = x.cast(T.U32) / y.cast(T.U32)
-        ou[i * 4 + 3] = x.cast(T.U32) % y.cast(T.U32)
-        ol[i * 2] = abs(x.cast(T.I64))
-        ol[i * 2 + 1] = f[i].cast(T.I64)
-        of[i * 3] = f[i] % f[(i + 1) % 8]
-        oh[i * 3] = h[i] % h[(i + 3) % 8]
-        oh[i * 3 + 1] = h[i] * h[(i + 5) % 8] + h[i] / h[(i + 1) % 8]
-        oh[i * 3 + 2] = select(h[i] < h[(i + 2) % 8], sqrt(h[i]), clamp(h[i], -1.0, 2.0))
-    # stepped loops near the top of the range (the variable must never wrap) with continue
-    lp = k.buffer("lp", T.U32, "read_write", count=8)
-    with k.if_(i < 1):
-        with k.for_range(x + (2**31 - 17), 2**31 - 1, 3) as v:  # i32 up to MAX
-            with k.if_(v == 2**31 - 3):
-                k.continue_()
-            lp[0] = lp[0] + 1
-        with k.for_range(y.cast(T.U32) + 4294967280, 4294967295, 7) as w:  # u32 up to MAX
-            lp[1] = lp[1] + w
-        with k.for_range(y, x, 2**31 - 1) as z:  # one value at most
-            lp[2] = lp[2] + z.cast(T.U32) + 1
-        with k.for_range(-(2**31), 2**31 - 1, 2**30 + 5, ty=T.I32) as q:
-            lp[3] = lp[3] * 3 + q.cast(T.U32)
-    return k.build()
-
-
-EDGE_A = np.array([7, -(2**31), -(2**31), 5, -5, 0, 2**31 - 1, -1], np.int32)
-EDGE_B = np.array([0, -1, 0, 33, -32, 0, -1, 3], np.int32)
-EDGE_F = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31), -0.5, 4.3e9, -2.5],
-                  np.float32)
-EDGE_H = np.array([np.nan, np.inf, -np.inf, 65504, -65504, -0.5, 0.99, 3.5], np.float16)
-
-
 def edge_case() -> fuzz.FuzzCase:
-    p = _edge_program()
+    p = edge_program()
     return fuzz.FuzzCase(p, {"a": EDGE_A, "b": EDGE_B, "f": EDGE_F, "h": EDGE_H,
                              "lp": np.zeros(8, np.uint32)},
                          (8, 1, 1))
@@ -175,7 +127,7 @@ def test_lowered_core_is_refused_by_the_validator() -> None:
         validate(lowered)
     # the locals the lowering adds are named so no user name can collide with them
     with pytest.raises(InvalidProgram, match="not a valid name"):
-        validate(lower(_edge_program(), NOTHING_NATIVE))
+        validate(lower(edge_program(), NOTHING_NATIVE))
 
 
 def test_native_outside_its_domain_is_caught_by_the_reference() -> None:
