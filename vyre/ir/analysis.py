@@ -6,64 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .nodes import (
-    Assign,
     Atomic,
     Binary,
-    Bitcast,
     Call,
-    Cast,
     Const,
     Expr,
     For,
-    If,
-    Let,
-    Load,
     Param,
     Program,
-    Select,
     Stmt,
-    Store,
-    Unary,
     Var,
-    While,
 )
 from .types import ScalarType
-
-
-def child_exprs(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Load):
-        return (e.index,)
-    if isinstance(e, (Unary, Cast, Bitcast)):
-        return (e.a,)
-    if isinstance(e, Binary):
-        return (e.a, e.b)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Select):
-        return (e.cond, e.a, e.b)
-    return ()
-
-
-def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
-    if isinstance(s, (Let, Assign)):
-        return (s.value,)
-    if isinstance(s, Store):
-        return (s.index, s.value)
-    if isinstance(s, (If, While)):
-        return (s.cond,)
-    if isinstance(s, For):
-        return (s.start, s.end)
-    if isinstance(s, Atomic):
-        return (s.index, s.value) + ((s.comparand,) if s.comparand is not None else ())
-    return ()
-
-
-def child_blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
-    if isinstance(s, If):
-        return (s.then, s.orelse)
-    if isinstance(s, (For, While)):
-        return (s.body,)
-    return ()
+from .visit import child_blocks, stmt_exprs
+from .visit import children as child_exprs
 
 
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

@@ -170,8 +170,28 @@ class Bitcast(Node):
     ty: ScalarType
 
 
+NativeOp = Literal["div", "rem", "shl", "shr", "f2i"]
+
+
+class Native(Node):
+    """Internal: only vyre.lower emits it and the validator refuses it in a user Program.
+
+    A target's own operation, which the lowering only applies inside its domain: `div` /
+    `rem` on ints with a nonzero divisor and never MIN / -1, `shl` / `shr` with an amount
+    below the bit width, `f2i` of a float (f32 / f64) whose truncation fits `ty`. The
+    reference backend evaluates it with an assertion of that precondition, so it checks
+    the lowering (`reference(P) == reference(lower(P))`).
+    """
+
+    kind: Literal["native"] = "native"
+    op: NativeOp
+    args: tuple[Expr, ...]
+    ty: ScalarType
+
+
 Expr = Annotated[
-    Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast,
+    Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
+    | Native,
     Field(discriminator="kind"),
 ]
 
@@ -380,11 +400,13 @@ class Program(Node):
         return isinstance(other, Program) and other.canonical_json == self.canonical_json
 
 
-for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, If, For, While, Atomic,
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, If, For, While, Atomic,
                Let, Assign, Store, Program):
     _model.model_rebuild()
 
-EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast)
+EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
+              Native)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic)
-ExprNode = Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
+ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
+            | Bitcast | Native)
 StmtNode = Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic

@@ -74,6 +74,7 @@ from .nodes import (
     Length,
     Let,
     Load,
+    Native,
     Param,
     Program,
     Return,
@@ -648,6 +649,9 @@ class _Validator:
                 self.fail(path, f"bitcast {t} -> {e.ty}: a bitcast needs two non-bool types of "
                           "one width; use a cast for value conversion")
             return e.ty, deps
+        if isinstance(e, Native):
+            self.fail(path, f"native {e.op} is an internal node of the lowered core (vyre.lower); "
+                      "a Program cannot contain it: write the IR operation instead")
         self.fail(path, f"{type(e).__name__} is not an expression node")
 
     def same(self, declared: ScalarType, actual: ScalarType, path: str, what: str) -> None:

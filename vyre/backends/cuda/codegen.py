@@ -1,14 +1,14 @@
 """Program IR -> CUDA C source (one `extern "C"` kernel per Program).
 
-The generated code implements docs/IR.md exactly: integer arithmetic is done in unsigned
-types (wrapping, no C undefined behaviour), division and remainder by zero give 0, shifts
-take their amount modulo the width, every load / store / atomic is bounds-checked against
-an element count passed as a kernel argument, float -> int casts saturate with NaN -> 0,
-float min/max use fminf/fmaxf (IEEE minNum/maxNum), round is half-to-even (rintf), float
-rem is a - b*trunc(a/b) step by step, For loops never overflow. f16 values are kept as
+`generate` validates the Program and lowers it with vyre.lower (integer division and
+remainder, shifts, integer abs, float -> int casts, float rem and f16 arithmetic arrive
+as the core: C operators on in-domain operands, f16 in f32). This printer spells the core
+and keeps what is C's own business: integer arithmetic in unsigned types (wrapping, no C
+undefined behaviour), every load / store / atomic bounds-checked against an element count
+passed as a kernel argument, float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
+rintf (half to even), For loops whose increment never overflows. f16 values are kept as
 their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
-ships no headers); arithmetic on them is done in f32 and rounded once, which is exact for
-+ - * / sqrt (24 >= 2*11+2 bits) and matches the reference.
+ships no headers). Helpers of the prelude are emitted only when the kernel uses them.
 
 Kernel arguments, in this order: one pointer per buffer (declaration order), one u32
 element count per buffer, then the params (declaration order). `KernelSignature` describes
@@ -29,8 +29,15 @@ import numpy as np
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
+from vyre.ir.validate import validate
+from vyre.lower import Traits, lower
+from vyre.lower import names as lower_names
 
 KERNEL_NAME = "vyre_main"
+# C's own integer division, shifts, abs and float -> int casts differ from the IR's (or are
+# undefined) outside their domain: vyre.lower rewrites all of them into the core, where
+# only in-domain `Native` operations reach this printer.
+TRAITS = Traits()
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
 # lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
@@ -67,8 +74,11 @@ STRUCT_CODE: dict[ScalarType, str] = {
     ST.U64: "<Q",
 }
 
-PRELUDE = r"""
-// ---- vyre prelude: exact IR semantics (docs/IR.md) ----
+# The prelude: exact IR semantics (docs/IR.md) as small device functions, each emitted only
+# when the kernel (or another emitted helper) names it, so NVRTC never compiles unused code
+# (most of a small kernel's cold compile time was the whole prelude).
+_PRELUDE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (('vy_f16', 'vy_h2f', 'vy_f2h', 'vy_d2h'), r"""
 typedef unsigned short vy_f16;  // f16 kept as its bit pattern; converted with PTX cvt
 __device__ __forceinline__ float vy_h2f(vy_f16 h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
@@ -76,12 +86,15 @@ __device__ __forceinline__ vy_f16 vy_f2h(float f) {
   vy_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ vy_f16 vy_d2h(double d) {
   vy_f16 h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
-
+"""),
+    (('vy_ld', 'vy_st'), r"""
 // bounds-checked memory access: out of range loads read 0, stores do nothing
 template <class T> __device__ __forceinline__ T vy_ld(const T* p, unsigned i, unsigned n) {
   return i < n ? p[i] : T(0); }
 template <class T> __device__ __forceinline__ void vy_st(T* p, unsigned i, unsigned n, T v) {
   if (i < n) p[i] = v; }
+"""),
+    (('vy_pack', 'vy_vok'), r"""
 // vectorised access of K consecutive elements (one 8/16-byte load or store): used only
 // when all K are in bounds and the address is aligned to the whole vector
 template <class T, int K> struct alignas(sizeof(T) * K) vy_pack { T v[K]; };
@@ -89,77 +102,30 @@ template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, uns
                                                                  unsigned n) {
   return n >= (unsigned)K && i <= n - (unsigned)K &&
          ((unsigned long long)(p + i) & (unsigned long long)(sizeof(T) * K - 1)) == 0ull; }
-
-// integer division / remainder: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
-__device__ __forceinline__ int vy_div(int a, int b) {
-  return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
-__device__ __forceinline__ int vy_rem(int a, int b) {
-  return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ unsigned vy_div(unsigned a, unsigned b) { return b == 0u ? 0u : a / b; }
-__device__ __forceinline__ unsigned vy_rem(unsigned a, unsigned b) { return b == 0u ? 0u : a % b; }
-__device__ __forceinline__ long long vy_div(long long a, long long b) {
-  return b == 0 ? 0 : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b); }
-__device__ __forceinline__ long long vy_rem(long long a, long long b) {
-  return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ unsigned long long vy_div(unsigned long long a, unsigned long long b) {
-  return b == 0ull ? 0ull : a / b; }
-__device__ __forceinline__ unsigned long long vy_rem(unsigned long long a, unsigned long long b) {
-  return b == 0ull ? 0ull : a % b; }
-
-// shifts: amount modulo the bit width; shr arithmetic for signed, logical for unsigned
-__device__ __forceinline__ int vy_shl(int a, unsigned s) { return (int)((unsigned)a << (s & 31u)); }
-__device__ __forceinline__ unsigned vy_shl(unsigned a, unsigned s) { return a << (s & 31u); }
-__device__ __forceinline__ long long vy_shl(long long a, unsigned s) {
-  return (long long)((unsigned long long)a << (s & 63u)); }
-__device__ __forceinline__ unsigned long long vy_shl(unsigned long long a, unsigned s) {
-  return a << (s & 63u); }
-__device__ __forceinline__ int vy_shr(int a, unsigned s) { return a >> (s & 31u); }
-__device__ __forceinline__ unsigned vy_shr(unsigned a, unsigned s) { return a >> (s & 31u); }
-__device__ __forceinline__ long long vy_shr(long long a, unsigned s) { return a >> (s & 63u); }
-__device__ __forceinline__ unsigned long long vy_shr(unsigned long long a, unsigned s) {
-  return a >> (s & 63u); }
-
+"""),
+    (('vy_imin', 'vy_imax'), r"""
 template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
-__device__ __forceinline__ int vy_iabs(int a) { return a < 0 ? (int)(0u - (unsigned)a) : a; }
-__device__ __forceinline__ long long vy_iabs(long long a) {
-  return a < 0 ? (long long)(0ull - (unsigned long long)a) : a; }
-__device__ __forceinline__ unsigned vy_iabs(unsigned a) { return a; }
-__device__ __forceinline__ unsigned long long vy_iabs(unsigned long long a) { return a; }
+"""),
+)
+_PRELUDE_SLOT = "// @vyre-prelude@"  # replaced by the helpers the finished kernel uses
+_WORD = re.compile(r"\bvy_[A-Za-z0-9_]+")
 
-// float rem: a - b * trunc(a / b), each step rounded in the type (no contraction)
-__device__ __forceinline__ float vy_frem(float a, float b) {
-  float q = truncf(a / b); float p = b * q; return a - p; }
-__device__ __forceinline__ double vy_frem(double a, double b) {
-  double q = trunc(a / b); double p = b * q; return a - p; }
-__device__ __forceinline__ vy_f16 vy_hrem(vy_f16 a, vy_f16 b) {
-  vy_f16 q = vy_f2h(truncf(vy_h2f(vy_f2h(vy_h2f(a) / vy_h2f(b)))));
-  vy_f16 p = vy_f2h(vy_h2f(b) * vy_h2f(q));
-  return vy_f2h(vy_h2f(a) - vy_h2f(p)); }
 
-// float -> int: truncate toward zero, saturate, NaN -> 0 (explicit, not left to cvt)
-__device__ __forceinline__ int vy_f2i32(double x) {
-  return x != x ? 0 : (x >= 2147483648.0 ? 2147483647 : (x <= -2147483648.0 ? (-2147483647 - 1) : (int)x)); }
-__device__ __forceinline__ unsigned vy_f2u32(double x) {
-  return x != x ? 0u : (x >= 4294967296.0 ? 4294967295u : (x <= 0.0 ? 0u : (unsigned)x)); }
-__device__ __forceinline__ long long vy_f2i64(double x) {
-  return x != x ? 0ll : (x >= 9223372036854775808.0 ? 9223372036854775807ll
-         : (x <= -9223372036854775808.0 ? (-9223372036854775807ll - 1) : (long long)x)); }
-__device__ __forceinline__ unsigned long long vy_f2u64(double x) {
-  return x != x ? 0ull : (x >= 18446744073709551616.0 ? 18446744073709551615ull
-         : (x <= 0.0 ? 0ull : (unsigned long long)x)); }
-__device__ __forceinline__ int vy_f2i32(float x) {
-  return x != x ? 0 : (x >= 2147483648.0f ? 2147483647 : (x <= -2147483648.0f ? (-2147483647 - 1) : (int)x)); }
-__device__ __forceinline__ unsigned vy_f2u32(float x) {
-  return x != x ? 0u : (x >= 4294967296.0f ? 4294967295u : (x <= 0.0f ? 0u : (unsigned)x)); }
-__device__ __forceinline__ long long vy_f2i64(float x) {
-  return x != x ? 0ll : (x >= 9223372036854775808.0f ? 9223372036854775807ll
-         : (x <= -9223372036854775808.0f ? (-9223372036854775807ll - 1) : (long long)x)); }
-__device__ __forceinline__ unsigned long long vy_f2u64(float x) {
-  return x != x ? 0ull : (x >= 18446744073709551616.0f ? 18446744073709551615ull
-         : (x <= 0.0f ? 0ull : (unsigned long long)x)); }
-// ---- end of prelude ----
-"""
+def prelude(code: str) -> str:
+    """The prelude helpers `code` uses (directly or through another helper), in a fixed order."""
+    used = set(_WORD.findall(code))
+    chosen = [False] * len(_PRELUDE)
+    changed = True
+    while changed:  # helpers name other helpers (vy_hrem uses vy_f2h): close over them
+        changed = False
+        for i, (names, text) in enumerate(_PRELUDE):
+            if not chosen[i] and used.intersection(names):
+                chosen[i] = changed = True
+                used.update(_WORD.findall(text))
+    parts = [text.strip("\n") for (_, text), on in zip(_PRELUDE, chosen) if on]
+    return "\n".join(["// ---- vyre prelude: the exact-semantics helpers this kernel uses ----",
+                      *parts, "// ---- end of prelude ----", ""])
 
 _F32_FN = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
@@ -177,13 +143,9 @@ _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _BITS = {"and": "&", "or": "|", "xor": "^"}
 
-_IDENT = re.compile(r"[^A-Za-z0-9_]")
-
-
 def mangle(prefix: str, name: str) -> str:
-    """A C identifier for a user name: `prefix` + the name, non-ASCII-alnum escaped."""
-    safe = _IDENT.sub(lambda m: f"_x{ord(m.group()):x}_", name)
-    return f"{prefix}_{safe}"
+    """A C identifier for a user name: `prefix` + vyre.lower's injective mangling."""
+    return f"{prefix}_{lower_names.mangle(name)}"
 
 
 @dataclass(frozen=True)
@@ -329,7 +291,26 @@ class _Gen:
             return self.cast(self.expr(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Bitcast):
             return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
+        if isinstance(e, N.Native):
+            return self.native(e)
         raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def native(self, e: N.Native) -> str:
+        """The core's in-domain operations (vyre.lower guarantees the domain)."""
+        args = [self.expr(x) for x in e.args]
+        t = e.ty
+        if e.op == "f2i":  # an in-range float: C's truncating conversion is exact
+            return f"(({CTYPE[t]}){args[0]})"
+        a, b = args
+        if e.op == "shl" and t.is_signed:  # in the unsigned type: no signed-overflow UB
+            return f"(({CTYPE[t]})(({UTYPE[t]}){a} << {b}))"
+        sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
+        return f"({a} {sym} {b})"
+
+    @staticmethod
+    def unlowered(what: str) -> InvalidProgram:
+        return InvalidProgram(f"{what} reached the CUDA printer without vyre.lower (generate "
+                              "lowers every Program first)")
 
     def unary(self, e: N.Unary) -> str:
         a, t = self.expr(e.a), e.ty
@@ -347,18 +328,14 @@ class _Gen:
     def binary(self, e: N.Binary) -> str:
         op, t = e.op, e.a.ty
         a, b = self.expr(e.a), self.expr(e.b)
-        if op in _CMP:
-            if t is ST.F16:
-                a, b = self.f(a, t), self.f(b, t)
+        if op in _CMP and t is not ST.F16:
             return f"({a} {_CMP[op]} {b})"
         if op == "logical_and":
             return f"({a} && {b})"
         if op == "logical_or":
             return f"({a} || {b})"
-        if op == "shl":
-            return f"vy_shl({a}, {b})"
-        if op == "shr":
-            return f"vy_shr({a}, {b})"
+        if op in ("shl", "shr"):
+            raise self.unlowered(f"{op} on {t}")
         if op in _BITS:
             return f"(({CTYPE[t]})({a} {_BITS[op]} {b}))"
         if t.is_int:
@@ -367,32 +344,23 @@ class _Gen:
                     return f"({a} {_ARITH[op]} {b})"
                 u = UTYPE[t]
                 return f"(({CTYPE[t]})(({u}){a} {_ARITH[op]} ({u}){b}))"
-            if op == "div":
-                return f"vy_div({a}, {b})"
-            if op == "rem":
-                return f"vy_rem({a}, {b})"
+            if op in ("div", "rem"):
+                raise self.unlowered(f"{op} on {t}")
             if op == "min":
                 return f"vy_imin({a}, {b})"
             if op == "max":
                 return f"vy_imax({a}, {b})"
+        if t is ST.F16:  # vyre.lower does f16 arithmetic in f32
+            raise self.unlowered(f"{op} on f16")
         if t.is_float:
             sym = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op)
-            if t is ST.F16:
-                fa, fb = self.f(a, t), self.f(b, t)
-                if sym:
-                    return f"vy_f2h({fa} {sym} {fb})"
-                if op == "rem":
-                    return f"vy_hrem({a}, {b})"
-                if op in ("min", "max"):
-                    return f"vy_f2h(f{op}f({fa}, {fb}))"
-            else:
-                if sym:
-                    return f"({a} {sym} {b})"
-                if op == "rem":
-                    return f"vy_frem({a}, {b})"
-                if op in ("min", "max"):
-                    suffix = "f" if t is ST.F32 else ""
-                    return f"f{op}{suffix}({a}, {b})"
+            if sym:
+                return f"({a} {sym} {b})"
+            if op in ("min", "max"):
+                suffix = "f" if t is ST.F32 else ""
+                return f"f{op}{suffix}({a}, {b})"
+            if op == "rem":
+                raise self.unlowered(f"rem on {t}")
         raise InvalidProgram(f"binary {op} on {t} has no CUDA lowering")
 
     def call(self, e: N.Call) -> str:
@@ -403,13 +371,12 @@ class _Gen:
             if t.is_int:
                 return f"vy_imin(vy_imax({x}, {lo}), {hi})"
             if t is ST.F16:
-                x, lo, hi = (self.f(v, t) for v in (x, lo, hi))
-                return f"vy_f2h(fminf(fmaxf({x}, {lo}), {hi}))"
+                raise self.unlowered("clamp on f16")
             s = "f" if t is ST.F32 else ""
             return f"fmin{s}(fmax{s}({x}, {lo}), {hi})"
         if t.is_int:
             if fn == "abs":
-                return f"vy_iabs({args[0]})"
+                raise self.unlowered(f"abs on {t}")
             raise InvalidProgram(f"{fn} needs a float argument, got {t}")
         if t is ST.F16:
             if fn == "abs":
@@ -440,9 +407,7 @@ class _Gen:
                 return f"vy_d2h((double){a})"
             return f"(({CTYPE[dst]}){a})"
         if src.is_float and dst.is_int:
-            x = self.f(a, src)
-            fn = {ST.I32: "vy_f2i32", ST.U32: "vy_f2u32", ST.I64: "vy_f2i64", ST.U64: "vy_f2u64"}
-            return f"{fn[dst]}({x})"
+            raise self.unlowered(f"cast {src} -> {dst}")
         # float -> float
         if dst is ST.F16:
             return f"vy_d2h({a})" if src is ST.F64 else f"vy_f2h({a})"
@@ -515,15 +480,15 @@ class _Gen:
             raise InvalidProgram(f"unknown statement {type(s).__name__}")
 
     def for_(self, s: N.For, d: int) -> None:
+        if s.step != 1:
+            raise self.unlowered(f"a for loop with step {s.step}")
         t = CTYPE[s.ty]
         v = self.name_of(s.var)
         end = f"{v}_end"
-        step = f"{s.step}u"
         self.emit(d, "{")
         self.emit(d + 1, f"const {t} {end} = {self.expr(s.end)};")
-        # the increment never overflows: past the last value the variable becomes `end`
-        incr = f"{v} = ((unsigned)({end}) - (unsigned)({v}) > {step}) ? ({t})((unsigned){v} + {step}) : {end}"
-        self.emit(d + 1, f"for ({t} {v} = {self.expr(s.start)}; {v} < {end}; {incr}) {{")
+        # step 1: v < end <= MAX before each increment, so it never overflows
+        self.emit(d + 1, f"for ({t} {v} = {self.expr(s.start)}; {v} < {end}; ++{v}) {{")
         self.block(s.body, d + 2)
         self.emit(d + 1, "}")
         self.emit(d, "}")
@@ -596,7 +561,7 @@ class _Gen:
             head.append(f"// coarsened: each CUDA thread runs {k} invocations of its workgroup "
                         f"(local_id.x = threadIdx.x + j * {bx}); no barriers in this program")
         head += [
-            PRELUDE,
+            _PRELUDE_SLOT,
             f'extern "C" __global__ void __launch_bounds__({bx * m * wy * wz}) {KERNEL_NAME}(',
             "    " + (",\n    ".join(args) if args else "void") + ") {",
         ]
@@ -924,6 +889,8 @@ def coarsening_allowed(program: N.Program, factor: int) -> bool:
 def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Generated:
     """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
     `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
+    validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
+    program = lower(program, TRAITS)
     k = coarsen if coarsening_allowed(program, coarsen) else 1
     wx, wy, wz = program.workgroup_size
     bx = wx // k
@@ -932,6 +899,7 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
         merge = MERGE_THREADS // bx
     gen = _Gen(program, restrict, k, merge)
     src = gen.kernel()
+    src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
     sig = KernelSignature(
         buffers=tuple(b.ty for b in program.buffers),
         params=tuple(q.ty for q in program.params),

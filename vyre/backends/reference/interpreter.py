@@ -188,6 +188,8 @@ class Invocations:
             return numeric.cast(self.eval(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Bitcast):
             return numeric.bitcast(self.eval(e.a), e.ty)
+        if isinstance(e, N.Native):
+            return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
         raise NotImplementedError(f"expression {type(e).__name__}")
 
     def load(self, name: str, index: Array, ty: ScalarType) -> Array:

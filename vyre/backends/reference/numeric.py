@@ -348,3 +348,34 @@ def bitcast(a: Array, dst: ScalarType) -> Array:
     if arr.ndim and not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)  # (keeps 0-d values 0-d, unlike ascontiguousarray)
     return arr.view(dst.numpy)
+
+
+# ------------------------------------------------------------------ the lowered core
+
+
+def native(op: str, args: list[Array], ty: ScalarType, operand_ty: ScalarType) -> Array:
+    """A `Native` node of vyre.lower's core: the target's own operation, which the lowering
+    must only apply inside its domain. The precondition is asserted on every lane (this is
+    how the reference checks a lowering); inside it the result is the IR operation's."""
+    if op in ("div", "rem"):
+        a, b = (np.asarray(x) for x in args)
+        bad = b == 0
+        if operand_ty.is_signed:
+            bad = bad | ((a == np.iinfo(operand_ty.numpy).min) & (b == -1))
+        if np.any(bad):
+            raise AssertionError(f"lowering applied native {op} outside its domain "
+                                 "(divisor 0 or MIN / -1)")
+        return binary(op, a, b, ty, operand_ty)
+    if op in ("shl", "shr"):
+        if np.any(np.asarray(args[1]) >= operand_ty.bits):
+            raise AssertionError(f"lowering applied native {op} with an amount >= the width")
+        return binary(op, args[0], args[1], ty, operand_ty)
+    if op == "f2i":
+        info = np.iinfo(ty.numpy)
+        w = np.trunc(np.asarray(args[0], dtype=np.float64))
+        ok = (w >= float(info.min)) & (w < float(int(info.max) + 1))  # NaN: not ok
+        if not np.all(ok):
+            raise AssertionError("lowering applied native f2i to a float out of the range "
+                                 f"of {ty} (or NaN)")
+        return cast(args[0], operand_ty, ty)
+    raise NotImplementedError(f"native op {op!r}")

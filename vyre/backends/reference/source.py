@@ -6,6 +6,7 @@ For inspection and error messages only; this module must never be parsed back or
 from __future__ import annotations
 
 from vyre.ir import nodes as N
+from vyre.ir.visit import Fold
 
 _SYM = {
     "add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|",
@@ -15,7 +16,7 @@ _SYM = {
 _UNARY = {"neg": "-", "bit_not": "~", "not": "!"}
 
 
-def expr(e: N.ExprNode) -> str:
+def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
     if isinstance(e, N.Const):
         return f"{e.value!r}:{e.ty}"
     if isinstance(e, (N.Var, N.Param)):
@@ -23,24 +24,30 @@ def expr(e: N.ExprNode) -> str:
     if isinstance(e, N.Builtin):
         return e.name if e.name == "local_index" else f"{e.name}.{'xyz'[e.axis]}"
     if isinstance(e, N.Load):
-        return f"{e.buffer}[{expr(e.index)}]"
+        return f"{e.buffer}[{k[0]}]"
     if isinstance(e, N.Length):
         return f"len({e.buffer})"
     if isinstance(e, N.Unary):
-        return f"{_UNARY[e.op]}({expr(e.a)})"
+        return f"{_UNARY[e.op]}({k[0]})"
     if isinstance(e, N.Binary):
         if e.op in ("min", "max"):
-            return f"{e.op}({expr(e.a)}, {expr(e.b)})"
-        return f"({expr(e.a)} {_SYM[e.op]} {expr(e.b)})"
+            return f"{e.op}({k[0]}, {k[1]})"
+        return f"({k[0]} {_SYM[e.op]} {k[1]})"
     if isinstance(e, N.Call):
-        return f"{e.fn}({', '.join(expr(a) for a in e.args)})"
+        return f"{e.fn}({', '.join(k)})"
     if isinstance(e, N.Select):
-        return f"select({expr(e.cond)}, {expr(e.a)}, {expr(e.b)})"
+        return f"select({k[0]}, {k[1]}, {k[2]})"
     if isinstance(e, N.Cast):
-        return f"{e.ty}({expr(e.a)})"
+        return f"{e.ty}({k[0]})"
     if isinstance(e, N.Bitcast):
-        return f"bitcast<{e.ty}>({expr(e.a)})"
+        return f"bitcast<{e.ty}>({k[0]})"
+    if isinstance(e, N.Native):  # the lowered core (vyre.lower)
+        return f"native_{e.op}<{e.ty}>({', '.join(k)})"
     return repr(e)
+
+
+def expr(e: N.ExprNode) -> str:
+    return Fold(_expr)(e)
 
 
 def _body(stmts: tuple[N.Stmt, ...], depth: int, out: list[str]) -> None:

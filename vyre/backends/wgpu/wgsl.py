@@ -14,19 +14,26 @@ must never decide which features a device has (the caller passes what may be emi
 from __future__ import annotations
 
 import math
-import re
 import struct
 from dataclasses import dataclass, field
 
-from vyre.errors import UnsupportedFeature
+from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used
 from vyre.ir.types import ScalarType
+from vyre.ir.validate import validate
+from vyre.ir.visit import children
+from vyre.lower import Traits, lower, mangle
 
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 
 T = ScalarType
 U_VAR = "vy_u"
+# WGSL's integer division, shifts, abs and float -> int conversions differ from the IR's
+# outside their domain: vyre.lower rewrites them into the core (in-domain `Native` ops).
+# f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
+# _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
+TRAITS = Traits(f16_arith=True)
 
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
@@ -56,22 +63,6 @@ def wgsl_type(t: ScalarType) -> str:
 
 # float from bits, opaque to the driver (some assume no NaN/inf and fold such constants)
 _BITS_F32 = "fn vy_bits_f32(b: u32) -> f32 { return bitcast<f32>(b + vy_u.vy_zero2); }"
-
-_IDENT_OK = re.compile(r"[A-Za-z0-9]")
-
-
-def mangle(name: str) -> str:
-    """A WGSL-safe identifier fragment for an IR name (injective; prefix added by callers)."""
-    out = []
-    for ch in name:
-        if _IDENT_OK.match(ch):
-            out.append(ch)
-        elif ch == "_":
-            out.append("_1")
-        else:
-            out.append(f"_{ord(ch):x}_")
-    return "".join(out)
-
 
 @dataclass(frozen=True)
 class WgslModule:
@@ -122,7 +113,7 @@ class _Ctx:
         for scope in reversed(self.scopes):
             if ir_name in scope:
                 return scope[ir_name]
-        raise KeyError(f"variable {ir_name!r} is not declared (the validator should catch this)")
+        raise InvalidProgram(f"variable {ir_name!r} is not declared (the validator catches this)")
 
 
 # ------------------------------------------------------------------ literals
@@ -293,26 +284,6 @@ def _isnan(ctx: _Ctx, ty: ScalarType) -> str:
     else:
         body = "return !(x == x);"
     return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> bool {{ {body} }}")
-
-
-def _int_divrem(ctx: _Ctx, op: str, ty: ScalarType) -> str:
-    t = wgsl_type(ty)
-    name = f"vy_{op}_{t}"
-    s = _SUFFIX[ty]
-    if ty.is_signed:
-        mn = f"({-(1 << (ty.bits - 1)) + 1}{s} - 1{s})"
-        bad = f"(b == 0{s}) | ((a == {mn}) & (b == (-1{s})))"
-    else:
-        bad = f"b == 0{s}"
-    # rem as a - (a / sb) * sb: some drivers (NVIDIA Vulkan) get signed % wrong
-    res = f"select(a / sb, 0{s}, b == 0{s})" if op == "div" else "a - (a / sb) * sb"
-    return _helper(
-        ctx, name,
-        f"// IR: x / 0 = 0, x % 0 = 0, MIN / -1 = MIN, MIN % -1 = 0 (truncating)\n"
-        f"fn {name}(a: {t}, b: {t}) -> {t} {{\n"
-        f"    let sb = select(b, 1{s}, {bad});\n"
-        f"    return {res};\n}}",
-    )
 
 
 # ------------------------------------------------------------------ exact division and sqrt
@@ -513,38 +484,6 @@ def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
         f"    if ({nan}(a)) {{ return b; }}\n"
         f"    if ({nan}(b)) {{ return a; }}\n"
         f"    return {op}(a, b);\n}}",
-    )
-
-
-def _float_rem(ctx: _Ctx, ty: ScalarType) -> str:
-    """Takes fenced compute-type operands; each step is rounded to `ty` and fenced again."""
-    t, c = wgsl_type(ty), wgsl_type(_compute_type(ty))
-    name = f"vy_rem_{t}"
-    ct = _compute_type(ty)
-
-    def step(text: str) -> str:  # rounded to the type, back in the compute type
-        r = _rounded(ctx, ty, text)
-        return f"{_fence_f16(ctx, 0)}({r})" if ty is T.F16 else r
-
-    f0 = _fence_fn(ctx, ct, 0)
-    f1 = _fence_fn(ctx, ct, 1)
-    return _helper(
-        ctx, name,
-        f"// IR float rem: a - b * trunc(a / b), step by step, each rounded to {t}\n"
-        f"fn {name}(a: {c}, b: {c}) -> {t} {{\n"
-        f"    let q = trunc({f0}({step(_div_text(ctx, ct, 'a', 'b'))}));\n"
-        f"    let p = {step(f'{f0}(b) * {f1}(q)')};\n"
-        f"    return {_rounded(ctx, ty, f'{f0}(a) - {f1}(p)')};\n}}",
-    )
-
-
-def _int_abs(ctx: _Ctx, ty: ScalarType) -> str:
-    t = wgsl_type(ty)
-    name = f"vy_abs_{t}"
-    s = _SUFFIX[ty]
-    return _helper(
-        ctx, name,
-        f"fn {name}(x: {t}) -> {t} {{ return select(x, 0{s} - x, x < 0{s}); }}  // wraps at MIN",
     )
 
 
@@ -884,63 +823,13 @@ def _fma_f32(ctx: _Ctx) -> str:
     )
 
 
-def _float_to_int(ctx: _Ctx, src: ScalarType, dst: ScalarType) -> str:
-    """Truncate toward zero, saturate, NaN -> 0."""
-    if src is T.F16:
-        inner = _float_to_int(ctx, T.F32, dst)
-        name = f"vy_cast_f16_{wgsl_type(dst)}"
-        return _helper(
-            ctx, name,
-            f"fn {name}(x: f16) -> {wgsl_type(dst)} {{ return {inner}(f32(x)); }}",
-        )
-    st, dt = wgsl_type(src), wgsl_type(dst)
-    name = f"vy_cast_{st}_{dt}"
-    fs = _SUFFIX[src]
-    ds = _SUFFIX[dst]
-    bits = dst.bits
-    nan = _isnan(ctx, src)
-    if dst.is_signed:
-        hi = float(2 ** (bits - 1))
-        mx = f"{2 ** (bits - 1) - 1}{ds}"
-        mn = f"({-(2 ** (bits - 1)) + 1}{ds} - 1{ds})"
-        body = (
-            f"    if ({nan}(x)) {{ return 0{ds}; }}\n"
-            f"    if (x >= {_float_text(hi)}{fs}) {{ return {mx}; }}\n"
-            f"    if (x <= {_float_text(-hi)}{fs}) {{ return {mn}; }}\n"
-            f"    return {dt}(x);\n"
-        )
-    else:
-        hi = float(2 ** bits)
-        mx = f"{2 ** bits - 1}{ds}"
-        body = (
-            f"    if (!(x >= 1.0{fs})) {{ return 0{ds}; }}  // NaN, negative, [0, 1)\n"
-            f"    if (x >= {_float_text(hi)}{fs}) {{ return {mx}; }}\n"
-            f"    return {dt}(x);\n"
-        )
-    return _helper(ctx, name, f"fn {name}(x: {st}) -> {dt} {{\n{body}}}")
-
-
 # ------------------------------------------------------------------ expressions
-
-
-def _children(e: N.ExprNode) -> tuple[N.ExprNode, ...]:
-    if isinstance(e, N.Load):
-        return (e.index,)
-    if isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
-        return (e.a,)
-    if isinstance(e, N.Binary):
-        return (e.a, e.b)
-    if isinstance(e, N.Call):
-        return e.args
-    if isinstance(e, N.Select):
-        return (e.cond, e.a, e.b)
-    return ()
 
 
 def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Const):
         return literal(ctx, e, opaque)
-    kids = _children(e)
+    kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
     # rejects overflow and division by zero; hiding one literal makes it a runtime value.
     # (Float operands are fenced by the operators themselves, see _fence_fn.)
@@ -976,7 +865,40 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         if e.a.ty == e.ty:
             return sub[0]
         return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
-    raise TypeError(f"unknown expression {e!r}")
+    if isinstance(e, N.Native):
+        return _native(ctx, e, sub)
+    raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+
+def _unlowered(what: str) -> InvalidProgram:
+    return InvalidProgram(f"{what} reached the WGSL printer without vyre.lower (generate "
+                          "lowers every Program first)")
+
+
+def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
+    """The core's in-domain operations (vyre.lower guarantees the domain)."""
+    if e.op == "f2i":  # an in-range float: WGSL's truncating conversion is exact
+        return f"{wgsl_type(e.ty)}({args[0]})"
+    a, b = args
+    if e.op == "rem" and e.ty.is_signed:
+        # NVIDIA's Vulkan driver gets signed % wrong: a - (a / b) * b (exact in-domain)
+        t = wgsl_type(e.ty)
+        name = _helper(ctx, f"vy_srem_{t}",
+                       f"fn vy_srem_{t}(a: {t}, b: {t}) -> {t} {{ return a - (a / b) * b; }}"
+                       "  // NVIDIA Vulkan: signed % is wrong")
+        return f"{name}({a}, {b})"
+    sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
+    return f"({a} {sym} {b})"
+
+
+def _sext64(ctx: _Ctx) -> str:
+    """i32 -> i64 sign extension spelled from bits: lavapipe (Mesa NIR/LLVM) folds
+    `i64(x) < 0` of a widened i32 to false, so abs(i64(x)) returned x for negative x."""
+    return _helper(
+        ctx, "vy_sext_i64",
+        "fn vy_sext_i64(x: i32) -> i64 {  // lavapipe folds i64(x) < 0 wrongly\n"
+        "    return bitcast<i64>(u64(bitcast<u32>(x)) | select(0lu, 0xffffffff00000000lu, x < 0i));\n}",
+    )
 
 
 def _unary(ctx: _Ctx, e: N.Unary, a: str) -> str:
@@ -1008,7 +930,7 @@ def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
     if op in _ARITH_SYM:
         return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
     if op == "rem":
-        return f"{_float_rem(ctx, ty)}({fa}, {fb})"
+        raise _unlowered(f"rem on {ty}")
     if op in ("min", "max"):  # returns one of its (already flushed) operands: no rounding
         r = f"{_float_minmax(ctx, op, ct)}({fa}, {fb})"
         return f"f16({r})" if ty is T.F16 else r
@@ -1021,14 +943,10 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
     op, ty = e.op, e.a.ty
     if ty.is_float:
         return _float_binary(ctx, op, ty, a, b)
-    if op in ("div", "rem") and ty.is_int:
-        return f"{_int_divrem(ctx, op, ty)}({a}, {b})"
+    if op in ("div", "rem", "shl", "shr"):
+        raise _unlowered(f"{op} on {ty}")
     if op in ("min", "max"):
         return f"{op}({a}, {b})"
-    if op in ("shl", "shr"):
-        mask = ty.bits - 1
-        sym = "<<" if op == "shl" else ">>"
-        return f"({a} {sym} ({b} & {mask}u))"
     return f"({a} {_SIMPLE_BIN[op]} {b})"
 
 
@@ -1070,11 +988,11 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         )
     if not ty.is_float:
         if fn == "abs":
-            return f"{_int_abs(ctx, ty)}({args[0]})" if ty.is_signed else args[0]
+            raise _unlowered(f"abs on {ty}")
         if fn == "clamp":
             x, lo, hi = args
             return f"min(max({x}, {lo}), {hi})"
-        raise TypeError(f"unknown integer function {fn}")
+        raise InvalidProgram(f"{fn} on {ty}: not an integer function")
     ct = _compute_type(ty)
     if fn == "abs":  # a sign-bit clear: never flushed, nothing to fold
         if ty is T.F16:
@@ -1114,7 +1032,7 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     elif fn in _DIRECT_FNS:
         r = f"{fn}({', '.join(fa)})"
     else:
-        raise TypeError(f"unknown function {fn}")
+        raise InvalidProgram(f"unknown function {fn}")
     if fn in _NO_ROUNDING:
         return f"f16({r})" if ty is T.F16 else r
     return _rounded(ctx, ty, r)
@@ -1133,7 +1051,7 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
     if src is T.BOOL:
         return f"select({_zero(dst)}, {d}(1), {a})"
     if src.is_float and dst.is_int:
-        return f"{_float_to_int(ctx, _compute_type(src), dst)}({_fenced(ctx, src, a, 0)})"
+        raise _unlowered(f"cast {src} -> {dst}")
     if src.is_float and dst.is_float:
         if src is T.F16:  # widening from f16 is exact (fenced: the f16 rounding must stay)
             return f"{d}({_fence_f16(ctx, 0)}({a}))"  # (an f32)
@@ -1146,7 +1064,7 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
         return f"bitcast<{d}>({a})"
     if dst.bits > src.bits:  # 32 -> 64
         wide = "i64" if src.is_signed else "u64"
-        inner = f"{wide}({a})"
+        inner = f"{_sext64(ctx)}({a})" if src.is_signed else f"{wide}({a})"
         return inner if wide == d else f"bitcast<{d}>({inner})"
     # 64 -> 32: the low bits, in the source's signedness, then reinterpret
     narrow = "i32" if src.is_signed else "u32"
@@ -1248,17 +1166,19 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
         return [f"{ind}storageBarrier(); workgroupBarrier();"]
     if isinstance(s, N.Atomic):
         return _atomic(ctx, s, ind)
-    raise TypeError(f"unknown statement {s!r}")
+    raise InvalidProgram(f"unknown statement {type(s).__name__}")
 
 
 def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
-    """start/end once; var = start, start+step, ... < end; the counter never overflows."""
+    """start/end once; var = start, start+1, ... < end (vyre.lower leaves only step 1,
+    whose increment never overflows: it < hi <= MAX)."""
+    if s.step != 1:
+        raise _unlowered(f"a for loop with step {s.step}")
     t = wgsl_type(s.ty)
     sfx = _SUFFIX[s.ty]
     k = ctx.fresh("")
     lo, hi, it = f"vy_lo{k}", f"vy_hi{k}", f"vy_it{k}"
     nxt, inner = ind + "    ", ind + "        "
-    dist = f"({hi} - {it})" if s.ty is T.U32 else f"(bitcast<u32>({hi}) - bitcast<u32>({it}))"
     out = [
         f"{ind}{{",
         f"{nxt}let {lo}: {t} = {expr(ctx, s.start)};",
@@ -1273,9 +1193,8 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
     ctx.scopes.pop()
     out += [
         f"{inner}continuing {{",
-        f"{inner}    let done = {dist} <= {s.step}u;  // next value would reach end",
-        f"{inner}    {it} = {it} + {s.step}{sfx};",
-        f"{inner}    break if done;",
+        f"{inner}    {it} = {it} + 1{sfx};",
+        f"{inner}    break if !({it} < {hi});",
         f"{inner}}}",
         f"{nxt}}} }}",
         f"{ind}}}",
@@ -1394,6 +1313,9 @@ def generate(
     rounded). `loop_limited`: the driver silently ends long loops; detect it (see
     _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
     paths start from a deliberately worse estimate, to test their correction."""
+    validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
+    user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
+    program = lower(program, TRAITS)
     if allowed_types is not None:
         for missing in sorted(types_used(program) - allowed_types):
             raise UnsupportedFeature(
@@ -1449,7 +1371,7 @@ def generate(
         )
 
     x, y, z = program.workgroup_size
-    head = [f"// vyre program {program.name!r} ({program.content_hash[:16]})"]
+    head = [f"// vyre program {program.name!r} ({user_hash[:16]})"]
     if T.F16 in types_used(program):
         head.append("enable f16;")
     entry = [

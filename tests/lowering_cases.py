@@ -1,0 +1,69 @@
+"""Programs shared by the lowering tests (tests/test_lowering.py) and the CUDA compile
+tests: every rule vyre.lower rewrites, at its edges."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vyre.builder import ProgramBuilder, clamp, select, sqrt
+from vyre.ir import nodes as N
+from vyre.ir.types import ScalarType as T
+
+
+def edge_program() -> N.Program:
+    """Every lowered rule at its edges: div/rem by 0 and MIN / -1, shifts by >= the width,
+    abs(MIN), abs of a widened i32 (a lavapipe miscompile), float -> int of NaN, +-inf and
+    the range ends, including f16 sources; float rem and f16 arithmetic."""
+    k = ProgramBuilder("lower_edges", workgroup_size=1)
+    a, b = k.buffer("a", T.I32), k.buffer("b", T.I32)
+    f = k.buffer("f", T.F32)
+    h = k.buffer("h", T.F16)
+    oi = k.buffer("oi", T.I32, "write", count=64)
+    ou = k.buffer("ou", T.U32, "write", count=32)
+    ol = k.buffer("ol", T.I64, "write", count=16)
+    of = k.buffer("of", T.F32, "write", count=24)
+    oh = k.buffer("oh", T.F16, "write", count=24)
+    i = k.global_linear_id()
+    with k.if_(i < a.length()):
+        x, y = a[i], b[i]
+        oi[i * 8] = x / y
+        oi[i * 8 + 1] = x % y
+        oi[i * 8 + 2] = x << y.cast(T.U32)
+        oi[i * 8 + 3] = x >> y.cast(T.U32)
+        oi[i * 8 + 4] = abs(x)
+        oi[i * 8 + 5] = f[i].cast(T.I32)
+        oi[i * 8 + 6] = h[i].cast(T.I32)
+        oi[i * 8 + 7] = x / 7 + x % -1 + x / -1
+        ou[i * 4] = f[i].cast(T.U32)
+        ou[i * 4 + 1] = h[i].cast(T.U32)
+        ou[i * 4 + 2] = x.cast(T.U32) / y.cast(T.U32)
+        ou[i * 4 + 3] = x.cast(T.U32) % y.cast(T.U32)
+        ol[i * 2] = abs(x.cast(T.I64))
+        ol[i * 2 + 1] = f[i].cast(T.I64)
+        of[i * 3] = f[i] % f[(i + 1) % 8]
+        oh[i * 3] = h[i] % h[(i + 3) % 8]
+        oh[i * 3 + 1] = h[i] * h[(i + 5) % 8] + h[i] / h[(i + 1) % 8]
+        oh[i * 3 + 2] = select(h[i] < h[(i + 2) % 8], sqrt(h[i]), clamp(h[i], -1.0, 2.0))
+    # stepped loops near the top of the range (the variable must never wrap) with continue
+    lp = k.buffer("lp", T.U32, "read_write", count=8)
+    with k.if_(i < 1):
+        with k.for_range(x + (2**31 - 17), 2**31 - 1, 3) as v:  # i32 up to MAX
+            with k.if_(v == 2**31 - 3):
+                k.continue_()
+            lp[0] = lp[0] + 1
+        with k.for_range(y.cast(T.U32) + 4294967280, 4294967295, 7) as w:  # u32 up to MAX
+            lp[1] = lp[1] + w
+        with k.for_range(y, x, 2**31 - 1) as z:  # one value at most
+            lp[2] = lp[2] + z.cast(T.U32) + 1
+        with k.for_range(-(2**31), 2**31 - 1, 2**30 + 5, ty=T.I32) as q:
+            lp[3] = lp[3] * 3 + q.cast(T.U32)
+    return k.build()
+
+
+EDGE_A = np.array([7, -(2**31), -(2**31), 5, -5, 0, 2**31 - 1, -1], np.int32)
+EDGE_B = np.array([0, -1, 0, 33, -32, 0, -1, 3], np.int32)
+EDGE_F = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31), -0.5, 4.3e9, -2.5],
+                  np.float32)
+EDGE_H = np.array([np.nan, np.inf, -np.inf, 65504, -65504, -0.5, 0.99, 3.5], np.float16)
+
+

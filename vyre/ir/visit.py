@@ -1,0 +1,192 @@
+"""One traversal framework for the Program IR: the children of a node, a node rebuilt with
+new children, and bottom-up rewrites of expressions and statement blocks.
+
+Every walker (validation, analysis, the lowering passes, the printers) gets a node's
+children here instead of keeping its own `isinstance` chain, so a new node kind is added
+in one place. Rewrites memoise by node identity, so a subexpression shared by several
+parents is rewritten once and stays shared. This module must never know what an
+operation means (that is vyre.lower and the reference backend) nor print anything.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from . import nodes as N
+
+Expr = N.ExprNode
+Stmt = N.StmtNode
+R = TypeVar("R")
+
+
+_KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+    N.Load: lambda e: (e.index,),
+    N.Unary: lambda e: (e.a,),
+    N.Cast: lambda e: (e.a,),
+    N.Bitcast: lambda e: (e.a,),
+    N.Binary: lambda e: (e.a, e.b),
+    N.Call: lambda e: e.args,
+    N.Native: lambda e: e.args,
+    N.Select: lambda e: (e.cond, e.a, e.b),
+}
+_LEAF: Callable[[Any], tuple[Expr, ...]] = lambda e: ()  # noqa: E731
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The operand expressions of `e`, in evaluation order."""
+    return _KIDS.get(type(e), _LEAF)(e)
+
+
+def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    """`e` with its operands replaced by `kids` (the same node when nothing changed)."""
+    old = children(e)
+    if len(kids) != len(old):
+        raise ValueError(f"{e.kind} has {len(old)} operands, got {len(kids)}")
+    if all(map(operator.is_, old, kids)):
+        return e
+    if isinstance(e, N.Load):
+        upd: dict[str, object] = {"index": kids[0]}
+    elif isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
+        upd = {"a": kids[0]}
+    elif isinstance(e, N.Binary):
+        upd = {"a": kids[0], "b": kids[1]}
+    elif isinstance(e, (N.Call, N.Native)):
+        upd = {"args": tuple(kids)}
+    else:
+        assert isinstance(e, N.Select)
+        upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}
+    return e.model_copy(update=upd)
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement evaluates itself (not those of its nested blocks)."""
+    if isinstance(s, (N.Let, N.Assign)):
+        return (s.value,)
+    if isinstance(s, N.Store):
+        return (s.index, s.value)
+    if isinstance(s, (N.If, N.While)):
+        return (s.cond,)
+    if isinstance(s, N.For):
+        return (s.start, s.end)
+    if isinstance(s, N.Atomic):
+        return (s.index, s.value) + ((s.comparand,) if s.comparand is not None else ())
+    return ()
+
+
+def child_blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    if isinstance(s, N.If):
+        return (s.then, s.orelse)
+    if isinstance(s, (N.For, N.While)):
+        return (s.body,)
+    return ()
+
+
+_EXPR_FIELDS: dict[type, tuple[str, ...]] = {
+    N.Let: ("value",), N.Assign: ("value",), N.Store: ("index", "value"), N.If: ("cond",),
+    N.While: ("cond",), N.For: ("start", "end"), N.Atomic: ("index", "value", "comparand"),
+}
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
+    N.If: ("then", "orelse"), N.For: ("body",), N.While: ("body",),
+}
+
+
+def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...], ...]) -> Stmt:
+    """`s` with the expressions of `stmt_exprs` and the blocks of `child_blocks` replaced."""
+    upd: dict[str, object] = {}
+    names = [f for f in _EXPR_FIELDS.get(type(s), ()) if getattr(s, f) is not None]
+    for f, new in zip(names, exprs, strict=True):
+        if getattr(s, f) is not new:
+            upd[f] = new
+    for f, blk in zip(_BLOCK_FIELDS.get(type(s), ()), blocks, strict=True):
+        old = getattr(s, f)
+        if len(blk) != len(old) or any(a is not b for a, b in zip(blk, old)):
+            upd[f] = tuple(blk)
+    return s.model_copy(update=upd) if upd else s
+
+
+class Fold(Generic[R]):
+    """A bottom-up fold: `fn(node, results_of_its_children)` gives the node's result.
+
+    Memoised by node identity (a shared subexpression is visited once; its result is
+    reused). One instance may fold several roots, sharing the memo.
+    """
+
+    def __init__(self, fn: Callable[[Expr, tuple[R, ...]], R]) -> None:
+        self.fn = fn
+        self.memo: dict[int, tuple[Expr, R]] = {}  # id -> (node kept alive, result)
+
+    def __call__(self, root: Expr) -> R:
+        memo, fn, kids_of, leaf = self.memo, self.fn, _KIDS.get, _LEAF
+
+        # Recursive: the validator bounds nesting at 64 levels (MAX_DEPTH), far inside
+        # Python's recursion limit, and recursion is several times faster than a stack.
+        def go(e: Expr) -> R:
+            got = memo.get(id(e))
+            if got is not None:
+                return got[1]
+            r = fn(e, tuple(go(k) for k in kids_of(type(e), leaf)(e)))
+            memo[id(e)] = (e, r)
+            return r
+
+        return go(root)
+
+
+class ExprMap(Fold[Expr]):
+    """A bottom-up expression rewrite: `fn(node, new_children)` returns the replacement
+    (a Fold whose results are expressions; shared subexpressions stay shared).
+
+    `unchanged`, shared between several maps, records the subtrees a rewrite left as
+    they were, so a later map skips them (a rewrite whose results depend on where they
+    are used, such as one that adds locals, starts each use with a fresh map but may
+    still share what it never changes).
+    """
+
+    def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
+                 unchanged: dict[int, Expr] | None = None) -> None:
+        super().__init__(fn)
+        self.unchanged = unchanged if unchanged is not None else {}
+
+    def __call__(self, root: Expr) -> Expr:
+        memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
+
+        def go(e: Expr) -> Expr:
+            if id(e) in same:
+                return e
+            got = memo.get(id(e))
+            if got is not None:
+                return got[1]
+            kids = kids_of(type(e), leaf)(e)
+            r = fn(e, tuple(go(k) for k in kids))
+            if r is e:
+                same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
+            else:
+                memo[id(e)] = (e, r)
+            return r
+
+        return go(root)
+
+
+def map_block(body: tuple[Stmt, ...], fn: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:
+    """Rewrite a block: nested blocks first, then `fn(stmt)` (which may return several
+    statements, or none) for each statement of this block."""
+    out: list[Stmt] = []
+    for s in body:
+        blocks = child_blocks(s)
+        if blocks:
+            s = with_parts(s, stmt_exprs(s), tuple(map_block(b, fn) for b in blocks))
+        out.extend(fn(s))
+    return tuple(out)
+
+
+def walk_exprs(e: Expr) -> list[Expr]:
+    """Every node of `e` (shared nodes once), children before parents."""
+    seen: list[Expr] = []
+
+    def visit(n: Expr, _kids: tuple[Expr, ...]) -> Expr:
+        seen.append(n)
+        return n
+
+    ExprMap(visit)(e)
+    return seen

@@ -1,0 +1,222 @@
+"""The lowering passes: each IR rule a target lacks, rewritten into the core.
+
+Rules (docs/IR.md), each applied unless the target's `Traits` says it has it natively:
+- integer div / rem: by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0, as a native division
+  by a divisor made safe (`select(bad, 1, b)`: a / 1 = a and a % 1 = 0 are the IR's answers
+  for MIN / -1 and MIN % -1) and a select for division by zero;
+- shifts: the amount masked to the width, then a native shift;
+- integer abs: `select(x < 0, -x, x)` (IR neg wraps, so abs(MIN) = MIN); identity unsigned;
+- float -> int casts: saturate at the range ends, NaN -> 0, and a native truncating
+  conversion only of an in-range value (f16 goes through f32, exactly);
+- for loops with a step > 1: a loop over the trip count with step 1 (which never
+  overflows) whose body first computes the variable, start + i * step, wrapping in u32 (the
+  true value is below end, so the wrapped one is it);
+- float rem: `a - b * trunc(a / b)`, each step an IR operation rounded in the type;
+- f16 arithmetic: the exact operations (+ - * / sqrt, min / max / clamp, floor / ceil /
+  trunc / round, comparisons) in f32 and rounded once to f16, which is exact because f32
+  has more than 2 * 11 + 2 bits; abs and neg are sign-bit operations and stay, fma and the
+  approximate functions are left to the target.
+An operand used more than once is evaluated once into a new local (`let`, named with a
+`.`, which no user name can contain) just before its statement; a `while` whose condition
+needs such locals becomes `while true { lets; if !cond { break } ... }`. Rewrites are
+memoised per statement only: a local made for one statement is never used by another.
+This module must never print source or know a target's spelling.
+"""
+
+from __future__ import annotations
+
+from vyre.ir import nodes as N
+from vyre.ir.types import ScalarType
+from vyre.ir.visit import ExprMap, map_block, stmt_exprs, with_children, with_parts
+
+from .traits import Traits
+
+T = ScalarType
+_BOOL = T.BOOL
+_SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
+_F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
+_F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
+
+
+def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
+    return N.Const(ty=ty, value=v)
+
+
+def _bin(op: str, a: N.ExprNode, b: N.ExprNode, ty: ScalarType | None = None) -> N.Binary:
+    if ty is None:
+        ty = _BOOL if op in N.COMPARISON_OPS or op in N.LOGICAL_OPS else a.ty
+    return N.Binary(op=op, a=a, b=b, ty=ty)  # type: ignore[arg-type]
+
+
+def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
+    return N.Select(cond=c, a=a, b=b, ty=a.ty)
+
+
+class _Lowering:
+    def __init__(self, traits: Traits) -> None:
+        self.t = traits
+        self.count = 0
+        self.pending: list[N.StmtNode] = []
+        # one map, its memo cleared per statement (module docstring); the subtrees with
+        # nothing to lower are shared by all statements
+        self.map = ExprMap(self.rewrite)
+
+    # ------------------------------------------------------------ locals
+    def once(self, e: N.ExprNode) -> N.ExprNode:
+        """`e` evaluated once: itself when trivial, else a new local set just before."""
+        if isinstance(e, _SIMPLE):
+            return e
+        self.count += 1
+        name = f"lw.{self.count}"
+        self.pending.append(N.Let(name=name, value=e))
+        return N.Var(name=name, ty=e.ty)
+
+    # ------------------------------------------------------------ rules
+    def divrem(self, e: N.Binary) -> N.ExprNode:
+        ty, op = e.ty, e.op
+        if isinstance(e.b, N.Const):
+            k = int(e.b.value)
+            if k == 0:
+                return _c(ty, 0)
+            if ty.is_signed and k == -1:
+                return N.Unary(op="neg", a=e.a, ty=ty) if op == "div" else _c(ty, 0)
+            return N.Native(op=op, args=(e.a, e.b), ty=ty)  # type: ignore[arg-type]
+        b = self.once(e.b)
+        zero = _bin("eq", b, _c(ty, 0))
+        bad: N.ExprNode = zero
+        a = e.a
+        if ty.is_signed:
+            a = self.once(a)
+            mn = _c(ty, -(1 << (ty.bits - 1)))
+            overflow = _bin("logical_and", _bin("eq", a, mn), _bin("eq", b, _c(ty, -1)))
+            bad = _bin("logical_or", zero, overflow)
+        nat = N.Native(op=op, args=(a, _sel(bad, _c(ty, 1), b)), ty=ty)  # type: ignore[arg-type]
+        return _sel(zero, _c(ty, 0), nat) if op == "div" else nat
+
+    def shift(self, e: N.Binary) -> N.ExprNode:
+        bits = e.ty.bits
+        if isinstance(e.b, N.Const):
+            amount: N.ExprNode = _c(T.U32, int(e.b.value) % bits)
+        else:
+            amount = _bin("and", e.b, _c(T.U32, bits - 1))
+        return N.Native(op=e.op, args=(e.a, amount), ty=e.ty)  # type: ignore[arg-type]
+
+    def int_abs(self, e: N.Call) -> N.ExprNode:
+        if not e.ty.is_signed:
+            return e.args[0]
+        x = self.once(e.args[0])
+        return _sel(_bin("lt", x, _c(e.ty, 0)), N.Unary(op="neg", a=x, ty=e.ty), x)
+
+    def float_to_int(self, e: N.Cast) -> N.ExprNode:
+        dst = e.ty
+        x = e.a
+        if x.ty is T.F16:  # exact in f32, whose range holds every bound below
+            x = N.Cast(a=x, ty=T.F32)
+        x = self.once(x)
+        f = x.ty
+        hi = float(2 ** dst.bits) if not dst.is_signed else float(2 ** (dst.bits - 1))
+        lo = -hi if dst.is_signed else 0.0  # powers of two: exact in f32 and f64
+        info_max = (1 << dst.bits) - 1 if not dst.is_signed else (1 << (dst.bits - 1)) - 1
+        info_min = 0 if not dst.is_signed else -(1 << (dst.bits - 1))
+        inside = _bin("logical_and", _bin("gt", x, _c(f, lo)), _bin("lt", x, _c(f, hi)))
+        conv = N.Native(op="f2i", args=(_sel(inside, x, _c(f, 0.0)),), ty=dst)
+        below = _sel(_bin("le", x, _c(f, lo)), _c(dst, info_min), conv)
+        return _sel(_bin("ge", x, _c(f, hi)), _c(dst, info_max), below)  # NaN: conv of 0
+
+    def float_rem(self, e: N.Binary) -> N.ExprNode:
+        a, b = self.once(e.a), self.once(e.b)
+        q = self.float_op("div", a, b)
+        t = self.float_call("trunc", (q,), e.ty)
+        return self.float_op("sub", a, self.float_op("mul", b, t))
+
+    def widen(self, e: N.ExprNode) -> N.ExprNode:
+        return N.Cast(a=e, ty=T.F32)
+
+    def float_op(self, op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
+        """`a op b` on floats, with the f16 rule applied when the target needs it."""
+        if a.ty is not T.F16 or self.t.f16_arith or op not in _F16_EXACT_BIN:
+            return _bin(op, a, b)
+        wide = _bin(op, self.widen(a), self.widen(b))
+        return wide if wide.ty is _BOOL else N.Cast(a=wide, ty=T.F16)
+
+    def float_call(self, fn: str, args: tuple[N.ExprNode, ...], ty: ScalarType) -> N.ExprNode:
+        call = N.Call(fn=fn, args=args, ty=ty)  # type: ignore[arg-type]
+        if ty is not T.F16 or self.t.f16_arith or fn not in _F16_EXACT_FNS:
+            return call
+        wide = N.Call(fn=fn, args=tuple(self.widen(x) for x in args), ty=T.F32)  # type: ignore[arg-type]
+        return N.Cast(a=wide, ty=T.F16)
+
+    def stepped_for(self, s: N.For, start: N.ExprNode, end: N.ExprNode) -> list[N.StmtNode]:
+        u = T.U32
+        self.pending = []
+        lo, hi = self.once(start), self.once(end)
+        lo_u = lo if s.ty is u else N.Bitcast(a=lo, ty=u)
+        hi_u = hi if s.ty is u else N.Bitcast(a=hi, ty=u)
+        dist = _bin("sub", hi_u, lo_u)  # the true distance where lo < hi (the validator
+        # keeps the step below 2**31, so it is a u32 constant)
+        trips = _bin("add", N.Native(
+            op="div", args=(_bin("sub", dist, _c(u, 1)), _c(u, s.step)), ty=u), _c(u, 1))
+        n = self.once(_sel(_bin("lt", lo, hi), trips, _c(u, 0)))
+        self.count += 1
+        i = N.Var(name=f"lw.{self.count}", ty=u)
+        step = _c(u, s.step)
+        v_u = _bin("add", lo_u, _bin("mul", i, step))
+        var = N.Let(name=s.var, value=v_u if s.ty is u else N.Bitcast(a=v_u, ty=s.ty))
+        lets, self.pending = self.pending, []
+        loop = N.For(var=i.name, ty=u, start=_c(u, 0), end=n, step=1, body=(var, *s.body))
+        return [*lets, loop]
+
+    # ------------------------------------------------------------ traversal
+    def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        e = with_children(e, kids)
+        t = self.t
+        if isinstance(e, N.Binary) and e.a.ty.is_int:
+            if e.op in ("div", "rem") and not t.int_divrem:
+                return self.divrem(e)
+            if e.op in ("shl", "shr") and not t.masked_shifts:
+                return self.shift(e)
+        if isinstance(e, N.Call) and e.fn == "abs" and e.ty.is_int and not t.int_abs:
+            return self.int_abs(e)
+        if isinstance(e, N.Cast) and e.a.ty.is_float and e.ty.is_int and not t.saturating_f2i:
+            return self.float_to_int(e)
+        if isinstance(e, N.Binary) and e.a.ty.is_float:
+            if e.op == "rem" and not t.float_rem:
+                return self.float_rem(e)
+            if e.a.ty is T.F16 and not t.f16_arith and e.op in _F16_EXACT_BIN:
+                return self.float_op(e.op, e.a, e.b)
+        if isinstance(e, N.Call) and e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
+            return self.float_call(e.fn, e.args, e.ty)
+        return e
+
+    def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
+        exprs = stmt_exprs(s)
+        if not exprs:
+            return [s]
+        self.map.memo.clear()
+        self.pending = []
+        new = tuple(self.map(e) for e in exprs)
+        lets, self.pending = self.pending, []
+        if isinstance(s, N.For) and s.step != 1 and not self.t.stepped_for:
+            return [*lets, *self.stepped_for(s, new[0], new[1])]
+        if isinstance(s, N.While) and lets:
+            (cond,) = new
+            stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
+            return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
+        return [*lets, with_parts(s, new, tuple(_blocks(s)))]
+
+
+def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
+    if isinstance(s, N.If):
+        return [s.then, s.orelse]
+    if isinstance(s, (N.For, N.While)):
+        return [s.body]
+    return []
+
+
+def lower(program: N.Program, traits: Traits) -> N.Program:
+    """`program` rewritten into the core for a target with `traits` (same declarations)."""
+    lw = _Lowering(traits)
+    body = map_block(program.body, lw.stmt)
+    if len(body) == len(program.body) and all(a is b for a, b in zip(body, program.body)):
+        return program
+    return program.model_copy(update={"body": body})

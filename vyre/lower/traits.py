@@ -1,0 +1,42 @@
+"""What a target gives exactly by itself: the switches that choose the lowering passes.
+
+A trait set to True means the target's own operation already has the IR's semantics, so
+the lowering leaves the IR node in place for the printer; False means the lowering
+rewrites it into the core (vyre.lower.passes). This module must never hold rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class Traits:
+    # integer div / rem: truncating, by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0
+    int_divrem: bool = False
+    # shl / shr take the amount modulo the bit width
+    masked_shifts: bool = False
+    # integer abs wraps (abs(MIN) = MIN) and is the identity on unsigned types
+    int_abs: bool = False
+    # float -> int casts truncate, saturate to the range and map NaN to 0
+    saturating_f2i: bool = False
+    # float rem is a - b * trunc(a / b) with every step rounded in the type
+    float_rem: bool = False
+    # a for loop with a step > 1 never overflows its variable (a step of 1 never can:
+    # var < end <= MAX, so var + 1 fits; printers spell that natively)
+    stepped_for: bool = False
+    # f16 + - * / sqrt min max clamp floor ceil trunc round and comparisons are done in
+    # f16 itself (False: in f32, rounded once to f16, exact since 24 >= 2 * 11 + 2 bits)
+    f16_arith: bool = False
+
+
+ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do
+NOTHING_NATIVE = Traits()  # C-like targets (CUDA C, WGSL): every rule lowered
+
+
+def all_traits() -> list[Traits]:
+    """Every combination of the traits (what the lowering check runs)."""
+    names = [f.name for f in fields(Traits)]
+    return [Traits(**dict(zip(names, bits)))
+            for bits in itertools.product((False, True), repeat=len(names))]
