@@ -192,7 +192,8 @@ class CudaBackend(BaseBackend):
         self._stream = D.call(drv.cuStreamCreate,
                               int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
         self._caps = managed.extend_caps(self._probe_caps(), drv, self._dev)
-        self._interop_active = False  # some buffer is shared with a framework stream
+        self.interop_active = False  # some buffer is shared with a framework stream
+        self.interop_events: dict[int, Any] = {}  # framework stream -> ordering event
         self._arch = self._caps.details["arch"]
         self._disk = DiskCache(cache_dir)
         self._staging: tuple[int, int] = (0, 0)  # (pinned ptr, size)
@@ -388,7 +389,7 @@ class CudaBackend(BaseBackend):
         total = sum(n for _, _, n in ranges)
         out: list[bytes | memoryview] = []
         drv = self._drv
-        if self._interop_active:
+        if self.interop_active:
             interop.wait_for(self, interop.streams_of(b for b, _, _ in ranges))
         if 0 < total <= STAGING_LIMIT:
             base = self._staging_ptr(total)
@@ -537,7 +538,7 @@ class CudaBackend(BaseBackend):
         reads and one call: this is the launch overhead `vyre bench --workloads dispatch`
         measures. A launch touching a buffer shared with a framework stream is ordered
         with that stream by events (interop.py), under the lock."""
-        if self._interop_active:
+        if self.interop_active:
             streams = interop.streams_of(buffers)
             if streams:
                 with self._lock:
@@ -574,7 +575,7 @@ class CudaBackend(BaseBackend):
         start = self._event(True) if profile else None
         if start is not None:
             self._call(drv.cuEventRecord, start, self._stream)
-        streams = interop.streams_of(bound.buffers) if self._interop_active else ()
+        streams = interop.streams_of(bound.buffers) if self.interop_active else ()
         if streams:  # framework ordering around the launch (see interop.py)
             interop.wait_for(self, streams)
         self._enqueue(rec)
@@ -752,7 +753,7 @@ class CudaBackend(BaseBackend):
             ev0, ev1 = self._timing_events
             self._call(drv.cuEventRecord, ev0, self._stream)
             # framework ordering goes around the graph launches, never into a capture
-            streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
+            streams = interop.streams_of(pipeline.buffers()) if self.interop_active else ()
             if streams:
                 interop.wait_for(self, streams)
             remaining = repeat
@@ -832,10 +833,54 @@ class CudaBackend(BaseBackend):
                     self._drv.cuModuleUnload(k.module)
         super().close()
 
-    # ------------------------------------------------------------ helpers for tests/bench
+    # ------------------------------------------------------------ runtime services
+    # What interop.py, managed.py, benchmarks and tests use of this instance: public, so
+    # no module reaches into its private state.
     @property
     def stream_handle(self) -> int:
+        """This instance's CUDA stream as an int handle."""
         return int(self._stream)
+
+    @property
+    def stream(self) -> Any:
+        """This instance's CUDA stream (a CUstream): all its work is ordered on it."""
+        return self._stream
+
+    @property
+    def ordinal(self) -> int:
+        """The CUDA device ordinal this instance drives."""
+        return self._ordinal
+
+    @property
+    def driver(self) -> Any:
+        """The CUDA driver API module (cuda.bindings.driver)."""
+        return self._drv
+
+    @property
+    def lock(self) -> Any:
+        """The instance's lock: hold it around work that must not interleave with launches
+        recorded or ordered by another thread."""
+        return self._lock
+
+    def check_open(self) -> None:
+        """Raise BackendUnavailable unless this instance is open and its context usable;
+        makes the context current on this thread."""
+        self._check_open()
+
+    def driver_call(self, fn: Any, *args: Any, what: str | None = None) -> Any:
+        """`fn(*args)` of the driver API, its result unwrapped; an error raises the matching
+        vyre error (and a sticky one marks the context lost)."""
+        return self._call(fn, *args, what=what)
+
+    def driver_fail(self, what: str, err: Any, requested: int | None = None) -> None:
+        """Raise the vyre error for driver status `err` of `what` (OutOfDeviceMemory when
+        `requested` bytes could not be had)."""
+        self._raise(what, err, requested)
+
+    def adopt(self, buffer: BufferBase) -> None:
+        """Count a buffer made outside allocate_device_buffer (borrowed, managed) as live."""
+        with self._lock:
+            self._live[id(buffer)] = buffer
 
     def device_pointer(self, buffer: BufferBase) -> int:
         assert isinstance(buffer, CudaBuffer)
