@@ -10,6 +10,7 @@ semantics (see `numeric`, `atomics`, `interpreter`) nor accept memory of another
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -111,7 +112,7 @@ class ReferenceBackend(BaseBackend):
     def _prepare_launch(self, bound: BoundDispatch) -> Launch:
         return Launch.of(self._compiled_for(bound.program, self._specialisation(bound)), bound)
 
-    def _run(self, launch: Launch, buffers: tuple[BufferBase, ...]) -> int:
+    def _run(self, launch: Launch, buffers: Sequence[Any]) -> int:
         """Execute one prepared dispatch now; returns the nanoseconds it took."""
         t0 = time.perf_counter_ns()
         with numeric.flushing(self.flush_subnormals):

@@ -14,17 +14,16 @@ iterates more often than that raise DispatchError instead of running forever (fo
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from vyre.binding import BoundDispatch
-from vyre.buffer import BufferBase
 from vyre.config import IndirectGrid
 from vyre.ir import nodes as N
 
-from .buffers import ReferenceBuffer
 from .interpreter import Chunk, Invocations, Memory
 
 # Lanes (invocations) evaluated together: caps the memory of one chunk's temporaries.
@@ -57,7 +56,7 @@ class Launch:
     plan: Plan
     counts: tuple[int, ...]
     params: dict[str, np.ndarray]
-    grid: tuple[int, int, int] | tuple[weakref.ref[ReferenceBuffer], int]
+    grid: tuple[int, int, int] | tuple[weakref.ref[HostMemory], int]
     indirect: bool
     max_loop_iterations: int | None
 
@@ -76,23 +75,29 @@ class Launch:
             return self.grid  # type: ignore[return-value]
         ref, offset = self.grid  # type: ignore[misc]
         buf = ref()
-        assert isinstance(buf, ReferenceBuffer)  # the core checked it usable
+        assert buf is not None  # the core checked it usable
         x, y, z = (int(v) for v in buf.array[offset : offset + 12].view(np.uint32))
         return (x, y, z)
 
 
-def memory_of(launch: Launch, buffers: tuple[BufferBase, ...]) -> Memory:
+class HostMemory(Protocol):
+    """A buffer in host memory: its bytes as a uint8 array (ReferenceBuffer is one; so is
+    any backend's that runs Programs through this interpreter)."""
+
+    array: np.ndarray
+
+
+def memory_of(launch: Launch, buffers: Sequence[Any]) -> Memory:
     views: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
     for decl, buf, n in zip(launch.plan.program.buffers, buffers, launch.counts):
-        assert isinstance(buf, ReferenceBuffer)
         dt = decl.ty.numpy
         views[decl.name] = buf.array[: n * dt.itemsize].view(dt)
         counts[decl.name] = n
     return Memory(views=views, counts=counts, params=launch.params)
 
 
-def execute(launch: Launch, buffers: tuple[BufferBase, ...]) -> None:
+def execute(launch: Launch, buffers: Sequence[HostMemory]) -> None:
     """Run every workgroup of the dispatch, chunk by chunk, in linear workgroup order."""
     plan = launch.plan
     grid = launch.workgroups()
