@@ -27,17 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the per-backend tests on this registered backend only")
 
 
-def backend_names(config: pytest.Config) -> list[str]:
-    """The backends the `backend` fixture runs on (see the module docstring)."""
-    named = config.getoption("--backend") or os.environ.get("VYRE_TEST_BACKEND")
-    if named:
-        return [named]
+def registered_backends() -> list[str]:
+    """Every backend the `backend` fixture runs on: the built-in ones, then the rest."""
     return [*BUILT_IN, *sorted(set(providers()) - set(BUILT_IN))]
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", backend_names(metafunc.config), indirect=True)
 
 
 @pytest.fixture(scope="session")
@@ -58,8 +50,11 @@ def reference(backends: dict[str, BaseBackend]) -> BaseBackend:
     return backends["reference"]
 
 
-@pytest.fixture
+@pytest.fixture(params=registered_backends())
 def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
+    chosen = request.config.getoption("--backend") or os.environ.get("VYRE_TEST_BACKEND")
+    if chosen and request.param != chosen:
+        pytest.skip(f"only backend {chosen!r} was asked for (--backend / VYRE_TEST_BACKEND)")
     if request.param not in backends:
         why = {a.name: a.reason for a in vyre.available_backends()}.get(
             request.param, "it is not registered (no `vyre.backends` entry point)")
