@@ -414,7 +414,7 @@ class BaseBackend:
         cache when it was bound before, and the call's cache key (None: not cacheable)."""
         ins, outs = readable_twice(inputs), readable_twice(outputs)  # iterators read once
         given = (*_values(ins), *_values(outs))
-        key = LaunchCache.key(program, ins, outs, config, given)
+        key = self._launches.key(program, ins, outs, config, given)
         entry = self._launches.get(key) if key is not None else None
         if entry is not None:
             return rebind(entry, program, given, config), key
@@ -495,7 +495,7 @@ class BaseBackend:
             if type(inputs) not in (tuple, list, dict) or type(outputs) not in (tuple, list, dict):
                 inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # read once
             given = (*_values(inputs), *_values(outputs))
-            key = LaunchCache.key(program, inputs, outputs, cfg, given)
+            key = self._launches.key(program, inputs, outputs, cfg, given)
             entry = self._launches.get(key) if key is not None else None
             if entry is None:  # first time: validate, bind, prepare, remember
                 bound, _ = self._bound(program, inputs, outputs, cfg)

@@ -322,11 +322,14 @@ _pack_double = struct.Struct("<d").pack
 
 def param_key(params: Mapping[str, Any]) -> tuple[Any, ...]:
     """Params as a key that tells apart what == does not: each value by its type and, for
-    floats, its bit pattern (0.0 and -0.0, True and 1, NaN payloads are all different)."""
-    return tuple(
-        (k, type(v), _pack_double(v) if isinstance(v, (float, np.floating)) else v)
-        for k, v in sorted(params.items())
-    )
+    floats, its bit pattern (0.0 and -0.0, True and 1, NaN payloads are all different).
+    A plain int, the common case, stands for itself."""
+    return tuple([(k, v) if type(v) is int else (k, type(v), _bits(v))
+                  for k, v in sorted(params.items())])
+
+
+def _bits(v: Any) -> Any:
+    return _pack_double(v) if isinstance(v, (float, np.floating)) else v
 
 
 class LaunchCache:
@@ -348,26 +351,37 @@ class LaunchCache:
         self._entries: dict[tuple[Any, ...], _Entry] = {}
         self._keys: dict[int, dict[tuple[Any, ...], None]] = {}  # buffer id -> its keys
         self._refs: dict[int, weakref.ref[Any]] = {}  # buffer id -> ref that evicts on death
+        self._configs: dict[int, tuple[DispatchConfig, tuple[Any, ...]]] = {}  # see _config_key
 
-    @staticmethod
-    def key(program: Program, ins: BufferArg, outs: BufferArg, config: DispatchConfig,
+    def key(self, program: Program, ins: BufferArg, outs: BufferArg, config: DispatchConfig,
             given: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The cache key of a call (None when it cannot be cached: an unhashable param)."""
-        grid: Any = config.grid
-        if type(grid) is not tuple:  # an IndirectGrid: its buffer and offset
-            grid = (id(grid.buffer), grid.offset)
-        params = config.params
         try:
-            key = (
-                program.content_hash, tuple(map(id, given)),
-                tuple(ins) if isinstance(ins, Mapping) else len(ins),
-                tuple(outs) if isinstance(outs, Mapping) else None,
-                grid, param_key(params) if params else (), config.profile,
-                config.options.key,
-            )
-            hash(key)
+            return (program.content_hash, tuple(map(id, given)),
+                    tuple(ins) if isinstance(ins, Mapping) else len(ins),
+                    tuple(outs) if isinstance(outs, Mapping) else None,
+                    self._config_key(config))
         except (TypeError, AttributeError):  # an unhashable param, not a Program or config:
             return None  # bind() will say what is wrong
+
+    def _config_key(self, config: DispatchConfig) -> tuple[Any, ...]:
+        """The config's part of a key; remembered per config object, since a caller that
+        re-dispatches usually passes the same one (params are sorted and their bits read
+        once, not per call)."""
+        hit = self._configs.get(id(config))
+        if hit is not None and hit[0] is config:
+            return hit[1]
+        grid: Any = config.grid
+        params = config.params
+        indirect = type(grid) is not tuple
+        if indirect:  # its buffer and offset (not remembered: that would keep the buffer)
+            grid = (id(grid.buffer), grid.offset)
+        key = (grid, param_key(params) if params else (), config.profile, config.options.key)
+        hash(key)
+        if not indirect:
+            if len(self._configs) >= self.LIMIT:
+                self._configs.clear()
+            self._configs[id(config)] = (config, key)
         return key
 
     def get(self, key: tuple[Any, ...]) -> _Entry | None:
@@ -420,6 +434,7 @@ class LaunchCache:
         self._refs.pop(buffer_id, None)
 
     def clear(self) -> None:
+        self._configs.clear()
         self._entries.clear()
         self._keys.clear()
         self._refs.clear()
