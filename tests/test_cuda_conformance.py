@@ -46,7 +46,7 @@ def _cuda_or_skip() -> Any:
 @pytest.fixture(scope="module", params=[1, 4, 8], ids=["coarsen1", "coarsen4", "coarsen8"])
 def cuda_backend(request: Any) -> Any:
     _cuda_or_skip()
-    from vyre.backends.cuda.backend import CudaBackend
+    from vyre.backends.cuda.runtime import CudaBackend
 
     b = CudaBackend(0, coarsen=request.param)
     b.coarsen_min_invocations = 0  # coarsen even these small grids

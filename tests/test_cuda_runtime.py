@@ -154,7 +154,7 @@ def test_ownership(cuda: Any) -> None:
 
 
 def test_compile_cache_counters(cuda: Any, tmp_path: Any) -> None:
-    from vyre.backends.cuda.backend import CudaBackend
+    from vyre.backends.cuda.runtime import CudaBackend
 
     k = ProgramBuilder("counter_probe", workgroup_size=32)
     y = k.buffer("y", ST.U32, "read_write")
@@ -238,7 +238,7 @@ _FAULT = textwrap.dedent("""
     import numpy as np, vyre
     from vyre import DispatchConfig, ScalarType as ST
     from vyre.builder import ProgramBuilder
-    from vyre.backends.cuda.backend import CudaBuffer
+    from vyre.backends.cuda.runtime import CudaBuffer
     k = ProgramBuilder("poke", workgroup_size=64)
     y = k.buffer("y", ST.U32, "read_write")
     y[k.global_id(0)] = 1

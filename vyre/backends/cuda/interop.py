@@ -34,7 +34,7 @@ from vyre.errors import BufferOwnershipError, InvalidDispatch
 from vyre.hostarrays import as_dtype
 
 if TYPE_CHECKING:
-    from .backend import CudaBackend, CudaBuffer
+    from .runtime import CudaBackend, CudaBuffer
 
 STREAM_AUTO = "auto"
 _CU_STREAM_LEGACY = 1  # CU_STREAM_LEGACY: the DLPack value for "the legacy default stream"
@@ -257,7 +257,7 @@ def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
 
 def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
           label: str | None, what: str) -> CudaBuffer:
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
     if t.device_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or t.device_id != backend.ordinal:
         raise _device_error(backend, t.device_type, t.device_id, what)
@@ -290,7 +290,7 @@ def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
 def import_cuda_array_interface(backend: CudaBackend, obj: Any, stream: Any = STREAM_AUTO,
                                 label: str | None = None) -> CudaBuffer:
     """Borrow an object exporting __cuda_array_interface__ (Numba, older CuPy)."""
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
     backend.check_open()
     what = f"{_producer_name(obj)} array"

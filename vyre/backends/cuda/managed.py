@@ -28,7 +28,7 @@ from . import driver as D
 from . import interop
 
 if TYPE_CHECKING:
-    from .backend import CudaBackend, CudaBuffer
+    from .runtime import CudaBackend, CudaBuffer
 
 
 def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
@@ -45,7 +45,7 @@ def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
 
 
 def allocate(backend: CudaBackend, byte_len: int, label: str | None) -> CudaBuffer:
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
     if F.MANAGED_MEMORY not in backend.capabilities().features:
         raise UnsupportedFeature(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from vyre.registry import Availability
 
-from .backend import ReferenceBackend
+from .runtime import ReferenceBackend
 
 
 class _Provider:

@@ -89,7 +89,7 @@ def graph(b: Any, reps: int) -> dict[str, Any]:
 def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     """GB/s (12 bytes per element) of saxpy over 2**26 f32 per code generation variant."""
     from vyre.backends.cuda import codegen
-    from vyre.backends.cuda.backend import CudaBackend
+    from vyre.backends.cuda.runtime import CudaBackend
 
     n = 1 << 26
     rng = np.random.default_rng(1)
