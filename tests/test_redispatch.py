@@ -215,3 +215,30 @@ def test_options_are_typed() -> None:
     assert DispatchConfig(options={"timing": False}).options == DispatchOptions(timing=False)
     with pytest.raises(InvalidDispatch, match="unknown option"):
         DispatchConfig(options={"timming": False})
+
+
+def test_the_launch_cache_starts_afresh_when_full_and_still_tracks_its_buffers(
+        reference: BaseBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: entries made right after the cache was cleared for being full still
+    watch their buffers (their weak references survive the clear) and die with them."""
+    from vyre.binding import LaunchCache
+
+    monkeypatch.setattr(LaunchCache, "LIMIT", 3)
+    prog = _axpy()
+    cache = reference._launches  # the one launch cache of this instance
+    cache.clear()
+    bx = _upload(reference, np.ones(64, np.uint32))
+    ys = [_upload(reference, np.zeros(64, np.uint32)) for _ in range(4)]
+    cfg = DispatchConfig(grid=1, params={"a": 1})
+    for y in ys:  # the 4th finds the cache full and clears it first
+        reference.dispatch_with_device_buffers(prog, [bx], [y], cfg)
+    assert len(cache) == 1
+    # every buffer of the entry is watched, so that its death (a dropped CUDA buffer)
+    # evicts the entry before its id can be reused
+    watched = {bid for bid, ref in cache._refs.items() if ref() is not None}
+    assert {id(bx), id(ys[3])} <= watched
+    reference.free(ys[3])
+    assert len(cache) == 0
+    reference.free(bx)
+    for y in ys[:3]:
+        reference.free(y)

@@ -392,6 +392,8 @@ class LaunchCache:
         """Remember `bound` (bound from `given`, inputs then outputs) under `key`."""
         position = {id(b): j for j, b in enumerate(given)}
         order = tuple(position[id(b)] for b in bound.buffers)
+        if len(self._entries) >= self.LIMIT:  # before the refs below are looked up
+            self.clear()
         tracked = (*given, grid_buffer) if grid_buffer is not None else given
         entry = _Entry(order, order == tuple(range(len(given))), bound.counts, bound.params,
                        bound.aliased, bound.launch, tuple({id(b): 0 for b in tracked}))
@@ -412,8 +414,6 @@ class LaunchCache:
                 new[bid] = weakref.ref(b, gone)
             except TypeError:  # not weak-referenceable: it cannot be tracked, so no entry
                 return None
-        if len(self._entries) >= self.LIMIT:
-            self.clear()
         self._refs.update(new)
         for bid in entry.tracked:
             self._keys.setdefault(bid, {})[key] = None
