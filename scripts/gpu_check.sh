@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
-# with a short table. Sections (arguments, default all): tests fuzz resources bench-cuda
-# bench-wgpu div-bench bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# with a short table. Sections (arguments, default all): tests fuzz exactness resources
+# div-bench cuda-tuning bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
 # It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3),
 # GPU_CHECK_RESOURCE_CYCLES (default 10000).
@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz exactness resources bench-cuda bench-wgpu div-bench bench evidence)
+[ "${#sections[@]}" -gt 0 ] || sections=(tests fuzz exactness resources div-bench cuda-tuning bench evidence)
 rows=()
 
 row() { rows+=("$(printf '%-11s %-6s %5ss  %s' "$1" "$2" "$3" "$4")"); }
@@ -48,13 +48,11 @@ for s in "${sections[@]}"; do
                 run_section resources "$PY" -m pytest -q -p no:cacheprovider -rfEs \
                 tests/test_resources.py tests/test_cuda_runtime.py -k "leave or leak or close"
             "$PY" scripts/resource_table.py "$OUT/resources.jsonl" >&2 ;;
-        bench-cuda)
-            run_section bench-cuda "$PY" bench/bench_cuda.py ;;
-        bench-wgpu)
-            run_section bench-wgpu "$PY" bench/bench_wgpu.py ;;
         div-bench)
             # cost of vyre's exact f32 division / sqrt vs the driver's (wgpu)
             run_section div-bench "$PY" scripts/div_bench.py ;;
+        cuda-tuning)
+            run_section cuda-tuning "$PY" -m vyre.tools.bench.cuda_tuning --json "$OUT/cuda-tuning.json" ;;
         bench)
             run_section bench "$PY" -m vyre.tools.cli bench --out "$OUT/bench" ;;
         exactness)

@@ -1,9 +1,15 @@
 """Shared fixtures: `backends` (every available backend instance, by name, closed at the end
-of the session), `reference` (the oracle's instance among them) and `backend` (each of
-reference, wgpu and cuda in turn; skipped, with the reason, where one is not available)."""
+of the session), `reference` (the oracle's instance among them) and `backend` (each
+registered backend in turn: reference, wgpu, cuda, then any other installed through the
+`vyre.backends` entry point; skipped, with the reason, where one is not available).
+
+`pytest --backend NAME` (or VYRE_TEST_BACKEND=NAME) runs the `backend` tests on that one
+backend only: how an out-of-tree backend runs the conformance suite (README, "Writing a
+backend")."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +17,19 @@ import pytest
 
 import vyre
 from vyre.backend import BaseBackend
+from vyre.registry import providers
+
+BUILT_IN = ("reference", "wgpu", "cuda")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", default=None,
+                     help="run the per-backend tests on this registered backend only")
+
+
+def registered_backends() -> list[str]:
+    """Every backend the `backend` fixture runs on: the built-in ones, then the rest."""
+    return [*BUILT_IN, *sorted(set(providers()) - set(BUILT_IN))]
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +50,13 @@ def reference(backends: dict[str, BaseBackend]) -> BaseBackend:
     return backends["reference"]
 
 
-@pytest.fixture(params=["reference", "wgpu", "cuda"])
+@pytest.fixture(params=registered_backends())
 def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
+    chosen = request.config.getoption("--backend") or os.environ.get("VYRE_TEST_BACKEND")
+    if chosen and request.param != chosen:
+        pytest.skip(f"only backend {chosen!r} was asked for (--backend / VYRE_TEST_BACKEND)")
     if request.param not in backends:
-        pytest.skip(f"backend {request.param!r} is not available here")
+        why = {a.name: a.reason for a in vyre.available_backends()}.get(
+            request.param, "it is not registered (no `vyre.backends` entry point)")
+        pytest.skip(f"backend {request.param!r} is not available here: {why}")
     return backends[request.param]

@@ -274,3 +274,18 @@ def test_ratios_compare_same_timers_and_portability_is_per_device() -> None:
                     ("vyre cuda:0", "launch"): 1.0, ("vyre wgpu", "launch"): 0.1}
     text = report.portability_table(doc)
     assert "portability on GPU X" in text and "0.80" in text and "0.10" in text
+
+
+def test_cuda_tuning_says_when_there_is_no_cuda() -> None:
+    """The CUDA tuning experiments (python -m vyre.tools.bench.cuda_tuning) refuse cleanly
+    without a GPU; on one, scripts/gpu_check.sh cuda-tuning runs them."""
+    import subprocess
+    import sys
+
+    import vyre
+
+    if any(a.name == "cuda" and a.available for a in vyre.available_backends()):
+        pytest.skip("CUDA is available: scripts/gpu_check.sh cuda-tuning runs the experiments")
+    res = subprocess.run([sys.executable, "-m", "vyre.tools.bench.cuda_tuning", "--quick"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "CUDA unavailable" in res.stdout, res.stdout + res.stderr

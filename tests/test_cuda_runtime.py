@@ -154,7 +154,7 @@ def test_ownership(cuda: Any) -> None:
 
 
 def test_compile_cache_counters(cuda: Any, tmp_path: Any) -> None:
-    from vyre.backends.cuda.backend import CudaBackend
+    from vyre.backends.cuda.runtime import CudaBackend
 
     k = ProgramBuilder("counter_probe", workgroup_size=32)
     y = k.buffer("y", ST.U32, "read_write")
@@ -238,7 +238,7 @@ _FAULT = textwrap.dedent("""
     import numpy as np, vyre
     from vyre import DispatchConfig, ScalarType as ST
     from vyre.builder import ProgramBuilder
-    from vyre.backends.cuda.backend import CudaBuffer
+    from vyre.backends.cuda.runtime import CudaBuffer
     k = ProgramBuilder("poke", workgroup_size=64)
     y = k.buffer("y", ST.U32, "read_write")
     y[k.global_id(0)] = 1
@@ -348,7 +348,7 @@ def test_launch_cache_forgets_freed_and_dropped_buffers(cuda: Any) -> None:
     cuda.write(keep, np.zeros(n, np.uint32))
     cfg = DispatchConfig.for_elements(n, 128)
     cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
-    base = len(cuda._launch_cache)
+    base = len(cuda._launches)
     for i in range(200):
         y = cuda.allocate_device_buffer(4 * n)
         cuda.write(y, np.full(n, i, np.uint32))
@@ -360,15 +360,15 @@ def test_launch_cache_forgets_freed_and_dropped_buffers(cuda: Any) -> None:
         else:
             del y  # dropped: the weak reference evicts its launches
             gc.collect()
-    assert len(cuda._launch_cache) == base
-    assert len(cuda._launch_keys) == base and len(cuda._launch_refs) == base
+    assert len(cuda._launches) == base
+    assert len(cuda._launches._keys) == base and len(cuda._launches._refs) == base
     # the surviving entry still works, and a freed buffer is refused, never launched
     cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
     assert (cuda.read(keep, dtype=np.uint32) == 2).all()
     keep.free()
     with pytest.raises(vyre.BufferStateError):
         cuda.dispatch_with_device_buffers(prog, [], [keep], cfg)
-    assert len(cuda._launch_cache) == base - 1
+    assert len(cuda._launches) == base - 1
 
 
 def test_bound_fast_path_timing_and_freed_buffers(cuda: Any) -> None:

@@ -24,13 +24,13 @@ class StandInCuda:
     """What interop.import_dlpack reads of a CudaBackend before any driver call."""
 
     id = "cuda:0"
-    _ordinal = 0
-    _stream = 0xABC0
+    ordinal = 0
+    stream = 0xABC0
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         pass
 
 
@@ -97,7 +97,7 @@ def test_non_contiguous_is_refused_and_the_producer_released(versioned: bool) ->
     with pytest.raises(InvalidDispatch, match=r"not C-contiguous.*\.contiguous\(\)"):
         interop.import_dlpack(StandInCuda(), t, stream=None)  # type: ignore[arg-type]
     # the DLPack stream protocol: the producer was asked to order its work before vyre's
-    assert t.calls[-1]["stream"] == StandInCuda._stream
+    assert t.calls[-1]["stream"] == StandInCuda.stream
     if versioned:
         assert t.calls[-1]["max_version"] == (1, 0)
     gc.collect()

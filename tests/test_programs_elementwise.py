@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vyre
 from vyre.backend import BaseBackend
 from vyre.builder import max_, select
 from vyre.errors import UnsupportedFeature
@@ -18,13 +17,8 @@ from vyre.programs._common import alloc, read_elems, upload
 from vyre.tools.testing import assert_agree, random_array, tolerance_for
 
 f32, i32, u32, f16 = ScalarType.F32, ScalarType.I32, ScalarType.U32, ScalarType.F16
-NAMES = [a.name for a in vyre.available_backends() if a.available]
 SIZES = [0, 1, 255, 1000]
 
-
-@pytest.fixture(params=NAMES)
-def backend(request: pytest.FixtureRequest, backends: dict[str, BaseBackend]) -> BaseBackend:
-    return backends[request.param]
 
 
 def run(

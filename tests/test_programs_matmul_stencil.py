@@ -9,17 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vyre
 from vyre.backend import BaseBackend
 from vyre.programs import matmul as MM
 from vyre.programs import stencil as ST
-
-NAMES = [a.name for a in vyre.available_backends() if a.available]
-
-
-@pytest.fixture(params=NAMES)
-def backend(request: pytest.FixtureRequest, backends: dict[str, BaseBackend]) -> BaseBackend:
-    return backends[request.param]
 
 
 @pytest.mark.parametrize(

@@ -16,16 +16,11 @@ from vyre.programs import scan as S
 from vyre.tools.testing import EXACT, assert_agree, random_array
 
 f32, i32, u32 = ScalarType.F32, ScalarType.I32, ScalarType.U32
-NAMES = [a.name for a in vyre.available_backends() if a.available]
 SIZES = [0, 1, 255, 1000, 5000]
 # small blocks so a few thousand elements need 3 passes / levels, folded at 4 per row
 SMALL = {"workgroup_size": 32, "per_thread": 2, "max_per_dim": 4}
 EPS = 2.0**-24
 
-
-@pytest.fixture(params=NAMES)
-def backend(request: pytest.FixtureRequest, backends: dict[str, BaseBackend]) -> BaseBackend:
-    return backends[request.param]
 
 
 def data(ty: ScalarType, n: int, seed: int, specials: bool = False) -> np.ndarray:

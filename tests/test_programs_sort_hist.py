@@ -7,18 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vyre
 from vyre.backend import BaseBackend
 from vyre.programs import histogram as H
 from vyre.programs import radix_sort as RS
 
-NAMES = [a.name for a in vyre.available_backends() if a.available]
 SIZES = [0, 1, 255, 1000, 5000]
 
-
-@pytest.fixture(params=NAMES)
-def backend(request: pytest.FixtureRequest, backends: dict[str, BaseBackend]) -> BaseBackend:
-    return backends[request.param]
 
 
 # ------------------------------------------------------------------ histogram

@@ -140,3 +140,105 @@ def test_bound_dispatches_keep_their_own_params_over_shared_buffers(backend: Bas
     with pytest.raises(BufferStateError, match="freed"):
         backend.dispatch_with_device_buffers(b2)
     backend.free(by)
+
+
+def _scale_f32() -> Program:
+    k = ProgramBuilder("redispatch_scale", workgroup_size=64)
+    y = k.buffer("y", ST.F32, "read_write")
+    a = k.param("a", ST.F32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] * a
+    return k.build()
+
+
+def test_a_remembered_call_tells_params_apart_by_type_and_bits(backend: BaseBackend) -> None:
+    """0.0 and -0.0 compare equal, and so do 1 and True: the remembered binding of one must
+    never serve the other (the sign of zero reaches the kernel; True is refused for u32)."""
+    prog = _scale_f32()
+    by = _upload(backend, np.ones(64, np.float32))
+    for a in (0.0, -0.0):
+        backend.write(by, np.ones(64, np.float32))
+        backend.dispatch_with_device_buffers(prog, [], [by], DispatchConfig(grid=1, params={"a": a}))
+        got = backend.read(by, dtype=np.float32)
+        assert np.all(np.signbit(got) == np.signbit(np.float32(a))), (a, got[:4])
+    axpy = _axpy()
+    bx, b2 = _upload(backend, np.ones(64, np.uint32)), _upload(backend, np.zeros(64, np.uint32))
+    backend.dispatch_with_device_buffers(axpy, [bx], [b2], DispatchConfig(grid=1, params={"a": 1}))
+    with pytest.raises(InvalidDispatch, match="'a'"):
+        backend.dispatch_with_device_buffers(axpy, [bx], [b2], DispatchConfig(grid=1, params={"a": True}))
+    with pytest.raises(InvalidDispatch, match="'a'"):  # refused on a first call too
+        backend.dispatch_with_device_buffers(axpy, [b2], [bx], DispatchConfig(grid=1, params={"a": True}))
+    for buf in (by, bx, b2):
+        backend.free(buf)
+
+
+def test_a_repeated_call_is_prepared_once(backend: BaseBackend) -> None:
+    """Unbound calls over the same buffers share one prepared launch (also through
+    dispatch_async), a bound dispatch keeps its own, and a free re-prepares nothing that
+    does not use the freed buffer."""
+    prog = _axpy()
+    bx, by = _upload(backend, np.ones(64, np.uint32)), _upload(backend, np.zeros(64, np.uint32))
+    other = _upload(backend, np.zeros(4, np.uint32))
+    prepared: list[str] = []
+    real = type(backend)._prepare_launch
+
+    def spy(self: BaseBackend, bound: Any) -> Any:
+        prepared.append(bound.program.name)
+        return real(self, bound)
+
+    cfg = DispatchConfig(grid=1, params={"a": 2})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(backend), "_prepare_launch", spy)
+        for _ in range(3):
+            backend.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+        backend.dispatch_async(prog, [bx], [by], cfg).wait()
+        assert len(prepared) == 1
+        bound = backend.bind(prog, [bx], [by], cfg)
+        for _ in range(3):
+            backend.dispatch_with_device_buffers(bound)
+        assert len(prepared) == 2
+        backend.free(other)  # not one of theirs: both stay prepared
+        backend.dispatch_with_device_buffers(prog, [bx], [by], cfg)
+        backend.dispatch_with_device_buffers(bound)
+        assert len(prepared) == 2
+    np.testing.assert_array_equal(backend.read(by, dtype=np.uint32), np.full(64, 2 * 9, np.uint32))
+    backend.free(bx)
+    with pytest.raises(BufferStateError):
+        backend.dispatch_with_device_buffers(bound)
+    backend.free(by)
+
+
+def test_options_are_typed() -> None:
+    from vyre import DispatchOptions
+
+    assert DispatchConfig(options={"timing": False}).options == DispatchOptions(timing=False)
+    with pytest.raises(InvalidDispatch, match="unknown option"):
+        DispatchConfig(options={"timming": False})
+
+
+def test_the_launch_cache_starts_afresh_when_full_and_still_tracks_its_buffers(
+        reference: BaseBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: entries made right after the cache was cleared for being full still
+    watch their buffers (their weak references survive the clear) and die with them."""
+    from vyre.binding import LaunchCache
+
+    monkeypatch.setattr(LaunchCache, "LIMIT", 3)
+    prog = _axpy()
+    cache = reference._launches  # the one launch cache of this instance
+    cache.clear()
+    bx = _upload(reference, np.ones(64, np.uint32))
+    ys = [_upload(reference, np.zeros(64, np.uint32)) for _ in range(4)]
+    cfg = DispatchConfig(grid=1, params={"a": 1})
+    for y in ys:  # the 4th finds the cache full and clears it first
+        reference.dispatch_with_device_buffers(prog, [bx], [y], cfg)
+    assert len(cache) == 1
+    # every buffer of the entry is watched, so that its death (a dropped CUDA buffer)
+    # evicts the entry before its id can be reused
+    watched = {bid for bid, ref in cache._refs.items() if ref() is not None}
+    assert {id(bx), id(ys[3])} <= watched
+    reference.free(ys[3])
+    assert len(cache) == 0
+    reference.free(bx)
+    for y in ys[:3]:
+        reference.free(y)

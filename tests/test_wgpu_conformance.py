@@ -1,13 +1,15 @@
-"""Conformance of the wgpu backend with the IR's exact semantics (docs/IR.md), checked
-against the reference backend and, for the edge cases, against values computed here.
-
-Skips with the probe's reason when no WebGPU adapter exists (never silently).
+"""Conformance by topic with the IR's exact semantics (docs/IR.md), on every registered
+backend (conftest's `backend` fixture, `--backend NAME` for one), checked against the
+reference backend and, for the edge cases, against values computed here. First written for
+wgpu (hence the file and fixture names); only test_f64_transcendental_is_refused_not_wrong
+is wgpu's own. Skips with the probe's reason where a backend is not available (never
+silently).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,27 +53,23 @@ CORE = (I32, U32, F32)
 N_ELEMS = 300
 
 
+@pytest.fixture
+def wg(backend: BaseBackend) -> BaseBackend:
+    """The backend under test: each registered backend in turn."""
+    return backend
+
+
+@pytest.fixture
+def ref(reference: BaseBackend) -> BaseBackend:
+    return reference
+
+
 @pytest.fixture(scope="module")
-def wg() -> Iterator[BaseBackend]:
-    from vyre.backends.wgpu import PROVIDER
-
-    avail = PROVIDER.probe()
-    if not avail.available:
-        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
-    b = PROVIDER.create()
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
-def ref() -> Iterator[BaseBackend | None]:
-    try:
-        r: BaseBackend | None = vyre.get_backend("reference")
-    except Exception:
-        r = None
-    yield r
-    if r is not None:
-        r.close()
+def wgpu_backend(backends: dict[str, BaseBackend]) -> BaseBackend:
+    if "wgpu" not in backends:
+        why = {a.name: a.reason for a in vyre.available_backends()}.get("wgpu", "not registered")
+        pytest.skip(f"wgpu backend unavailable: {why}")
+    return backends["wgpu"]
 
 
 def agree(
@@ -82,14 +80,15 @@ def agree(
     config: DispatchConfig,
     expected: Mapping[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    """wgpu's outputs, checked against the reference backend and `expected` (if given)."""
+    """The backend's outputs, checked against the reference backend and `expected` (if
+    given) under the backend's comparison rules."""
     if ref is not None:
         got = check_against_reference(program, inputs, config, [wg], ref)[wg.id]
     else:
         got = wg.dispatch(program, inputs, config)
     for name, e in (expected or {}).items():
         assert_agree(got[name], np.asarray(e, dtype=got[name].dtype),
-                     tolerance_for(program, "wgpu"), name)
+                     tolerance_for(program, wg.kind), name)
     return got
 
 
@@ -743,12 +742,12 @@ def test_sin_cos_wide_range(wg: BaseBackend, ref: BaseBackend | None, fn: str) -
           {"out": getattr(np, fn)(x)})
 
 
-def test_f64_transcendental_is_refused_not_wrong(wg: BaseBackend) -> None:
+def test_f64_transcendental_is_refused_not_wrong(wgpu_backend: BaseBackend) -> None:
     """WGSL has no f64 exp/log/sin/...: 'f64' is not reported, and the generator refuses
     such calls rather than emitting what drivers compute wrongly (or crash on)."""
     from vyre.backends.wgpu import wgsl
 
-    assert not wg.supports("f64")
+    assert not wgpu_backend.supports("f64")
     with pytest.raises(vyre.UnsupportedFeature, match="f64 exp2"):
         wgsl.generate(elementwise("exp2_f64", (F64,), F64, exp2))
     assert "sqrt(" in wgsl.generate(elementwise("sqrt_f64", (F64,), F64, sqrt)).source

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import builder, errors, features
-from .backend import Backend, BaseBackend, Capabilities, CompileStats, Pending
+from .backend import BaseBackend, Capabilities, CompileStats, Pending
 from .binding import BoundDispatch, validate_buffer_ownership
 from .buffer import BufferBase, DeviceBuffer
 from .builder import (
@@ -33,7 +33,7 @@ from .builder import (
     tanh,
     trunc,
 )
-from .config import DispatchConfig, IndirectGrid, Timing
+from .config import DispatchConfig, DispatchOptions, IndirectGrid, Timing
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -102,7 +102,6 @@ def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str
 
 __all__ = [
     "Availability",
-    "Backend",
     "BackendError",
     "BackendUnavailable",
     "BaseBackend",
@@ -118,6 +117,7 @@ __all__ = [
     "DeviceBuffer",
     "DispatchConfig",
     "DispatchError",
+    "DispatchOptions",
     "InOut",
     "IndirectGrid",
     "InvalidDispatch",

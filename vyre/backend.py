@@ -15,21 +15,23 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from .binding import (
-    BindMemo,
     BoundDispatch,
     BufferArg,
+    LaunchCache,
     bind,
     check_program_fits,
+    readable_twice,
+    rebind,
     validate_buffer_ownership,
 )
 from .buffer import BufferBase, DeviceBuffer, check_range, check_usable, host_bytes
-from .config import DispatchConfig, Timing
+from .config import DispatchConfig, IndirectGrid, Timing
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -46,6 +48,9 @@ from .ir.validate import validate
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 
 T = TypeVar("T")
+_perf_ns = time.perf_counter_ns
+NO_TIMING = Timing()  # what a dispatch with DispatchOptions(timing=False) returns
+_DEFAULT_CONFIG = DispatchConfig()
 
 
 class Capabilities(BaseModel):
@@ -95,35 +100,6 @@ class Pending:
         return p
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """What every vyre backend offers (see DESIGN.md)."""
-
-    id: str
-
-    def capabilities(self) -> Capabilities: ...
-    def supports(self, feature: str) -> bool: ...
-    def allocate_device_buffer(self, byte_len: int, label: str | None = None) -> DeviceBuffer: ...
-    def free(self, buffer: DeviceBuffer) -> None: ...
-    def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None: ...
-    def read(
-        self, buffer: DeviceBuffer, offset: int = 0, length: int | None = None, dtype: Any = ...
-    ) -> np.ndarray: ...
-    def dispatch(
-        self, program: Program, inputs: Any, config: DispatchConfig
-    ) -> dict[str, np.ndarray]: ...
-    def dispatch_with_device_buffers(
-        self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
-    ) -> Timing: ...
-    def dispatch_async(
-        self, program: Program, inputs: BufferArg, outputs: BufferArg, config: DispatchConfig
-    ) -> Pending: ...
-    def compile(self, program: Program) -> Any: ...
-    def pipeline(self, steps: Sequence[Step]) -> Pipeline: ...
-    def synchronize(self) -> None: ...
-    def close(self) -> None: ...
-
-
 class BaseBackend:
     """Shared behaviour of all backends; see the module docstring."""
 
@@ -136,7 +112,12 @@ class BaseBackend:
         self._compiled: dict[tuple[str, Any], Any] = {}
         self.compile_stats = CompileStats()
         self._live: dict[int, BufferBase] = {}
-        self._bind_memo = BindMemo()  # dispatches re-issued over the same buffers bind once
+        # dispatches re-issued over the same buffers are bound and prepared once (see
+        # dispatch_with_device_buffers); evicted with their buffers
+        self._launches = LaunchCache(self._lock)
+        # bumped on every free, close and context loss: a prepared launch is re-checked
+        # (instance open, buffers usable) only when this moved since it last was
+        self._epoch = 0
         self._generation = 0  # bumped when the device context is lost (see _context_lost)
         self._lost_reason: str | None = None
 
@@ -159,13 +140,29 @@ class BaseBackend:
     def _compile(self, program: Program, key: Any) -> Any:
         raise UnsupportedFeature("compile", self.id)
 
-    def _launch(self, bound: BoundDispatch) -> Pending:
+    def _prepare_launch(self, bound: BoundDispatch) -> Any:
+        """Everything a launch of `bound` needs that does not change between launches
+        (compiled kernel, packed arguments, bind groups): the backend's opaque record,
+        made once per binding (caller holds the lock). It must not hold `bound` or its
+        buffers strongly: the launch cache keeps records of buffers it holds only weakly."""
         raise UnsupportedFeature(
             "dispatch_with_device_buffers",
             self.id,
             "this backend cannot dispatch on resident device buffers, and vyre never "
             "substitutes host copies; use a backend that reports 'resident'",
         )
+
+    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        """Enqueue one launch of a prepared record; `buffers` are its buffers in declaration
+        order. The hot path: called without the lock, after the core checked (at most once
+        per epoch) that the instance is open and the buffers usable. Default: the async
+        path, waited for."""
+        raise UnsupportedFeature("dispatch_with_device_buffers", self.id)
+
+    def _launch(self, bound: BoundDispatch) -> Pending:
+        """Enqueue `bound` (its record prepared) and return a Pending for it (caller holds
+        the lock); profiled dispatches and dispatch_async come here."""
+        raise UnsupportedFeature("dispatch_async", self.id)
 
     def _run_pipeline(
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
@@ -230,6 +227,7 @@ class BaseBackend:
         """The device context is gone: every buffer allocated so far becomes stale."""
         with self._lock:
             self._generation += 1
+            self._epoch += 1
             self._lost_reason = reason
 
     def _stale_reason(self, buffer: BufferBase) -> str | None:
@@ -293,6 +291,8 @@ class BaseBackend:
         with self._lock:
             if buffer.freed:
                 return
+            self._epoch += 1
+            self._launches.evict(id(buffer))
             if not self._closed:
                 self._free(buffer)
             buffer._freed = True
@@ -408,6 +408,39 @@ class BaseBackend:
             raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
         validate(program)
 
+    def _bound(self, program: Program, inputs: BufferArg, outputs: BufferArg,
+               config: DispatchConfig) -> tuple[BoundDispatch, tuple[Any, ...] | None]:
+        """A bound dispatch for a (program, inputs, outputs, config) call, from the launch
+        cache when it was bound before, and the call's cache key (None: not cacheable)."""
+        ins, outs = readable_twice(inputs), readable_twice(outputs)  # iterators read once
+        given = (*_values(ins), *_values(outs))
+        key = self._launches.key(program, ins, outs, config, given)
+        entry = self._launches.get(key) if key is not None else None
+        if entry is not None:
+            return rebind(entry, program, given, config), key
+        bound = self.bind(program, ins, outs, config)
+        if key is not None:
+            grid = config.grid
+            with self._lock:
+                self._launches.put(key, bound, given,
+                                   grid.buffer if isinstance(grid, IndirectGrid) else None)
+        return bound, key
+
+    def _ready(self, bound: BoundDispatch) -> Any:
+        """Check that `bound` may run now and return its prepared record (made on first use)."""
+        with self._lock:
+            self._check_open()
+            for b in bound.buffers:
+                check_usable(b)
+            grid = bound.grid
+            if isinstance(grid, IndirectGrid):
+                check_usable(grid.buffer)
+            launch = bound.launch
+            if launch.record is None:
+                launch.record = self._prepare_launch(bound)
+            launch.epoch = self._epoch
+            return launch.record
+
     def dispatch_async(
         self,
         program: Program | BoundDispatch,
@@ -418,17 +451,10 @@ class BaseBackend:
         """Enqueue a dispatch over resident buffers; returns at once with a Pending."""
         if isinstance(program, BoundDispatch):
             bound = program
-            self._check_open()
-            for b in bound.buffers:
-                check_usable(b)
         else:
-            cfg = config or DispatchConfig()
-            self._check_bindable(program, cfg)
-            bound = self._bind_memo.bind(self, program, inputs, outputs, cfg)
+            bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
-            self._check_open()
-            for b in bound.buffers:
-                check_usable(b)
+            self._ready(bound)
             return self._launch(bound)
 
     def dispatch_with_device_buffers(
@@ -442,14 +468,51 @@ class BaseBackend:
 
         The work is ordered after earlier work on this backend; the call returns once it is
         enqueued (wait_ns is 0) unless `config.profile`, which waits and fills device_ns.
+
+        This is the one launch path of every backend. A BoundDispatch (from `bind`) keeps
+        its prepared launch record, so a re-launch is the backend's `_launch_record` plus
+        an epoch comparison: its buffers are re-checked only after some buffer of this
+        backend was freed (or the instance closed, or its context was lost). A (program,
+        inputs, outputs, config) call is bound and prepared the first time and remembered
+        (LaunchCache) until one of its buffers is freed or dropped. The Timing holds the
+        host enqueue time; `DispatchOptions(timing=False)` returns an all-zero Timing.
+        No lock is taken on the hot path: records are immutable once made.
         """
-        t0 = time.perf_counter_ns()
-        pending = self.dispatch_async(program, inputs, outputs, config)
-        cfg = program.config if isinstance(program, BoundDispatch) else config
-        if cfg is not None and cfg.profile:
-            return pending.wait()
-        t1 = time.perf_counter_ns()
-        return Timing(wall_ns=t1 - t0, enqueue_ns=t1 - t0)
+        t0 = _perf_ns()
+        if isinstance(program, BoundDispatch):
+            launch = program.launch
+            if launch.epoch != self._epoch or launch.profile:
+                if launch.profile:  # waits for the device and times it
+                    return self.dispatch_async(program).wait()
+                self._ready(program)
+            buffers: tuple[Any, ...] = program.buffers
+        else:
+            cfg = config or _DEFAULT_CONFIG
+            if type(cfg) is not DispatchConfig:
+                self._check_bindable(program, cfg)  # raises, naming what was passed
+            if cfg.profile:
+                return self.dispatch_async(program, inputs, outputs, cfg).wait()
+            if type(inputs) not in (tuple, list, dict) or type(outputs) not in (tuple, list, dict):
+                inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # read once
+            given = (*_values(inputs), *_values(outputs))
+            key = self._launches.key(program, inputs, outputs, cfg, given)
+            entry = self._launches.get(key) if key is not None else None
+            if entry is None:  # first time: validate, bind, prepare, remember
+                bound, _ = self._bound(program, inputs, outputs, cfg)
+                self._ready(bound)
+                launch, buffers = bound.launch, bound.buffers
+            else:
+                launch = entry.launch
+                if launch.epoch != self._epoch:  # something was freed or lost meanwhile
+                    with self._lock:
+                        self._check_open()  # its own buffers are live: it would be evicted
+                        launch.epoch = self._epoch
+                buffers = given if entry.in_order else tuple(given[j] for j in entry.order)
+        self._launch_record(launch.record, buffers)
+        if launch.untimed:
+            return NO_TIMING
+        ns = _perf_ns() - t0
+        return Timing(ns, ns)
 
     def dispatch(
         self,
@@ -584,6 +647,8 @@ class BaseBackend:
                         self._free(b)
                     b._freed = True
                 self._live.clear()
+                self._launches.clear()
+                self._epoch += 1
                 self._compiled.clear()
                 self._close()
             finally:
@@ -597,6 +662,15 @@ class BaseBackend:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}{' closed' if self._closed else ''}>"
+
+
+def _values(arg: BufferArg) -> Iterable[Any]:
+    """The buffers of an inputs / outputs argument, in the order given."""
+    if type(arg) is list or type(arg) is tuple:  # the common cases, without an ABC check
+        return arg
+    if isinstance(arg, Mapping):
+        return arg.values()
+    return arg
 
 
 def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) -> None:

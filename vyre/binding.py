@@ -9,9 +9,10 @@ those things at run time. This module must never touch device memory.
 
 from __future__ import annotations
 
+import struct
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +41,12 @@ class BoundDispatch:
     grid: tuple[int, int, int] | IndirectGrid
     config: DispatchConfig
     aliased: frozenset[int]  # indices of buffer slots that share a buffer with another slot
+    # the backend's launch record for this binding (the one mutable part; see Launch)
+    launch: Launch = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.launch is None:
+            object.__setattr__(self, "launch", Launch(self.config))
 
     def param_dict(self) -> dict[str, bool | int | float]:
         return {p.name: v for p, v in zip(self.program.params, self.params)}
@@ -277,71 +284,168 @@ def element_type_of(program: Program, name: str) -> ScalarType:
     raise KeyError(name)
 
 
-class BindMemo:
-    """Remembers what `bind` proved about a (program, buffers, grid, params) dispatch, so a
-    program re-dispatched over the same resident buffers is validated once, not per call.
+class Launch:
+    """What a backend prepared to launch one bound dispatch, and when it was last checked.
 
-    It keeps only weak references to the buffers (a dropped buffer is never kept alive by
-    this memo) and checks on every hit that each one is still the very object it validated,
-    so a recycled id can never pass for it. Freed buffers, closed or lost backends are still
-    refused per call by the caller (check_usable), as before. Indirect grids are not
-    remembered: their buffer is part of the grid. Bounded: it starts afresh when full.
+    `record` is opaque to the core: whatever the backend's `_prepare_launch` returned (a
+    packed argument block, a recorded pass, a compiled plan); it must not hold the buffers
+    themselves (weakly at most), so that a cached launch never keeps device memory alive.
+    `epoch` is the backend's epoch when the launch was last checked runnable (instance open,
+    buffers live and unfreed); the backend bumps its epoch on every free, close and context
+    loss, so a launch is re-checked exactly when something it depends on may have gone.
+    """
+
+    __slots__ = ("epoch", "profile", "record", "untimed")
+
+    def __init__(self, config: DispatchConfig) -> None:
+        self.record: Any = None
+        self.epoch = -1
+        self.profile = config.profile
+        self.untimed = not config.options.timing
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A remembered binding: what `bind` proved about it, by position in inputs + outputs."""
+
+    order: tuple[int, ...]  # index into inputs + outputs of each declared buffer slot
+    in_order: bool  # order is 0, 1, 2, ...: the given buffers are already in slot order
+    counts: tuple[int, ...]
+    params: tuple[bool | int | float, ...]
+    aliased: frozenset[int]
+    launch: Launch
+    tracked: tuple[int, ...]  # ids of the buffers whose free or death evicts it
+
+
+_pack_double = struct.Struct("<d").pack
+
+
+def param_key(params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Params as a key that tells apart what == does not: each value by its type and, for
+    floats, its bit pattern (0.0 and -0.0, True and 1, NaN payloads are all different).
+    A plain int, the common case, stands for itself."""
+    return tuple([(k, v) if type(v) is int else (k, type(v), _bits(v))
+                  for k, v in sorted(params.items())])
+
+
+def _bits(v: Any) -> Any:
+    return _pack_double(v) if isinstance(v, (float, np.floating)) else v
+
+
+class LaunchCache:
+    """The one cache of dispatches re-issued over the same resident buffers: what `bind`
+    proved about a (program, buffers, grid, params, options) call and the backend's launch
+    record for it, so a repeated call is validated and prepared once, not per call.
+
+    Keyed by the buffers' identities; it holds them only weakly, and an entry is evicted as
+    soon as any of its buffers (the indirect grid's included) is freed or dropped, so a hit
+    always names the very live, unfreed buffers it validated (an id is never recycled while
+    its object lives) and the cache never outgrows the buffers alive. Bounded: it starts
+    afresh when full. Callers hold the backend's lock for everything but `get`.
     """
 
     LIMIT = 256
 
-    def __init__(self) -> None:
-        self._entries: dict[tuple[Any, ...], _MemoEntry] = {}
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+        self._entries: dict[tuple[Any, ...], _Entry] = {}
+        self._keys: dict[int, dict[tuple[Any, ...], None]] = {}  # buffer id -> its keys
+        self._refs: dict[int, weakref.ref[Any]] = {}  # buffer id -> ref that evicts on death
+        self._configs: dict[int, tuple[DispatchConfig, tuple[Any, ...]]] = {}  # see _config_key
 
-    def bind(
-        self,
-        backend: BaseBackend,
-        program: Program,
-        inputs: BufferArg,
-        outputs: BufferArg,
-        config: DispatchConfig,
-    ) -> BoundDispatch:
-        grid = config.grid
-        if type(grid) is not tuple:  # an IndirectGrid (pydantic isinstance checks are slow)
-            return bind(backend, program, inputs, outputs, config)
-        # bind() gets what was read here: an iterator passed in is consumed by reading it
-        ins_arg, outs_arg = readable_twice(inputs), readable_twice(outputs)
-        in_map = isinstance(ins_arg, Mapping)
-        out_map = isinstance(outs_arg, Mapping)
-        ins: tuple[Any, ...] = tuple(ins_arg.values()) if in_map else tuple(ins_arg)  # type: ignore[union-attr]
-        outs: tuple[Any, ...] = tuple(outs_arg.values()) if out_map else tuple(outs_arg)  # type: ignore[union-attr]
-        given: tuple[Any, ...] = ins + outs
+    def key(self, program: Program, ins: BufferArg, outs: BufferArg, config: DispatchConfig,
+            given: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The cache key of a call (None when it cannot be cached: an unhashable param)."""
         try:
-            key: tuple[Any, ...] = (
-                program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),
-                tuple(ins_arg) if in_map else None, tuple(outs_arg) if out_map else None,
-                grid, tuple(sorted(config.params.items())),
-            )
-            hit = self._entries.get(key)
-        except TypeError:  # an unhashable param value: bind() will say what is wrong
-            return bind(backend, program, ins_arg, outs_arg, config)
-        if hit is not None and all(r() is b for r, b in zip(hit.refs, given)):
-            return BoundDispatch(
-                program=program, buffers=tuple(given[j] for j in hit.order), counts=hit.counts,
-                params=hit.params, grid=grid, config=config, aliased=hit.aliased,
-            )
-        bound = bind(backend, program, ins_arg, outs_arg, config)
-        try:
-            refs = tuple(weakref.ref(b) for b in given)
-        except TypeError:  # not weak-referenceable: not remembered
-            return bound
+            return (program.content_hash, tuple(map(id, given)),
+                    tuple(ins) if isinstance(ins, Mapping) else len(ins),
+                    tuple(outs) if isinstance(outs, Mapping) else None,
+                    self._config_key(config))
+        except (TypeError, AttributeError):  # an unhashable param, not a Program or config:
+            return None  # bind() will say what is wrong
+
+    def _config_key(self, config: DispatchConfig) -> tuple[Any, ...]:
+        """The config's part of a key; remembered per config object, since a caller that
+        re-dispatches usually passes the same one (params are sorted and their bits read
+        once, not per call)."""
+        hit = self._configs.get(id(config))
+        if hit is not None and hit[0] is config:
+            return hit[1]
+        grid: Any = config.grid
+        params = config.params
+        indirect = type(grid) is not tuple
+        if indirect:  # its buffer and offset (not remembered: that would keep the buffer)
+            grid = (id(grid.buffer), grid.offset)
+        key = (grid, param_key(params) if params else (), config.profile, config.options.key)
+        hash(key)
+        if not indirect:
+            if len(self._configs) >= self.LIMIT:
+                self._configs.clear()
+            self._configs[id(config)] = (config, key)
+        return key
+
+    def get(self, key: tuple[Any, ...]) -> _Entry | None:
+        return self._entries.get(key)
+
+    def put(self, key: tuple[Any, ...], bound: BoundDispatch, given: tuple[Any, ...],
+            grid_buffer: Any) -> _Entry | None:
+        """Remember `bound` (bound from `given`, inputs then outputs) under `key`."""
         position = {id(b): j for j, b in enumerate(given)}
         order = tuple(position[id(b)] for b in bound.buffers)
-        if len(self._entries) >= self.LIMIT:
-            self._entries.clear()
-        self._entries[key] = _MemoEntry(refs, order, bound.counts, bound.params, bound.aliased)
-        return bound
+        if len(self._entries) >= self.LIMIT:  # before the refs below are looked up
+            self.clear()
+        tracked = (*given, grid_buffer) if grid_buffer is not None else given
+        entry = _Entry(order, order == tuple(range(len(given))), bound.counts, bound.params,
+                       bound.aliased, bound.launch, tuple({id(b): 0 for b in tracked}))
+        wself = weakref.ref(self)
+        new: dict[int, weakref.ref[Any]] = {}
+        for b in tracked:
+            bid = id(b)
+            if bid in self._refs or bid in new:
+                continue
+
+            def gone(_ref: Any, bid: int = bid) -> None:
+                me = wself()
+                if me is not None:
+                    with me._lock:
+                        me.evict(bid)
+
+            try:
+                new[bid] = weakref.ref(b, gone)
+            except TypeError:  # not weak-referenceable: it cannot be tracked, so no entry
+                return None
+        self._refs.update(new)
+        for bid in entry.tracked:
+            self._keys.setdefault(bid, {})[key] = None
+        self._entries[key] = entry
+        return entry
+
+    def evict(self, buffer_id: int) -> None:
+        """Forget every entry that uses the buffer with this id (freed or dying)."""
+        for key in self._keys.pop(buffer_id, {}):
+            entry = self._entries.pop(key, None)
+            for bid in entry.tracked if entry is not None else ():
+                keys = self._keys.get(bid)
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del self._keys[bid]
+                        self._refs.pop(bid, None)
+        self._refs.pop(buffer_id, None)
+
+    def clear(self) -> None:
+        self._configs.clear()
+        self._entries.clear()
+        self._keys.clear()
+        self._refs.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
-@dataclass(frozen=True)
-class _MemoEntry:
-    refs: tuple[weakref.ref[Any], ...]
-    order: tuple[int, ...]  # index into inputs + outputs of each declared buffer slot
-    counts: tuple[int, ...]
-    params: tuple[bool | int | float, ...]
-    aliased: frozenset[int]
+def rebind(entry: _Entry, program: Program, given: tuple[Any, ...],
+           config: DispatchConfig) -> BoundDispatch:
+    """The BoundDispatch a remembered entry stands for, sharing its Launch."""
+    buffers = given if entry.in_order else tuple(given[j] for j in entry.order)
+    return BoundDispatch(program, buffers, entry.counts, entry.params, config.grid, config,
+                         entry.aliased, entry.launch)

@@ -48,6 +48,29 @@ class IndirectGrid(BaseModel):
         return v
 
 
+class DispatchOptions(BaseModel):
+    """Typed per-dispatch options (DispatchConfig(options=...) also takes them as a dict).
+
+    timing: False makes dispatch_with_device_buffers skip host timing and return an
+    all-zero Timing (for the tightest launch loops). max_loop_iterations: on the reference
+    backend, a loop that runs more iterations than this raises DispatchError (a guard
+    against runaway loops in generated programs); None = no bound.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timing: bool = True
+    max_loop_iterations: int | None = Field(default=None, ge=0)
+
+    @property
+    def key(self) -> tuple[bool, int | None]:
+        """What tells two option sets apart (part of the launch cache's key)."""
+        return (self.timing, self.max_loop_iterations)
+
+
+DEFAULT_OPTIONS = DispatchOptions()
+
+
 class DispatchConfig(BaseModel):
     """How to run one dispatch: grid (workgroup counts), params, label and options.
 
@@ -62,13 +85,24 @@ class DispatchConfig(BaseModel):
     params: dict[str, bool | int | float] = Field(default_factory=dict)
     label: str | None = None
     profile: bool = False
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: DispatchOptions = DEFAULT_OPTIONS
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise _invalid("DispatchConfig", exc) from None
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            known = sorted(DispatchOptions.model_fields)
+            unknown = sorted(set(v) - set(known))
+            if unknown:
+                raise ValueError(f"unknown option(s) {unknown}; the options are {known}")
+            return DispatchOptions(**v) if v else DEFAULT_OPTIONS
+        return v
 
     @field_validator("grid", mode="before")
     @classmethod

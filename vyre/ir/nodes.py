@@ -155,7 +155,7 @@ class Select(Node):
 
 
 class Cast(Node):
-    """Value conversion to `ty` (see DESIGN.md for the exact rules)."""
+    """Value conversion to `ty` (docs/IR.md, "Cast", gives the exact rules)."""
 
     kind: Literal["cast"] = "cast"
     a: Expr

@@ -49,7 +49,7 @@ class CudaProvider:
             return Availability(NAME, False, str(exc))
 
     def create(self, device: int | str | None = None) -> Any:
-        from .backend import CudaBackend
+        from .runtime import CudaBackend
 
         return CudaBackend(device)
 
@@ -59,7 +59,7 @@ PROVIDER = CudaProvider()
 
 def __getattr__(name: str) -> Any:
     if name == "CudaBackend":
-        from .backend import CudaBackend
+        from .runtime import CudaBackend
 
         return CudaBackend
     raise AttributeError(name)

@@ -6,7 +6,7 @@ poisons the context (illegal address, launch failure, ...) becomes DispatchError
 `sticky=True`, anything else DispatchError. Importing this module never loads libcuda;
 `load()` does, and reports BackendUnavailable with the reason when there is no driver.
 
-This module must never hold backend state (streams, buffers, caches): backend.py does.
+This module must never hold backend state (streams, buffers, caches): runtime.py does.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from vyre.errors import BufferOwnershipError, InvalidDispatch
 from vyre.hostarrays import as_dtype
 
 if TYPE_CHECKING:
-    from .backend import CudaBackend, CudaBuffer
+    from .runtime import CudaBackend, CudaBuffer
 
 STREAM_AUTO = "auto"
 _CU_STREAM_LEGACY = 1  # CU_STREAM_LEGACY: the DLPack value for "the legacy default stream"
@@ -81,20 +81,12 @@ def framework_stream(tensor: Any) -> int | None:
     return None
 
 
-def _events(backend: CudaBackend) -> dict[int, Any]:
-    ev: dict[int, Any] | None = backend.__dict__.get("_interop_events")
-    if ev is None:
-        ev = {}
-        backend.__dict__["_interop_events"] = ev
-    return ev
-
-
 def _event_for(backend: CudaBackend, key: int) -> Any:
-    ev = _events(backend)
+    ev = backend.interop_events
     e = ev.get(key)
     if e is None:
-        flags = backend._drv.CUevent_flags.CU_EVENT_DISABLE_TIMING
-        e = backend._call(backend._drv.cuEventCreate, int(flags), what="cuEventCreate")
+        flags = backend.driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        e = backend.driver_call(backend.driver.cuEventCreate, int(flags), what="cuEventCreate")
         ev[key] = e
     return e
 
@@ -115,37 +107,37 @@ def wait_for(backend: CudaBackend, streams: Sequence[int]) -> None:
     An event is re-recorded for each call; cuStreamWaitEvent captures the event's state at
     the time of the call, so reusing one event per stream is safe.
     """
-    drv = backend._drv
+    drv = backend.driver
     for s in streams:
         e = _event_for(backend, s)
-        backend._call(drv.cuEventRecord, e, s, what="cuEventRecord(framework stream)")
-        backend._call(drv.cuStreamWaitEvent, backend._stream, e, 0, what="cuStreamWaitEvent")
+        backend.driver_call(drv.cuEventRecord, e, s, what="cuEventRecord(framework stream)")
+        backend.driver_call(drv.cuStreamWaitEvent, backend.stream, e, 0, what="cuStreamWaitEvent")
 
 
 def signal(backend: CudaBackend, streams: Sequence[int]) -> None:
     """Each framework stream waits (on the GPU) for the work vyre issued so far."""
     if not streams:
         return
-    drv = backend._drv
+    drv = backend.driver
     e = _event_for(backend, -1)
-    backend._call(drv.cuEventRecord, e, backend._stream, what="cuEventRecord(vyre stream)")
+    backend.driver_call(drv.cuEventRecord, e, backend.stream, what="cuEventRecord(vyre stream)")
     for s in streams:
-        backend._call(drv.cuStreamWaitEvent, s, e, 0, what="cuStreamWaitEvent(framework stream)")
+        backend.driver_call(drv.cuStreamWaitEvent, s, e, 0, what="cuStreamWaitEvent(framework stream)")
 
 
 def link_stream(buffer: Any, stream: int) -> None:
     """From now on, order vyre's work on `buffer` with `stream` (both ways)."""
     if stream not in buffer.ext_streams:
         buffer.ext_streams = (*buffer.ext_streams, stream)
-    buffer._owner._interop_active = True
+    buffer.owner.interop_active = True
 
 
 def destroy_events(backend: CudaBackend) -> None:
     """Release the ordering events (backend close; the context is still usable)."""
-    ev = backend.__dict__.pop("_interop_events", None) or {}
+    ev, backend.interop_events = backend.interop_events, {}
     for e in ev.values():
         with contextlib.suppress(Exception):
-            backend._drv.cuEventDestroy(e)
+            backend.driver.cuEventDestroy(e)
 
 
 # --------------------------------------------------------------------- lifetime
@@ -192,7 +184,7 @@ class CudaBufferInterop:
         check_usable(self)
         dt = self.dtype if self.dtype is not None else np.dtype(np.uint8)
         shape = self.shape if self.shape is not None else (self.byte_len // dt.itemsize,)
-        owner: Any = self._owner
+        owner: Any = self.owner
         return {
             "shape": tuple(shape),
             "typestr": dt.str,
@@ -200,7 +192,7 @@ class CudaBufferInterop:
             "data": (int(getattr(self, "ptr", 0)), bool(self.readonly)),
             "strides": None,
             "version": 3,
-            "stream": int(owner._stream) or None,
+            "stream": int(owner.stream) or None,
         }
 
     def unlink_streams(self) -> None:
@@ -219,8 +211,8 @@ def _device_error(backend: CudaBackend, dev_type: int, dev_id: int, what: str) -
     if dev_type in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED):
         return BufferOwnershipError(
             f"{what} is on CUDA device {dev_id}, but this backend drives CUDA device "
-            f"{backend._ordinal}; borrow it with vyre.get_backend('cuda:{dev_id}'), or move "
-            f"it first (torch: x.to('cuda:{backend._ordinal}'))"
+            f"{backend.ordinal}; borrow it with vyre.get_backend('cuda:{dev_id}'), or move "
+            f"it first (torch: x.to('cuda:{backend.ordinal}'))"
         )
     return InvalidDispatch(
         f"{what} lives on a {DL.device_name(dev_type)} device (#{dev_id}); the CUDA backend "
@@ -236,7 +228,7 @@ def _producer_name(x: Any) -> str:
 def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
                   label: str | None = None) -> CudaBuffer:
     """`backend.from_dlpack(tensor)`; see CudaBackend.from_dlpack."""
-    backend._check_open()
+    backend.check_open()
     what = f"{_producer_name(tensor)} array"
     if not hasattr(tensor, "__dlpack__"):
         if hasattr(tensor, "__cuda_array_interface__"):
@@ -246,11 +238,11 @@ def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
             "vyre can borrow only device arrays of frameworks that export one of them"
         )
     dev_type, dev_id = (int(v) for v in tensor.__dlpack_device__())
-    if dev_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or dev_id != backend._ordinal:
+    if dev_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or dev_id != backend.ordinal:
         raise _device_error(backend, dev_type, dev_id, what)
     ext = framework_stream(tensor) if stream == STREAM_AUTO else stream_handle(stream)
     # the producer orders its pending work before vyre's stream (DLPack stream protocol)
-    vyre_stream = int(backend._stream)
+    vyre_stream = int(backend.stream)
     try:
         capsule = tensor.__dlpack__(stream=vyre_stream, max_version=(1, 0))
     except TypeError:  # a producer older than DLPack 1.0
@@ -265,9 +257,9 @@ def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
 
 def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
           label: str | None, what: str) -> CudaBuffer:
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
-    if t.device_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or t.device_id != backend._ordinal:
+    if t.device_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or t.device_id != backend.ordinal:
         raise _device_error(backend, t.device_type, t.device_id, what)
     if int(t.dtype.lanes) != 1 or t.itemsize_bits % 8:
         raise InvalidDispatch(
@@ -291,17 +283,16 @@ def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
     buf.readonly = t.read_only
     if ext is not None:
         link_stream(buf, ext)
-    with backend._lock:
-        backend._live[id(buf)] = buf
+    backend.adopt(buf)
     return buf
 
 
 def import_cuda_array_interface(backend: CudaBackend, obj: Any, stream: Any = STREAM_AUTO,
                                 label: str | None = None) -> CudaBuffer:
     """Borrow an object exporting __cuda_array_interface__ (Numba, older CuPy)."""
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
-    backend._check_open()
+    backend.check_open()
     what = f"{_producer_name(obj)} array"
     cai = obj.__cuda_array_interface__
     ptr, readonly = int(cai["data"][0] or 0), bool(cai["data"][1])
@@ -321,7 +312,7 @@ def import_cuda_array_interface(backend: CudaBackend, obj: Any, stream: Any = ST
             )
     if ptr:
         ordinal = _pointer_ordinal(backend, ptr)
-        if ordinal is not None and ordinal != backend._ordinal:
+        if ordinal is not None and ordinal != backend.ordinal:
             raise _device_error(backend, DL.KDL_CUDA, ordinal, what)
         producer = cai.get("stream")
         if producer is not None and int(producer) != 0:
@@ -337,8 +328,7 @@ def import_cuda_array_interface(backend: CudaBackend, obj: Any, stream: Any = ST
     ext = framework_stream(obj) if stream == STREAM_AUTO else stream_handle(stream)
     if ext is not None:
         link_stream(buf, ext)
-    with backend._lock:
-        backend._live[id(buf)] = buf
+    backend.adopt(buf)
     return buf
 
 
@@ -347,7 +337,7 @@ def _nothing() -> None:
 
 
 def _pointer_ordinal(backend: CudaBackend, ptr: int) -> int | None:
-    drv = backend._drv
+    drv = backend.driver
     attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     try:
         err, v = drv.cuPointerGetAttribute(attr, ptr)
@@ -375,13 +365,13 @@ def export_dlpack(backend: CudaBackend, buffer: Any, dtype: Any, shape: Any, str
                   max_version: Any, dl_device: Any, copy: Any) -> Any:
     """`buffer.__dlpack__(...)`: a capsule lending vyre's memory, ordered on `stream`."""
     check_usable(buffer)
-    backend._check_open()
+    backend.check_open()
     if copy:
         raise BufferError("vyre exports its buffers without copying; copy=True is not "
                           "supported (copy on the consumer's side instead)")
-    here = (DL.KDL_CUDA, backend._ordinal)
+    here = (DL.KDL_CUDA, backend.ordinal)
     if dl_device is not None and tuple(int(v) for v in dl_device) != here:
-        raise BufferError(f"{buffer.describe()} is on CUDA device {backend._ordinal}; it cannot "
+        raise BufferError(f"{buffer.describe()} is on CUDA device {backend.ordinal}; it cannot "
                           f"be exported to device {tuple(dl_device)} without a copy")
     if dtype is None:
         dt = buffer.dtype if buffer.dtype is not None else np.dtype(np.uint8)
@@ -405,14 +395,14 @@ def export_dlpack(backend: CudaBackend, buffer: Any, dtype: Any, shape: Any, str
         raise InvalidDispatch(f"{dt} cannot be exported through DLPack; pick a numeric dtype") from None
     consumer = _consumer_stream(stream)
     if consumer is not None:
-        with backend._lock:
-            backend._check_open()
+        with backend.lock:
+            backend.check_open()
             signal(backend, (consumer,))  # the consumer's stream waits for vyre's work
         link_stream(buffer, consumer)  # and vyre's later work waits for the consumer's
     pin(buffer)
-    return DL.make_capsule(int(buffer.ptr), DL.KDL_CUDA, backend._ordinal, shp, dt,
+    return DL.make_capsule(int(buffer.ptr), DL.KDL_CUDA, backend.ordinal, shp, dt,
                            keep=buffer, on_release=lambda: unpin(buffer))
 
 
 def dlpack_device(backend: CudaBackend, buffer: Any) -> tuple[int, int]:
-    return (DL.KDL_CUDA, backend._ordinal)
+    return (DL.KDL_CUDA, backend.ordinal)

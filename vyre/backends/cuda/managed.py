@@ -28,7 +28,7 @@ from . import driver as D
 from . import interop
 
 if TYPE_CHECKING:
-    from .backend import CudaBackend, CudaBuffer
+    from .runtime import CudaBackend, CudaBuffer
 
 
 def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
@@ -45,7 +45,7 @@ def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
 
 
 def allocate(backend: CudaBackend, byte_len: int, label: str | None) -> CudaBuffer:
-    from .backend import CudaBuffer
+    from .runtime import CudaBuffer
 
     if F.MANAGED_MEMORY not in backend.capabilities().features:
         raise UnsupportedFeature(
@@ -54,17 +54,17 @@ def allocate(backend: CudaBackend, byte_len: int, label: str | None) -> CudaBuff
         )
     ptr = 0
     if byte_len:
-        free, total = backend._call(backend._drv.cuMemGetInfo)
+        free, total = backend.driver_call(backend.driver.cuMemGetInfo)
         if byte_len > int(free):
             raise OutOfDeviceMemory(
                 backend.id, byte_len,
                 f"managed memory is limited to what the device has free: {int(free)} of "
                 f"{int(total)} bytes",
             )
-        flag = int(backend._drv.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)
-        err, p = backend._drv.cuMemAllocManaged(byte_len, flag)
+        flag = int(backend.driver.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)
+        err, p = backend.driver.cuMemAllocManaged(byte_len, flag)
         if int(err) != 0:
-            backend._raise(f"cuMemAllocManaged({byte_len})", err, requested=byte_len)
+            backend.driver_fail(f"cuMemAllocManaged({byte_len})", err, requested=byte_len)
         ptr = int(p)
     buf = CudaBuffer(backend, byte_len, label, ptr)
     buf.kind = "managed"

@@ -18,14 +18,14 @@ Choices where docs/IR.md leaves freedom (the oracle is deterministic):
 - fma: f32/f16 through an exact f64 product and a round-to-odd f64 sum (single rounding);
   f64 exactly, with rational arithmetic per element (slow, but exact).
 - Approximate functions (exp, sin, pow, ...) are computed in f64 and rounded once.
-- `DispatchConfig.options["max_loop_iterations"]` bounds loops (DispatchError past it).
+- `DispatchConfig(options=DispatchOptions(max_loop_iterations=...))` bounds loops (DispatchError past it).
 """
 
 from __future__ import annotations
 
 from vyre.registry import Availability
 
-from .backend import ReferenceBackend
+from .runtime import ReferenceBackend
 
 
 class _Provider:

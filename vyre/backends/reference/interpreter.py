@@ -305,7 +305,7 @@ class Invocations:
         if self.max_iterations is not None and frame.iterations > self.max_iterations:
             raise DispatchError(
                 f"program {self.program.name!r}: a loop ran more than {self.max_iterations} "
-                "iterations (DispatchConfig.options['max_loop_iterations']); it probably "
+                "iterations (DispatchOptions.max_loop_iterations); it probably "
                 "never terminates"
             )
         frame.continued[:] = False

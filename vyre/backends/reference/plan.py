@@ -1,18 +1,22 @@
 """The reference backend's compiled form of a Program and how a bound dispatch runs it.
 
 `Plan` is what `compile` caches: the program plus the facts execution needs (element types,
-workgroup array sizes, the chunk size). `execute` turns a BoundDispatch into typed views of
+workgroup array sizes, the chunk size). `Launch` is a bound dispatch prepared for it (the backend's launch record); `execute`
+turns one and its buffers into typed views of
 the bound host memory and runs the grid in chunks of whole workgroups. This module must
 never validate programs or dispatches (vyre.binding and the validator did that) nor
 allocate buffers.
 
-`DispatchConfig.options["max_loop_iterations"]` (an int, default none) makes a loop that
+`DispatchConfig(options=DispatchOptions(max_loop_iterations=...))` (an int, default none) makes a loop that
 iterates more often than that raise DispatchError instead of running forever (for fuzzing).
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,7 +24,6 @@ from vyre.binding import BoundDispatch
 from vyre.config import IndirectGrid
 from vyre.ir import nodes as N
 
-from .buffers import ReferenceBuffer
 from .interpreter import Chunk, Invocations, Memory
 
 # Lanes (invocations) evaluated together: caps the memory of one chunk's temporaries.
@@ -45,40 +48,65 @@ class Plan:
         return cls(program=program, workgroups_per_chunk=per_chunk)
 
 
-def grid_of(bound: BoundDispatch) -> tuple[int, int, int]:
-    """The workgroup counts: from the config, or three u32 read from the indirect buffer."""
-    g = bound.grid
-    if isinstance(g, IndirectGrid):
-        buf = g.buffer
-        assert isinstance(buf, ReferenceBuffer)
-        x, y, z = (int(v) for v in buf.array[g.offset : g.offset + 12].view(np.uint32))
+@dataclass(frozen=True)
+class Launch:
+    """A bound dispatch prepared for `execute`: everything but the buffers (the launch cache
+    keeps it while holding the buffers only weakly; an indirect grid's buffer is weak too)."""
+
+    plan: Plan
+    counts: tuple[int, ...]
+    params: dict[str, np.ndarray]
+    grid: tuple[int, int, int] | tuple[weakref.ref[HostMemory], int]
+    indirect: bool
+    max_loop_iterations: int | None
+
+    @classmethod
+    def of(cls, plan: Plan, bound: BoundDispatch) -> Launch:
+        g = bound.grid
+        grid: Any = (weakref.ref(g.buffer), g.offset) if isinstance(g, IndirectGrid) else g
+        params = {p.name: np.asarray(v, dtype=p.ty.numpy)
+                  for p, v in zip(bound.program.params, bound.params)}
+        return cls(plan, bound.counts, params, grid, isinstance(g, IndirectGrid),
+                   bound.config.options.max_loop_iterations)
+
+    def workgroups(self) -> tuple[int, int, int]:
+        """The workgroup counts: from the config, or three u32 read from the indirect buffer."""
+        if not self.indirect:
+            return self.grid  # type: ignore[return-value]
+        ref, offset = self.grid  # type: ignore[misc]
+        buf = ref()
+        assert buf is not None  # the core checked it usable
+        x, y, z = (int(v) for v in buf.array[offset : offset + 12].view(np.uint32))
         return (x, y, z)
-    return g
 
 
-def memory_of(bound: BoundDispatch) -> Memory:
+class HostMemory(Protocol):
+    """A buffer in host memory: its bytes as a uint8 array (ReferenceBuffer is one; so is
+    any backend's that runs Programs through this interpreter)."""
+
+    array: np.ndarray
+
+
+def memory_of(launch: Launch, buffers: Sequence[Any]) -> Memory:
     views: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
-    for decl, buf, n in zip(bound.program.buffers, bound.buffers, bound.counts):
-        assert isinstance(buf, ReferenceBuffer)
+    for decl, buf, n in zip(launch.plan.program.buffers, buffers, launch.counts):
         dt = decl.ty.numpy
         views[decl.name] = buf.array[: n * dt.itemsize].view(dt)
         counts[decl.name] = n
-    params = {
-        p.name: np.asarray(v, dtype=p.ty.numpy) for p, v in zip(bound.program.params, bound.params)
-    }
-    return Memory(views=views, counts=counts, params=params)
+    return Memory(views=views, counts=counts, params=launch.params)
 
 
-def execute(plan: Plan, bound: BoundDispatch) -> None:
+def execute(launch: Launch, buffers: Sequence[HostMemory]) -> None:
     """Run every workgroup of the dispatch, chunk by chunk, in linear workgroup order."""
-    grid = grid_of(bound)
+    plan = launch.plan
+    grid = launch.workgroups()
     total = grid[0] * grid[1] * grid[2]
     if total == 0:
         return
-    mem = memory_of(bound)
-    limit = bound.config.options.get("max_loop_iterations")
+    mem = memory_of(launch, buffers)
+    limit = launch.max_loop_iterations
     step = plan.workgroups_per_chunk
     for first in range(0, total, step):
         chunk = Chunk(grid=grid, first=first, count=min(step, total - first))
-        Invocations(plan.program, mem, chunk, None if limit is None else int(limit)).run()
+        Invocations(plan.program, mem, chunk, limit).run()

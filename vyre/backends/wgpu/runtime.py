@@ -43,8 +43,8 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 from . import wgsl
 from .adapter import FEATURE_TYPES, DeviceInfo, import_wgpu
 
-_BIND_CACHE_SIZE = 256
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
+BIND_GROUP_POOL = 256  # shared bind groups kept (least recently used dropped first)
 
 
 class WgpuBuffer(BufferBase):
@@ -92,13 +92,17 @@ class _Binding:
 
 @dataclass
 class _Recorded:
-    """One pipeline step, ready to encode."""
+    """One dispatch ready to encode: a pipeline step, or a launch record (the launch cache
+    keeps these: they hold wgpu objects, never the vyre buffers)."""
 
+    name: str  # the program's, for errors
     pipeline: Any
     bind_group: Any
-    grid: tuple[int, int, int] | IndirectGrid
-    grid_copy: Any  # a private 12-byte indirect buffer when the grid buffer is also bound
+    binding: _Binding  # whose uniform buffer must hold `data` when this is submitted
+    data: bytes  # the packed uniforms (element counts, params)
     direct: tuple[int, int, int] | None  # the workgroup counts when the grid is not indirect
+    indirect: tuple[Any, int] | None  # (gpu buffer, offset) of an indirect grid
+    grid_copy: Any  # a private 12-byte indirect buffer when the grid buffer is also bound
     grid_check: tuple[Any, Any] | None = None  # indirect grids: (pipeline, bind group) of
     # the pre-pass that flags counts over the per-dimension limit in `status`
     status: tuple[_Status, ...] = ()  # checked before results of this step can be seen
@@ -128,11 +132,12 @@ class WgpuBackend(BaseBackend):
         self._max_binding = int(lim.get("max-storage-buffer-binding-size", 1 << 27))
         self._max_buffer = _align_down(int(lim.get("max-buffer-size", 1 << 28)))
         self._timestamps = "timestamp-query" in info.wgpu_features
-        self._bind_cache: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
-        self._bind_keys_by_buffer: dict[int, set[tuple[Any, ...]]] = {}
-        # bumped whenever a buffer is freed: a BoundDispatch's remembered step (see
-        # _record_step) is reused only while this has not moved
-        self._epoch = 0
+        # Bind groups shared by launches over the same buffers: a launch with other params
+        # rewrites only the small uniform buffer (queue-ordered, so work submitted earlier
+        # keeps its values) instead of creating a uniform buffer and a bind group, which
+        # costs about as much as the launch itself on lavapipe. A pool of device objects,
+        # not a launch cache (vyre.binding.LaunchCache is that): dropped with its buffers.
+        self._bind_groups: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
         self._staging: Any = None
         # status buffers of submitted work not yet checked (see _check_status)
         self._unchecked: dict[int, _Status] = {}
@@ -262,9 +267,8 @@ class WgpuBackend(BaseBackend):
 
     def _free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, WgpuBuffer)
-        self._epoch += 1
-        for key in self._bind_keys_by_buffer.pop(buffer.serial, set()):
-            self._bind_cache.pop(key, None)
+        for key in [k for k in self._bind_groups if buffer.serial in k[1]]:
+            del self._bind_groups[key]
         if self._device_lost is not None:
             return  # the memory went with the device; destroying it again can only fail
         try:
@@ -481,28 +485,16 @@ class WgpuBackend(BaseBackend):
         bg = self.device.create_bind_group(layout=compiled.bind_group_layout, entries=entries)
         return _Binding(bind_group=bg, uniform=ubuf, data=data)
 
-    def _binding_for(self, compiled: Compiled, bound: BoundDispatch, data: bytes) -> _Binding:
-        """Bind groups are reused for repeated dispatches over the same buffers; changed
-        params (`data`, the packed uniforms) only rewrite the small uniform buffer
-        (queue-ordered, so earlier submitted dispatches keep their values)."""
+    def _shared_binding(self, compiled: Compiled, bound: BoundDispatch, data: bytes) -> _Binding:
         key = (id(compiled), tuple(b.serial for b in bound.buffers))
-        hit = self._bind_cache.get(key)
+        hit = self._bind_groups.get(key)
         if hit is not None:
-            self._bind_cache.move_to_end(key)
-            if hit.data != data:
-                self.queue.write_buffer(hit.uniform, 0, data)
-                hit.data = data
+            self._bind_groups.move_to_end(key)
             return hit
         binding = self._new_binding(compiled, bound, data)
-        self._bind_cache[key] = binding
-        for b in bound.buffers:
-            self._bind_keys_by_buffer.setdefault(b.serial, set()).add(key)
-        while len(self._bind_cache) > _BIND_CACHE_SIZE:
-            old, _ = self._bind_cache.popitem(last=False)
-            for serial in old[1]:
-                keys = self._bind_keys_by_buffer.get(serial)
-                if keys is not None:
-                    keys.discard(old)
+        self._bind_groups[key] = binding
+        while len(self._bind_groups) > BIND_GROUP_POOL:
+            self._bind_groups.popitem(last=False)
         return binding
 
     def _grid_copy_needed(self, bound: BoundDispatch) -> bool:
@@ -645,9 +637,8 @@ class WgpuBackend(BaseBackend):
         last = len(passes) - 1
         for pi, group in enumerate(passes):
             if group and group[0].grid_copy is not None:
-                g = group[0].grid
-                assert isinstance(g, IndirectGrid)
-                enc.copy_buffer_to_buffer(g.buffer.gpu, g.offset, group[0].grid_copy, 0, 12)
+                gpu, offset = group[0].indirect  # type: ignore[misc]
+                enc.copy_buffer_to_buffer(gpu, offset, group[0].grid_copy, 0, 12)
             tw = None
             if timestamps is not None:
                 tw = {"query_set": timestamps}
@@ -677,52 +668,36 @@ class WgpuBackend(BaseBackend):
                 elif s.grid_copy is not None:
                     cp.dispatch_workgroups_indirect(s.grid_copy, 0)
                 else:
-                    g = s.grid
-                    assert isinstance(g, IndirectGrid)
-                    cp.dispatch_workgroups_indirect(g.buffer.gpu, g.offset)
+                    cp.dispatch_workgroups_indirect(*s.indirect)  # type: ignore[misc]
             cp.end()
 
-    def _record_step(
-        self, bound: BoundDispatch, own: dict[tuple[Any, ...], _Binding] | None
-    ) -> _Recorded:
+    def _record_step(self, bound: BoundDispatch,
+                     own: dict[tuple[Any, ...], _Binding] | None) -> _Recorded:
         """`own`: a pipeline's private bindings (steps with equal program, buffers and
-        params share one; the launch cache's uniform buffers are rewritten between
-        submissions, so a recording never uses them)."""
-        if own is None:
-            # A BoundDispatch (from bind()) launched again: reuse its recorded step while no
-            # buffer of this backend was freed. Its uniform bytes are re-checked, because a
-            # dispatch over the same buffers with other params shares the bind group.
-            memo = bound.__dict__.get("_vyre_wgpu_step")
-            if memo is not None and memo[0] == self._epoch:
-                _, binding, data, rec = memo
-                if binding.data != data:
-                    self.queue.write_buffer(binding.uniform, 0, data)
-                    binding.data = data
-                return rec
+        params share one; shared bind groups have their uniforms rewritten between
+        submissions, so a recording never uses them); None: a launch record."""
         self._check_binding_sizes(bound)
         compiled = self._compiled_for(bound.program, self._specialisation(bound))
-        if own is not None:
-            data = compiled.module.layout.pack(bound.counts, bound.params)
+        data = compiled.module.layout.pack(bound.counts, bound.params)
+        if own is None:
+            binding = self._shared_binding(compiled, bound, data)
+        else:
             key = (id(compiled), tuple(b.serial for b in bound.buffers), data)
             if key not in own:
                 own[key] = self._new_binding(compiled, bound, data)
             binding = own[key]
-        else:
-            data = compiled.module.layout.pack(bound.counts, bound.params)
-            binding = self._binding_for(compiled, bound, data)
         copy = self._indirect_scratch() if self._grid_copy_needed(bound) else None
-        direct = None if isinstance(bound.grid, IndirectGrid) else bound.grid
+        g = bound.grid
+        indirect = (g.buffer.gpu, g.offset) if isinstance(g, IndirectGrid) else None
         status = [compiled.status] if compiled.status is not None else []
         check = None
-        if isinstance(bound.grid, IndirectGrid):
+        if isinstance(g, IndirectGrid):
             st = _Status(self._status_buffer(), bound.program.name)
-            check = self._grid_check(bound.grid, st)
+            check = self._grid_check(g, st)
             status.append(st)
-        rec = _Recorded(compiled.pipeline, binding.bind_group, bound.grid, copy, direct, check,
-                        tuple(status))
-        if own is None and copy is None:
-            bound.__dict__["_vyre_wgpu_step"] = (self._epoch, binding, data, rec)
-        return rec
+        return _Recorded(bound.program.name, compiled.pipeline, binding.bind_group, binding,
+                         data, None if indirect else g, indirect,  # type: ignore[arg-type]
+                         copy, check, tuple(status))
 
     def _wait(self) -> None:
         poll = getattr(self.device, "_poll_wait", None)
@@ -749,10 +724,39 @@ class WgpuBackend(BaseBackend):
         return ffi.NULL
 
     # ------------------------------------------------------------ dispatch
+    def _prepare_launch(self, bound: BoundDispatch) -> _Recorded:
+        try:
+            return self._record_step(bound, None)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise self._gpu_error(f"preparing {bound.program.name!r}", exc) from None
+
+    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        # wgpu-native aborts the process when two threads submit at once: under the lock
+        with self._lock:
+            if self._closed or self._device_lost is not None:
+                self._check_open()
+            try:
+                binding = record.binding
+                if binding.data is not record.data and binding.data != record.data:
+                    self.queue.write_buffer(binding.uniform, 0, record.data)
+                    binding.data = record.data
+                enc = self.device.create_command_encoder()
+                self._encode(enc, [record], 1, None)
+                self.queue.submit([enc.finish()])
+                if record.status:  # loop-limit / indirect-grid flags: checked before reads
+                    self._submitted([record])
+            except Exception as exc:
+                raise self._gpu_error(f"dispatching {record.name!r}", exc) from None
+
     def _launch(self, bound: BoundDispatch) -> Pending:
         t0 = time.perf_counter_ns()
         try:
-            step = self._record_step(bound, None)
+            step: _Recorded = bound.launch.record
+            if step.binding.data != step.data:
+                self.queue.write_buffer(step.binding.uniform, 0, step.data)
+                step.binding.data = step.data
             profile = bound.config.profile and self._timestamps
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
@@ -869,8 +873,7 @@ class WgpuBackend(BaseBackend):
             raise self._gpu_error("synchronize", exc) from None
 
     def _close(self) -> None:
-        self._bind_cache.clear()
-        self._bind_keys_by_buffer.clear()
+        self._bind_groups.clear()
         if self._staging is not None:
             with contextlib.suppress(Exception):
                 self._staging.destroy()

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import vyre
-from vyre import DispatchConfig, Step
+from vyre import DispatchConfig, DispatchOptions, Step
 from vyre.ir.types import ScalarType
 
 from . import workloads as W
@@ -68,7 +68,7 @@ def cuda_launch(b: Any) -> dict[str, Any]:
     calls = 1000
     for label, c in (("bound, Timing on (bench default)", cfg),
                      ("bound, options timing=False", cfg.model_copy(
-                         update={"options": {"timing": False}}))):
+                         update={"options": DispatchOptions(timing=False)}))):
         bound = b.bind(prog, [], [y], c)
 
         def run(bound: Any = bound) -> float:
@@ -95,8 +95,6 @@ def cuda_inc_kernels(b: Any, raw: RawCudaPeer) -> dict[str, Any]:
     so host path, kernel and stream are told apart; plus each kernel's device time."""
     import ctypes
 
-    from vyre.backends.cuda.backend import fast_launch_args
-
     from .peers import CUDA_INC, _grid
 
     drv = raw.drv
@@ -104,12 +102,12 @@ def cuda_inc_kernels(b: Any, raw: RawCudaPeer) -> dict[str, Any]:
     y = b.allocate_device_buffer(4 * n)
     b.write(y, np.zeros(n, np.uint32))
     bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, 256))
-    vfn, vgrid, vblock, vparams = fast_launch_args(b, bound)
+    vfn, vgrid, vblock, vparams = b.launch_args(bound)
     rptr = raw._alloc(np.zeros(n, np.uint32))
     rargs = (ctypes.c_uint64(rptr), ctypes.c_uint32(n))
     rparams, _keep = raw._pack(*rargs)
     rfn = raw._function(CUDA_INC, "inc")
-    streams = {"vyre's stream": b._stream, "peer's stream": raw.stream}
+    streams = {"vyre's stream": b.stream_handle, "peer's stream": raw.stream}
     kernels = {"vyre kernel": (vfn, tuple(vgrid), tuple(vblock), vparams),
                "peer kernel": (rfn, (_grid(n), 1, 1), (256, 1, 1), rparams)}
     res: dict[str, Any] = {"vyre launch shape": f"grid {tuple(vgrid)} block {tuple(vblock)}"}

@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +30,9 @@ import numpy as np
 
 from vyre import features as F
 from vyre.backend import BaseBackend, Capabilities, Pending
-from vyre.binding import BoundDispatch, BufferArg, readable_twice
+from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
-from vyre.config import DispatchConfig, Timing
+from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
 from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
@@ -48,7 +48,6 @@ _STATES: weakref.WeakSet[Any] = weakref.WeakSet()  # every instance's _State, to
 COARSEN_MIN_INVOCATIONS = 1 << 20
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
-NO_TIMING = Timing()  # returned when a dispatch opts out of host timing
 _perf_ns = time.perf_counter_ns
 _get_ident = threading.get_ident
 
@@ -63,6 +62,7 @@ class _State:
         self.generation = generation
         self.dead: str | None = None
         self.closed = False
+        self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
         self.current_threads: set[int] = set()
         _STATES.add(self)
 
@@ -72,6 +72,11 @@ class _State:
             not self.closed and self.dead is None
             and _GENERATION.get(self.ordinal, 0) == self.generation
         )
+
+    def kill(self, reason: str) -> None:
+        """The context is unusable from now on (a sticky fault, or reset by another instance)."""
+        self.dead = reason
+        self.on_dead()
 
     def make_current(self) -> None:
         tid = threading.get_ident()
@@ -112,21 +117,19 @@ class Kernel:
         return self.generated.source
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Launch:
-    """A pre-packed launch: argument block and pointer array built once per binding."""
+    """A pre-packed launch (the launch record): argument block and pointer array built once
+    per binding; it holds device pointers, never the buffers."""
 
     function: Any
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     params_ptr: int  # address of the void*[] array (0 if no arguments)
     keep: tuple[Any, ...]  # the ctypes objects the addresses point into
-    untimed: bool = False  # DispatchConfig(options={"timing": False}): skip host timing
-    profile: bool = False  # DispatchConfig(profile=True): wait and time with events
     # cuLaunchKernel and its whole argument tuple on the backend's stream, built once
-    launch: Callable[..., Any] | None = None
-    args: tuple[Any, ...] = ()
-    epoch: int = -1  # the backend's free epoch when its buffers were last checked usable
+    launch: Callable[..., Any]
+    args: tuple[Any, ...]
 
 
 @dataclass
@@ -183,23 +186,18 @@ class CudaBackend(BaseBackend):
         self._dev = D.call(drv.cuDeviceGet, ordinal)
         ctx, gen = self._retain_healthy_context()
         self._state = _State(drv, ordinal, ctx, gen)
+        wself = weakref.ref(self)
+        self._state.on_dead = lambda: _bump_epoch(wself)
         self._state.current_threads.add(threading.get_ident())
         self._stream = D.call(drv.cuStreamCreate,
                               int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
         self._caps = managed.extend_caps(self._probe_caps(), drv, self._dev)
-        self._interop_active = False  # some buffer is shared with a framework stream
+        self.interop_active = False  # some buffer is shared with a framework stream
+        self.interop_events: dict[int, Any] = {}  # framework stream -> ordering event
         self._arch = self._caps.details["arch"]
         self._disk = DiskCache(cache_dir)
         self._staging: tuple[int, int] = (0, 0)  # (pinned ptr, size)
         self._graphs: list[_GraphState] = []
-        # unbound launches by (program, buffer ids, grid, params); an entry is evicted as
-        # soon as one of its buffers is freed or dropped (see _evict_launches)
-        self._launch_cache: dict[tuple[Any, ...], _Launch] = {}
-        self._launch_keys: dict[int, dict[tuple[Any, ...], None]] = {}  # buffer id -> keys
-        self._launch_refs: dict[int, Any] = {}  # buffer id -> weakref that evicts on death
-        # bumped whenever a buffer is freed or the instance closes: a bound launch re-checks
-        # its buffers only when this moved since it last did
-        self._epoch = 0
         self._capture_stream: Any = None  # private stream for CUDA graph capture
         self._timing_events: tuple[Any, Any] | None = None
 
@@ -229,7 +227,7 @@ class CudaBackend(BaseBackend):
         _GENERATION[self._ordinal] = _GENERATION.get(self._ordinal, 0) + 1
         for st in list(_STATES):  # older instances' contexts and buffers are gone now
             if st.ordinal == self._ordinal and st.dead is None and not st.closed:
-                st.dead = f"device {self._ordinal}'s context was reset after a fault"
+                st.kill(f"device {self._ordinal}'s context was reset after a fault")
         if int(err) == 0:
             err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
             if int(err) == 0:
@@ -335,13 +333,13 @@ class CudaBackend(BaseBackend):
             return D.call(fn, *args, what=what)
         except D.CudaError as exc:
             if exc.sticky:
-                self._state.dead = str(exc)
+                self._state.kill(str(exc))
             raise
 
     def _raise(self, what: str, err: Any, requested: int | None = None) -> None:
         exc = D.fail(what, err, requested)
         if isinstance(exc, D.CudaError) and exc.sticky:
-            self._state.dead = str(exc)
+            self._state.kill(str(exc))
         raise exc
 
     # ------------------------------------------------------------ memory
@@ -355,8 +353,6 @@ class CudaBackend(BaseBackend):
         return CudaBuffer(self, byte_len, label, ptr)
 
     def _free(self, buffer: BufferBase) -> None:
-        self._epoch += 1
-        self._evict_launches(id(buffer))
         assert isinstance(buffer, CudaBuffer)
         interop.release(buffer)  # deferred while a framework or a host view still uses it
 
@@ -393,7 +389,7 @@ class CudaBackend(BaseBackend):
         total = sum(n for _, _, n in ranges)
         out: list[bytes | memoryview] = []
         drv = self._drv
-        if self._interop_active:
+        if self.interop_active:
             interop.wait_for(self, interop.streams_of(b for b, _, _ in ranges))
         if 0 < total <= STAGING_LIMIT:
             base = self._staging_ptr(total)
@@ -462,35 +458,6 @@ class CudaBackend(BaseBackend):
                     f"(generation {buffer.generation} -> {gen})")
         return None
 
-    def _dispatch_ordered(self, program: Program | BoundDispatch, inputs: BufferArg,
-                          outputs: BufferArg, config: DispatchConfig | None,
-                          streams: tuple[int, ...]) -> Timing:
-        """dispatch_with_device_buffers for a dispatch touching buffers shared with framework
-        streams: the same packed launch, between the events that order it with them."""
-        t0 = time.perf_counter_ns()
-        if isinstance(program, BoundDispatch):
-            rec = None if program.config.profile else self._checked_launch(program)
-        else:
-            cfg = config or DispatchConfig()
-            rec = None if cfg.profile else self._cached_launch(program, inputs, outputs, cfg)
-        if rec is None:  # profiled: dispatch_async orders it too (_launch)
-            return BaseBackend.dispatch_with_device_buffers(self, program, inputs, outputs,
-                                                            config)
-        with self._lock:
-            self._check_open()
-            interop.wait_for(self, streams)
-            self._enqueue(rec)
-            interop.signal(self, streams)
-        t1 = time.perf_counter_ns()
-        return Timing(wall_ns=t1 - t0, enqueue_ns=t1 - t0)
-
-    def _interop_streams(self, program: Any, inputs: Any, outputs: Any) -> tuple[int, ...]:
-        if isinstance(program, BoundDispatch):
-            return interop.streams_of(program.buffers)
-        ins = inputs.values() if isinstance(inputs, dict) else inputs
-        outs = outputs.values() if isinstance(outputs, dict) else outputs
-        return interop.streams_of((*ins, *outs))
-
     def memory_info(self) -> tuple[int, int]:
         """(free, total) device bytes, from cuMemGetInfo."""
         self._check_open()
@@ -536,10 +503,7 @@ class CudaBackend(BaseBackend):
         return generate(program, coarsen=self.coarsen).source
 
     # ------------------------------------------------------------ launch
-    def _launch_for(self, bound: BoundDispatch) -> _Launch:
-        rec: _Launch | None = bound.__dict__.get("_vyre_cuda_launch")
-        if rec is not None:
-            return rec
+    def _prepare_launch(self, bound: BoundDispatch) -> _Launch:
         kernel: Kernel = self._compiled_for(bound.program, self._specialisation(bound))
         sig = kernel.generated.signature
         offsets, size = sig.layout()
@@ -563,12 +527,31 @@ class CudaBackend(BaseBackend):
         ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
         params_ptr = ctypes.addressof(ptrs) if n else 0
         bdim = kernel.generated.block
-        rec = _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs),
-                      bound.config.options.get("timing", True) is False,
-                      bound.config.profile, self._drv.cuLaunchKernel,
-                      (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0))
-        bound.__dict__["_vyre_cuda_launch"] = rec
-        return rec
+        return _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs),
+                       self._drv.cuLaunchKernel,
+                       (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0))
+
+    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        """One cuLaunchKernel of the packed record, lock-free (the record is immutable, the
+        driver thread-safe, and CUDA graphs are captured on a private stream, so a launch
+        from another thread never ends up inside a pipeline's graph). Kept to attribute
+        reads and one call: this is the launch overhead `vyre bench --workloads dispatch`
+        measures. A launch touching a buffer shared with a framework stream is ordered
+        with that stream by events (interop.py), under the lock."""
+        if self.interop_active:
+            streams = interop.streams_of(buffers)
+            if streams:
+                with self._lock:
+                    self._check_open()
+                    interop.wait_for(self, streams)
+                    self._enqueue(record)
+                    interop.signal(self, streams)
+                return
+        if _get_ident() not in self._state.current_threads:
+            self._state.make_current()
+        (err,) = record.launch(*record.args)
+        if err:
+            self._raise("cuLaunchKernel", err)
 
     def _enqueue(self, rec: _Launch, stream: Any = None) -> None:
         gx, gy, gz = rec.grid
@@ -585,14 +568,14 @@ class CudaBackend(BaseBackend):
         return self._call(self._drv.cuEventCreate, int(f), what="cuEventCreate")
 
     def _launch(self, bound: BoundDispatch) -> Pending:
-        rec = self._launch_for(bound)
+        rec: _Launch = bound.launch.record
         drv = self._drv
         t0 = time.perf_counter_ns()
         profile = bound.config.profile
         start = self._event(True) if profile else None
         if start is not None:
             self._call(drv.cuEventRecord, start, self._stream)
-        streams = interop.streams_of(bound.buffers) if self._interop_active else ()
+        streams = interop.streams_of(bound.buffers) if self.interop_active else ()
         if streams:  # framework ordering around the launch (see interop.py)
             interop.wait_for(self, streams)
         self._enqueue(rec)
@@ -647,156 +630,6 @@ class CudaBackend(BaseBackend):
         weakref.finalize(pending, release)
         return pending
 
-    def dispatch_with_device_buffers(
-        self,
-        program: Program | BoundDispatch,
-        inputs: BufferArg = (),
-        outputs: BufferArg = (),
-        config: DispatchConfig | None = None,
-    ) -> Timing:
-        """Enqueue a dispatch over resident buffers with no host copy.
-
-        A dispatch touching a buffer shared with a framework stream goes through
-        dispatch_async, which orders it with that stream (interop.py).
-
-        A BoundDispatch (from `bind`) has its kernel arguments packed once, so a launch is
-        one cuLaunchKernel plus a few attribute checks: its buffers are re-checked only
-        after some buffer of this backend was freed. A (program, inputs, outputs, config)
-        call is bound the first time and its packed launch cached per (program, buffers,
-        grid, params) until one of those buffers is freed or dropped. The returned Timing
-        holds the host enqueue time; `DispatchConfig(options={"timing": False})` returns
-        an all-zero Timing instead.
-
-        No lock is taken on the launch itself: the packed launch is immutable, the driver
-        is thread-safe, and CUDA graphs are captured on a private stream, so a launch from
-        another thread can never end up inside a pipeline's graph.
-        """
-        # an iterator is read once, here: the interop check, the cache and bind() all read it
-        if not isinstance(inputs, (tuple, list, dict)):
-            inputs = readable_twice(inputs)
-        if not isinstance(outputs, (tuple, list, dict)):
-            outputs = readable_twice(outputs)
-        if self._interop_active:
-            streams = self._interop_streams(program, inputs, outputs)
-            if streams:
-                return self._dispatch_ordered(program, inputs, outputs, config, streams)
-        t0 = _perf_ns()
-        if isinstance(program, BoundDispatch):
-            rec = program.__dict__.get("_vyre_cuda_launch")
-            if rec is None or rec.epoch != self._epoch or rec.profile \
-                    or self._state.dead is not None:
-                rec = self._checked_launch(program)
-                if rec is None:  # profiled: waits for the kernel and times it with events
-                    return self.dispatch_async(program).wait()
-        else:
-            cfg = config or DispatchConfig()
-            if cfg.profile:
-                return self.dispatch_async(program, inputs, outputs, cfg).wait()
-            rec = self._cached_launch(program, inputs, outputs, cfg)
-        if _get_ident() not in self._state.current_threads:
-            self._state.make_current()
-        (err,) = rec.launch(*rec.args)  # type: ignore[misc]
-        if err:
-            self._raise("cuLaunchKernel", err)
-        if rec.untimed:
-            return NO_TIMING
-        ns = _perf_ns() - t0
-        return Timing(ns, ns)
-
-    def _checked_launch(self, bound: BoundDispatch) -> _Launch | None:
-        """The bound dispatch's packed launch after checking the instance and its buffers
-        (None for a profiled dispatch, which goes through dispatch_async)."""
-        from vyre.buffer import check_usable
-
-        with self._lock:
-            self._check_open()
-            for b in bound.buffers:
-                check_usable(b)
-            if bound.config.profile:
-                return None
-            epoch = self._epoch
-            rec = self._launch_for(bound)
-            rec.epoch = epoch
-            return rec
-
-    def _cached_launch(self, program: Program, inputs: BufferArg, outputs: BufferArg,
-                       config: DispatchConfig) -> _Launch:
-        """The packed launch of a dispatch, bound (validated) only the first time.
-
-        Keyed by the buffers' ids: an entry is evicted when any of its buffers is freed or
-        garbage-collected (_evict_launches), so a hit always names live, unfreed buffers
-        and the cache never outgrows the buffers alive.
-        """
-        if self._closed or self._state.dead is not None:
-            self._check_open()
-        ins = tuple(inputs.values()) if isinstance(inputs, dict) else tuple(inputs)
-        outs = tuple(outputs.values()) if isinstance(outputs, dict) else tuple(outputs)
-        try:
-            key: tuple[Any, ...] | None = (
-                program.content_hash, tuple(map(id, ins)), tuple(map(id, outs)),
-                isinstance(inputs, dict) and tuple(inputs),
-                isinstance(outputs, dict) and tuple(outputs),
-                config.grid, tuple(sorted(config.params.items())),
-                config.options.get("timing", True) is False,
-            )
-            hash(key)
-        except TypeError:
-            key = None
-        if key is not None:
-            rec = self._launch_cache.get(key)
-            if rec is not None:
-                return rec
-        bound = self.bind(program, inputs, outputs, config)
-        with self._lock:
-            self._check_open()
-            from vyre.buffer import check_usable
-
-            for b in bound.buffers:
-                check_usable(b)
-            rec = self._launch_for(bound)
-            if key is not None:
-                self._remember_launch(key, rec, (*ins, *outs))
-        return rec
-
-    def _remember_launch(self, key: tuple[Any, ...], rec: _Launch,
-                         buffers: tuple[Any, ...]) -> None:
-        """Cache `rec` under `key` and arrange its eviction with any of its buffers
-        (caller holds the lock)."""
-        wself = weakref.ref(self)
-        for b in buffers:
-            bid = id(b)
-            if bid not in self._launch_refs:
-                def gone(_ref: Any, bid: int = bid) -> None:
-                    me = wself()
-                    if me is not None:
-                        with me._lock:
-                            me._evict_launches(bid)
-
-                try:
-                    self._launch_refs[bid] = weakref.ref(b, gone)
-                except TypeError:  # not weak-referenceable: cannot track it, so no cache
-                    self._evict_key(key)
-                    return
-            self._launch_keys.setdefault(bid, {})[key] = None
-        self._launch_cache[key] = rec
-
-    def _evict_key(self, key: tuple[Any, ...]) -> None:
-        self._launch_cache.pop(key, None)
-        for bid in (*key[1], *key[2]):
-            keys = self._launch_keys.get(bid)
-            if keys is not None:
-                keys.pop(key, None)
-                if not keys:
-                    del self._launch_keys[bid]
-                    self._launch_refs.pop(bid, None)
-
-    def _evict_launches(self, buffer_id: int) -> None:
-        """Forget every cached launch that uses the buffer with this id (freed or dying)."""
-        for key in list(self._launch_keys.get(buffer_id, ())):
-            self._evict_key(key)
-        self._launch_keys.pop(buffer_id, None)
-        self._launch_refs.pop(buffer_id, None)
-
     def _synchronize(self) -> None:
         self._call(self._drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
 
@@ -840,7 +673,7 @@ class CudaBackend(BaseBackend):
     def _record_pipeline(self, pipeline: Pipeline) -> None:
         self._check_open()
         with self._lock:
-            st = _GraphState([self._launch_for(s) for s in pipeline.steps])
+            st = _GraphState([self._ready(s) for s in pipeline.steps])
             self._body_exec(st, 1)
             self._graphs.append(st)
             pipeline.state = st
@@ -920,7 +753,7 @@ class CudaBackend(BaseBackend):
             ev0, ev1 = self._timing_events
             self._call(drv.cuEventRecord, ev0, self._stream)
             # framework ordering goes around the graph launches, never into a capture
-            streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
+            streams = interop.streams_of(pipeline.buffers()) if self.interop_active else ()
             if streams:
                 interop.wait_for(self, streams)
             remaining = repeat
@@ -968,10 +801,6 @@ class CudaBackend(BaseBackend):
         for g in self._graphs:
             self._destroy_graphs(g)
         self._graphs.clear()
-        self._launch_cache.clear()
-        self._launch_keys.clear()
-        self._launch_refs.clear()
-        self._epoch += 1
         if usable:
             with contextlib.suppress(Exception):
                 if self._staging[0]:
@@ -1004,17 +833,68 @@ class CudaBackend(BaseBackend):
                     self._drv.cuModuleUnload(k.module)
         super().close()
 
-    # ------------------------------------------------------------ helpers for tests/bench
+    # ------------------------------------------------------------ runtime services
+    # What interop.py, managed.py, benchmarks and tests use of this instance: public, so
+    # no module reaches into its private state.
     @property
     def stream_handle(self) -> int:
+        """This instance's CUDA stream as an int handle."""
         return int(self._stream)
+
+    @property
+    def stream(self) -> Any:
+        """This instance's CUDA stream (a CUstream): all its work is ordered on it."""
+        return self._stream
+
+    @property
+    def ordinal(self) -> int:
+        """The CUDA device ordinal this instance drives."""
+        return self._ordinal
+
+    @property
+    def driver(self) -> Any:
+        """The CUDA driver API module (cuda.bindings.driver)."""
+        return self._drv
+
+    @property
+    def lock(self) -> Any:
+        """The instance's lock: hold it around work that must not interleave with launches
+        recorded or ordered by another thread."""
+        return self._lock
+
+    def check_open(self) -> None:
+        """Raise BackendUnavailable unless this instance is open and its context usable;
+        makes the context current on this thread."""
+        self._check_open()
+
+    def driver_call(self, fn: Any, *args: Any, what: str | None = None) -> Any:
+        """`fn(*args)` of the driver API, its result unwrapped; an error raises the matching
+        vyre error (and a sticky one marks the context lost)."""
+        return self._call(fn, *args, what=what)
+
+    def driver_fail(self, what: str, err: Any, requested: int | None = None) -> None:
+        """Raise the vyre error for driver status `err` of `what` (OutOfDeviceMemory when
+        `requested` bytes could not be had)."""
+        self._raise(what, err, requested)
+
+    def adopt(self, buffer: BufferBase) -> None:
+        """Count a buffer made outside allocate_device_buffer (borrowed, managed) as live."""
+        with self._lock:
+            self._live[id(buffer)] = buffer
 
     def device_pointer(self, buffer: BufferBase) -> int:
         assert isinstance(buffer, CudaBuffer)
         return buffer.ptr
 
+    def launch_args(self, bound: BoundDispatch) -> tuple[Any, tuple[int, int, int],
+                                                         tuple[int, int, int], int]:
+        """(CUfunction, grid, block, kernel-params address) of a bound dispatch's packed
+        launch: for benchmarks that call cuLaunchKernel on it themselves."""
+        rec: _Launch = self._ready(bound)
+        return (rec.function, rec.grid, rec.block, rec.params_ptr)
 
-def fast_launch_args(backend: CudaBackend, bound: BoundDispatch) -> Sequence[Any]:
-    """(function, grid, block, params address) of a bound dispatch: for benchmarks."""
-    rec = backend._launch_for(bound)
-    return (rec.function, rec.grid, rec.block, rec.params_ptr)
+
+def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
+    me = wself()
+    if me is not None:
+        me._epoch += 1  # its prepared launches re-check the instance (and refuse) next time

@@ -10,6 +10,7 @@ semantics (see `numeric`, `atomics`, `interpreter`) nor accept memory of another
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import numeric
 from .buffers import ReferenceBuffer
-from .plan import Plan, execute
+from .plan import Launch, Plan, execute
 from .source import listing
 
 VERSION = "0.1.0"
@@ -108,17 +109,22 @@ class ReferenceBackend(BaseBackend):
     def source(self, program: Program) -> str:
         return listing(program)
 
-    def _run(self, bound: BoundDispatch) -> int:
-        """Execute one bound dispatch now; returns the nanoseconds it took."""
-        plan = self._compiled_for(bound.program, self._specialisation(bound))
+    def _prepare_launch(self, bound: BoundDispatch) -> Launch:
+        return Launch.of(self._compiled_for(bound.program, self._specialisation(bound)), bound)
+
+    def _run(self, launch: Launch, buffers: Sequence[Any]) -> int:
+        """Execute one prepared dispatch now; returns the nanoseconds it took."""
         t0 = time.perf_counter_ns()
         with numeric.flushing(self.flush_subnormals):
-            execute(plan, bound)
+            execute(launch, buffers)
         return time.perf_counter_ns() - t0
+
+    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        self._run(record, buffers)
 
     def _launch(self, bound: BoundDispatch) -> Pending:
         t0 = time.perf_counter_ns()
-        ns = self._run(bound)
+        ns = self._run(bound.launch.record, bound.buffers)
         wall = time.perf_counter_ns() - t0
         return Pending.done(
             Timing(
@@ -129,14 +135,17 @@ class ReferenceBackend(BaseBackend):
             )
         )
 
+    def _record_pipeline(self, pipeline: Pipeline) -> None:
+        pipeline.state = [self._prepare_launch(s) for s in pipeline.steps]
+
     def _run_pipeline(
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
     ) -> PipelineResult:
         t0 = time.perf_counter_ns()
         device = 0
         for _ in range(repeat):
-            for step in pipeline.steps:
-                device += self._run(step)
+            for step, launch in zip(pipeline.steps, pipeline.state):
+                device += self._run(launch, step.buffers)
         t1 = time.perf_counter_ns()
         out = []
         for r in reads:

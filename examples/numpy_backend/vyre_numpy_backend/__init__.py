@@ -1,0 +1,106 @@
+"""vyre_numpy_backend: a minimal vyre backend living outside the vyre repository.
+
+A backend is a renderer + compiler + runtime behind vyre.BaseBackend. Here the "device" is
+host memory, the compiler is the reference interpreter's plan (vyre.backends.reference.plan:
+a CPU JIT or a C printer would put its own compiler in `_compile`), and the runtime is the
+handful of methods below. Everything else (argument checking, binding, the launch cache,
+the host-path `dispatch`, `stream`, ownership, close) is the core's. It registers itself
+through the `vyre.backends` entry point in pyproject.toml, and proves itself with vyre's
+conformance suite: `pytest tests/test_conformance.py --backend numpy`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vyre import features as F
+from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.backends.reference.plan import Launch, Plan, execute
+from vyre.binding import BoundDispatch
+from vyre.buffer import BufferBase
+from vyre.config import Timing
+from vyre.ir.nodes import Program
+from vyre.registry import Availability
+
+LIMITS = {
+    "max_workgroup_invocations": 1024, "max_workgroup_size_x": 1024,
+    "max_workgroup_size_y": 1024, "max_workgroup_size_z": 64,
+    "max_workgroups_per_dimension": 65535, "max_workgroup_bytes": 65536,
+    "max_buffer_bytes": 2**32, "max_allocation_bytes": 2**32, "max_buffers_per_program": 32,
+}
+
+
+class NumpyBuffer(BufferBase):
+    """`byte_len` bytes of host memory (`array`, uint8), owned by one NumpyBackend."""
+
+    def __init__(self, owner: BaseBackend, byte_len: int, label: str | None) -> None:
+        super().__init__(owner, byte_len, label)
+        self.array = np.zeros(byte_len, dtype=np.uint8)
+
+
+class NumpyBackend(BaseBackend):
+    kind = "numpy"
+
+    def __init__(self, instance_id: str = "numpy") -> None:
+        super().__init__(instance_id)
+        self._caps = Capabilities(
+            backend=self.id, kind=self.kind, device="CPU (NumPy)", limits=dict(LIMITS),
+            features=frozenset({F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64,
+                                F.WORKGROUP_MEMORY, F.RESIDENT}))
+
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    # memory: the core has checked ownership, ranges and freed state before these run
+    def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
+        return NumpyBuffer(self, byte_len, label)
+
+    def _free(self, buffer: BufferBase) -> None:
+        assert isinstance(buffer, NumpyBuffer)
+        buffer.array = np.zeros(0, dtype=np.uint8)
+
+    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
+        assert isinstance(buffer, NumpyBuffer)
+        buffer.array[offset : offset + data.nbytes] = np.frombuffer(data, dtype=np.uint8)
+
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes:
+        assert isinstance(buffer, NumpyBuffer)
+        return buffer.array[offset : offset + length].tobytes()
+
+    # compiler: a validated Program -> what launches run (cached by the core)
+    def _compile(self, program: Program, key: Any) -> Plan:
+        return Plan.prepare(program)
+
+    # runtime: a launch record per binding (made once), then launches of it
+    def _prepare_launch(self, bound: BoundDispatch) -> Launch:
+        return Launch.of(self._compiled_for(bound.program, None), bound)
+
+    def _launch_record(self, record: Any, buffers: Sequence[BufferBase]) -> None:
+        execute(record, buffers)  # type: ignore[arg-type]  # NumpyBuffers have .array
+
+    def _launch(self, bound: BoundDispatch) -> Pending:
+        t0 = time.perf_counter_ns()
+        self._launch_record(bound.launch.record, bound.buffers)
+        ns = time.perf_counter_ns() - t0
+        return Pending.done(Timing(ns, ns, 0, ns if bound.config.profile else None))
+
+
+class _Provider:
+    """What the `vyre.backends` entry point names: `probe()` and `create(device)`."""
+
+    name = "numpy"
+
+    def probe(self) -> Availability:
+        return Availability(self.name, True, "NumPy on the CPU", ("cpu",))
+
+    def create(self, device: int | str | None = None) -> NumpyBackend:
+        return NumpyBackend()
+
+
+PROVIDER = _Provider()
+
+__all__ = ["PROVIDER", "NumpyBackend", "NumpyBuffer"]

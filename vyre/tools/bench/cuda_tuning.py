@@ -1,0 +1,224 @@
+"""CUDA tuning experiments that `vyre bench` does not run (it measures the shipped defaults):
+
+    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick]
+
+(graph) a 100-step pipeline replayed as CUDA graphs at repeat 1 / 10 / 100, against a
+torch CUDAGraph of the same 100 increments; (saxpy) saxpy over 2**26 f32 in every code
+generation variant (coarsening, vectorised access, merged blocks), against CuPy and torch,
+in GB/s from device events; (sass) register use and memory instructions of the saxpy
+kernel (cuobjdump). Every output is checked before its timing counts; a peer that is not
+installed is reported as such. Launch cost, compile cost and the other workloads are
+`vyre bench` (`--workloads dispatch,compile`) and `python -m vyre.tools.bench.evidence`.
+This module must never be imported by the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+import vyre
+from vyre import DispatchConfig, ScalarType
+from vyre.programs.elementwise import saxpy
+
+from .evidence import OUT, section
+from .vyre_impl import inc_program
+
+ST = ScalarType
+RESULTS = OUT  # what section() recorded, written by --json
+
+
+def saxpy_program() -> vyre.Program:
+    """The library's saxpy (what `vyre bench` times): params n and a."""
+    return saxpy(ST.F32, 256)
+
+
+def graph(b: Any, reps: int) -> dict[str, Any]:
+    """us per dispatch of a recorded 100-step pipeline (CUDA graphs), by repeat count."""
+    n = 1024
+    y = b.allocate_device_buffer(4 * n)
+    b.write(y, np.zeros(n, np.uint32))
+    p = b.pipeline([vyre.Step(inc_program(), [], [y], DispatchConfig.for_elements(n, 256))] * 100)
+    assert (p.run(repeat=1, read=[(y, 0, None, np.uint32)]).reads[0] == 100).all()
+    r: dict[str, Any] = {}
+    for repeat in (1, 10, 100):
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter_ns()
+            p.run(repeat=repeat)
+            times.append((time.perf_counter_ns() - t0) / (100 * repeat) / 1e3)
+        r[f"vyre pipeline repeat={repeat} (us/dispatch)"] = statistics.median(times)
+    assert (b.read(y, dtype=np.uint32) == 100 * (1 + reps * 111)).all(), "pipeline result wrong"
+    y.free()
+    try:
+        import torch
+
+        t = torch.zeros(n, dtype=torch.int32, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                t.add_(1)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(100):
+                t.add_(1)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter_ns()
+            for _ in range(10):
+                g.replay()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter_ns() - t0) / 1000 / 1e3)
+        r["torch CUDAGraph, 10 replays (us/dispatch)"] = statistics.median(times)
+    except Exception as exc:
+        r["torch"] = f"unavailable: {exc}"
+    return r
+
+
+def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
+    """GB/s (12 bytes per element) of saxpy over 2**26 f32 per code generation variant."""
+    from vyre.backends.cuda import codegen
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    n = 1 << 26
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y0 = rng.standard_normal(n, dtype=np.float32)
+    a = 0.5
+    expect = np.float32(a) * x + y0
+    gbs: dict[str, Any] = {}
+    merge0 = codegen.MERGE_THREADS
+    # (coarsen, vectorised, threads per merged block); the first is the default
+    variants: list[tuple[int, bool, int]] = [(b.coarsen, True, merge0)]
+    variants += [(k, True, merge0) for k in (1, 4, 8) if k != b.coarsen]
+    variants += [(4, True, 0), (4, False, merge0), (8, True, 0)]
+    try:
+        for coarsen, vec, merge in variants:
+            codegen.VECTORISE, codegen.MERGE_THREADS = vec, merge
+            first = (coarsen, vec, merge) == (b.coarsen, True, merge0)
+            bb = b if first else CudaBackend(0, coarsen=coarsen)
+            bx, by = bb.allocate_device_buffer(x.nbytes), bb.allocate_device_buffer(y0.nbytes)
+            bb.write(bx, x)
+            bb.write(by, y0)
+            prog = saxpy_program()
+            bound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
+                n, 256, params={"n": n, "a": a}))
+            pbound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
+                n, 256, params={"n": n, "a": a}, profile=True))
+            bb.dispatch_with_device_buffers(bound)
+            assert np.array_equal(bb.read(by, dtype=np.float32), expect), \
+                f"vyre saxpy wrong (coarsen={coarsen})"
+            for _ in range(5):
+                bb.dispatch_with_device_buffers(bound)
+            ns = [_device_ns(bb.dispatch_with_device_buffers(pbound)) for _ in range(reps)]
+            label = "vyre (default)" if first else (
+                f"vyre coarsen={coarsen}" + ("" if vec or coarsen == 1 else " scalar")
+                + ("" if merge or coarsen == 1 else " unmerged"))
+            gbs[f"{label} GB/s"] = 12 * n / statistics.median(ns)
+            bx.free()
+            by.free()
+            if not first:
+                bb.close()
+    finally:
+        codegen.VECTORISE, codegen.MERGE_THREADS = True, merge0
+    try:
+        import cupy as cp
+
+        cx, cy = cp.asarray(x), cp.asarray(y0)
+        k = cp.ElementwiseKernel("float32 x, float32 a", "float32 y", "y = a * x + y", "saxpy")
+        k(cx, np.float32(a), cy)
+        assert np.array_equal(cp.asnumpy(cy), expect), "cupy saxpy wrong"
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        ts = []
+        for _ in range(reps):
+            s.record()
+            k(cx, np.float32(a), cy)
+            e.record()
+            e.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(s, e) * 1e6)
+        gbs["cupy ElementwiseKernel GB/s"] = 12 * n / statistics.median(ts)
+    except Exception as exc:
+        gbs["cupy"] = f"unavailable: {exc}"
+    try:
+        import torch
+
+        tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y0).cuda()
+        ty.add_(tx, alpha=a)
+        assert np.allclose(ty.cpu().numpy(), expect, rtol=1e-6, atol=1e-6), "torch saxpy wrong"
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(reps):
+            s.record()
+            ty.add_(tx, alpha=a)
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) * 1e6)
+        gbs["torch add_(alpha) GB/s"] = 12 * n / statistics.median(ts)
+    except Exception as exc:
+        gbs["torch"] = f"unavailable: {exc}"
+    return gbs
+
+
+def _device_ns(t: vyre.Timing) -> int:
+    assert t.device_ns is not None, "a profiled CUDA dispatch reports device_ns"
+    return t.device_ns
+
+
+def sass() -> dict[str, Any]:
+    """Registers and global memory instructions of the saxpy kernel, by coarsening."""
+    from vyre.backends.cuda import compile_program
+
+    if shutil.which("cuobjdump") is None:
+        return {"cuobjdump": "not installed (CUDA toolkit); no SASS facts"}
+    out: dict[str, Any] = {}
+    for c in (4, 8):
+        cubin = compile_program(saxpy_program(), "sm_90", coarsen=c).cubin
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            res = subprocess.run(["cuobjdump", "-res-usage", "-sass", f.name],
+                                 capture_output=True, text=True, check=False).stdout
+        regs = [line.strip() for line in res.splitlines() if "REG" in line][:1]
+        mem = [line.split(";")[0].strip() for line in res.splitlines()
+               if "LDG" in line or "STG" in line]
+        out[f"coarsen={c}"] = f"{regs} {mem}"
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
+    args = ap.parse_args()
+    avail = {a.name: a for a in vyre.available_backends()}
+    if "cuda" not in avail or not avail["cuda"].available:
+        print(f"CUDA unavailable: {avail['cuda'].reason if 'cuda' in avail else 'not registered'}")
+        return 1
+    b: Any = vyre.get_backend("cuda")
+    caps = b.capabilities()
+    print(f"device: {caps.device} {caps.details['arch']}, coarsen={b.coarsen}")
+    reps = 5 if args.quick else 15
+    section("graph: 100-step pipeline as CUDA graphs", lambda: graph(b, reps))
+    section("saxpy: code generation variants", lambda: saxpy_variants(b, 2 * reps))
+    section("sass: saxpy kernel", sass)
+    b.close()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(RESULTS, f, indent=2, default=str)
+    failed = [k for k, v in RESULTS.items() if isinstance(v, dict) and "error" in v]
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

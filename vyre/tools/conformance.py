@@ -1,0 +1,441 @@
+"""The conformance table: semantic cases every backend must agree on with the reference.
+
+Each `Case` is a Program covering a part of docs/IR.md (integer and float arithmetic,
+comparisons, casts, bitcasts, control flow, workgroup memory, atomics, builtins, params
+and out-of-bounds accesses, vector-shaped access patterns), its host inputs (from a seeded
+generator) and its DispatchConfig. `check_case` runs one on a backend and compares every
+output with the reference under the IR's comparison rules (vyre.tools.testing). The suite
+in tests/test_conformance.py runs the whole table on every registered backend, or on one
+named backend (`pytest --backend NAME`, or VYRE_TEST_BACKEND=NAME), which is how an
+out-of-tree backend proves itself (README, "Writing a backend").
+
+This module must never loosen a comparison for a backend: a backend that cannot run a case
+says so through its capabilities (`unsupported_reason`), never through a tolerance here.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import vyre
+from vyre import DispatchConfig, ScalarType
+from vyre.backend import BaseBackend
+from vyre.builder import (
+    ProgramBuilder,
+    abs_,
+    atan2,
+    ceil,
+    clamp,
+    cos,
+    exp,
+    exp2,
+    floor,
+    fma,
+    log,
+    log2,
+    max_,
+    min_,
+    pow_,
+    round_,
+    select,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+)
+from vyre.tools.testing import check_against_reference, random_array
+
+ST = ScalarType
+N = 256
+
+
+N = 256
+ARCH = "sm_90"
+
+
+@dataclass
+class Case:
+    name: str
+    program: vyre.Program
+    inputs: Callable[[np.random.Generator], dict[str, Any]]
+    config: DispatchConfig
+
+
+def _binary_case(name: str, ty: ScalarType, ops: list[Callable[[Any, Any], Any]],
+                 out_ty: ScalarType | None = None, b_ty: ScalarType | None = None) -> Case:
+    out_ty = out_ty or ty
+    b_ty = b_ty or ty
+    k = ProgramBuilder(name, workgroup_size=128)
+    a = k.buffer("a", ty)
+    b = k.buffer("b", b_ty)
+    out = k.buffer("out", out_ty, "write")
+    i = k.let(k.global_id(0))
+    with k.if_(i < a.length()):
+        x = k.let(a[i])
+        y = k.let(b[i])
+        for j, op in enumerate(ops):
+            out[i * len(ops) + j] = op(x, y)
+    prog = k.build()
+
+    def inputs(rng: np.random.Generator) -> dict[str, Any]:
+        return {"a": random_array(rng, ty, N), "b": random_array(rng, b_ty, N),
+                "out": N * len(ops)}
+
+    return Case(name, prog, inputs, DispatchConfig(grid=N // 128))
+
+
+def _int_ops(ty: ScalarType) -> list[Callable[[Any, Any], Any]]:
+    ops: list[Callable[[Any, Any], Any]] = [
+        lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y,
+        lambda x, y: x // y, lambda x, y: x % y, min_, max_,
+        lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: ~x,
+        lambda x, y: x << y.bitcast(ST.U32 if ty.bits == 32 else ST.U64).cast(ST.U32),
+        lambda x, y: x >> y.bitcast(ST.U32 if ty.bits == 32 else ST.U64).cast(ST.U32),
+        lambda x, y: abs_(x), lambda x, y: clamp(x, min_(x, y), max_(x, y)),
+        lambda x, y: x // (y & 3), lambda x, y: x % (y & 3),
+        lambda x, y: select(x < y, x, y),
+    ]
+    if ty.is_signed:
+        ops += [lambda x, y: -x, lambda x, y: x // -1, lambda x, y: x % -1]
+    return ops
+
+
+def _cmp_ops() -> list[Callable[[Any, Any], Any]]:
+    def c(f: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        return lambda x, y: f(x, y).cast(ST.U32)
+
+    return [
+        c(lambda x, y: x == y), c(lambda x, y: x != y), c(lambda x, y: x < y),
+        c(lambda x, y: x <= y), c(lambda x, y: x > y), c(lambda x, y: x >= y),
+        c(lambda x, y: (x < y) & (x != y)), c(lambda x, y: (x < y) | (x == y)),
+        c(lambda x, y: ~(x < y)), c(lambda x, y: (x < y) ^ (x > y)),
+    ]
+
+
+def _u(f: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda x, y: f(x)
+
+
+def _float_ops() -> list[Callable[[Any, Any], Any]]:
+    return [
+        lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x / y,
+        lambda x, y: x % y, min_, max_, lambda x, y: -x, _u(abs_),
+        lambda x, y: sqrt(abs_(x)), _u(floor), _u(ceil), _u(trunc), _u(round_),
+        lambda x, y: fma(x, y, x), lambda x, y: clamp(x, min_(y, -y), max_(y, -y)),
+        lambda x, y: x * y + x, lambda x, y: select(x < y, x, y), lambda x, y: sqrt(x),
+        lambda x, y: round_(x / 7), lambda x, y: x % 3,
+    ]
+
+
+def _approx_ops() -> list[Callable[[Any, Any], Any]]:
+    return [*(_u(f) for f in (exp, exp2, log, log2, sin, cos, tan, tanh)),
+            lambda x, y: pow_(abs_(x), y / 64), atan2,
+            lambda x, y: exp(x / 64), lambda x, y: log(abs_(x))]
+
+
+def _cast_case(src: ScalarType) -> Case:
+    dsts = [ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64]
+    k = ProgramBuilder(f"cast_from_{src}", workgroup_size=128)
+    a = k.buffer("a", src)
+    outs = {d: k.buffer(f"o_{d}", d, "write") for d in dsts}
+    ob = k.buffer("o_bool", ST.U32, "write")
+    i = k.global_id(0)
+    with k.if_(i < a.length()):
+        x = k.let(a[i])
+        for d, buf in outs.items():
+            buf[i] = x.cast(d)
+        ob[i] = x.cast(ST.BOOL).cast(ST.U32)
+    prog = k.build()
+
+    def inputs(rng: np.random.Generator) -> dict[str, Any]:
+        arr = random_array(rng, src, N)
+        if src.is_float:  # also values near the saturation limits and exact halves
+            with np.errstate(over="ignore"):
+                extra = np.array([2.5, -2.5, 3.5, 0.5, -0.5, 2.0**31, -(2.0**31), 2.0**32,
+                                  2.0**63, -(2.0**63), 2.0**64, 1e30, -1e30, 65519.0,
+                                  65520.0, 4294967040.0, -1.5],
+                                 dtype=np.float64).astype(src.numpy)
+            arr[-len(extra):] = extra
+        d: dict[str, Any] = {"a": arr, "o_bool": N}
+        for dt in dsts:
+            d[f"o_{dt}"] = N
+        return d
+
+    return Case(prog.name, prog, inputs, DispatchConfig(grid=N // 128))
+
+
+def _bitcast_case() -> Case:
+    k = ProgramBuilder("bitcasts", workgroup_size=128)
+    f = k.buffer("f", ST.F32)
+    d = k.buffer("d", ST.F64)
+    oi = k.buffer("oi", ST.I32, "write")
+    ou = k.buffer("ou", ST.U32, "write")
+    of = k.buffer("of", ST.F32, "write")
+    ol = k.buffer("ol", ST.I64, "write")
+    oq = k.buffer("oq", ST.U64, "write")
+    od = k.buffer("od", ST.F64, "write")
+    i = k.global_id(0)
+    oi[i] = f[i].bitcast(ST.I32)
+    ou[i] = f[i].bitcast(ST.U32)
+    of[i] = f[i].bitcast(ST.U32).bitcast(ST.I32).bitcast(ST.F32)
+    ol[i] = d[i].bitcast(ST.I64)
+    oq[i] = d[i].bitcast(ST.U64)
+    od[i] = d[i].bitcast(ST.U64).bitcast(ST.I64).bitcast(ST.F64)
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "f": random_array(rng, ST.F32, N), "d": random_array(rng, ST.F64, N),
+        "oi": N, "ou": N, "of": N, "ol": N, "oq": N, "od": N,
+    }, DispatchConfig(grid=N // 128))
+
+
+def _control_case() -> Case:
+    k = ProgramBuilder("control_flow", workgroup_size=128)
+    a = k.buffer("a", ST.I32)
+    out = k.buffer("out", ST.I32, "write")
+    i = k.global_id(0)
+    with k.if_(i >= a.length()):
+        k.return_()
+    x = k.let(a[i] % 50)
+    acc = k.let(k.lit(0, ST.I32))
+    # For over i32 with negative start and step 3; continue and break inside
+    with k.for_range(x - 20, x + 17, 3, ty=ST.I32) as j:
+        with k.if_(j == 0):
+            k.continue_()
+        acc += j
+        with k.if_(acc > 100):
+            k.break_()
+    # a For whose end is INT_MAX: must not overflow (runs 3 times)
+    cnt = k.let(k.lit(0, ST.I32))
+    with k.for_range(k.lit(2147483647 - 5, ST.I32), k.lit(2147483647, ST.I32), 2,
+                     ty=ST.I32):
+        cnt += 1
+    # u32 For ending at UINT_MAX with a large step
+    ucnt = k.let(k.lit(0, ST.U32))
+    with k.for_range(k.lit(4000000000, ST.U32), k.lit(4294967295, ST.U32), 100000000):
+        ucnt += 1
+    # while with break and continue
+    w = k.let(k.lit(0, ST.I32))
+    n = k.let(k.lit(0, ST.I32))
+    with k.while_(w < 1000):
+        w += 1
+        with k.if_((w % 3) == 0):
+            k.continue_()
+        n += w
+        with k.if_(n > x * 10):
+            k.break_()
+    # nested loops
+    nest = k.let(k.lit(0, ST.I32))
+    with k.for_range(0, 4, ty=ST.I32) as p, k.for_range(0, p, ty=ST.I32) as q:
+        nest += p * 10 + q
+    with k.if_((x & 1) == 1):
+        out[i * 6 + 5] = k.lit(-7, ST.I32)
+    with k.else_():
+        out[i * 6 + 5] = x
+    out[i * 6] = acc
+    out[i * 6 + 1] = cnt
+    out[i * 6 + 2] = ucnt.bitcast(ST.I32)
+    out[i * 6 + 3] = n
+    out[i * 6 + 4] = nest
+    with k.if_(x > 25):
+        k.return_()
+    out[i * 6 + 5] = x * 2
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "a": rng.integers(-1000, 1000, N).astype(np.int32), "out": N * 6,
+    }, DispatchConfig(grid=N // 128 + 1))
+
+
+def _workgroup_case() -> Case:
+    wg = 64
+    k = ProgramBuilder("workgroup_reduce", workgroup_size=wg)
+    a = k.buffer("a", ST.U32)
+    out = k.buffer("out", ST.U32, "write")
+    tile = k.shared("tile", ST.U32, wg)
+    lid = k.local_index()
+    tile[lid] = a[k.global_id(0)]
+    k.barrier()
+    s = k.let(k.lit(wg // 2, ST.U32))
+    with k.while_(s > 0):
+        with k.if_(lid < s):
+            tile[lid] = tile[lid] + tile[lid + s]
+        k.barrier()
+        s.set(s >> 1)
+    with k.if_(lid == 0):
+        out[k.workgroup_id(0)] = tile[0] + tile[wg + 5]  # OOB shared load reads 0
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "a": rng.integers(0, 2**32, N * 2, dtype=np.uint32), "out": 2 * N // wg,
+    }, DispatchConfig(grid=2 * N // wg))
+
+
+def _atomics_case() -> Case:
+    k = ProgramBuilder("atomics", workgroup_size=128)
+    a = k.buffer("a", ST.U32)
+    hist = k.buffer("hist", ST.U32, "read_write")
+    mm = k.buffer("mm", ST.I32, "read_write")
+    bits = k.buffer("bits", ST.U32, "read_write")
+    wide = k.buffer("wide", ST.I64, "read_write")
+    fsum = k.buffer("fsum", ST.F32, "read_write")
+    olds = k.buffer("olds", ST.U32, "write")
+    i = k.global_id(0)
+    with k.if_(i < a.length()):
+        v = k.let(a[i])
+        hist.atomic_add(v & 15, 1)
+        sv = k.let(v.bitcast(ST.I32))
+        mm.atomic_min(0, sv)
+        mm.atomic_max(1, sv)
+        bits.atomic_or(0, v)
+        bits.atomic_and(1, v)
+        bits.atomic_xor(2, v)
+        wide.atomic_add(0, sv.cast(ST.I64) * 1000003)
+        wide.atomic_min(1, sv.cast(ST.I64) * -3)
+        wide.atomic_max(2, sv.cast(ST.I64) * -3)
+        fsum.atomic_add(0, (v & 255).cast(ST.F32))
+        # one winner per slot: the CAS from 0 succeeds exactly once per slot
+        old = bits.atomic_compare_exchange(3 + (v & 3), 0, 1)
+        hist.atomic_add(16 + old, 1)
+        # out of range atomics do nothing and their result is 0
+        oob = hist.atomic_add(1000000 + i, 5)
+        olds[i] = oob
+        x = bits.atomic_exchange(8 + (i & 1) * 1000000, 7)
+        olds[i + a.length()] = x * 0  # in range the old value is 0 or 7; OOB it is 0
+    prog = k.build()
+
+    def inputs(rng: np.random.Generator) -> dict[str, Any]:
+        bits0 = np.zeros(16, np.uint32)
+        bits0[1] = 0xFFFFFFFF
+        return {"a": rng.integers(0, 2**32, N, dtype=np.uint32),
+                "hist": np.zeros(32, np.uint32),
+                "mm": np.array([2**31 - 1, -(2**31)], np.int32), "bits": bits0,
+                "wide": np.array([0, 2**63 - 1, -(2**63)], np.int64),
+                "fsum": np.zeros(1, np.float32),
+                "olds": 2 * N}
+
+    return Case(prog.name, prog, inputs, DispatchConfig(grid=N // 128))
+
+
+def _builtins_case() -> Case:
+    k = ProgramBuilder("builtins", workgroup_size=(4, 2, 2))
+    out = k.buffer("out", ST.U32, "write")
+    lin = k.let(k.workgroup_linear_id() * 16 + k.local_index())
+    vals = [k.global_id(0), k.global_id(1), k.global_id(2), k.local_id(0), k.local_id(1),
+            k.local_id(2), k.workgroup_id(0), k.workgroup_id(1), k.workgroup_id(2),
+            k.num_workgroups(0), k.num_workgroups(1), k.num_workgroups(2), k.local_index(),
+            out.length()]
+    for j, v in enumerate(vals):
+        out[lin * len(vals) + j] = v
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {"out": 16 * 6 * 14}, DispatchConfig(grid=(2, 3, 1)))
+
+
+def _params_oob_case() -> Case:
+    k = ProgramBuilder("params_oob", workgroup_size=128)
+    x = k.buffer("x", ST.F32)
+    y = k.buffer("y", ST.F32, "read_write")
+    h = k.buffer("h", ST.F16, "read_write")
+    a = k.param("a", ST.F32)
+    s = k.param("s", ST.I32)
+    u = k.param("u", ST.U64)
+    d = k.param("d", ST.F64)
+    hp = k.param("hp", ST.F16)
+    i = k.global_id(0)
+    # every invocation (also past the end) stores: out-of-range stores do nothing
+    y[i] = a * x[i] + y[i] + x[i + 1000000] + s.cast(ST.F32) + u.cast(ST.F32) + d.cast(ST.F32)
+    h[i] = h[i] * hp + hp
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "x": random_array(rng, ST.F32, 100), "y": random_array(rng, ST.F32, 100),
+        "h": rng.standard_normal(100).astype(np.float16),
+    }, DispatchConfig(grid=3, params={"a": 1.5, "s": -3, "u": 2**40, "d": 0.25, "hp": 0.5}))
+
+
+def _int_cases() -> list[Case]:
+    out = []
+    for ty in (ST.I32, ST.U32, ST.I64, ST.U64):
+        out.append(_binary_case(f"int_ops_{ty}", ty, _int_ops(ty)))
+        out.append(_binary_case(f"cmp_{ty}", ty, _cmp_ops(), out_ty=ST.U32))
+    return out
+
+
+def _float_cases() -> list[Case]:
+    out = []
+    for ty in (ST.F32, ST.F64, ST.F16):
+        out.append(_binary_case(f"float_ops_{ty}", ty, _float_ops()))
+        out.append(_binary_case(f"approx_{ty}", ty, _approx_ops()))
+        out.append(_binary_case(f"cmp_{ty}", ty, _cmp_ops(), out_ty=ST.U32))
+    return out
+
+
+def _vector_case(off: int) -> Case:
+    """Accesses at the x invocation id + an invariant: the lockstep code moves them as
+    vectors when aligned and in bounds (off=0), else lane by lane (off=3: misaligned);
+    tails past every buffer's end, masked lanes, a top-level and a masked let, 8-byte and
+    2-byte elements, and a neighbour load (index + 1)."""
+    k = ProgramBuilder(f"vector_off{off}", workgroup_size=256)
+    x = k.buffer("x", ST.F32)
+    d = k.buffer("d", ST.F64)
+    h = k.buffer("h", ST.F16, "read_write")
+    u = k.buffer("u", ST.U64, "read_write")
+    q = k.buffer("q", ST.I32, "read_write")
+    y = k.buffer("y", ST.F32, "write")
+    y2 = k.buffer("y2", ST.F32, "read_write")
+    o = k.param("off", ST.U32)
+    i = k.let(k.global_linear_id() + o, name="i")
+    with k.if_(i < y.length()):
+        y[i] = x[i] * 2.0 + d[i].cast(ST.F32) + x[i + 1]
+    h[i] = h[i] + h[i]  # unmasked: lanes past the end store nothing
+    u[i] = u[i] * 3 + i.cast(ST.U64)
+    q[i] = q[i] - i.cast(ST.I32)
+    with k.if_(i % 3 == 0):
+        t = k.let(x[i] * 3.0, name="t")
+        y2[i] = t + y2[i]
+    prog = k.build()
+    return Case(prog.name, prog, lambda rng: {
+        "x": random_array(rng, ST.F32, 1003), "d": random_array(rng, ST.F64, 1000),
+        "h": rng.standard_normal(998).astype(np.float16),
+        "u": random_array(rng, ST.U64, 1001), "q": random_array(rng, ST.I32, 1001),
+        "y": 1002, "y2": random_array(rng, ST.F32, 997),
+    }, DispatchConfig(grid=5, params={"off": off}))
+
+
+def cases() -> list[Case]:
+    return [
+        *_int_cases(), *_float_cases(),
+        *(_cast_case(t) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)),
+        _bitcast_case(), _control_case(), _workgroup_case(), _atomics_case(), _builtins_case(),
+        _params_oob_case(), _vector_case(0), _vector_case(3),
+    ]
+
+
+CASES = {c.name: c for c in cases()}
+
+
+
+
+def inputs_of(case: Case) -> dict[str, Any]:
+    """The case's host inputs, the same on every run and every backend."""
+    return case.inputs(np.random.default_rng(zlib.crc32(case.name.encode())))
+
+
+def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
+    """Why `backend` cannot run `case` by its own report (a missing feature), or None."""
+    missing = sorted(f for f in case.program.required_features
+                     if not backend.supports(f))
+    if missing:
+        return (f"{backend.id} does not report {missing}, which {case.name!r} needs "
+                "(a documented capability limit)")
+    return None
+
+
+def check_case(case: Case, backend: BaseBackend, reference: BaseBackend) -> None:
+    """Run `case` on `backend` and assert every output agrees with the reference."""
+    check_against_reference(case.program, inputs_of(case), case.config, [backend], reference)
+
+
+__all__ = ["CASES", "Case", "check_case", "inputs_of", "unsupported_reason"]
