@@ -49,11 +49,15 @@ class HostShimBuffer:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Float comparison rule: |a - e| <= atol + rtol*|e|, or within `ulps` units in the last place."""
+    """Float comparison rule: |a - e| <= atol + rtol*|e|, or within `ulps` units in the last
+    place. Any NaN equals any NaN (docs/IR.md leaves a NaN's bits open). `zero_sign`: an
+    exact comparison also tells -0 from +0 (docs/IR.md leaves it open only after float
+    min/max/clamp)."""
 
     ulps: int = 0
     atol: float = 0.0
     rtol: float = 0.0
+    zero_sign: bool = True
 
     @property
     def exact(self) -> bool:
@@ -74,8 +78,14 @@ def tolerance_for(program: Program, backend_kind: str) -> Tolerance:
     """
     del backend_kind
     if uses_float_ops(program, APPROX_FNS):
-        return Tolerance(ulps=4, atol=1e-6, rtol=1e-6)
+        return Tolerance(ulps=4, atol=1e-6, rtol=1e-6, zero_sign=False)
+    if uses_float_ops(program, SIGN_OF_ZERO_OPEN):
+        return Tolerance(zero_sign=False)
     return EXACT
+
+
+#: Float operations after which docs/IR.md leaves the sign of a zero result open.
+SIGN_OF_ZERO_OPEN = frozenset({"min", "max", "clamp"})
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -108,6 +118,8 @@ def mismatches(
     both_nan = np.isnan(a) & np.isnan(e)
     with np.errstate(invalid="ignore", over="ignore"):
         equal = (a == e) | both_nan
+        if tol.exact and tol.zero_sign:
+            equal &= (np.signbit(a) == np.signbit(e)) | both_nan
         if not tol.exact:
             close = ulp_distance(a, e) <= tol.ulps
             diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
