@@ -30,7 +30,14 @@ from .binding import (
     rebind,
     validate_buffer_ownership,
 )
-from .buffer import BufferBase, DeviceBuffer, check_range, check_usable, host_bytes
+from .buffer import (
+    BufferBase,
+    DeviceBuffer,
+    as_index,
+    check_range,
+    check_usable,
+    host_bytes,
+)
 from .config import DispatchConfig, IndirectGrid, Timing
 from .errors import (
     BackendError,
@@ -42,7 +49,6 @@ from .errors import (
     UnsupportedFeature,
 )
 from .features import MANAGED_MEMORY
-from .hostarrays import as_dtype
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
@@ -311,8 +317,13 @@ class BaseBackend:
         self._check_open()
         checked: list[tuple[BufferBase, memoryview, int]] = []
         for item in items:
+            if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+                raise InvalidDispatch(
+                    f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
+                    f"{type(item).__name__} {item!r:.60}"
+                )
             buffer, data = item[0], item[1]
-            offset = item[2] if len(item) > 2 else 0
+            offset = as_index(item[2], "write offset") if len(item) > 2 else 0
             validate_buffer_ownership(self, [buffer])
             assert isinstance(buffer, BufferBase)
             if buffer.readonly:
@@ -346,18 +357,12 @@ class BaseBackend:
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         self._check_open()
-        from .pipeline import as_read_range
+        from .pipeline import checked_read
 
         todo = []
         for r in ranges:
-            rr = as_read_range(r)
-            validate_buffer_ownership(self, [rr.buffer])
-            length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
-            check_range(rr.buffer, rr.offset, length)
-            dt = as_dtype(np.uint8 if rr.dtype is None else rr.dtype)
-            if length % dt.itemsize:
-                raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
-            todo.append((rr.buffer, rr.offset, length, dt))
+            rr = checked_read(self, r)
+            todo.append((rr.buffer, rr.offset, int(rr.length or 0), rr.dtype))
         with self._lock:
             self._check_open()
             for b, _, _, _ in todo:
@@ -380,6 +385,7 @@ class BaseBackend:
         self._check_open()
         if not isinstance(program, Program):
             raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
+        validate(program)  # first: it bounds the program before anything walks all of it
         cache_key = (program.content_hash, key)
         with self._lock:
             self._check_open()
@@ -387,7 +393,6 @@ class BaseBackend:
             if hit is not None:
                 self.compile_stats.hits += 1
                 return hit
-            validate(program)
             check_program_fits(self, program)
             compiled = self._compile(program, key)
             self.compile_stats.misses += 1
@@ -528,7 +533,8 @@ class BaseBackend:
         """
         self._check_open()
         validate(program)
-        data = _host_inputs(program, inputs)
+        limit = self.capabilities().limits.get("max_allocation_bytes")
+        data = _host_inputs(program, inputs, limit)
         bufs: dict[str, BufferBase] = {}
         try:
             for d in program.buffers:
@@ -580,7 +586,8 @@ class BaseBackend:
 
         try:
             for i, chunk in enumerate(chunks):
-                data = _host_inputs(program, chunk)
+                data = _host_inputs(program, chunk,
+                                    self.capabilities().limits.get("max_allocation_bytes"))
                 cfg = config(i, data) if callable(config) else config
                 bufs = {
                     d.name: self.allocate_device_buffer(data[d.name].nbytes, label=d.name)
@@ -679,10 +686,28 @@ def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) 
     validate_buffer_ownership(backend, [buffer])
 
 
+def _zeros(count: int, dtype: np.dtype, what: str, limit: int | None) -> np.ndarray:
+    """A zero-filled host output of `count` elements, refused when no device could hold it
+    (`limit`: the backend's largest allocation) or the host cannot allocate it."""
+    nbytes = count * dtype.itemsize
+    if limit is not None and nbytes > limit:
+        raise OutOfDeviceMemory(
+            "host dispatch", nbytes,
+            f"{what} asks for {count} elements; the largest allocation here is {limit} bytes",
+        )
+    try:
+        return np.zeros(count, dtype=dtype)
+    except (MemoryError, ValueError) as exc:
+        raise OutOfDeviceMemory(
+            "host", nbytes, f"{what}: the host output array of {count} elements ({exc})"
+        ) from None
+
+
 def _host_inputs(
-    program: Program, inputs: Mapping[str, Any] | Sequence[Any]
+    program: Program, inputs: Mapping[str, Any] | Sequence[Any], limit: int | None = None
 ) -> dict[str, np.ndarray]:
-    """Host arrays for every buffer of `program`, typed and contiguous (see dispatch)."""
+    """Host arrays for every buffer of `program`, typed and contiguous (see dispatch);
+    `limit`: the backend's largest allocation, which bounds zero-filled outputs."""
     if isinstance(inputs, Mapping):
         given = dict(inputs)
         unknown = sorted(set(given) - {d.name for d in program.buffers})
@@ -705,7 +730,7 @@ def _host_inputs(
         what = f"program {program.name!r} buffer {d.name!r}"
         if d.name not in given:
             if d.access == "write" and d.count is not None:
-                out[d.name] = np.zeros(d.count, dtype=d.ty.numpy)
+                out[d.name] = _zeros(d.count, d.ty.numpy, what, limit)
                 continue
             need = (
                 "an int element count or an array of initial contents"
@@ -717,7 +742,7 @@ def _host_inputs(
         if d.access == "write" and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
             if v < 0:
                 raise InvalidDispatch(f"{what}: element count must be >= 0, got {v}")
-            out[d.name] = np.zeros(int(v), dtype=d.ty.numpy)
+            out[d.name] = _zeros(int(v), d.ty.numpy, what, limit)
             continue
         mv = host_bytes(v, what, d.ty)
         arr = np.frombuffer(mv, dtype=d.ty.numpy) if mv.nbytes % d.ty.byte_size == 0 else None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import BufferStateError
+from .errors import BufferStateError, InvalidDispatch
 from .hostarrays import host_bytes
 
 __all__ = ["BufferBase", "DeviceBuffer", "check_range", "check_usable", "host_bytes"]
@@ -156,6 +156,15 @@ def check_usable(buf: BufferBase) -> None:
             f"{buf.describe()} is stale: {why}; its memory is gone and vyre will not touch "
             "it: allocate a new buffer (or borrow the array again) on a new backend"
         )
+
+
+def as_index(value: object, what: str) -> int:
+    """`value` as a byte offset or length (an int, not a bool), else InvalidDispatch."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidDispatch(
+            f"{what} must be an int number of bytes, got {type(value).__name__} {value!r:.40}"
+        )
+    return int(value)
 
 
 def check_range(buf: BufferBase, offset: int, length: int) -> None:

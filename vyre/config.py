@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InvalidDispatch
@@ -102,6 +103,19 @@ class DispatchConfig(BaseModel):
             if unknown:
                 raise ValueError(f"unknown option(s) {unknown}; the options are {known}")
             return DispatchOptions(**v) if v else DEFAULT_OPTIONS
+        return v
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _numeric_params(cls, v: Any) -> Any:
+        # pydantic's lax mode would read "2.0" as 2 and "1" as True: refuse, never convert
+        if isinstance(v, dict):
+            for name, x in v.items():
+                if not isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+                    raise ValueError(
+                        f"param {name!r} = {x!r} is a {type(x).__name__}, not a number; pass "
+                        "a Python int, float or bool (convert text with float(s))"
+                    )
         return v
 
     @field_validator("grid", mode="before")

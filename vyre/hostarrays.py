@@ -18,6 +18,69 @@ from .ir.types import ScalarType
 _RAW_FORMATS = frozenset({"B", "b", "c"})
 
 
+def _sequence_array(data: list[Any] | tuple[Any, ...], ty: ScalarType, what: str) -> np.ndarray:
+    """A list or tuple of numbers as an array of `ty`, refusing what `ty` cannot represent
+    (strings, None, ragged nesting, out-of-range or non-integral integers, finite floats
+    that overflow to inf); inf and nan given as floats stay as they are."""
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as exc:
+        raise InvalidDispatch(
+            f"{what}: the list is ragged or mixed ({str(exc).splitlines()[0][:120]}); pass a "
+            f"flat list of numbers or a numpy array of {ty.numpy}"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        flat = arr.reshape(-1)
+        bad = next((x for x in flat.tolist() if not isinstance(x, (int, float))), None)
+        if bad is None and flat.size and ty.is_int:
+            return _check_int_range(flat, ty, what, data)
+        shown = repr(bad) if bad is not None else repr(flat[0]) if flat.size else "?"
+        raise InvalidDispatch(
+            f"{what}: the list holds {shown[:40]} ({type(bad).__name__ if bad is not None else arr.dtype}), "
+            f"not a {ty} number; pass numbers only (None and text are never converted), e.g. "
+            f"np.asarray(values, dtype=np.{ty.numpy.name}) after cleaning them"
+        )
+    if arr.dtype.kind == "b":
+        raise InvalidDispatch(
+            f"{what}: the list holds bools, not {ty} numbers; convert them with "
+            f"np.asarray(flags, dtype=np.{ty.numpy.name})"
+        )
+    if ty.is_int:
+        if arr.dtype.kind == "f":
+            ok = np.isfinite(arr) & (arr == np.trunc(arr))
+            if not ok.all():
+                raise InvalidDispatch(
+                    f"{what}: {arr.reshape(-1)[~ok.reshape(-1)][0].item()!r} is not an integer, so it "
+                    f"is not a {ty}; round it explicitly (np.rint) or use a float buffer"
+                )
+        return _check_int_range(arr.reshape(-1), ty, what, data).reshape(arr.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(ty.numpy)
+    over = np.isinf(out) & ~np.isinf(arr)
+    if over.any():
+        raise InvalidDispatch(
+            f"{what}: {arr.reshape(-1)[over.reshape(-1)][0].item()!r} overflows {ty} (largest finite "
+            f"magnitude {float(np.finfo(ty.numpy).max):g}); scale the data or use a wider "
+            "type (inf must be given explicitly as float('inf'))"
+        )
+    return out
+
+
+def _check_int_range(flat: np.ndarray, ty: ScalarType, what: str, data: Any) -> np.ndarray:
+    info = np.iinfo(ty.numpy)
+    lo, hi = int(info.min), int(info.max)
+    for x in flat.tolist() if flat.dtype.kind == "O" else (flat.min(), flat.max()):
+        if not lo <= int(x) <= hi:
+            v = int(x)
+            text = str(v) if len(str(v)) <= 30 else f"{str(v)[:20]}...({len(str(v))} digits)"
+            raise InvalidDispatch(
+                f"{what}: {text} does not fit in {ty} (range {lo}..{hi}); values never wrap "
+                "silently: use a wider type or reduce the values"
+            )
+    return np.asarray([int(x) for x in flat.tolist()] if flat.dtype.kind == "O" else flat,
+                      dtype=ty.numpy)
+
+
 def as_dtype(dtype: Any) -> np.dtype:
     """A numpy dtype from a numpy dtype-like or a vyre ScalarType.
 
@@ -26,12 +89,15 @@ def as_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, ScalarType):
         return dtype.numpy
     try:
-        return np.dtype(dtype)
-    except TypeError:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.hasobject or dt.kind not in "biufc" or dt.itemsize == 0 or dt.shape:
         raise InvalidDispatch(
-            f"{dtype!r} is not an element type; pass a numpy dtype (np.float32) or a vyre "
-            "type (vyre.f32)"
-        ) from None
+            f"{dtype!r} is not an element type for device bytes; pass a numeric numpy dtype "
+            "(np.float32) or a vyre type (vyre.f32)"
+        )
+    return dt
 
 
 def device_array_hint(data: Any) -> str | None:
@@ -80,7 +146,12 @@ def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview
             raise InvalidDispatch(
                 f"{what}: a list has no element type here; pass a numpy array or bytes"
             )
-        data = np.asarray(data, dtype=ty.numpy)
+        data = _sequence_array(data, ty, what)
+    if isinstance(data, np.ma.MaskedArray):
+        raise InvalidDispatch(
+            f"{what}: a masked array's mask has no meaning on the device; pass arr.filled(v) "
+            "with the value masked elements should take, or arr.data to ignore the mask"
+        )
     if isinstance(data, np.generic):
         data = np.asarray(data)
     if not isinstance(data, np.ndarray):

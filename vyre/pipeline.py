@@ -8,14 +8,14 @@ This module must never execute anything itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .binding import BoundDispatch, BufferArg, bind, validate_buffer_ownership
-from .buffer import BufferBase, check_range, check_usable
+from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
 from .errors import InvalidDispatch
 from .hostarrays import as_dtype
@@ -80,8 +80,34 @@ def as_read_range(r: Any) -> ReadRange:
     if isinstance(r, ReadRange):
         return r
     if isinstance(r, tuple):
+        if not 1 <= len(r) <= 4:
+            raise InvalidDispatch(
+                f"a read is a buffer or a (buffer, offset, length, dtype) tuple, got a tuple "
+                f"of {len(r)}"
+            )
         return ReadRange(*r)
     return ReadRange(r)
+
+
+def checked_read(backend: BaseBackend, r: Any,
+                 default_dtype: Callable[[ReadRange, int], Any] | None = None) -> ReadRange:
+    """A read request checked against `backend`: its buffer, a range inside it, a numeric
+    dtype that divides the length; the length filled in and the dtype a numpy dtype.
+    `default_dtype(request, length)` gives the dtype of a request without one (else uint8)."""
+    rr = as_read_range(r)
+    validate_buffer_ownership(backend, [rr.buffer])
+    offset = as_index(rr.offset, "read offset")
+    length = (rr.buffer.byte_len - offset if rr.length is None
+              else as_index(rr.length, "read length"))
+    check_range(rr.buffer, offset, length)
+    if rr.dtype is not None:
+        dt = rr.dtype
+    else:
+        dt = np.uint8 if default_dtype is None else default_dtype(rr, length)
+    dtype = as_dtype(dt)  # vyre.f16 is float16 here, never np.dtype("f16")
+    if length % dtype.itemsize:
+        raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dtype}")
+    return ReadRange(rr.buffer, offset, length, dtype)
 
 
 class Pipeline:
@@ -160,19 +186,7 @@ class Pipeline:
         return self._unrolled[1]
 
     def _check_reads(self, read: Sequence[Any]) -> list[ReadRange]:
-        out = []
-        for r in read:
-            rr = as_read_range(r)
-            validate_buffer_ownership(self.backend, [rr.buffer])
-            length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
-            check_range(rr.buffer, rr.offset, length)
-            dtype = as_dtype(self._default_dtype(rr, length))  # vyre.f16 is float16 here
-            if length % dtype.itemsize:
-                raise InvalidDispatch(
-                    f"read of {length} bytes is not a whole number of {dtype}"
-                )
-            out.append(ReadRange(rr.buffer, rr.offset, length, dtype))
-        return out
+        return [checked_read(self.backend, r, self._default_dtype) for r in read]
 
     def _default_dtype(self, rr: ReadRange, length: int) -> Any:
         if rr.dtype is not None:
@@ -202,9 +216,7 @@ class Pipeline:
             return self.backend._run_pipeline(self, repeat, reads)
 
     def _typed(self, r: Any) -> ReadRange:
-        rr = as_read_range(r)
-        length = rr.buffer.byte_len - rr.offset if rr.length is None else rr.length
-        return ReadRange(rr.buffer, rr.offset, rr.length, self._default_dtype(rr, length))
+        return checked_read(self.backend, r, self._default_dtype)
 
     def buffers(self) -> list[BufferBase]:
         """Every buffer slot of every step, in order (a buffer may appear several times)."""

@@ -93,6 +93,12 @@ def default_backend_name() -> str:
 def get_backend(spec: str | None = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
     ($VYRE_BACKEND, else the first available of cuda, wgpu, reference)."""
+    if spec is not None and not isinstance(spec, str):
+        raise BackendUnavailable(
+            repr(spec)[:40], f"a backend spec is a string such as 'wgpu', 'cuda:1' or "
+            f"'reference' (or None for the default), got {type(spec).__name__}; "
+            "run `vyre probe` to list the backends here",
+        )
     spec = spec or default_backend_name()
     name, dev = parse_spec(spec)
     provs = providers()

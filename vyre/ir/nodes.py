@@ -333,6 +333,7 @@ class Program(Node):
     # Derived data, computed once per (immutable) Program.
     @cached_property
     def canonical_json(self) -> str:
+        check_tree_size(self)  # never ask pydantic to dump a tree of shared subexpressions
         try:
             data = self.model_dump(mode="json")
         except ValueError:
@@ -346,8 +347,14 @@ class Program(Node):
 
     @cached_property
     def content_hash(self) -> str:
-        """Stable across processes and Python versions: sha256 of the canonical JSON."""
-        return hashlib.sha256(self.canonical_json.encode()).hexdigest()
+        """Stable across processes and Python versions: a Merkle sha256 over the node graph.
+
+        Each distinct node object is hashed once (memoised by identity), so a program whose
+        expression shares subexpressions (x = x + x, 60 times) hashes in time linear in its
+        distinct nodes, never in its 2^60-node tree; equal programs hash equal however
+        their nodes are shared.
+        """
+        return dag_digest(self)
 
     @property
     def invocations_per_workgroup(self) -> int:
@@ -397,7 +404,94 @@ class Program(Node):
         return hash(self.content_hash)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Program) and other.canonical_json == self.canonical_json
+        return isinstance(other, Program) and other.content_hash == self.content_hash
+
+
+def _children(node: BaseModel) -> list[BaseModel]:
+    out: list[BaseModel] = []
+    for name in type(node).model_fields:
+        v = getattr(node, name)
+        if isinstance(v, BaseModel):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out.extend(x for x in v if isinstance(x, BaseModel))
+    return out
+
+
+def _encode(v: Any, memo: dict[int, bytes]) -> bytes:
+    if isinstance(v, BaseModel):
+        return b"N" + memo[id(v)]
+    if isinstance(v, tuple):
+        return b"(" + b",".join(_encode(x, memo) for x in v) + b")"
+    if isinstance(v, bool):
+        return b"b1" if v else b"b0"
+    if isinstance(v, int):
+        return b"i" + str(v).encode()
+    if isinstance(v, float):
+        return b"f" + (b"nan" if v != v else v.hex().encode())
+    if isinstance(v, str):
+        raw = v.encode("utf-8", "surrogatepass")
+        return b"s" + str(len(raw)).encode() + b":" + raw
+    if v is None:
+        return b"n"
+    raise TypeError(f"cannot hash a {type(v).__name__} in a vyre node")
+
+
+def dag_digest(root: BaseModel) -> str:
+    """sha256 over the node graph of `root`, each distinct node object hashed once.
+
+    Iterative (no recursion limit) and linear in the number of distinct node objects.
+    """
+    memo: dict[int, bytes] = {}
+    stack: list[tuple[BaseModel, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        nid = id(node)
+        if nid in memo:
+            continue
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node) if id(c) not in memo)
+            continue
+        h = hashlib.sha256(type(node).__name__.encode())
+        for name in type(node).model_fields:
+            h.update(b"|" + name.encode() + b"=" + _encode(getattr(node, name), memo))
+        memo[nid] = h.digest()
+    return memo[id(root)].hex()
+
+
+def tree_size(root: BaseModel, limit: int) -> int:
+    """Nodes in the tree under `root` (a shared node counted once per use), computed over
+    the graph in linear time; stops counting past `limit` (returns limit + 1)."""
+    memo: dict[int, int] = {}
+    stack: list[tuple[BaseModel, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        nid = id(node)
+        if nid in memo:
+            continue
+        kids = _children(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        memo[nid] = min(limit + 1, 1 + sum(memo[id(c)] for c in kids))
+    return memo[id(root)]
+
+
+def check_tree_size(program: Program) -> None:
+    """InvalidProgram if `program`'s tree exceeds the validator's MAX_NODES: what may be
+    serialised node by node (pydantic's dump, the wire format) is bounded by it."""
+    from ..errors import InvalidProgram
+    from .validate import MAX_NODES
+
+    n = tree_size(program, MAX_NODES)
+    if n > MAX_NODES:
+        raise InvalidProgram(
+            f"program {program.name!r} has more than MAX_NODES={MAX_NODES} nodes (a "
+            "subexpression used in several places counts once per use), so it cannot be "
+            "serialised; keep shared values in a let instead of repeating the expression"
+        )
 
 
 for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, If, For, While, Atomic,

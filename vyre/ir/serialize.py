@@ -28,13 +28,16 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InvalidProgram
-from .nodes import Program
-from .validate import validate
+from .nodes import Program, check_tree_size
+from .validate import MAX_NODES, validate
 
 FORMAT: Final = "vyre.program"
 VERSION: Final = 1
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Largest document from_json reads (a guard against memory exhaustion)."""
+MAX_DOCUMENT_OBJECTS = MAX_NODES + 65_536
+"""Most JSON objects ("{") a document may hold: nodes plus declarations, checked before
+parsing so a document of millions of trivial statements costs milliseconds, not gigabytes."""
 
 
 class Envelope(BaseModel):
@@ -53,6 +56,8 @@ def to_json(program: Program, *, indent: int | None = None, check: bool = True) 
         raise InvalidProgram(f"to_json needs a vyre Program, got {type(program).__name__}")
     if check:
         validate(program)
+    else:
+        check_tree_size(program)  # the dump below is a tree: bound it, whatever `check` says
     return Envelope(program=program).model_dump_json(indent=indent)
 
 
@@ -72,6 +77,15 @@ def from_json(text: str | bytes) -> Program:
         )
     if len(text) > MAX_DOCUMENT_BYTES:
         raise _too_big(len(text))
+    # Every node is a JSON object, and a valid document has no "{" inside its strings (names
+    # are identifiers): counting them bounds the work before anything is built.
+    objects = text.count("{")
+    if objects > MAX_DOCUMENT_OBJECTS:
+        raise InvalidProgram(
+            f"wire format: the document has {objects} JSON objects; a Program has at most "
+            f"MAX_NODES={MAX_NODES} nodes (plus declarations, {MAX_DOCUMENT_OBJECTS} objects "
+            "in all), so it is refused before parsing; keep shared values in a let"
+        )
     doc = _parse(text)
     _check_header(doc)
     try:
@@ -218,4 +232,4 @@ def _describe(exc: ValidationError) -> str:
     )
 
 
-__all__ = ["FORMAT", "MAX_DOCUMENT_BYTES", "VERSION", "Envelope", "from_json", "to_json"]
+__all__ = ["FORMAT", "MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_OBJECTS", "VERSION", "Envelope", "from_json", "to_json"]

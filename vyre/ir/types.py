@@ -6,6 +6,7 @@ in the reference backend and the validator).
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 import numpy as np
@@ -144,11 +145,27 @@ def normalise_literal(value: object, ty: ScalarType) -> bool | int | float:
         info = np.iinfo(ty.numpy)
         if not int(info.min) <= value <= int(info.max):
             raise ValueError(
-                f"{value} does not fit in {ty} (range {info.min}..{info.max}); "
+                f"{_short(value)} does not fit in {ty} (range {info.min}..{info.max}); "
                 "use a wider type or reduce the value"
             )
         return value
     if not isinstance(value, (int, float)):
-        raise ValueError(f"{value!r} is not a number")
+        raise ValueError(f"{value!r} is not a number; pass a Python int or float")
+    big = float(np.finfo(ty.numpy).max)
+    try:
+        f = float(value)
+    except OverflowError:  # an int beyond any float
+        f = math.inf if value > 0 else -math.inf
     with np.errstate(over="ignore"):
-        return float(ty.numpy.type(value))
+        r = float(ty.numpy.type(f))
+    if math.isinf(r) and not (isinstance(value, float) and math.isinf(value)):
+        raise ValueError(
+            f"{_short(value)} overflows {ty} (largest finite magnitude {big:g}); use a wider "
+            "type, or pass float('inf') explicitly if infinity is meant"
+        )
+    return r
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"

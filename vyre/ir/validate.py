@@ -83,6 +83,7 @@ from .nodes import (
     Unary,
     Var,
     While,
+    check_tree_size,
 )
 from .types import ScalarType, normalise_literal
 
@@ -163,6 +164,7 @@ def validate(program: Program) -> None:
         )
     if _is_cached(program):
         return
+    check_tree_size(program)  # linear in distinct nodes: refuses 2^60-node trees at once
     _Validator(program).run()
     _remember(program)
 

@@ -233,9 +233,11 @@ class WgpuBackend(BaseBackend):
     def _gpu_error(self, what: str, exc: Exception, nbytes: int = 0) -> BackendError:
         if isinstance(exc, BackendError):
             return exc
-        if isinstance(exc, (self._wgpu.GPUOutOfMemoryError, MemoryError)):
-            return OutOfDeviceMemory(self.id, nbytes, f"{what}: {exc}")
         msg = str(exc).strip()
+        if isinstance(exc, (self._wgpu.GPUOutOfMemoryError, MemoryError)) or any(
+            s in msg.lower() for s in ("out of memory", "outofmemory", "out_of_memory")
+        ):
+            return OutOfDeviceMemory(self.id, nbytes, f"{what}: {msg.splitlines()[-1] if msg else exc!r}")
         if "device is lost" in msg.lower() or "device lost" in msg.lower():
             # wgpu-py only logs the loss itself; the first operation that meets it is where
             # vyre learns of it. From then on the instance refuses work instead of letting

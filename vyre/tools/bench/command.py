@@ -86,8 +86,12 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     out_dir = Path(args.out)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        probe_file = out_dir / ".vyre-bench-write-test"
+        probe_file.write_bytes(b"0" * 4096)  # unwritable or full: find out before the run
+        probe_file.unlink()
     except OSError as exc:
-        print(f"error: cannot create the output directory {str(out_dir)!r}: {exc}", file=out)
+        print(f"error: cannot write to the output directory {str(out_dir)!r}: {exc}; "
+              "choose a writable directory with free space (--out DIR)", file=out)
         return EXIT_USAGE
 
     opts = Options(backends=specs, workloads=workloads, quick=args.quick,
@@ -98,16 +102,23 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     probe = probe_report()
     doc = run_suite(opts, probe, specs, sys.stderr)
 
-    source_files = write_sources(doc, out_dir)
     png = out_dir / "bench.png"
-    skipped = plot(doc, png)
-    doc["artifacts"] = {
-        "json": str(out_dir / "bench.json"),
-        "png": None if skipped else str(png),
-        "png_skipped": skipped,
-        "sources": source_files,
-    }
-    write_json(doc, out_dir / "bench.json")
+    try:
+        source_files = write_sources(doc, out_dir)
+        skipped = plot(doc, png)
+        doc["artifacts"] = {
+            "json": str(out_dir / "bench.json"),
+            "png": None if skipped else str(png),
+            "png_skipped": skipped,
+            "sources": source_files,
+        }
+        write_json(doc, out_dir / "bench.json")
+    except OSError as exc:
+        print(text_report(doc), file=out)
+        print(f"\nerror: writing the results to {str(out_dir)!r} failed: {exc}; the figures "
+              "above are complete. Free space or choose another directory (--out DIR) and "
+              "run again", file=out)
+        return EXIT_FAILED
     print(text_report(doc), file=out)
     print("", file=out)
     print(f"JSON: {out_dir / 'bench.json'}", file=out)
