@@ -6,8 +6,9 @@ architecture loads on any driver that supports the device. Options never include
 `--fmad=false` forbids contracting a*b+c into an fma (docs/IR.md).
 
 The disk cache key is sha256(source, options, arch, NVRTC version, format); entries are
-written atomically (temp file + os.replace) so concurrent processes are safe, and carry a
-checksum so a corrupted entry is detected, removed and rebuilt, never loaded.
+written atomically (temp file + os.replace) so concurrent processes are safe, and carry
+their own key and a checksum over key and payload, so a corrupted entry, or one copied onto
+another key, is detected and rebuilt, never loaded (see DiskCache for the other guards).
 
 This module needs no GPU and no driver, and must never load a module or touch a device.
 """
@@ -17,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,8 @@ from vyre.ir.nodes import Program
 
 from .codegen import Generated, generate
 
-FORMAT = "vyre-cuda-cubin-1"
-MAGIC = b"VYRECUBIN1\n"
+FORMAT = "vyre-cuda-cubin-2"
+MAGIC = b"VYRECUBIN2\n"
 BACKEND = "cuda"
 
 # IEEE-exact code: no fast-math, no flush-to-zero, correctly rounded div and sqrt, and no
@@ -142,44 +145,89 @@ class DiskCacheStats:
     writes: int = 0
 
 
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+"""Largest cache entry read back (cubins are kilobytes to a few megabytes)."""
+
+
 class DiskCache:
-    """Content-addressed cubins on disk; see the module docstring."""
+    """Content-addressed cubins on disk; see the module docstring.
+
+    Hostile or accidental damage costs a recompile, never a wrong or stalled load: an
+    entry names its own key (one copied onto another key is refused), only regular files of
+    at most MAX_ENTRY_BYTES are read (never a FIFO, a device or a symlink), and the cache
+    is used only in a directory this user owns and no one else can write (else it is
+    skipped, with one warning).
+    """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.stats = DiskCacheStats()
+        self._usable: bool | None = None  # decided on first use
+        self.disabled_reason: str | None = None
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.cubin"
 
-    def get(self, key: str) -> bytes | None:
-        p = self.path(key)
+    def usable(self) -> bool:
+        """Whether the directory is safe to use (created 0700 if missing); checked once."""
+        if self._usable is None:
+            self.disabled_reason = self._check_directory()
+            self._usable = self.disabled_reason is None
+            if self.disabled_reason is not None:
+                warnings.warn(
+                    f"vyre: the CUDA compile cache in {str(self.directory)!r} is not used: "
+                    f"{self.disabled_reason}; kernels are compiled afresh. Point "
+                    "$VYRE_CACHE_DIR at a directory only you can write",
+                    RuntimeWarning, stacklevel=3,
+                )
+        return self._usable
+
+    def _check_directory(self) -> str | None:
         try:
-            data = p.read_bytes()
-        except OSError:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(self.directory)
+        except OSError as exc:
+            return f"it cannot be created ({exc})"
+        if not stat.S_ISDIR(st.st_mode):
+            return "it is not a directory (a symlink or a file)"
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return f"it belongs to user id {st.st_uid}, not to this user ({os.getuid()})"
+        if st.st_mode & 0o022:
+            return (f"others can write to it (mode {stat.S_IMODE(st.st_mode):o}); "
+                    "chmod go-w it")
+        return None
+
+    def get(self, key: str) -> bytes | None:
+        if not self.usable():
             self.stats.misses += 1
             return None
-        payload = _unwrap(data)
+        p = self.path(key)
+        data = _read_entry(p)
+        payload = None if data is None else _unwrap(data, key)
         if payload is None:
-            self.stats.corrupt += 1
             self.stats.misses += 1
-            with contextlib.suppress(OSError):
-                p.unlink()
+            if data is not None or os.path.lexists(p):
+                # damaged, written for another key, or not a regular file: removed (unlink
+                # never follows a symlink) and rebuilt by the caller
+                self.stats.corrupt += 1
+                with contextlib.suppress(OSError):
+                    p.unlink()
             return None
         self.stats.hits += 1
         return payload
 
     def put(self, key: str, cubin: bytes) -> None:
         """Write atomically; a failure to write only costs a recompile later."""
+        if not self.usable():
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(_wrap(cubin))
+                    f.write(_wrap(cubin, key))
                     f.flush()
                     os.fsync(f.fileno())
-                os.replace(tmp, self.path(key))
+                os.replace(tmp, self.path(key))  # replaces a FIFO or symlink entry too
                 self.stats.writes += 1
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -189,22 +237,58 @@ class DiskCache:
             pass
 
 
-def _wrap(payload: bytes) -> bytes:
-    digest = hashlib.sha256(payload).hexdigest().encode()
-    return MAGIC + digest + b"\n" + len(payload).to_bytes(8, "little") + payload
-
-
-def _unwrap(data: bytes) -> bytes | None:
-    if not data.startswith(MAGIC):
+def _read_entry(p: Path) -> bytes | None:
+    """The bytes of entry `p` if it is a regular file (not followed through a symlink, never
+    blocking on a FIFO) of at most MAX_ENTRY_BYTES; None otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(p, flags)
+    except OSError:
         return None
-    rest = data[len(MAGIC):]
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _wrap(payload: bytes, key: str) -> bytes:
+    digest = _digest(key, payload)
+    return (MAGIC + key.encode() + b"\n" + digest + b"\n" + len(payload).to_bytes(8, "little")
+            + payload)
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    h = hashlib.sha256(key.encode())
+    h.update(b"\0")
+    h.update(payload)
+    return h.hexdigest().encode()
+
+
+def _unwrap(data: bytes, key: str) -> bytes | None:
+    """The payload of an entry written for `key`; None if damaged or written for another."""
+    head = MAGIC + key.encode() + b"\n"
+    if not data.startswith(head):
+        return None
+    rest = data[len(head):]
     if len(rest) < 65 + 8:
         return None
     digest, size = rest[:64], int.from_bytes(rest[65:73], "little")
     payload = rest[73:]
     if rest[64:65] != b"\n" or len(payload) != size:
         return None
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
+    if _digest(key, payload) != digest:
         return None
     return payload
 
