@@ -11,8 +11,10 @@ must never route resident work through host copies.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -77,6 +79,30 @@ class CompileStats:
     hits: int = 0  # served from the in-memory cache
     misses: int = 0  # compiled (or loaded from disk)
     disk_hits: int = 0  # of the misses, how many the on-disk cache served
+    evictions: int = 0  # compiled programs dropped from the in-memory cache (LRU)
+
+
+ENV_COMPILE_CACHE = "VYRE_COMPILE_CACHE_SIZE"
+DEFAULT_COMPILE_CACHE_SIZE = 512
+"""Compiled programs an instance keeps (least recently used dropped first); an evicted
+program is compiled again (or loaded from the disk cache) when next used."""
+
+
+def compile_cache_size_from_env() -> int:
+    """$VYRE_COMPILE_CACHE_SIZE (an int >= 1), else DEFAULT_COMPILE_CACHE_SIZE."""
+    raw = os.environ.get(ENV_COMPILE_CACHE, "").strip()
+    if not raw:
+        return DEFAULT_COMPILE_CACHE_SIZE
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise InvalidDispatch(
+            f"${ENV_COMPILE_CACHE}={raw!r}: the compile cache size must be an int >= 1 "
+            f"(compiled programs kept per instance; default {DEFAULT_COMPILE_CACHE_SIZE})"
+        )
+    return n
 
 
 class Pending:
@@ -115,7 +141,9 @@ class BaseBackend:
         self.id = instance_id
         self._closed = False
         self._lock = threading.RLock()
-        self._compiled: dict[tuple[str, Any], Any] = {}
+        # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
+        self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
+        self._compile_cache_limit = compile_cache_size_from_env()
         self.compile_stats = CompileStats()
         self._live: dict[int, BufferBase] = {}
         # dispatches re-issued over the same buffers are bound and prepared once (see
@@ -392,12 +420,46 @@ class BaseBackend:
             hit = self._compiled.get(cache_key)
             if hit is not None:
                 self.compile_stats.hits += 1
+                self._compiled.move_to_end(cache_key)
                 return hit
             check_program_fits(self, program)
             compiled = self._compile(program, key)
             self.compile_stats.misses += 1
             self._compiled[cache_key] = compiled
+            self._trim_compiled()
             return compiled
+
+    @property
+    def compile_cache_limit(self) -> int:
+        """Most compiled programs this instance keeps (LRU); see set_compile_cache_limit."""
+        return self._compile_cache_limit
+
+    def set_compile_cache_limit(self, n: int) -> None:
+        """Keep at most `n` compiled programs (least recently used are dropped first and
+        compiled again when next used). Also $VYRE_COMPILE_CACHE_SIZE, or
+        vyre.get_backend(spec, compile_cache_size=n)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidDispatch(
+                f"the compile cache size must be an int >= 1, got {n!r:.40}"
+            )
+        with self._lock:
+            self._compile_cache_limit = int(n)
+            self._trim_compiled()
+
+    def compile_cache_size(self) -> int:
+        """Compiled programs held now."""
+        return len(self._compiled)
+
+    def _trim_compiled(self) -> None:
+        while len(self._compiled) > self._compile_cache_limit:
+            _, old = self._compiled.popitem(last=False)
+            self.compile_stats.evictions += 1
+            self._evict_compiled(old)
+
+    def _evict_compiled(self, compiled: Any) -> None:
+        """A compiled program left the cache (caller holds the lock). Backends drop what
+        they keyed on it; device objects still used by recorded work must stay valid until
+        that work is gone (hold them from the recording, not from the cache)."""
 
     # ------------------------------------------------------------ dispatch
     def bind(

@@ -90,9 +90,12 @@ def default_backend_name() -> str:
     raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
 
 
-def get_backend(spec: str | None = None) -> BaseBackend:
+def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
-    ($VYRE_BACKEND, else the first available of cuda, wgpu, reference)."""
+    ($VYRE_BACKEND, else the first available of cuda, wgpu, reference).
+
+    `compile_cache_size`: most compiled programs the instance keeps (LRU; default
+    $VYRE_COMPILE_CACHE_SIZE, else 512)."""
     if spec is not None and not isinstance(spec, str):
         raise BackendUnavailable(
             repr(spec)[:40], f"a backend spec is a string such as 'wgpu', 'cuda:1' or "
@@ -109,4 +112,11 @@ def get_backend(spec: str | None = None) -> BaseBackend:
         )
     if isinstance(prov, Exception):
         raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
-    return prov.create(dev)
+    backend = prov.create(dev)
+    if compile_cache_size is not None:
+        try:
+            backend.set_compile_cache_limit(compile_cache_size)
+        except BaseException:
+            backend.close()
+            raise
+    return backend

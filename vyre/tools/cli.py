@@ -50,7 +50,9 @@ def _caps_dict(backend: BaseBackend) -> dict[str, Any]:
         "device": caps.device,
         "features": sorted(caps.features),
         "limits": dict(caps.limits),
-        "details": dict(caps.details),
+        "details": {**caps.details,
+                    "compile_cache": f"LRU, at most {backend.compile_cache_limit} programs "
+                                     "($VYRE_COMPILE_CACHE_SIZE)"},
     }
 
 

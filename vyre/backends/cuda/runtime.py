@@ -198,6 +198,7 @@ class CudaBackend(BaseBackend):
         self._disk = DiskCache(cache_dir)
         self._staging: tuple[int, int] = (0, 0)  # (pinned ptr, size)
         self._graphs: list[_GraphState] = []
+        self._retired: list[Any] = []  # modules of evicted kernels, unloaded when unused
         self._capture_stream: Any = None  # private stream for CUDA graph capture
         self._timing_events: tuple[Any, Any] | None = None
 
@@ -486,7 +487,26 @@ class CudaBackend(BaseBackend):
                 k = self.coarsen
         return (self._arch, not bound.aliased, k)
 
+    def _evict_compiled(self, compiled: Any) -> None:
+        # Launches (cached, recorded in graphs, memoised on a BoundDispatch) keep their
+        # Kernel alive through _Launch.keep: the module is unloaded only once the last of
+        # them is gone, and then only after the stream drains (_unload_retired).
+        weakref.finalize(compiled, self._retired.append, compiled.module)
+
+    def _unload_retired(self) -> None:
+        """Unload modules of evicted kernels nothing refers to any more (lock held)."""
+        if not self._retired or not self._state.usable:
+            return
+        with contextlib.suppress(Exception):
+            self._state.make_current()
+            self._drv.cuStreamSynchronize(self._stream)  # no launch of them still runs
+        while self._retired:
+            module = self._retired.pop()
+            with contextlib.suppress(Exception):
+                self._drv.cuModuleUnload(module)
+
     def _compile(self, program: Program, key: Any) -> Kernel:
+        self._unload_retired()
         arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
         compiled = compile_program(program, arch, self._disk, restrict=restrict,
                                    coarsen=coarsen)
@@ -527,7 +547,7 @@ class CudaBackend(BaseBackend):
         ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
         params_ptr = ctypes.addressof(ptrs) if n else 0
         bdim = kernel.generated.block
-        return _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs),
+        return _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs, kernel),
                        self._drv.cuLaunchKernel,
                        (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0))
 
@@ -831,6 +851,7 @@ class CudaBackend(BaseBackend):
                 self._drv.cuStreamSynchronize(self._stream)
                 for k in list(self._compiled.values()):
                     self._drv.cuModuleUnload(k.module)
+                self._unload_retired()
         super().close()
 
     # ------------------------------------------------------------ runtime services

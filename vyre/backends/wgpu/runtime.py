@@ -454,6 +454,18 @@ class WgpuBackend(BaseBackend):
             module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status
         )
 
+    def _evict_compiled(self, compiled: Any) -> None:
+        # bind groups are keyed by id(compiled): drop them so a new program compiled at the
+        # same address can never pick one up. Recorded steps and pipelines hold the wgpu
+        # objects themselves, so they stay valid; the rest is released by wgpu-py with them.
+        cid = id(compiled)
+        for key in [k for k in self._bind_cache if k[0] == cid]:
+            del self._bind_cache[key]
+            for serial in key[1]:
+                keys = self._bind_keys_by_buffer.get(serial)
+                if keys is not None:
+                    keys.discard(key)
+
     # ------------------------------------------------------------ binding
     def _check_binding_sizes(self, bound: BoundDispatch) -> None:
         for d, b in zip(bound.program.buffers, bound.buffers):
