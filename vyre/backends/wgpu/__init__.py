@@ -46,13 +46,16 @@ class _Provider:
         )
 
     def create(self, device: int | str | None = None) -> WgpuBackend:
+        from vyre.interrupts import deferred_interrupts
+
         from .adapter import open_device, select_adapter
         from .runtime import WgpuBackend
 
         spec = None if device in (None, "") else str(device)
-        adapter = select_adapter(spec)
-        info = open_device(adapter)
-        return WgpuBackend("wgpu" if spec is None else f"wgpu:{spec}", info)
+        with deferred_interrupts():  # the probes map buffers and build pipelines
+            adapter = select_adapter(spec)
+            info = open_device(adapter)
+            return WgpuBackend("wgpu" if spec is None else f"wgpu:{spec}", info)
 
 
 PROVIDER = _Provider()

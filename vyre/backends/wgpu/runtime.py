@@ -2,7 +2,9 @@
 on one WebGPU device through wgpu-py.
 
 Resident work never touches the host: dispatches bind the caller's device buffers
-directly. Every wgpu exception is caught at this module's boundary and turned into a vyre
+directly. Every method that calls into wgpu-native runs with Ctrl-C deferred to its end
+(vyre.interrupts): an interrupt between mapping and unmapping a buffer, or half-way through
+building a pipeline, would leave wgpu-native in a state that aborts the process. Every wgpu exception is caught at this module's boundary and turned into a vyre
 error (CompileError, DispatchError, OutOfDeviceMemory) so the instance keeps working for new
 work. Conditions only the device sees (the driver's loop budget ran out, an indirect grid
 over the limit) are flagged by the shaders in small status buffers and raised as
@@ -36,6 +38,7 @@ from vyre.errors import (
     InvalidDispatch,
     OutOfDeviceMemory,
 )
+from vyre.interrupts import interrupt_safe
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
@@ -254,6 +257,7 @@ class WgpuBackend(BaseBackend):
             f"{self.id}: {what} failed: {msg}\n(the backend is still usable for new work)")
 
     # ------------------------------------------------------------ memory
+    @interrupt_safe
     def _allocate(self, byte_len: int, label: str | None) -> WgpuBuffer:
         size = max(8, _align_up(byte_len))
         u = self._usage
@@ -267,6 +271,7 @@ class WgpuBackend(BaseBackend):
             raise self._gpu_error(f"allocating {size} bytes", exc, size) from None
         return WgpuBuffer(self, byte_len, label, gpu)
 
+    @interrupt_safe
     def _free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, WgpuBuffer)
         for key in [k for k in self._bind_groups if buffer.serial in k[1]]:
@@ -278,6 +283,7 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error("freeing a buffer", exc) from None
 
+    @interrupt_safe
     def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
         assert isinstance(buffer, WgpuBuffer)
         n = data.nbytes
@@ -306,6 +312,7 @@ class WgpuBackend(BaseBackend):
     def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
         return self._read_batch([(buffer, offset, length)])[0]
 
+    @interrupt_safe
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
         try:
             if self._unchecked:  # the status words come back with the data: one map
@@ -413,6 +420,7 @@ class WgpuBackend(BaseBackend):
     def source(self, program: Program) -> str:
         return self.generate(program).source
 
+    @interrupt_safe
     def _compile(self, program: Program, key: Any) -> Compiled:
         mod = self.generate(program, key)
         dump = os.environ.get("VYRE_WGPU_DUMP")  # debugging: the source being compiled
@@ -459,12 +467,8 @@ class WgpuBackend(BaseBackend):
         # same address can never pick one up. Recorded steps and pipelines hold the wgpu
         # objects themselves, so they stay valid; the rest is released by wgpu-py with them.
         cid = id(compiled)
-        for key in [k for k in self._bind_cache if k[0] == cid]:
-            del self._bind_cache[key]
-            for serial in key[1]:
-                keys = self._bind_keys_by_buffer.get(serial)
-                if keys is not None:
-                    keys.discard(key)
+        for key in [k for k in self._bind_groups if k[0] == cid]:
+            del self._bind_groups[key]
 
     # ------------------------------------------------------------ binding
     def _check_binding_sizes(self, bound: BoundDispatch) -> None:
@@ -738,6 +742,7 @@ class WgpuBackend(BaseBackend):
         return ffi.NULL
 
     # ------------------------------------------------------------ dispatch
+    @interrupt_safe
     def _prepare_launch(self, bound: BoundDispatch) -> _Recorded:
         try:
             return self._record_step(bound, None)
@@ -746,6 +751,7 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error(f"preparing {bound.program.name!r}", exc) from None
 
+    @interrupt_safe
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         # wgpu-native aborts the process when two threads submit at once: under the lock
         with self._lock:
@@ -764,6 +770,7 @@ class WgpuBackend(BaseBackend):
             except Exception as exc:
                 raise self._gpu_error(f"dispatching {record.name!r}", exc) from None
 
+    @interrupt_safe
     def _launch(self, bound: BoundDispatch) -> Pending:
         t0 = time.perf_counter_ns()
         try:
@@ -795,6 +802,7 @@ class WgpuBackend(BaseBackend):
                 done[0] = True
             return done[0]
 
+        @interrupt_safe
         def wait() -> Timing:
             w0 = time.perf_counter_ns()
             device_ns = None
@@ -819,6 +827,7 @@ class WgpuBackend(BaseBackend):
         return Pending(is_ready, wait)
 
     # ------------------------------------------------------------ pipelines
+    @interrupt_safe
     def _record_pipeline(self, pipeline: Pipeline) -> None:
         try:
             own: dict[tuple[Any, ...], _Binding] = {}
@@ -828,6 +837,7 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error("recording a pipeline", exc) from None
 
+    @interrupt_safe
     def _run_pipeline(
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
     ) -> PipelineResult:
@@ -877,6 +887,7 @@ class WgpuBackend(BaseBackend):
         timing = Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device_ns)
         return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
 
+    @interrupt_safe
     def _synchronize(self) -> None:
         try:
             self._wait()
@@ -886,6 +897,7 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error("synchronize", exc) from None
 
+    @interrupt_safe
     def _close(self) -> None:
         self._bind_groups.clear()
         if self._staging is not None:

@@ -1,0 +1,144 @@
+"""Ctrl-C storms: SIGINT every 0.5-5 ms while a child process loops over allocate / write /
+dispatch / read / compile. The child must catch every KeyboardInterrupt (no SIGABRT from a
+device library, no hang: the whole run is time-bounded) and its instance must still give
+the right answer afterwards.
+
+STORM_SECONDS (env VYRE_INTERRUPT_STORM_SECONDS, default 3) sets the storm's length;
+scripts/gpu_check.sh runs a longer one on the GPU backends.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import vyre
+
+STORM_SECONDS = float(os.environ.get("VYRE_INTERRUPT_STORM_SECONDS", "3"))
+AVAILABLE = {a.name for a in vyre.available_backends() if a.available}
+
+CHILD = r'''
+import sys, time
+import numpy as np
+import vyre
+from vyre import DispatchConfig, ProgramBuilder, f32
+
+def prog(i):
+    k = ProgramBuilder(f"p{i}", workgroup_size=64)
+    y = k.buffer("y", f32, "read_write")
+    a = k.param("a", f32)
+    g = k.global_linear_id()
+    with k.if_(g < y.length()):
+        y[g] = y[g] * a + float(i)
+    return k.build()
+
+b = vyre.get_backend(sys.argv[1], compile_cache_size=8)
+storm = float(sys.argv[2])
+x = np.arange(64, dtype=np.float32)
+cfg = DispatchConfig.for_elements(64, 64, params={"a": 2.0})
+programs = [prog(i) for i in range(24)]
+kept = b.allocate_device_buffer(x.nbytes)
+b.write(kept, x)
+
+def work(i):
+    if i % 2:  # readbacks map and unmap a staging buffer: the riskiest part
+        for _ in range(50):
+            got = b.read(kept, dtype=np.float32)
+            assert np.array_equal(got, x), "wrong readback under interrupts"
+        return
+    buf = b.allocate_device_buffer(x.nbytes)
+    try:
+        b.write(buf, x)
+        b.dispatch_with_device_buffers(programs[i % 3], [], [buf], cfg)
+        got = b.read(buf, dtype=np.float32)
+        assert np.array_equal(got, x * 2 + (i % 3)), "wrong result under interrupts"
+        b.compile(programs[i % len(programs)])  # evicts and recompiles (cache of 8)
+        b.dispatch(programs[i % 5], {"y": x}, cfg)
+        b.synchronize()
+    finally:
+        b.free(buf)
+
+caught = iters = 0
+ready = False
+deadline = time.monotonic() + storm + 2.0
+while True:
+    try:
+        if not ready:
+            ready = True
+            print("READY", flush=True)
+        while time.monotonic() < deadline:
+            try:
+                work(iters)
+                iters += 1
+            except KeyboardInterrupt:
+                caught += 1
+        break
+    except KeyboardInterrupt:
+        caught += 1
+time.sleep(0.2)
+# the instance still works, and gives the reference's answer
+ref = vyre.get_backend("reference")
+for i in range(5):
+    want = ref.dispatch(programs[i], {"y": x}, cfg)["y"]
+    got = b.dispatch(programs[i], {"y": x}, cfg)["y"]
+    assert np.array_equal(got, want), (i, got, want)
+print(f"OK caught={caught} iterations={iters} live={len(b.live_buffers())}", flush=True)
+b.close()
+'''
+
+
+def storm(backend: str, seconds: float, tmp: Path) -> tuple[int, str, int]:
+    """Run the child under a SIGINT storm; (return code, output, signals sent)."""
+    script = tmp / "interrupt_child.py"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(
+        [sys.executable, str(script), backend, str(seconds)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    assert child.stdout is not None
+    lines = []
+    t_ready = time.monotonic() + 120
+    while time.monotonic() < t_ready:
+        line = child.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.strip() == "READY":
+            break
+    sent = 0
+    rng = random.Random(1234)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        sent += 1
+        time.sleep(rng.uniform(0.0005, 0.005))
+    try:
+        out, _ = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, _ = child.communicate()
+        pytest.fail(f"the child hung after the interrupt storm ({sent} SIGINTs); output:\n"
+                    + "".join(lines) + out[-4000:])
+    return child.returncode, "".join(lines) + out, sent
+
+
+@pytest.mark.parametrize("name", ["wgpu", "cuda", "reference"])
+def test_interrupt_storm(name: str, tmp_path: Path) -> None:
+    if name not in AVAILABLE:
+        pytest.skip(f"backend {name!r} is not available here")
+    rc, out, sent = storm(name, STORM_SECONDS, tmp_path)
+    assert rc != -signal.SIGABRT, f"the child aborted (SIGABRT) under interrupts:\n{out[-4000:]}"
+    assert rc == 0, f"child exited with {rc} after {sent} SIGINTs:\n{out[-4000:]}"
+    ok = [ln for ln in out.splitlines() if ln.startswith("OK ")]
+    assert ok, out[-4000:]
+    caught = int(ok[-1].split("caught=")[1].split()[0])
+    assert caught > 0, f"no interrupt was delivered ({sent} sent): the test proved nothing"
+    print(f"[interrupt-storm] {name}: {sent} SIGINTs sent, {ok[-1]}")
