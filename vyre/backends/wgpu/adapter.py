@@ -13,9 +13,16 @@ correctly rounded (divsqrt.py's hard cases), and the driver's silent loop limit 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import os
 import platform
+import shutil
+import stat
 import struct
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +90,50 @@ _PROBES = {
 FEATURE_TYPES = {F.F16: ScalarType.F16, F.F64: ScalarType.F64, F.I64: ScalarType.I64}
 
 
+def ensure_runtime_dir() -> None:
+    """Give Mesa's Vulkan drivers a valid $XDG_RUNTIME_DIR (a private 0700 directory) when
+    it is unset or unusable, before the Vulkan loader starts: otherwise every adapter
+    probe prints "XDG_RUNTIME_DIR is invalid or not set" to the user's terminal. A valid
+    one the user set is left alone."""
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if current:
+        try:
+            st = os.stat(current)
+            if (stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o077
+                    and (not hasattr(os, "getuid") or st.st_uid == os.getuid())):
+                return
+        except OSError:
+            pass
+    private = tempfile.mkdtemp(prefix="vyre-xdg-")  # mode 0700
+    os.environ["XDG_RUNTIME_DIR"] = private
+    atexit.register(shutil.rmtree, private, True)
+
+
+@contextlib.contextmanager
+def captured_wgpu_log() -> Iterator[list[str]]:
+    """Collect what wgpu-native (naga's shader messages included) logs through wgpu-py's
+    "wgpu" logger during the block, instead of letting it reach the user's terminal; the
+    caller puts it into the error it raises."""
+    logger = logging.getLogger("wgpu")
+    messages: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    handler = _Collect(logging.DEBUG)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 def import_wgpu() -> Any:
+    ensure_runtime_dir()
     try:
         import wgpu
     except ImportError as exc:
@@ -195,21 +245,24 @@ def open_device(adapter: Any) -> DeviceInfo:
     dev_feats = frozenset(str(f) for f in device.features)
     dev_limits = {str(k): int(v) for k, v in dict(device.limits).items()}
     proven = {F.WORKGROUP_MEMORY}
-    for vf, (wf, code) in _PROBES.items():
-        if wf in dev_feats and _compiles(device, code):
-            proven.add(vf)
-    flush = os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device)
-    div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
+    with captured_wgpu_log():  # a probe the device refuses is an answer, not a message
+        for vf, (wf, code) in _PROBES.items():
+            if wf in dev_feats and _compiles(device, code):
+                proven.add(vf)
+        flush = os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device)
+        div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
+        fma_fused = _fma_rounds_once(device)
+        loop_limit = _probe_loop_limit(device)
     mode = os.environ.get(ENV_DIV_SQRT, "")
     return DeviceInfo(
-        fma_fused=_fma_rounds_once(device),
+        fma_fused=fma_fused,
         flush_subnormals=flush,
         div_correct=div_ok,
         sqrt_correct=sqrt_ok,
         exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
         exact_sqrt=mode.startswith("exact") or (mode != "native" and not sqrt_ok),
         bad_estimate=mode == "exact-bad-estimate",
-        loop_limit=_probe_loop_limit(device),
+        loop_limit=loop_limit,
         adapter=adapter,
         device=device,
         name=adapter_name(adapter),

@@ -44,7 +44,7 @@ from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import wgsl
-from .adapter import FEATURE_TYPES, DeviceInfo, import_wgpu
+from .adapter import FEATURE_TYPES, DeviceInfo, captured_wgpu_log, import_wgpu
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
 BIND_GROUP_POOL = 256  # shared bind groups kept (least recently used dropped first)
@@ -428,36 +428,38 @@ class WgpuBackend(BaseBackend):
             with open(dump, "w") as f:
                 f.write(mod.source)
         u = self._wgpu.ShaderStage.COMPUTE
-        try:
-            shader = self.device.create_shader_module(label=program.name, code=mod.source)
-        except Exception as exc:
-            raise CompileError(
-                self.id, f"naga rejected the WGSL for program {program.name!r}", mod.source,
-                str(exc),
-            ) from None
-        try:
-            entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
-            for i, acc in enumerate(mod.storage_access):
-                kind = "storage" if acc == "read_write" else "read-only-storage"
-                entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
-            status = None
-            if mod.status_binding is not None:
-                entries.append(
-                    {"binding": mod.status_binding, "visibility": u, "buffer": {"type": "storage"}}
+        # what naga / wgpu-native log while compiling goes into the CompileError, never to
+        # the user's terminal
+        with captured_wgpu_log() as log:
+            try:
+                shader = self.device.create_shader_module(label=program.name, code=mod.source)
+            except Exception as exc:
+                raise CompileError(
+                    self.id, f"naga rejected the WGSL for program {program.name!r}",
+                    mod.source, "\n".join([str(exc), *log]),
+                ) from None
+            try:
+                entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
+                for i, acc in enumerate(mod.storage_access):
+                    kind = "storage" if acc == "read_write" else "read-only-storage"
+                    entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
+                status = None
+                if mod.status_binding is not None:
+                    entries.append({"binding": mod.status_binding, "visibility": u,
+                                    "buffer": {"type": "storage"}})
+                    status = _Status(self._status_buffer(), program.name)
+                bgl = self.device.create_bind_group_layout(entries=entries)
+                layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+                pipeline = self.device.create_compute_pipeline(
+                    label=program.name,
+                    layout=layout,
+                    compute={"module": shader, "entry_point": mod.entry_point},
                 )
-                status = _Status(self._status_buffer(), program.name)
-            bgl = self.device.create_bind_group_layout(entries=entries)
-            layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
-            pipeline = self.device.create_compute_pipeline(
-                label=program.name,
-                layout=layout,
-                compute={"module": shader, "entry_point": mod.entry_point},
-            )
-        except Exception as exc:
-            raise CompileError(
-                self.id, f"creating the compute pipeline for {program.name!r} failed",
-                mod.source, str(exc),
-            ) from None
+            except Exception as exc:
+                raise CompileError(
+                    self.id, f"creating the compute pipeline for {program.name!r} failed",
+                    mod.source, "\n".join([str(exc), *log]),
+                ) from None
         return Compiled(
             module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status
         )
