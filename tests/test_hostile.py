@@ -507,3 +507,344 @@ def test_errors_leave_no_buffers_behind(be: BaseBackend) -> None:
     raises(InvalidDispatch)(lambda: be.dispatch(saxpy(), {"x": z, "y": z},
                                                 DispatchConfig(grid=70000, params={"a": 1.0})))
     assert be.live_buffers() == []
+
+
+# ------------------------------------------------------------------ the hostile table
+#
+# Every public entry point with hostile values of each kind. Each row: an id, the call (given
+# a Ctx on one backend), the vyre error it must raise, and phrases its message must have
+# (what was wrong, and the fix). After every row the instance must still dispatch correctly
+# (compared with the reference backend).
+
+
+class Ctx:
+    """One backend, a live buffer, a freed one and one of another instance."""
+
+    def __init__(self, b: BaseBackend, foreign: BaseBackend) -> None:
+        self.b = b
+        self.live = b.allocate_device_buffer(16, label="live16")
+        self.freed = b.allocate_device_buffer(16, label="freed16")
+        b.free(self.freed)
+        self.foreign = foreign.allocate_device_buffer(16, label="foreign16")
+        self.cfg = DispatchConfig(params={"a": 1.0})
+
+    def disp(self, **inputs: Any) -> Any:
+        z = np.zeros(4, np.float32)
+        data: dict[str, Any] = {"x": z, "y": z, **inputs}
+        return self.b.dispatch(saxpy(), data, self.cfg)
+
+    def params(self, **params: Any) -> Any:
+        z = np.zeros(4, np.float32)
+        return self.b.dispatch(saxpy(), {"x": z, "y": z}, DispatchConfig(params=params))
+
+
+def _doubling(times: int = 60) -> N.Program:
+    """x = x + x, `times` times, sharing the subexpression: a 2^times-node tree."""
+    e: Any = N.Load(buffer="y", index=N.Const(ty=u32, value=0), ty=f32)
+    for _ in range(times):
+        e = N.Binary(op="add", a=e, b=e, ty=f32)
+    return N.Program(name="doubling", buffers=(N.BufferDecl(name="y", ty=f32,
+                                                            access="read_write"),),
+                     body=(N.Store(buffer="y", index=N.Const(ty=u32, value=0), value=e),))
+
+
+def _builder_call(f: Callable[[ProgramBuilder], Any]) -> Callable[[Ctx], Any]:
+    def call(c: Ctx) -> Any:
+        k = ProgramBuilder("hostile", workgroup_size=64)
+        return f(k)
+    return call
+
+
+def _const_doc(value: str, ty: str = "f32") -> str:
+    return _with_body([_let(f'{{"kind":"const","ty":"{ty}","value":{value}}}')])
+
+
+E = InvalidDispatch
+Row = tuple[str, Callable[[Ctx], Any], type[BackendError], tuple[str, ...]]
+TABLE: list[Row] = [
+    # get_backend
+    ("get_backend int", lambda c: vyre.get_backend(3), BackendUnavailable, ("string", "probe")),  # type: ignore[arg-type]
+    ("get_backend bytes", lambda c: vyre.get_backend(b"wgpu"), BackendUnavailable, ("string",)),  # type: ignore[arg-type]
+    ("get_backend object", lambda c: vyre.get_backend(object()), BackendUnavailable, ("string",)),  # type: ignore[arg-type]
+    ("get_backend unknown", lambda c: vyre.get_backend("nope"), BackendUnavailable, ("known",)),
+    ("get_backend cache 0", lambda c: vyre.get_backend("reference", compile_cache_size=0),
+     E, ("int >= 1",)),
+    ("get_backend cache str", lambda c: vyre.get_backend("reference", compile_cache_size="8"),  # type: ignore[arg-type]
+     E, ("int >= 1",)),
+    # allocate_device_buffer
+    ("alloc None", lambda c: c.b.allocate_device_buffer(None), E, ("must be an int",)),  # type: ignore[arg-type]
+    ("alloc str", lambda c: c.b.allocate_device_buffer("8"), E, ("must be an int",)),  # type: ignore[arg-type]
+    ("alloc negative", lambda c: c.b.allocate_device_buffer(-8), E, (">= 0",)),
+    ("alloc nan", lambda c: c.b.allocate_device_buffer(float("nan")), E, ("must be an int",)),
+    ("alloc 2**80", lambda c: c.b.allocate_device_buffer(2**80), OutOfDeviceMemory, ("free buffers",)),
+    ("alloc kind", lambda c: c.b.allocate_device_buffer(8, kind="gpu"), E, ("'device' or 'managed'",)),
+    ("alloc kind None", lambda c: c.b.allocate_device_buffer(8, kind=None), E, ("'device' or 'managed'",)),  # type: ignore[arg-type]
+    # write / write_many
+    ("write None buffer", lambda c: c.b.write(None, b"1234"), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+    ("write int buffer", lambda c: c.b.write(5, b"1234"), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+    ("write freed", lambda c: c.b.write(c.freed, b"1234"), BufferStateError, ("was freed", "allocate")),
+    ("write foreign", lambda c: c.b.write(c.foreign, b"1234"), BufferOwnershipError, ("transfer",)),
+    ("write None data", lambda c: c.b.write(c.live, None), E, ("expected a numpy array",)),
+    ("write str data", lambda c: c.b.write(c.live, "abcd"), E, ("expected a numpy array",)),
+    ("write object data", lambda c: c.b.write(c.live, object()), E, ("expected a numpy array",)),
+    ("write list", lambda c: c.b.write(c.live, [1, 2]), E, ("no element type", "numpy array")),
+    ("write object array", lambda c: c.b.write(c.live, np.array([1, None])), E, ("astype",)),
+    ("write too big", lambda c: c.b.write(c.live, np.zeros(5, np.float32)), BufferStateError, ("outside",)),
+    ("write offset None", lambda c: c.b.write(c.live, b"1234", None), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("write offset str", lambda c: c.b.write(c.live, b"1234", "0"), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("write offset float", lambda c: c.b.write(c.live, b"1234", 1.0), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("write offset -4", lambda c: c.b.write(c.live, b"1234", -4), BufferStateError, ("outside",)),
+    ("write offset 2**70", lambda c: c.b.write(c.live, b"1234", 2**70), BufferStateError, ("outside",)),
+    ("write masked", lambda c: c.b.write(c.live, np.ma.array(np.zeros(4, np.float32))), E, ("filled",)),
+    ("write noncontiguous", lambda c: c.b.write(c.live, np.zeros(8, np.float32)[::2]), E, ("ascontiguousarray",)),
+    ("write_many None", lambda c: c.b.write_many(None), E, ("iterable",)),  # type: ignore[arg-type]
+    ("write_many int items", lambda c: c.b.write_many([1]), E, ("(buffer, data)",)),  # type: ignore[list-item]
+    ("write_many 1-tuple", lambda c: c.b.write_many([(c.live,)]), E, ("(buffer, data)",)),  # type: ignore[list-item]
+    ("write_many 4-tuple", lambda c: c.b.write_many([(c.live, b"", 0, 0)]), E, ("(buffer, data)",)),  # type: ignore[list-item]
+    # read / read_many
+    ("read offset None", lambda c: c.b.read(c.live, offset=None), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("read length str", lambda c: c.b.read(c.live, length="4"), E, ("length must be an int",)),  # type: ignore[arg-type]
+    ("read length -4", lambda c: c.b.read(c.live, length=-4), BufferStateError, ("outside",)),
+    ("read past end", lambda c: c.b.read(c.live, 8, 16), BufferStateError, ("outside",)),
+    ("read dtype object", lambda c: c.b.read(c.live, dtype=object), E, ("numeric numpy dtype",)),
+    ("read dtype str", lambda c: c.b.read(c.live, dtype=str), E, ("numeric numpy dtype",)),
+    ("read dtype U4", lambda c: c.b.read(c.live, dtype="U4"), E, ("numeric numpy dtype",)),
+    ("read dtype nonsense", lambda c: c.b.read(c.live, dtype="nonsense"), E, ("numeric numpy dtype",)),
+    ("read dtype void", lambda c: c.b.read(c.live, dtype=np.void), E, ("numeric numpy dtype",)),
+    ("read partial element", lambda c: c.b.read(c.live, 0, 6, np.float32), E, ("whole number",)),
+    ("read freed", lambda c: c.b.read(c.freed), BufferStateError, ("was freed",)),
+    ("read foreign", lambda c: c.b.read(c.foreign), BufferOwnershipError, ("transfer",)),
+    ("read None", lambda c: c.b.read(None), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+    ("read_many None item", lambda c: c.b.read_many([None]), BufferOwnershipError, ("allocate it",)),
+    ("read_many 5-tuple", lambda c: c.b.read_many([(c.live, 0, 4, np.uint8, 1)]), E, ("tuple",)),
+    ("read_many not iterable", lambda c: c.b.read_many(5), E, ("iterable",)),  # type: ignore[arg-type]
+    # dispatch (host path): programs, inputs, configs, params
+    ("dispatch None program", lambda c: c.b.dispatch(None, {}, c.cfg), InvalidProgram, ("ProgramBuilder",)),  # type: ignore[arg-type]
+    ("dispatch str program", lambda c: c.b.dispatch("saxpy", {}, c.cfg), InvalidProgram, ("ProgramBuilder",)),  # type: ignore[arg-type]
+    ("dispatch None inputs", lambda c: c.b.dispatch(saxpy(), None, c.cfg), E, ("dict",)),  # type: ignore[arg-type]
+    ("dispatch int inputs", lambda c: c.b.dispatch(saxpy(), 5, c.cfg), E, ("dict",)),  # type: ignore[arg-type]
+    ("dispatch None config", lambda c: c.b.dispatch(saxpy(), {}, None), E, ("DispatchConfig",)),  # type: ignore[arg-type]
+    ("dispatch dict config", lambda c: c.b.dispatch(saxpy(), {}, {"grid": 1}), E, ("DispatchConfig",)),  # type: ignore[arg-type]
+    ("list 1e40 for f32", lambda c: c.disp(x=[1e40] * 4), E, ("overflows f32", "wider type")),
+    ("list None for f32", lambda c: c.disp(x=[None] * 4), E, ("none", "numbers only")),
+    ("list of strings", lambda c: c.disp(x=["1", "2", "3", "4"]), E, ("numbers only",)),
+    ("ragged list", lambda c: c.disp(x=[[1.0, 2.0], [3.0]]), E, ("ragged",)),
+    ("list of objects", lambda c: c.disp(x=[object()] * 4), E, ("numbers only",)),
+    ("masked array input", lambda c: c.disp(x=np.ma.array(np.zeros(4, np.float32), mask=[1, 0, 0, 0])), E, ("filled",)),
+    ("wrong dtype input", lambda c: c.disp(x=np.zeros(4, np.float64)), E, ("astype",)),
+    ("host output 2**40", lambda c: c.b.dispatch(_write_only(), {"o": 2**40}, DispatchConfig(grid=1)),
+     OutOfDeviceMemory, ("smaller chunks",)),
+    ("param str", lambda c: c.params(a="2.0"), E, ("not a number", "float(s)")),
+    ("param None", lambda c: c.params(a=None), E, ("not a number",)),
+    ("param list", lambda c: c.params(a=[1.0]), E, ("not a number",)),
+    ("param 1e39 for f32", lambda c: c.params(a=1e39), E, ("overflows f32", "float('inf')")),
+    ("param 10**400 for f32", lambda c: c.params(a=10**400), E, ("overflows f32",)),
+    ("param missing", lambda c: c.params(), E, ("missing ['a']",)),
+    ("param extra", lambda c: c.params(a=1.0, b=2.0), E, ("unexpected ['b']",)),
+    ("param bool for f32", lambda c: c.params(a=True), E, ("is a bool",)),
+    # resident dispatch, async, bind
+    ("resident freed", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [c.freed], [c.live], c.cfg),
+     BufferStateError, ("was freed",)),
+    ("resident foreign", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [c.foreign], [c.live], c.cfg),
+     BufferOwnershipError, ("transfer",)),
+    ("resident None buffers", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [None], [None], c.cfg),
+     BufferOwnershipError, ("allocate it",)),
+    ("resident ints", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [1], [2], c.cfg),
+     BufferOwnershipError, ("allocate it",)),
+    ("resident count", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [], [c.live], c.cfg),
+     E, ("declaration order",)),
+    ("resident None inputs", lambda c: c.b.dispatch_with_device_buffers(saxpy(), None, None, c.cfg),  # type: ignore[arg-type]
+     E, ("buffers",)),
+    ("resident bad config", lambda c: c.b.dispatch_with_device_buffers(saxpy(), [c.live], [c.live], 5),  # type: ignore[arg-type]
+     E, ("DispatchConfig",)),
+    ("async freed", lambda c: c.b.dispatch_async(saxpy(), [c.freed], [c.live], c.cfg),
+     BufferStateError, ("was freed",)),
+    ("async bad params", lambda c: c.b.dispatch_async(saxpy(), [c.live], [c.live], DispatchConfig(params={"a": 1e39})),
+     E, ("overflows",)),
+    ("bind foreign", lambda c: c.b.bind(saxpy(), [c.foreign], [c.live], c.cfg), BufferOwnershipError, ("transfer",)),
+    ("bind None config", lambda c: c.b.bind(saxpy(), [c.live], [c.live], None), E, ("DispatchConfig",)),  # type: ignore[arg-type]
+    # pipeline / run
+    ("pipeline empty", lambda c: c.b.pipeline([]), E, ("at least one step",)),
+    ("pipeline None step", lambda c: c.b.pipeline([None]), E, ("vyre.Step",)),  # type: ignore[list-item]
+    ("pipeline freed", lambda c: c.b.pipeline([Step(saxpy(), [c.freed], [c.live], c.cfg)]),
+     BufferStateError, ("was freed",)),
+    ("pipeline bad param", lambda c: c.b.pipeline([Step(saxpy(), [c.live], [c.live], DispatchConfig(params={"a": "x"}))]),
+     E, ("not a number",)),
+    ("run repeat 0", lambda c: _pipe(c).run(0), E, ("repeat",)),
+    ("run repeat str", lambda c: _pipe(c).run("2"), E, ("repeat",)),  # type: ignore[arg-type]
+    ("run read None", lambda c: _pipe(c).run(read=[None]), BufferOwnershipError, ("allocate it",)),
+    ("run read offset None", lambda c: _pipe(c).run(read=[(c.live, None)]), E, ("offset must be an int",)),
+    ("run read dtype object", lambda c: _pipe(c).run(read=[(c.live, 0, None, object)]), E, ("numeric numpy dtype",)),
+    # compile
+    ("compile None", lambda c: c.b.compile(None), E, ("program",)),  # type: ignore[arg-type]
+    ("compile 2^60 tree", lambda c: c.b.compile(_doubling()), InvalidProgram, ("MAX_NODES", "let")),
+    # wire format
+    ("from_json None", lambda c: from_json(None), InvalidProgram, ("str or bytes",)),  # type: ignore[arg-type]
+    ("from_json int", lambda c: from_json(5), InvalidProgram, ("str or bytes",)),  # type: ignore[arg-type]
+    ("from_json f32 1e400", lambda c: from_json(_const_doc("1" + "0" * 400)), InvalidProgram, ("overflows f32",)),
+    ("from_json f32 1e39", lambda c: from_json(_const_doc("1e39")), InvalidProgram, ("overflows f32",)),
+    ("from_json i32 2**40", lambda c: from_json(_const_doc(str(2**40), "i32")), InvalidProgram, ("does not fit",)),
+    ("from_json 3.5M statements", lambda c: from_json(_with_body(['{"kind":"barrier"}'] * 1_100_000)),
+     InvalidProgram, ("MAX_NODES", "objects")),
+    ("to_json None", lambda c: to_json(None), InvalidProgram, ("Program",)),  # type: ignore[arg-type]
+    ("to_json 2^60 tree", lambda c: to_json(_doubling()), InvalidProgram, ("MAX_NODES",)),
+    ("to_json unchecked 2^60", lambda c: to_json(_doubling(), check=False), InvalidProgram, ("MAX_NODES",)),
+    # ProgramBuilder
+    ("builder name None", lambda c: ProgramBuilder(None).build(), InvalidProgram, ("name",)),  # type: ignore[arg-type]
+    ("builder workgroup 0", lambda c: ProgramBuilder("w", workgroup_size=0).build(), InvalidProgram, ("workgroup",)),
+    ("builder workgroup str", lambda c: ProgramBuilder("w", workgroup_size="64"), InvalidProgram, ("workgroup",)),  # type: ignore[arg-type]
+    ("builder workgroup 2**40", lambda c: ProgramBuilder("w", workgroup_size=2**40).build(), InvalidProgram, ("workgroup",)),
+    ("lit 10**400 f32", _builder_call(lambda k: k.lit(10**400, f32)), InvalidProgram, ("overflows f32",)),
+    ("lit 1e39 f32", _builder_call(lambda k: k.lit(1e39, f32)), InvalidProgram, ("overflows f32",)),
+    ("lit 2**40 u32", _builder_call(lambda k: k.lit(2**40, u32)), InvalidProgram, ("does not fit",)),
+    ("lit str", _builder_call(lambda k: k.lit("2", f32)), InvalidProgram, ("not a number",)),
+    ("lit None", _builder_call(lambda k: k.lit(None)), InvalidProgram, ("cannot be used",)),
+    ("lit object", _builder_call(lambda k: k.lit(object())), InvalidProgram, ("cannot be used",)),
+    ("buffer bad type", _builder_call(lambda k: k.buffer("x", "f128")), InvalidProgram, ("type",)),  # type: ignore[arg-type]
+    ("buffer bad name", _builder_call(lambda k: k.buffer("1x", f32)), InvalidProgram, ("name",)),
+    ("buffer None name", _builder_call(lambda k: k.buffer(None, f32)), InvalidProgram, ("name",)),  # type: ignore[arg-type]
+    ("buffer bad access", _builder_call(lambda k: k.buffer("x", f32, "rw")), InvalidProgram, ("access",)),
+    ("buffer count -1", _builder_call(lambda k: k.buffer("x", f32, count=-1)), InvalidProgram, ("count",)),
+    ("param bad type", _builder_call(lambda k: k.param("a", None)), InvalidProgram, ("type",)),  # type: ignore[arg-type]
+    # DispatchConfig
+    ("config grid None", lambda c: DispatchConfig(grid=None), E, ("grid",)),
+    ("config grid str", lambda c: DispatchConfig(grid="8"), E, ("grid",)),
+    ("config grid 4 dims", lambda c: DispatchConfig(grid=(1, 1, 1, 1)), E, ("grid",)),
+    ("config grid 0", lambda c: DispatchConfig(grid=0), E, ("grid",)),
+    ("config grid nan", lambda c: DispatchConfig(grid=float("nan")), E, ("grid",)),
+    ("config params None", lambda c: DispatchConfig(params=None), E, ("params",)),
+    ("config params object", lambda c: DispatchConfig(params={"a": object()}), E, ("not a number",)),
+    ("config unknown field", lambda c: DispatchConfig(grdi=1), E, ("grdi",)),
+    ("config profile str", lambda c: DispatchConfig(profile="yes please"), E, ("profile",)),
+    # transfer / free
+    ("transfer None", lambda c: vyre.transfer(None, c.b), BufferOwnershipError, ("allocate_device_buffer",)),  # type: ignore[arg-type]
+    ("transfer to None", lambda c: vyre.transfer(c.live, None), BackendUnavailable, ("get_backend",)),  # type: ignore[arg-type]
+    ("transfer freed", lambda c: vyre.transfer(c.freed, c.b), BufferStateError, ("was freed",)),
+    ("free None", lambda c: c.b.free(None), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+    ("free foreign", lambda c: c.b.free(c.foreign), BufferOwnershipError, ("transfer",)),
+    ("free int", lambda c: c.b.free(7), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+]
+
+
+def _write_only() -> N.Program:
+    k = ProgramBuilder("wo", workgroup_size=4)
+    o = k.buffer("o", u32, "write")
+    o[k.global_id()] = k.lit(1, u32)
+    return k.build()
+
+
+def _pipe(c: Ctx) -> Any:
+    if "pipeline" not in c.b.capabilities().features:
+        pytest.skip(f"{c.b.id} has no pipelines")
+    return c.b.pipeline([Step(saxpy(), [c.live], [c.live], c.cfg)])
+
+
+_INSTANCES: dict[str, tuple[BaseBackend, BaseBackend]] = {}
+
+
+@pytest.fixture(scope="module", params=[n for n in ("reference", "wgpu", "cuda") if n in BACKENDS])
+def table_ctx(request: pytest.FixtureRequest) -> Iterator[Ctx]:
+    b = vyre.get_backend(request.param)
+    foreign = vyre.get_backend("reference")
+    ctx = Ctx(b, foreign)
+    yield ctx
+    for inst in (b, foreign):
+        inst.close()
+
+
+def assert_alive_vs_reference(b: BaseBackend) -> None:
+    """A host dispatch gives the reference backend's answer, bit for bit."""
+    x = np.linspace(-3, 3, 100, dtype=np.float32)
+    y = np.full(100, 0.25, np.float32)
+    cfg = DispatchConfig.for_elements(100, 64, params={"a": -1.5})
+    with vyre.get_backend("reference") as ref:
+        want = ref.dispatch(saxpy(), {"x": x, "y": y}, cfg)["y"]
+    np.testing.assert_array_equal(b.dispatch(saxpy(), {"x": x, "y": y}, cfg)["y"], want)
+
+
+@pytest.mark.parametrize("call,exc,phrases", [r[1:] for r in TABLE], ids=[r[0] for r in TABLE])
+def test_hostile_table(table_ctx: Ctx, call: Callable[[Ctx], Any], exc: type[BackendError],
+                       phrases: tuple[str, ...]) -> None:
+    live_before = len(table_ctx.b.live_buffers())
+    raises(exc, *phrases)(lambda: call(table_ctx))
+    assert len(table_ctx.b.live_buffers()) == live_before, "an error left buffers behind"
+    assert_alive_vs_reference(table_ctx.b)
+
+
+class _FullDevice:
+    """A wgpu device whose memory is exhausted (wgpu-native's own messages)."""
+
+    def __init__(self, device: Any, message: str) -> None:
+        self._device, self._message = device, message
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._device, name)
+
+    def create_buffer(self, **kw: Any) -> Any:
+        raise RuntimeError(f"Validation Error\n\nCaused by:\n  {self._message}")
+
+
+@pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
+@pytest.mark.parametrize("message", ["Not enough memory left.", "Out of memory"])
+def test_wgpu_out_of_memory_is_out_of_device_memory(message: str) -> None:
+    """The README promises OutOfDeviceMemory, not DispatchError, when the device is full."""
+    b = vyre.get_backend("wgpu")
+    try:
+        real = b.device
+        b.device = _FullDevice(real, message)
+        raises(OutOfDeviceMemory, "out of device memory", "free buffers")(
+            lambda: b.allocate_device_buffer(1 << 20))
+        b.device = real
+        assert b.live_buffers() == []
+        assert_alive_vs_reference(b)
+    finally:
+        b.close()
+
+
+# ------------------------------------------------------------------ vyre bench --out
+
+
+def _bench(out_dir: str) -> tuple[int, str]:
+    import io
+
+    from vyre.tools import cli
+
+    buf = io.StringIO()
+    rc = cli.main(["bench", "--quick", "--backend", "reference", "--no-peers",
+                   "--workloads", "saxpy", "--repeat", "1", "--out", out_dir], out=buf)
+    return rc, buf.getvalue()
+
+
+def test_bench_out_unwritable_is_a_clear_error(tmp_path: Any) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    rc, text = _bench(str(blocker / "sub"))  # a directory under a regular file
+    assert rc == 2 and "cannot write to the output directory" in text and "--out" in text
+
+
+def test_bench_out_full_disk_is_a_clear_error(tmp_path: Any, monkeypatch: Any) -> None:
+    """The disk fills up after the run: the figures are printed, then one clear line."""
+    import errno
+
+    from vyre.tools.bench import command
+
+    def full(*_a: Any, **_k: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(command, "write_json", full)
+    rc, text = _bench(str(tmp_path))
+    assert rc == 1
+    assert "writing the results" in text and "No space left" in text and "--out" in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="no /dev/full")
+def test_bench_out_on_a_full_device_is_caught_up_front(tmp_path: Any) -> None:
+    """/dev/full as the write probe's target: refused before any figure is measured."""
+    import os
+
+    d = tmp_path / "out"
+    d.mkdir()
+    os.symlink("/dev/full", d / ".vyre-bench-write-test")
+    rc, text = _bench(str(d))
+    assert rc == 2 and "No space left" in text

@@ -84,9 +84,17 @@ __version__ = "0.1.0"
 
 def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None) -> BufferBase:
     """Copy a buffer explicitly to another backend (through the host): a new buffer there."""
-    owner = buffer.owner
+    if not isinstance(backend, BaseBackend):
+        raise BackendUnavailable(
+            repr(backend)[:40], f"transfer needs a destination backend instance, got "
+            f"{type(backend).__name__}; create one with vyre.get_backend()",
+        )
+    owner = getattr(buffer, "owner", None)
     if not isinstance(owner, BaseBackend):
-        raise BufferOwnershipError(f"{buffer!r} has no vyre backend owner to read it from")
+        raise BufferOwnershipError(
+            f"{type(buffer).__name__} {buffer!r:.40} has no vyre backend owner to read it "
+            "from; transfer takes a buffer from allocate_device_buffer"
+        )
     data = owner.read(buffer)
     out = backend.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
     if data.nbytes:

@@ -344,7 +344,7 @@ class BaseBackend:
         """Several uploads, validated all before any is issued."""
         self._check_open()
         checked: list[tuple[BufferBase, memoryview, int]] = []
-        for item in items:
+        for item in _iterable(items, "write_many", "(buffer, data[, offset]) tuples"):
             if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
                 raise InvalidDispatch(
                     f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
@@ -388,7 +388,8 @@ class BaseBackend:
         from .pipeline import checked_read
 
         todo = []
-        for r in ranges:
+        for r in _iterable(ranges, "read_many", "buffers, ReadRanges or (buffer, offset, "
+                           "length, dtype) tuples"):
             rr = checked_read(self, r)
             todo.append((rr.buffer, rr.offset, int(rr.length or 0), rr.dtype))
         with self._lock:
@@ -595,6 +596,11 @@ class BaseBackend:
         """
         self._check_open()
         validate(program)
+        if not isinstance(config, DispatchConfig):
+            raise InvalidDispatch(
+                f"config must be a DispatchConfig, got {type(config).__name__}; pass "
+                "vyre.DispatchConfig(grid=..., params=...)"
+            )
         limit = self.capabilities().limits.get("max_allocation_bytes")
         data = _host_inputs(program, inputs, limit)
         bufs: dict[str, BufferBase] = {}
@@ -739,6 +745,8 @@ def _values(arg: BufferArg) -> Iterable[Any]:
         return arg
     if isinstance(arg, Mapping):
         return arg.values()
+    if not isinstance(arg, Iterable) or isinstance(arg, (str, bytes)):
+        return ()  # not buffers at all: bind() says what is wrong
     return arg
 
 
@@ -746,6 +754,13 @@ def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) 
     if isinstance(buffer, BufferBase) and buffer.owner is backend:
         return
     validate_buffer_ownership(backend, [buffer])
+
+
+def _iterable(items: Any, what: str, of: str) -> Iterable[Any]:
+    """`items` if it can be iterated (and is not text), else InvalidDispatch naming `of`."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidDispatch(f"{what} takes an iterable of {of}, got {type(items).__name__}")
+    return items
 
 
 def _zeros(count: int, dtype: np.dtype, what: str, limit: int | None) -> np.ndarray:
@@ -779,7 +794,9 @@ def _host_inputs(
                 f"its buffers are {[d.name for d in program.buffers]}"
             )
     else:
-        seq = list(inputs)
+        seq = list(_iterable(inputs, f"program {program.name!r} inputs",
+                             "host data: a dict of buffer name -> array, or a list in "
+                             "declaration order"))
         names = [d.name for d in program.buffers]
         if len(seq) != len(names):
             raise InvalidDispatch(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +55,8 @@ class BoundDispatch:
 def readable_twice(arg: BufferArg) -> BufferArg:
     """`arg` as a sequence or mapping that can be read more than once: a list, tuple or
     mapping as is, anything else (an iterator, a generator) read into a tuple, here, once."""
-    if isinstance(arg, (tuple, list, Mapping)):
-        return arg
+    if isinstance(arg, (tuple, list, Mapping)) or not isinstance(arg, Iterable):
+        return arg  # not iterable at all: bind() says what is wrong
     return tuple(arg)
 
 
@@ -111,6 +111,11 @@ def _ordered(
                 f"missing {missing}, unexpected {extra}{_role_hint(program, extra)}"
             )
         return [given[n] for n in names]
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise InvalidDispatch(
+            f"program {program.name!r} {role} buffers must be a list in declaration order or "
+            f"a dict by name, got {type(given).__name__}"
+        )
     seq: list[object] = list(given)
     if len(seq) != len(decls):
         raise InvalidDispatch(

@@ -446,6 +446,16 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
 # ------------------------------------------------------------------ the builder
 
 
+def _scalar_type(ty: Any, name: object) -> ScalarType:
+    try:
+        return ScalarType(ty)
+    except ValueError:
+        raise BuildError(
+            f"{name!r}: {ty!r} is not a vyre element type; use one of "
+            f"{', '.join('vyre.' + t.value for t in ScalarType)}"
+        ) from None
+
+
 class ProgramBuilder:
     """Builds one Program; see the module docstring."""
 
@@ -454,6 +464,8 @@ class ProgramBuilder:
     ) -> None:
         """`strict_scopes`: every value computed inside a block dies with the block (the
         decorator's mode: catches a Python rebinding mistaken for an assignment)."""
+        if not isinstance(name, str):
+            raise BuildError(f"the program name must be a str, got {type(name).__name__}")
         self.name = name
         ws = (workgroup_size,) if isinstance(workgroup_size, int) else tuple(workgroup_size)
         if not 1 <= len(ws) <= 3 or not all(
@@ -510,7 +522,7 @@ class ProgramBuilder:
         self, name: str, ty: ScalarType, access: str = "read", count: int | None = None
     ) -> BufferRef:
         """Declare a storage buffer (access: read, write or read_write)."""
-        ty = ScalarType(ty)
+        ty = _scalar_type(ty, name)
         if access not in ("read", "write", "read_write"):
             raise BuildError(f"buffer {name!r}: access must be read, write or read_write")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
@@ -525,14 +537,14 @@ class ProgramBuilder:
 
     def param(self, name: str, ty: ScalarType) -> Value:
         """Declare a scalar parameter, set per dispatch in DispatchConfig(params=...)."""
-        ty = ScalarType(ty)
+        ty = _scalar_type(ty, name)
         self._declare_name(name, "param")
         self._params.append(N.ParamDecl(name=name, ty=ty))
         return Value(self, N.Param(name=name, ty=ty))
 
     def shared(self, name: str, ty: ScalarType, count: int) -> BufferRef:
         """Declare a workgroup (shared) array of `count` elements."""
-        ty = ScalarType(ty)
+        ty = _scalar_type(ty, name)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise BuildError(f"workgroup array {name!r}: count must be an int >= 1, got {count!r}")
         self._declare_name(name, "workgroup array")

@@ -238,7 +238,8 @@ class WgpuBackend(BaseBackend):
             return exc
         msg = str(exc).strip()
         if isinstance(exc, (self._wgpu.GPUOutOfMemoryError, MemoryError)) or any(
-            s in msg.lower() for s in ("out of memory", "outofmemory", "out_of_memory")
+            s in msg.lower()
+            for s in ("out of memory", "outofmemory", "out_of_memory", "not enough memory")
         ):
             return OutOfDeviceMemory(self.id, nbytes, f"{what}: {msg.splitlines()[-1] if msg else exc!r}")
         if "device is lost" in msg.lower() or "device lost" in msg.lower():
