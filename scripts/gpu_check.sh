@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
 # with a short table. Sections (arguments, default all): tests fuzz exactness resources
-# div-bench cuda-tuning bench evidence. Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# div-bench cuda-tuning bench evidence, and the robustness sections (not in the default set;
+# each fits one 10-minute device command): interrupts (SIGINT storm on cuda and wgpu),
+# cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
+# parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
+# time: run it as its own command). Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
 # It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3),
-# GPU_CHECK_RESOURCE_CYCLES (default 10000).
+# GPU_CHECK_RESOURCE_CYCLES (default 10000), GPU_CHECK_STORM_SECONDS (default 20),
+# GPU_CHECK_CACHE_PROGRAMS (default 10000), GPU_CHECK_LONG_FUZZ_MINUTES (default 8).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$OUT"
@@ -25,8 +30,8 @@ run_section() {
     rc=$?
     local dt=$(($(date +%s) - t0))
     local summary
-    summary="$(grep -E '^(=+ .*(passed|failed|error).* =+|\[fuzz\] done.*|[0-9]+ (passed|failed).*)$' \
-        "$OUT/$name.log" | tail -1)"
+    summary="$(grep -E '^(=+ .*(passed|failed|error).* =+|\[fuzz\] done.*|[0-9]+ (passed|failed).*|\[(cache-growth|long-fuzz)\] .*)$' \
+        "$OUT/$name.log" | tail -"${SUMMARY_LINES:-1}" | paste -sd ' ')"
     row "$name" "$([ "$rc" = 0 ] && echo ok || echo "rc=$rc")" "$dt" "${summary:-see $name.log}"
     tail -n 40 "$OUT/$name.log" >&2
 }
@@ -67,6 +72,34 @@ for s in "${sections[@]}"; do
                 --fuzz-log "$OUT/fuzz.log" | tee "$OUT/exactness.txt" >&2 ;;
         evidence)
             run_section evidence "$PY" -m vyre.tools.bench.evidence --json "$OUT/evidence.json" ;;
+        interrupts)
+            VYRE_INTERRUPT_STORM_SECONDS="${GPU_CHECK_STORM_SECONDS:-20}" \
+                run_section interrupts timeout 580 "$PY" -m pytest -q -p no:cacheprovider -s \
+                -rfEs tests/test_interrupts.py
+            grep -h '^\[interrupt-storm\]' "$OUT/interrupts.log" >&2 ;;
+        cache-growth)
+            SUMMARY_LINES=2 run_section cache-growth timeout 580 bash -c '
+                "$0" scripts/compile_cache_growth.py --backend cuda --programs "$1" \
+                    --prewarm-jobs 12 --minutes 3 > "$2/cache-growth-cuda.log" 2>&1 & c=$!
+                "$0" scripts/compile_cache_growth.py --backend wgpu --programs "$1" \
+                    --minutes 3 > "$2/cache-growth-wgpu.log" 2>&1 & w=$!
+                wait $c; rc=$?; wait $w; rw=$?
+                cat "$2/cache-growth-cuda.log" "$2/cache-growth-wgpu.log"
+                exit $((rc | rw))' "$PY" "${GPU_CHECK_CACHE_PROGRAMS:-10000}" "$OUT" ;;
+        fuzz-long)
+            SUMMARY_LINES=2 run_section fuzz-long timeout 590 bash -c '
+                m="$1"
+                for be in cuda wgpu; do
+                    ( "$0" scripts/fuzz_long.py --examples 10000000 --batch 100 --backends "$be" \
+                        --minutes "$m" --save-dir "$2/fuzz-cases/$be" 2>&1 \
+                        | sed -e "s/^\[fuzz\] done/[long-fuzz] $be done/" ) \
+                        > "$2/fuzz-long-$be.log" & 
+                done
+                rc=0; for j in $(jobs -p); do wait "$j" || rc=1; done
+                cat "$2/fuzz-long-cuda.log" "$2/fuzz-long-wgpu.log"
+                grep -q "long-fuzz\] cuda done: 0 " "$2/fuzz-long-cuda.log" \
+                    && grep -q "long-fuzz\] wgpu done: 0 " "$2/fuzz-long-wgpu.log" || rc=1
+                exit $rc' "$PY" "${GPU_CHECK_LONG_FUZZ_MINUTES:-8}" "$OUT" ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
     esac
 done

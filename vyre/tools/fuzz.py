@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -405,7 +406,9 @@ class _Gen:
             f = self.pick(_FLOAT_SPECIALS)
         else:
             f = self.draw(st.floats(width=32 if ty is not F64 else 64, allow_nan=False))
-        return N.Const(ty=ty, value=float(f))
+        with np.errstate(over="ignore"):  # a special past the type's range means its inf:
+            r = float(ty.numpy.type(f))   # literals that overflow are refused, not rounded
+        return N.Const(ty=ty, value=r if math.isinf(r) else float(f))
 
     def lit(self, ty: ScalarType, v: int | float | bool) -> N.Const:
         return N.Const(ty=ty, value=v)
