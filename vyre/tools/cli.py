@@ -49,10 +49,9 @@ def _caps_dict(backend: BaseBackend) -> dict[str, Any]:
         "kind": caps.kind,
         "device": caps.device,
         "features": sorted(caps.features),
-        "limits": dict(caps.limits),
-        "details": {**caps.details,
-                    "compile_cache": f"LRU, at most {backend.compile_cache_limit} programs "
-                                     "($VYRE_COMPILE_CACHE_SIZE)"},
+        # the compile cache's bound (LRU; $VYRE_COMPILE_CACHE_SIZE) shows with the limits
+        "limits": {**caps.limits, "compile_cache_programs": backend.compile_cache_limit},
+        "details": dict(caps.details),
     }
 
 
