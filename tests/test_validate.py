@@ -340,7 +340,7 @@ def test_unrepresentable_constants() -> None:
         (N.Const.model_construct(ty=U32, value=-1), "does not fit"),
         (N.Const.model_construct(ty=U32, value=True), "is a bool"),
         (N.Const.model_construct(ty=F32, value=0.1), "not exactly representable"),
-        (N.Const.model_construct(ty=F32, value=1e300), "not exactly representable"),
+        (N.Const.model_construct(ty=F32, value=1e300), "overflows f32"),
         (N.Const.model_construct(ty=F32, value=1), "not exactly representable"),
         (N.Const.model_construct(ty=B, value=1), "True or False"),
     ]:
