@@ -437,26 +437,33 @@ def _encode(v: Any, memo: dict[int, bytes]) -> bytes:
     raise TypeError(f"cannot hash a {type(v).__name__} in a vyre node")
 
 
-def dag_digest(root: BaseModel) -> str:
-    """sha256 over the node graph of `root`, each distinct node object hashed once.
-
-    Iterative (no recursion limit) and linear in the number of distinct node objects.
-    """
-    memo: dict[int, bytes] = {}
+def _post_order(root: BaseModel) -> list[BaseModel]:
+    """Each distinct node object under `root` once, children before parents (iterative:
+    no recursion limit; linear in distinct nodes however often they are shared)."""
+    seen: set[int] = set()
+    out: list[BaseModel] = []
     stack: list[tuple[BaseModel, bool]] = [(root, False)]
     while stack:
         node, ready = stack.pop()
-        nid = id(node)
-        if nid in memo:
+        if ready:
+            out.append(node)
             continue
-        if not ready:
-            stack.append((node, True))
-            stack.extend((c, False) for c in _children(node) if id(c) not in memo)
+        if id(node) in seen:
             continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in seen)
+    return out
+
+
+def dag_digest(root: BaseModel) -> str:
+    """sha256 over the node graph of `root`, each distinct node object hashed once."""
+    memo: dict[int, bytes] = {}
+    for node in _post_order(root):
         h = hashlib.sha256(type(node).__name__.encode())
         for name in type(node).model_fields:
             h.update(b"|" + name.encode() + b"=" + _encode(getattr(node, name), memo))
-        memo[nid] = h.digest()
+        memo[id(node)] = h.digest()
     return memo[id(root)].hex()
 
 
@@ -464,18 +471,8 @@ def tree_size(root: BaseModel, limit: int) -> int:
     """Nodes in the tree under `root` (a shared node counted once per use), computed over
     the graph in linear time; stops counting past `limit` (returns limit + 1)."""
     memo: dict[int, int] = {}
-    stack: list[tuple[BaseModel, bool]] = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        nid = id(node)
-        if nid in memo:
-            continue
-        kids = _children(node)
-        if not ready:
-            stack.append((node, True))
-            stack.extend((c, False) for c in kids if id(c) not in memo)
-            continue
-        memo[nid] = min(limit + 1, 1 + sum(memo[id(c)] for c in kids))
+    for node in _post_order(root):
+        memo[id(node)] = min(limit + 1, 1 + sum(memo[id(c)] for c in _children(node)))
     return memo[id(root)]
 
 
