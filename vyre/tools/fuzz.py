@@ -1,14 +1,21 @@
 """Differential fuzzing: random valid Programs, run on every backend, checked against the
-reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing).
-
-`cases(options)` is a Hypothesis strategy of `FuzzCase` values (a Program, its host inputs
-and its DispatchConfig). Every generated Program is valid and deterministic by construction:
+reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing). This is the one
+random-program generator: `cases(options)` (a Hypothesis strategy of `FuzzCase` values: a
+Program, its host inputs and its DispatchConfig) and `programs(options)` (their Programs) are
+what the fuzz, wire-format, CUDA-compile and reference tests draw from. Every generated
+Program is valid and deterministic by construction:
 
 - expressions over every operator, cast, bitcast, select and call, on i32/u32/f32 (plus
-  f16/f64/i64/u64 where every backend under test reports the feature);
+  f16/f64/i64/u64 where every backend under test reports the feature); float constants and
+  inputs span the whole exponent range (subnormals, +-max, overflow), with x/x, exact integer
+  quotients (33/33, q*k/k, scaled by a power of two anywhere in the range, often cast to an
+  int), float rem and sqrt feeding further arithmetic, values widened to i64/u64 (abs(i64(x))),
+  approximate functions at +-0 and other special arguments;
 - control flow: if/else, for loops with bounded trip counts, while loops with a counter and
-  break/continue, early returns;
-- loads and stores past the end of buffers (inputs of random size, including empty ones);
+  break/continue, early returns; now and then one long loop (a For, two nested Fors or a While
+  of 65,534 to 70,002 iterations per invocation, counted in an output);
+- loads and stores past the end of buffers (inputs of random size, including empty ones;
+  some buffers declare their count);
 - workgroup memory written at every slot before a barrier and read (any slot) after it,
   barriers only in uniform control flow; workgroup atomics;
 - atomics with order-independent results: one commutative op per accumulator buffer
@@ -17,11 +24,15 @@ and its DispatchConfig). Every generated Program is valid and deterministic by c
 
 Every store lands on an index that is injective in the invocation (`gid * stride + slot`, or
 an index past the end), so no two invocations race on one element. Approximate functions
-(and, where a backend is only held to a ulp bound for them, float div/sqrt/rem) appear only
-as the root of a value stored into a float buffer, so their error never feeds further
-arithmetic and `vyre.tools.testing.tolerance_for` covers it. Bitcasts from floats read only
-loaded values (computed NaN payloads and zero signs are not specified), and float min/max
-results are canonicalised with `+ 0.0` (the sign of a zero result is unspecified).
+appear only as the root of a value stored into a float buffer, so their error never feeds
+further arithmetic; `run_case` gives `tolerance_for`'s bound only to the buffers that hold
+them (`approximate_buffers`) and compares everything else exactly, zero signs included:
+docs/IR.md makes division, sqrt and rem exact on every backend. Bitcasts from floats read
+only loaded values (computed NaN payloads are not specified), and float min/max/clamp
+results are canonicalised with `+ 0.0` (the sign of a zero result is unspecified there).
+A backend that reports a per-invocation loop limit (`LOOP_LIMIT_KEYS` in its capabilities'
+limits or details) may refuse a case with a DispatchError naming that limit, but only when
+the reference shows an invocation really runs more loop iterations (`max_loop_iterations`).
 
 `run_case` runs a case on the reference and on other backends and returns the disagreements;
 `save_case` / `load_case` write and read regression files (tests/regressions/*.json: the
