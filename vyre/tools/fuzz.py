@@ -314,7 +314,7 @@ def zero_sign_mismatches(actual: np.ndarray, expected: np.ndarray) -> np.ndarray
 # Where a backend reports the most loop iterations one invocation may run (the sum over all
 # its loops: Mesa's llvmpipe stops loops silently past 65,535). Read from
 # capabilities().limits, then .details; the first key present wins.
-LOOP_LIMIT_KEYS = ("loop_iterations_per_invocation", "max_loop_iterations_per_invocation")
+LOOP_LIMIT_KEYS = ("loop_iteration_limit", "loop_iterations_per_invocation")
 _COUNTER = "vyre_fuzz_loop_count"
 _COUNTS = "vyre_fuzz_loop_counts"
 
