@@ -227,7 +227,7 @@ def test_generator_draws_the_classes_real_drivers_got_wrong() -> None:
     }
     seen: set[str] = set()
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=600, derandomize=True, database=None, deadline=None,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(fuzz.cases(fuzz.GenOptions(types=fuzz.ALL_TYPES, long_loops=0.3)))
     def draw(case: fuzz.FuzzCase) -> None:

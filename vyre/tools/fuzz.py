@@ -61,11 +61,18 @@ from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
 from vyre.errors import DispatchError
 from vyre.ir import nodes as N
-from vyre.ir.analysis import walk_expr, walk_stmts
+from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import ScalarType
 
-from .testing import EXACT, mismatches, random_array, reference_for, tolerance_for
+from .testing import (
+    SIGN_OF_ZERO_OPEN,
+    Tolerance,
+    mismatches,
+    random_array,
+    reference_for,
+    tolerance_for,
+)
 
 T = ScalarType
 BOOL, I32, U32, F32, F16, F64, I64, U64 = (
@@ -257,56 +264,71 @@ class Disagreement:
         return f"{self.backend}, {where}: {self.message}"
 
 
-def approximate_buffers(program: N.Program) -> frozenset[str]:
-    """Buffers that may hold a value computed by an approximate function (N.APPROX_FNS).
-
-    A value is approximate if its expression calls one of them, reads a local holding an
-    approximate value or loads from such a buffer (to a fixpoint, flow-insensitive). Only
-    these buffers get `tolerance_for`'s ulp bound: docs/IR.md makes every other result exact.
-    """
+def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[str]:
+    """Buffers that may hold a float value computed with one of `ops` (function or binary
+    operator names): its expression uses one, reads a local holding such a value or loads
+    from such a buffer (to a fixpoint, flow-insensitive). A float min/max/clamp written
+    `op(...) + 0.0` (the generator's canonical zero sign) does not count as using `op`."""
     tainted_locals: set[str] = set()
     tainted: set[str] = set()
 
-    def approx(e: N.ExprNode) -> bool:
-        for x in walk_expr(e):
-            if isinstance(x, N.Call) and x.fn in N.APPROX_FNS and x.ty.is_float:
-                return True
-            if isinstance(x, N.Var) and x.name in tainted_locals:
-                return True
-            if isinstance(x, N.Load) and x.buffer in tainted:
-                return True
-        return False
+    def uses(e: N.ExprNode) -> bool:
+        if (isinstance(e, N.Binary) and e.op == "add" and isinstance(e.b, N.Const)
+                and e.b.value == 0.0 and not np.signbit(e.b.value)
+                and isinstance(e.a, (N.Binary, N.Call))):
+            return any(uses(x) for x in child_exprs(e.a))  # canonical: e.a's op is settled
+        if isinstance(e, (N.Call, N.Binary)) and e.ty.is_float and (
+                (e.fn if isinstance(e, N.Call) else e.op) in ops):
+            return True
+        if isinstance(e, N.Var) and e.name in tainted_locals:
+            return True
+        if isinstance(e, N.Load) and e.buffer in tainted:
+            return True
+        return any(uses(x) for x in child_exprs(e))
 
     changed = True
     while changed:
         changed = False
         for s in walk_stmts(program.body):
             if isinstance(s, (N.Let, N.Assign)):
-                if s.name not in tainted_locals and approx(s.value):
+                if s.name not in tainted_locals and uses(s.value):
                     tainted_locals.add(s.name)
                     changed = True
-            elif isinstance(s, N.Store):
-                if s.buffer not in tainted and approx(s.value):
+            elif isinstance(s, (N.Store, N.Atomic)):
+                if s.buffer not in tainted and uses(s.value):
                     tainted.add(s.buffer)
                     changed = True
-            elif isinstance(s, N.Atomic):
-                if s.buffer not in tainted and approx(s.value):
-                    tainted.add(s.buffer)
-                    changed = True
-                if (s.result is not None and s.result not in tainted_locals
-                        and s.buffer in tainted):
+                if (isinstance(s, N.Atomic) and s.result is not None
+                        and s.result not in tainted_locals and s.buffer in tainted):
                     tainted_locals.add(s.result)
                     changed = True
     return frozenset(tainted)
 
 
-def zero_sign_mismatches(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Indices where both are float zeros of different signs (IEEE specifies the sign of a
-    zero result; `testing.mismatches` treats -0 == +0, which only min/max need, and the
-    generator canonicalises their results with `+ 0.0`)."""
+def approximate_buffers(program: N.Program) -> frozenset[str]:
+    """Buffers that may hold a value computed by an approximate function (N.APPROX_FNS):
+    only these get `tolerance_for`'s ulp bound; docs/IR.md makes every other result exact."""
+    return buffers_computed_with(program, N.APPROX_FNS)
+
+
+def buffer_tolerance(program: N.Program, buffer: str, backend_kind: str) -> Tolerance:
+    """The rule for one buffer: `tolerance_for`'s bound where it holds approximate results,
+    exact elsewhere; the sign of zero compared unless a float min/max/clamp (docs/IR.md
+    leaves its zero sign open) may have produced the value."""
+    sign = buffer not in buffers_computed_with(program, SIGN_OF_ZERO_OPEN)
+    if buffer in approximate_buffers(program):
+        return dataclasses.replace(tolerance_for(program, backend_kind), zero_sign=sign)
+    return Tolerance(zero_sign=sign)
+
+
+def zero_sign_mismatches(actual: np.ndarray, expected: np.ndarray,
+                         tol: Tolerance) -> np.ndarray:
+    """Indices where both are float zeros of different signs, for a ulp-bounded `tol` that
+    compares zero signs (`testing.mismatches` tells -0 from +0 only in exact comparisons;
+    sin(-0) = -0 is exact even for an approximate function)."""
     a = np.asarray(actual).reshape(-1)
     e = np.asarray(expected).reshape(-1)
-    if a.dtype.kind != "f" or a.shape != e.shape:
+    if tol.exact or not tol.zero_sign or a.dtype.kind != "f" or a.shape != e.shape:
         return np.zeros(0, dtype=np.intp)
     return np.flatnonzero((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
 
@@ -414,7 +436,6 @@ def run_case(
     by_ref = {} if expected_by_reference is None else expected_by_reference
     if reference.id not in by_ref:
         by_ref[reference.id] = reference.dispatch(case.program, case.inputs, case.config)
-    approx = approximate_buffers(case.program)
     out: list[Disagreement] = []
     for b in others:
         ref = reference_for(b, reference)
@@ -440,9 +461,9 @@ def run_case(
             if g is None:
                 out.append(Disagreement(b.id, name, "missing from the results"))
                 continue
-            tol = tolerance_for(case.program, b.kind) if name in approx else EXACT
+            tol = buffer_tolerance(case.program, name, b.kind)
             try:
-                bad = np.union1d(mismatches(g, exp, tol), zero_sign_mismatches(g, exp))
+                bad = np.union1d(mismatches(g, exp, tol), zero_sign_mismatches(g, exp, tol))
             except AssertionError as exc:
                 out.append(Disagreement(b.id, name, str(exc)))
                 continue
@@ -450,7 +471,8 @@ def run_case(
                 shown = ", ".join(
                     f"[{i}] got {g[i]!r} expected {exp[i]!r}" for i in bad[:6]
                 )
-                rule = "exact, zero signs included" if tol.exact else str(tol)
+                rule = ("exact" if tol.exact else f"within {tol.ulps} ulp") + (
+                    ", zero signs included" if tol.zero_sign else "")
                 out.append(Disagreement(
                     b.id, name, f"{bad.size} of {exp.size} elements disagree ({rule}): {shown}"
                 ))
@@ -478,7 +500,7 @@ _FLOAT_SPECIALS = [
 ]
 # Arguments that probe the special cases of approximate functions (signs of zero results:
 # pow(-0, odd), sin(-0), tan(-0); pow(+-0, y < 0) = +-inf).
-_APPROX_SPECIAL_ARGS = [0.0, -0.0, 0.0, -0.0, -1.0, -3.0, 3.0, -2.0, -0.5, 0.5, float("inf"),
+_APPROX_SPECIAL_ARGS = [0.0, -0.0, 0.0, -0.0, -0.0, -1.0, -3.0, 3.0, -2.0, -0.5, 0.5, float("inf"),
                         float("-inf"), float("nan"), 1.0]
 
 
@@ -1302,7 +1324,7 @@ def fuzz_backends(
 __all__ = [
     "ALL_TYPES", "CASE_FORMAT", "LOOP_LIMIT_KEYS", "WORKGROUP_SIZES", "Disagreement", "FuzzCase",
     "GenOptions",
-    "approximate_buffers", "available_instances", "case_from_json", "case_to_json", "cases",
+    "approximate_buffers", "available_instances", "buffer_tolerance", "buffers_computed_with", "case_from_json", "case_to_json", "cases",
     "check_case", "count_loop_iterations", "fuzz_array", "fuzz_backends", "fuzz_settings",
     "load_case", "loop_limit", "max_loop_iterations", "names_loop_limit", "options_for",
     "programs", "regressions_dir", "run_case", "save_case", "zero_sign_mismatches",
