@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=0, help="time budget (0: none)")
     ap.add_argument("--backends", default="", help="comma-separated names (default: all)")
     ap.add_argument("--types", default="", help="restrict value types, e.g. i32,u32,f32")
+    ap.add_argument("--long-loops", type=float, default=None,
+                    help="chance of a long loop per top-level statement (default: the "
+                         "generator's; each costs the reference seconds)")
     ap.add_argument("--save-dir", default=str(fuzz.regressions_dir()))
     args = ap.parse_args(argv)
 
@@ -51,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.types:
             o = dataclasses.replace(
                 o, types=frozenset(ScalarType(t) for t in args.types.split(",")))
+        if args.long_loops is not None:
+            o = dataclasses.replace(o, long_loops=args.long_loops)
         opts[b.id] = o
     done = dict.fromkeys(opts, 0)
     spent = dict.fromkeys(opts, 0.0)

@@ -10,7 +10,6 @@ import struct
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +21,7 @@ from vyre import InvalidProgram, ProgramBuilder, f32, u32
 from vyre.ir import from_json, to_json
 from vyre.ir import nodes as N
 from vyre.ir.serialize import VERSION
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from strategies import programs
+from vyre.tools.fuzz import programs
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

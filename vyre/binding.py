@@ -264,7 +264,10 @@ def _element_count(program: Program, d: BufferDecl, buf: BufferBase) -> int:
     if buf.byte_len % size:
         raise InvalidDispatch(
             f"program {program.name!r} buffer {d.name!r} ({d.ty}, {size} bytes each): "
-            f"{buf.describe()} is not a whole number of elements"
+            f"{buf.describe()} is not a whole number of elements; bind a buffer whose length "
+            f"is a multiple of {size} bytes (e.g. allocate {buf.byte_len // size * size} or "
+            f"{-(-buf.byte_len // size) * size} bytes), or declare {d.name!r} with a smaller "
+            "element type"
         )
     n = buf.byte_len // size
     if d.count is not None and n != d.count:

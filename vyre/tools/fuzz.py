@@ -1,14 +1,21 @@
 """Differential fuzzing: random valid Programs, run on every backend, checked against the
-reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing).
-
-`cases(options)` is a Hypothesis strategy of `FuzzCase` values (a Program, its host inputs
-and its DispatchConfig). Every generated Program is valid and deterministic by construction:
+reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing). This is the one
+random-program generator: `cases(options)` (a Hypothesis strategy of `FuzzCase` values: a
+Program, its host inputs and its DispatchConfig) and `programs(options)` (their Programs) are
+what the fuzz, wire-format, CUDA-compile and reference tests draw from. Every generated
+Program is valid and deterministic by construction:
 
 - expressions over every operator, cast, bitcast, select and call, on i32/u32/f32 (plus
-  f16/f64/i64/u64 where every backend under test reports the feature);
+  f16/f64/i64/u64 where every backend under test reports the feature); float constants and
+  inputs span the whole exponent range (subnormals, +-max, overflow), with x/x, exact integer
+  quotients (33/33, q*k/k, scaled by a power of two anywhere in the range, often cast to an
+  int), float rem and sqrt feeding further arithmetic, values widened to i64/u64 (abs(i64(x))),
+  approximate functions at +-0 and other special arguments;
 - control flow: if/else, for loops with bounded trip counts, while loops with a counter and
-  break/continue, early returns;
-- loads and stores past the end of buffers (inputs of random size, including empty ones);
+  break/continue, early returns; now and then one long loop (a For, two nested Fors or a While
+  of 65,534 to 70,002 iterations per invocation, counted in an output);
+- loads and stores past the end of buffers (inputs of random size, including empty ones;
+  some buffers declare their count);
 - workgroup memory written at every slot before a barrier and read (any slot) after it,
   barriers only in uniform control flow; workgroup atomics;
 - atomics with order-independent results: one commutative op per accumulator buffer
@@ -17,11 +24,15 @@ and its DispatchConfig). Every generated Program is valid and deterministic by c
 
 Every store lands on an index that is injective in the invocation (`gid * stride + slot`, or
 an index past the end), so no two invocations race on one element. Approximate functions
-(and, where a backend is only held to a ulp bound for them, float div/sqrt/rem) appear only
-as the root of a value stored into a float buffer, so their error never feeds further
-arithmetic and `vyre.tools.testing.tolerance_for` covers it. Bitcasts from floats read only
-loaded values (computed NaN payloads and zero signs are not specified), and float min/max
-results are canonicalised with `+ 0.0` (the sign of a zero result is unspecified).
+appear only as the root of a value stored into a float buffer, so their error never feeds
+further arithmetic; `run_case` gives `tolerance_for`'s bound only to the buffers that hold
+them (`approximate_buffers`) and compares everything else exactly, zero signs included:
+docs/IR.md makes division, sqrt and rem exact on every backend. Bitcasts from floats read
+only loaded values (computed NaN payloads are not specified), and float min/max/clamp
+results are canonicalised with `+ 0.0` (the sign of a zero result is unspecified there).
+A backend that reports a per-invocation loop limit (`LOOP_LIMIT_KEYS` in its capabilities'
+limits or details) may refuse a case with a DispatchError naming that limit, but only when
+the reference shows an invocation really runs more loop iterations (`max_loop_iterations`).
 
 `run_case` runs a case on the reference and on other backends and returns the disagreements;
 `save_case` / `load_case` write and read regression files (tests/regressions/*.json: the
@@ -34,6 +45,7 @@ generate a Program whose result depends on scheduling, or hide a disagreement.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import os
@@ -48,11 +60,20 @@ from hypothesis import strategies as st
 
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
+from vyre.errors import DispatchError
 from vyre.ir import nodes as N
+from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import ScalarType
 
-from .testing import mismatches, random_array, reference_for, tolerance_for
+from .testing import (
+    SIGN_OF_ZERO_OPEN,
+    Tolerance,
+    mismatches,
+    random_array,
+    reference_for,
+    tolerance_for,
+)
 
 T = ScalarType
 BOOL, I32, U32, F32, F16, F64, I64, U64 = (
@@ -95,6 +116,11 @@ def fuzz_settings(max_examples: int | None = None, *, use_database: bool = True)
 # ------------------------------------------------------------------ options
 
 
+WORKGROUP_SIZES = ((1, 1, 1), (4, 1, 1), (8, 1, 1), (32, 1, 1), (64, 1, 1), (2, 2, 1),
+                    (4, 2, 2), (3, 1, 1), (5, 3, 1), (16, 1, 1), (8, 8, 1), (4, 4, 4),
+                    (1024, 1, 1))
+
+
 @dataclass(frozen=True)
 class GenOptions:
     """What generated Programs may use (derived from the backends under test)."""
@@ -106,21 +132,24 @@ class GenOptions:
     # Approximate functions to generate (a long run may leave out one with a known bug).
     approx_fns: frozenset[str] = N.APPROX_FNS
     # Float ops whose result is only ulp-bounded: allowed only as the root of a stored value.
+    # docs/IR.md names only the approximate functions; div, sqrt and rem are exact.
     terminal_only: frozenset[str] = N.APPROX_FNS
     max_expr_depth: int = 4
     max_block_stmts: int = 4
     max_nesting: int = 3
+    # Chance that a top-level statement is a long loop (more than 65,535 iterations per
+    # invocation, the loop budget of Mesa's llvmpipe), at most one per Program. The reference
+    # runs ~20k loop iterations a second, so CI keeps this small.
+    long_loops: float = 0.03
+    workgroup_sizes: tuple[tuple[int, int, int], ...] = WORKGROUP_SIZES
 
 
 def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
     """The generator options every one of `backends` can run, under its tolerance rules."""
     feats: frozenset[str] | None = None
-    terminal = set(N.APPROX_FNS)
     for b in backends:
         f = b.capabilities().features
         feats = f if feats is None else feats & f
-        if b.kind == "wgpu":  # Vulkan promises div/sqrt to 2.5 ulp only (vyre.tools.testing)
-            terminal |= {"div", "sqrt", "rem"}
     feats = feats or frozenset()
     types = set(CORE_TYPES)
     if "f16" in feats:
@@ -134,7 +163,6 @@ def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
         workgroup_memory="workgroup_memory" in feats,
         atomics=True,
         atomic_types=frozenset({I32, U32} | ({I64, U64} if "atomic_i64" in feats else set())),
-        terminal_only=frozenset(terminal),
     )
 
 
@@ -206,14 +234,15 @@ def case_from_json(text: str) -> FuzzCase:
                     doc.get("note", ""))
 
 
-def save_case(case: FuzzCase, directory: str | Path, note: str = "") -> Path:
-    """Write `case` as `<dir>/<program hash prefix>.json` (idempotent); returns the path."""
+def save_case(case: FuzzCase, directory: str | Path, note: str = "",
+              name: str | None = None) -> Path:
+    """Write `case` as `<dir>/<name>.json`, by default `fuzz_<program hash prefix>.json`
+    (idempotent); returns the path."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     if note:
         case.note = note
-    digest = case.program.content_hash[:16]
-    path = d / f"fuzz_{digest}.json"
+    path = d / f"{name or 'fuzz_' + case.program.content_hash[:16]}.json"
     path.write_text(case_to_json(case) + "\n")
     return path
 
@@ -236,16 +265,178 @@ class Disagreement:
         return f"{self.backend}, {where}: {self.message}"
 
 
+def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[str]:
+    """Buffers that may hold a float value computed with one of `ops` (function or binary
+    operator names): its expression uses one, reads a local holding such a value or loads
+    from such a buffer (to a fixpoint, flow-insensitive). A float min/max/clamp written
+    `op(...) + 0.0` (the generator's canonical zero sign) does not count as using `op`."""
+    tainted_locals: set[str] = set()
+    tainted: set[str] = set()
+
+    def uses(e: N.ExprNode) -> bool:
+        if (isinstance(e, N.Binary) and e.op == "add" and isinstance(e.b, N.Const)
+                and e.b.value == 0.0 and not np.signbit(e.b.value)
+                and isinstance(e.a, (N.Binary, N.Call))):
+            return any(uses(x) for x in child_exprs(e.a))  # canonical: e.a's op is settled
+        if isinstance(e, (N.Call, N.Binary)) and e.ty.is_float and (
+                (e.fn if isinstance(e, N.Call) else e.op) in ops):
+            return True
+        if isinstance(e, N.Var) and e.name in tainted_locals:
+            return True
+        if isinstance(e, N.Load) and e.buffer in tainted:
+            return True
+        return any(uses(x) for x in child_exprs(e))
+
+    changed = True
+    while changed:
+        changed = False
+        for s in walk_stmts(program.body):
+            if isinstance(s, (N.Let, N.Assign)):
+                if s.name not in tainted_locals and uses(s.value):
+                    tainted_locals.add(s.name)
+                    changed = True
+            elif isinstance(s, (N.Store, N.Atomic)):
+                if s.buffer not in tainted and uses(s.value):
+                    tainted.add(s.buffer)
+                    changed = True
+                if (isinstance(s, N.Atomic) and s.result is not None
+                        and s.result not in tainted_locals and s.buffer in tainted):
+                    tainted_locals.add(s.result)
+                    changed = True
+    return frozenset(tainted)
+
+
+def approximate_buffers(program: N.Program) -> frozenset[str]:
+    """Buffers that may hold a value computed by an approximate function (N.APPROX_FNS):
+    only these get `tolerance_for`'s ulp bound; docs/IR.md makes every other result exact."""
+    return buffers_computed_with(program, N.APPROX_FNS)
+
+
+def buffer_tolerance(program: N.Program, buffer: str, backend_kind: str) -> Tolerance:
+    """The rule for one buffer: `tolerance_for`'s bound where it holds approximate results,
+    exact elsewhere; the sign of zero compared unless a float min/max/clamp (docs/IR.md
+    leaves its zero sign open) may have produced the value."""
+    sign = buffer not in buffers_computed_with(program, SIGN_OF_ZERO_OPEN)
+    if buffer in approximate_buffers(program):
+        return dataclasses.replace(tolerance_for(program, backend_kind), zero_sign=sign)
+    return Tolerance(zero_sign=sign)
+
+
+def zero_sign_mismatches(actual: np.ndarray, expected: np.ndarray,
+                         tol: Tolerance) -> np.ndarray:
+    """Indices where both are float zeros of different signs, for a ulp-bounded `tol` that
+    compares zero signs (`testing.mismatches` tells -0 from +0 only in exact comparisons;
+    sin(-0) = -0 is exact even for an approximate function)."""
+    a = np.asarray(actual).reshape(-1)
+    e = np.asarray(expected).reshape(-1)
+    if tol.exact or not tol.zero_sign or a.dtype.kind != "f" or a.shape != e.shape:
+        return np.zeros(0, dtype=np.intp)
+    return np.flatnonzero((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
+
+
+# Where a backend reports the most loop iterations one invocation may run (the sum over all
+# its loops: Mesa's llvmpipe stops loops silently past 65,535). Read from
+# capabilities().limits, then .details; the first key present wins.
+LOOP_LIMIT_KEYS = ("loop_iteration_limit", "loop_iterations_per_invocation")
+_COUNTER = "vyre_fuzz_loop_count"
+_COUNTS = "vyre_fuzz_loop_counts"
+
+
+def loop_limit(backend: BaseBackend) -> int | None:
+    """The per-invocation loop-iteration limit `backend` reports, or None (no limit)."""
+    caps = backend.capabilities()
+    for key in LOOP_LIMIT_KEYS:
+        for source in (caps.limits, caps.details):
+            v = source.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+    return None
+
+
+def names_loop_limit(exc: BaseException, limit: int) -> bool:
+    """Whether `exc` is the documented refusal: a DispatchError naming the adapter's limit."""
+    msg = str(exc)
+    return isinstance(exc, DispatchError) and (str(limit) in msg or f"{limit:,}" in msg)
+
+
+def count_loop_iterations(program: N.Program) -> N.Program:
+    """`program` plus a u32 output buffer `vyre_fuzz_loop_counts` holding, per invocation (in
+    linear order), how many loop-body iterations it ran over all its loops. Results are
+    otherwise unchanged; the counter is never read by the program's own logic."""
+    names = {d.name for d in program.buffers} | {a.name for a in program.workgroup_arrays}
+    names |= {p.name for p in program.params}
+    for s in walk_stmts(program.body):
+        names |= {getattr(s, a) for a in ("name", "var", "result") if getattr(s, a, None)}
+    counter, counts = _COUNTER, _COUNTS
+    while counter in names or counts in names:
+        counter, counts = counter + "_", counts + "_"
+    wx, wy, wz = program.workgroup_size
+    nwg = [N.Builtin(name="num_workgroups", axis=a) for a in range(3)]
+    wid = [N.Builtin(name="workgroup_id", axis=a) for a in range(3)]
+
+    def u(op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
+        return N.Binary(op=op, a=a, b=b, ty=U32)  # type: ignore[arg-type]
+
+    wlin = u("add", u("add", wid[0], u("mul", wid[1], nwg[0])),
+             u("mul", wid[2], u("mul", nwg[0], nwg[1])))
+    linear = u("add", u("mul", wlin, N.Const(ty=U32, value=wx * wy * wz)),
+               N.Builtin(name="local_index"))
+    var = N.Var(name=counter, ty=U32)
+    store = N.Store(buffer=counts, index=linear, value=var)
+    bump = N.Assign(name=counter, value=u("add", var, N.Const(ty=U32, value=1)))
+
+    def block(body: tuple[N.StmtNode, ...]) -> tuple[N.StmtNode, ...]:
+        out: list[N.StmtNode] = []
+        for s in body:
+            if isinstance(s, N.Return):
+                out += [store, s]
+            elif isinstance(s, N.If):
+                out.append(N.If(cond=s.cond, then=block(s.then), orelse=block(s.orelse)))
+            elif isinstance(s, N.For):
+                out.append(N.For(var=s.var, ty=s.ty, start=s.start, end=s.end, step=s.step,
+                                 body=(bump, *block(s.body))))
+            elif isinstance(s, N.While):
+                out.append(N.While(cond=s.cond, body=(bump, *block(s.body))))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    body = (N.Let(name=counter, value=N.Const(ty=U32, value=0)), *block(program.body), store)
+    return N.Program(
+        name=program.name, workgroup_size=program.workgroup_size,
+        buffers=(*program.buffers, N.BufferDecl(name=counts, ty=U32, access="write")),
+        params=program.params, workgroup_arrays=program.workgroup_arrays, body=body,
+    )
+
+
+def max_loop_iterations(case: FuzzCase, reference: BaseBackend) -> int:
+    """The most loop-body iterations any one invocation of `case` runs (on `reference`)."""
+    counted = count_loop_iterations(case.program)
+    total = int(np.prod(case.grid)) * int(np.prod(case.program.workgroup_size))
+    inputs = {**case.inputs, counted.buffers[-1].name: np.zeros(total, dtype=np.uint32)}
+    out = reference.dispatch(counted, inputs, case.config)[counted.buffers[-1].name]
+    return int(out.max()) if out.size else 0
+
+
 def run_case(
-    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend]
+    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend],
+    expected_by_reference: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> list[Disagreement]:
     """Run `case` on the reference and on each of `others`; every disagreement, listed.
 
     The reference must run the case (an exception there propagates: a valid Program must
-    run). Another backend raising is a disagreement (with the exception as the message).
-    Each backend is compared with the reference in its float mode (testing.reference_for).
+    run). Another backend raising is a disagreement (with the exception as the message),
+    except the documented loop-limit refusal: a DispatchError naming the limit the backend
+    reports (`loop_limit`) when the reference shows an invocation really runs more loop
+    iterations than that. Each backend is compared with the reference in its float mode
+    (testing.reference_for), exactly (zero signs included) except buffers that hold results
+    of approximate functions (`approximate_buffers`), which get `tolerance_for`.
+    `expected_by_reference` (reference id -> results) caches the reference's results across
+    calls for the same case.
     """
-    by_ref = {reference.id: reference.dispatch(case.program, case.inputs, case.config)}
+    by_ref = {} if expected_by_reference is None else expected_by_reference
+    if reference.id not in by_ref:
+        by_ref[reference.id] = reference.dispatch(case.program, case.inputs, case.config)
     out: list[Disagreement] = []
     for b in others:
         ref = reference_for(b, reference)
@@ -255,16 +446,25 @@ def run_case(
         try:
             got = b.dispatch(case.program, case.inputs, case.config)
         except Exception as exc:
+            limit = loop_limit(b)
+            if limit is not None and names_loop_limit(exc, limit):
+                runs = max_loop_iterations(case, reference)
+                if runs > limit:
+                    continue  # the documented, probed refusal
+                out.append(Disagreement(
+                    b.id, None, f"{type(exc).__name__}: {exc} (but no invocation runs more "
+                    f"than {runs} loop iterations, within the limit of {limit})"))
+                continue
             out.append(Disagreement(b.id, None, f"{type(exc).__name__}: {exc}"))
             continue
-        tol = tolerance_for(case.program, b.kind)
         for name, exp in expected.items():
             g = got.get(name)
             if g is None:
                 out.append(Disagreement(b.id, name, "missing from the results"))
                 continue
+            tol = buffer_tolerance(case.program, name, b.kind)
             try:
-                bad = mismatches(g, exp, tol)
+                bad = np.union1d(mismatches(g, exp, tol), zero_sign_mismatches(g, exp, tol))
             except AssertionError as exc:
                 out.append(Disagreement(b.id, name, str(exc)))
                 continue
@@ -272,8 +472,10 @@ def run_case(
                 shown = ", ".join(
                     f"[{i}] got {g[i]!r} expected {exp[i]!r}" for i in bad[:6]
                 )
+                rule = ("exact" if tol.exact else f"within {tol.ulps} ulp") + (
+                    ", zero signs included" if tol.zero_sign else "")
                 out.append(Disagreement(
-                    b.id, name, f"{bad.size} of {exp.size} elements disagree ({tol}): {shown}"
+                    b.id, name, f"{bad.size} of {exp.size} elements disagree ({rule}): {shown}"
                 ))
     return out
 
@@ -286,11 +488,21 @@ _INT_SPECIALS: dict[ScalarType, list[int]] = {
     I64: [0, 1, -1, 63, 64, 2**63 - 1, -(2**63), 2**32, -(2**32) - 1, 2**31],
     U64: [0, 1, 63, 64, 2**64 - 1, 2**63, 2**32, 2**32 - 1],
 }
+FLT_MAX = float(np.finfo(np.float32).max)
 _FLOAT_SPECIALS = [
-    0.0, 1.0, -1.0, 0.5, -0.0, 2.0, 1.5, -2.5, 3.0, 100.0, 0.1, -7.75, 1e10, -1e-3,
+    0.0, 1.0, -1.0, 0.5, -0.0, 2.0, 1.5, -2.5, 3.0, -3.0, 100.0, 0.1, -7.75, 1e10, -1e-3,
     float("inf"), float("-inf"), float("nan"), 3.4e38, 1e-30, 16777217.0, 2147483648.0,
     -2147483904.0, 4294967296.0, 65504.0, 1e-40,
+    # the exponent limits: x/x, sqrt and rem must stay exact there (docs/IR.md)
+    FLT_MAX, -FLT_MAX, 2.0**127, 2.0**-126, -(2.0**-126), 2.0**-149, -(2.0**-149), 1e-45,
+    33.0, 0.99999994, 1.0000001, 8388609.0,
+    # int <-> float casts at the i64/u64 limits
+    9.223372036854775808e18, -9.223372036854775808e18, 1.8446744073709552e19,
 ]
+# Arguments that probe the special cases of approximate functions (signs of zero results:
+# pow(-0, odd), sin(-0), tan(-0); pow(+-0, y < 0) = +-inf).
+_APPROX_SPECIAL_ARGS = [0.0, -0.0, 0.0, -0.0, -0.0, -1.0, -3.0, 3.0, -2.0, -0.5, 0.5, float("inf"),
+                        float("-inf"), float("nan"), 1.0]
 
 
 def _range(ty: ScalarType) -> tuple[int, int]:
@@ -333,18 +545,27 @@ class _Gen:
         self.arrays: list[N.WorkgroupArray] = []
         self.loop_depth = 0
         self.nesting = 0
+        self.long_loop_done = False  # at most one long loop per Program (CI time)
+        self.in_long_loop = False  # its body has no loops (the iterations would multiply)
         self.gid = N.Var(name="gid", ty=U32)
 
     # -- small draws
     def pick(self, xs: Sequence[Any]) -> Any:
-        return self.draw(st.sampled_from(list(xs)))
+        """One of `xs`, close to uniformly (sampled_from favours the first few; this too
+        shrinks to the first)."""
+        xs = list(xs)
+        if not xs:
+            raise ValueError("pick from an empty list")
+        return xs[self.draw(st.integers(0, 2**32 - 1)) % len(xs)]
 
     def int_(self, lo: int, hi: int) -> int:
         return self.draw(st.integers(lo, hi))
 
     def chance(self, p: float) -> bool:
-        """True with probability about p (shrinks to False)."""
-        return self.draw(st.integers(0, 999)) >= int(1000 * (1 - p))
+        """True with probability about p (shrinks to False). Hypothesis favours small
+        integers, so a draw from 0..999 is True far less often than p; the low digits of a
+        32-bit draw are close to uniform."""
+        return self.draw(st.integers(0, 2**32 - 1)) % 1000 >= int(1000 * (1 - p))
 
     def fresh(self, prefix: str) -> str:
         self.n += 1
@@ -485,11 +706,19 @@ class _Gen:
             kinds += ["cmp", "cmp", "logical", "not"]
         elif ty.is_int:
             kinds += ["binary", "bitwise", "shift", "unary", "call", "bitcast"]
+            if any(t.is_float for t in self.types):
+                kinds += ["quotient"]
+            if any(t.bits == 64 and t.is_int for t in self.types):
+                kinds += ["wide"]
         else:
-            kinds += ["binary", "unary", "call", "call", "bitcast_in"]
+            kinds += ["binary", "unary", "call", "call", "bitcast_in", "quotient"]
             if terminal:
                 kinds += ["inexact"]
         k = self.pick(kinds)
+        if k == "quotient":
+            return self.quotient(ty, d)
+        if k == "wide":
+            return self.wide(ty, d)
         if k == "leaf":
             return self.leaf(ty)
         if k == "binary":
@@ -539,12 +768,65 @@ class _Gen:
         return self.inexact_root(ty, d)
 
     def inexact_root(self, ty: ScalarType, d: int) -> N.ExprNode:
-        """An approximate call, or a float div/rem/sqrt (ulp-bounded on some backends)."""
+        """An approximate call (any argument often a special value: +-0, odd/even/negative
+        exponents, infinities), or a float div/rem/sqrt whose operands are the same value."""
         fn = self.pick([*sorted(self.o.approx_fns), "div", "rem", "sqrt"])
         if fn in ("div", "rem"):
-            return N.Binary(op=fn, a=self.expr(ty, d), b=self.expr(ty, d), ty=ty)
-        args = tuple(self.expr(ty, d) for _ in range(N.FN_ARITY[fn]))
+            x = self.expr(ty, d)
+            return N.Binary(op=fn, a=x, b=x if self.chance(0.5) else self.expr(ty, d), ty=ty)
+        args = tuple(
+            self.lit(ty, self.pick(_APPROX_SPECIAL_ARGS)) if self.chance(0.5) else self.expr(ty, d)
+            for _ in range(N.FN_ARITY[fn])
+        )
         return N.Call(fn=fn, args=args, ty=ty)
+
+    def float_type(self, like: ScalarType) -> ScalarType:
+        return like if like.is_float else self.pick(
+            [t for t in self.types if t.is_float] or [F32])
+
+    def quotient(self, ty: ScalarType, d: int) -> N.ExprNode:
+        """A float division whose exact quotient is an integer (33/33, q*k/k) or 1 (x/x),
+        both operands scaled by one power of two anywhere in the exponent range; for an int
+        `ty`, the quotient cast to it (a correctly rounded division gives q exactly, one a
+        ulp low truncates to q - 1). Sometimes the float `rem` of the same operands (0)."""
+        fty = self.float_type(ty)
+
+        def small(n: int) -> N.ExprNode:  # a u32 in 1..n, from data (not constant-folded)
+            return N.Binary(op="add", a=N.Binary(op="rem", a=self.expr(U32, 1),
+                                                 b=self.lit(U32, n), ty=U32),
+                            b=self.lit(U32, 1), ty=U32)
+
+        if self.chance(0.3):  # x / x with x anything (FLT_MAX, subnormal, inf, ...)
+            a = b = self.expr(fty, d)
+        else:
+            k = small(1000) if self.chance(0.5) else self.lit(U32, self.pick([33, 3, 7, 10, 49]))
+            q = small(1000)
+            a = N.Cast(a=N.Binary(op="mul", a=q, b=k, ty=U32), ty=fty)
+            b = N.Cast(a=k, ty=fty)
+            if self.chance(0.5):
+                info = np.finfo(fty.numpy)
+                scale = self.lit(fty, 2.0 ** self.int_(int(info.minexp) - int(info.nmant),
+                                                       int(info.maxexp) - 1))
+                a = N.Binary(op="mul", a=a, b=scale, ty=fty)
+                b = N.Binary(op="mul", a=b, b=scale, ty=fty)
+        e: N.ExprNode = (N.Binary(op="rem", a=a, b=b, ty=fty) if self.chance(0.25)
+                         else N.Binary(op="div", a=a, b=b, ty=fty))
+        return e if ty is fty else N.Cast(a=e, ty=ty)
+
+    def wide(self, ty: ScalarType, d: int) -> N.ExprNode:
+        """A value widened to a 64-bit int (abs, neg or arithmetic there), cast back to `ty`."""
+        wide = ty if ty.bits == 64 and ty.is_int else self.pick(
+            [t for t in self.types if t.bits == 64 and t.is_int])
+        src = self.pick([t for t in self.types if t is not wide] or [I32])
+        e: N.ExprNode = N.Cast(a=self.expr(src, d), ty=wide)
+        k = self.pick(["abs", "neg", "mul", "none"])
+        if k == "abs":
+            e = N.Call(fn="abs", args=(e,), ty=wide)
+        elif k == "neg" and wide.is_signed:
+            e = N.Unary(op="neg", a=e, ty=wide)
+        elif k == "mul":
+            e = N.Binary(op="mul", a=e, b=N.Cast(a=self.expr(src, d), ty=wide), ty=wide)
+        return e if ty is wide else N.Cast(a=e, ty=ty)
 
     def arith(self, ty: ScalarType, d: int) -> N.ExprNode:
         ops = ["add", "sub", "mul", "min", "max"]
@@ -553,7 +835,9 @@ class _Gen:
         else:
             ops += [o for o in ("div", "rem") if o not in self.o.terminal_only]
         op = self.pick(ops)
-        e: N.ExprNode = N.Binary(op=op, a=self.expr(ty, d), b=self.expr(ty, d), ty=ty)
+        a = self.expr(ty, d)
+        b = a if op in ("div", "rem") and self.chance(0.15) else self.expr(ty, d)  # x/x
+        e: N.ExprNode = N.Binary(op=op, a=a, b=b, ty=ty)
         if ty.is_float and op in ("min", "max"):
             e = N.Binary(op="add", a=e, b=self.lit(ty, 0.0), ty=ty)  # -0 -> +0
         return e
@@ -599,13 +883,18 @@ class _Gen:
         if self.visible(mutable=True):
             kinds.append("assign")
         if self.nesting < self.o.max_nesting:
-            kinds += ["if", "for", "while"]
+            kinds += ["if"] if self.in_long_loop else ["if", "for", "while"]
+        if (self.loop_depth == 0 and not self.long_loop_done and self.o.long_loops > 0
+                and self.chance(self.o.long_loops)):
+            self.long_loop_done = True
+            return self.long_loop(allow_return)
         if self.o.atomics:
             kinds += ["atomic", "atomic_own"]
         kinds += ["rw"]
+        # A long loop's one-statement body never ends the loop early (it would be short).
         if self.loop_depth:
-            kinds += ["break", "continue"]
-        if allow_return:
+            kinds += ["continue"] if self.in_long_loop else ["break", "continue"]
+        if allow_return and not self.in_long_loop:
             kinds.append("return")
         k = self.pick(kinds)
         depth = self.o.max_expr_depth
@@ -670,6 +959,58 @@ class _Gen:
             self.scopes.pop()
             self.loop_depth -= 1
         return N.For(var=var, ty=ty, start=start, end=end, step=step, body=body)
+
+    def long_loop(self, allow_return: bool) -> list[N.StmtNode]:
+        """A loop of about 65,535 iterations per invocation or more (Mesa's llvmpipe stops
+        loops past 65,535, counted over all loops of the invocation): a For to a large end, a
+        For nested in a For (66 x 1000, 100 x 700, ...), or a While; the body has no loops.
+        Just under the limit too, so a limit that is reached early is caught."""
+        form = self.pick(["for", "nested", "while"])
+        c = self.fresh("n")
+        body_stmts: list[N.StmtNode] = [N.Let(name=c, value=self.lit(U32, 0))]
+        self.declare(c, U32, mutable=False)
+        bump = N.Assign(name=c, value=N.Binary(op="add", a=N.Var(name=c, ty=U32),
+                                               b=self.lit(U32, 1), ty=U32))
+        saved = self.o
+        self.o = dataclasses.replace(self.o, max_block_stmts=1, max_expr_depth=2)
+        self.in_long_loop = True
+        self.loop_depth += 1
+        self.scopes.append([])
+        try:
+            if form == "nested":
+                outer, inner = self.pick([(66, 1000), (100, 700), (2, 32768), (100, 655)])
+                vo, vi = self.fresh("i"), self.fresh("i")
+                self.scopes[-1] += [_Local(vo, U32, False), _Local(vi, U32, False)]
+                inner_loop = N.For(var=vi, ty=U32, start=self.lit(U32, 0),
+                                   end=self.lit(U32, inner), step=1,
+                                   body=(bump, *self.block(allow_return)))
+                loop: N.StmtNode = N.For(var=vo, ty=U32, start=self.lit(U32, 0),
+                                         end=self.lit(U32, outer), step=1, body=(inner_loop,))
+            else:
+                n = self.pick([65534, 65535, 65536, 70000])
+                end: N.ExprNode = self.lit(U32, n)
+                if self.chance(0.5):  # data-dependent: n .. n+2
+                    end = N.Binary(op="add", a=end, b=N.Binary(
+                        op="rem", a=self.expr(U32, 1), b=self.lit(U32, 3), ty=U32), ty=U32)
+                if form == "for":
+                    v = self.fresh("i")
+                    self.scopes[-1].append(_Local(v, U32, False))
+                    loop = N.For(var=v, ty=U32, start=self.lit(U32, 0), end=end, step=1,
+                                 body=(bump, *self.block(allow_return)))
+                else:  # the counter is bumped first: `continue` cannot skip it
+                    loop = N.While(cond=N.Binary(op="lt", a=N.Var(name=c, ty=U32), b=end,
+                                                 ty=BOOL),
+                                   body=(bump, *self.block(allow_return)))
+        finally:
+            self.scopes.pop()
+            self.loop_depth -= 1
+            self.in_long_loop = False
+            self.o = saved
+        # The iteration count is an output, so a silently truncated loop shows.
+        ty = U32
+        buf = self.out_buf(ty)
+        return [*body_stmts, loop, N.Store(buffer=buf.decl.name, index=self.slot_index(buf, False),
+                                           value=N.Var(name=c, ty=U32))]
 
     def while_(self, allow_return: bool) -> list[N.StmtNode]:
         c = self.fresh("c")
@@ -813,40 +1154,82 @@ class _Gen:
         )
 
 
-_WORKGROUP_SIZES = [(1, 1, 1), (4, 1, 1), (8, 1, 1), (32, 1, 1), (64, 1, 1), (2, 2, 1),
-                    (4, 2, 2), (3, 1, 1), (5, 3, 1), (16, 1, 1)]
+def fuzz_array(rng: np.random.Generator, ty: ScalarType, n: int) -> np.ndarray:
+    """`testing.random_array`, but floats also span the whole exponent range: about a third
+    of the elements have a uniformly drawn exponent (subnormals to the largest finite value,
+    either sign), and the limits themselves (+-max, +-smallest normal and subnormal, 33)
+    appear, so division, sqrt and rem are exercised where rounding is hardest."""
+    arr = random_array(rng, ty, n)
+    if not ty.is_float or n == 0:
+        return arr
+    info = np.finfo(ty.numpy)
+    lo, hi = int(info.minexp) - int(info.nmant), int(info.maxexp)
+    wide = rng.random(n) < 0.35
+    mant = rng.uniform(1.0, 2.0, n)
+    exps = rng.integers(lo, hi, n)
+    vals = np.ldexp(mant, exps) * np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    with np.errstate(over="ignore"):
+        arr[wide] = np.clip(vals[wide], -float(info.max), float(info.max)).astype(ty.numpy)
+    limits = np.array([info.max, -info.max, info.tiny, -info.tiny, info.smallest_subnormal,
+                       -info.smallest_subnormal, 33.0], dtype=ty.numpy)
+    k = min(n, len(limits))
+    if k and rng.random() < 0.5:
+        arr[rng.choice(n, size=k, replace=False)] = limits[:k]
+    return arr
 
 
 @st.composite
 def _cases(draw: st.DrawFn, opts: GenOptions) -> FuzzCase:
     g = _Gen(draw, opts)
-    ws = draw(st.sampled_from(_WORKGROUP_SIZES))
+    ws = draw(st.sampled_from(opts.workgroup_sizes))
     grid = (draw(st.integers(1, 3)), draw(st.sampled_from([1, 1, 2])),
             draw(st.sampled_from([1, 1, 1, 2])))
     program = g.program(ws)
+    if g.long_loop_done:  # the reference's time per loop iteration grows with the lanes
+        grid = (1, 1, 1)
     total = ws[0] * ws[1] * ws[2] * grid[0] * grid[1] * grid[2]
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     inputs: dict[str, np.ndarray] = {}
     for ty, d in g.inputs.items():
         n = draw(st.sampled_from([total, total, 0, 1, max(total // 2, 1), total + 5]))
-        inputs[d.name] = random_array(rng, ty, n)
+        inputs[d.name] = fuzz_array(rng, ty, n)
     for group in (g.outs, g.rws):
         for ty, s in group.items():
             full = total * s.stride
             n = draw(st.sampled_from([full, full, full + 3, max(full - 7, 0), full // 2]))
-            inputs[s.decl.name] = random_array(rng, ty, n)
+            inputs[s.decl.name] = fuzz_array(rng, ty, n)
     for (_, ty), d in g.accs.items():
-        inputs[d.name] = random_array(rng, ty, draw(st.sampled_from([8, 8, 3, 1, 0])))
+        inputs[d.name] = fuzz_array(rng, ty, draw(st.sampled_from([8, 8, 3, 1, 0])))
     params: dict[str, bool | int | float] = {}
     for ty, p in g.params.items():
         params[p.name] = g.const(ty).value
+    # Some buffers declare their count (binding then requires exactly that many elements).
+    buffers = tuple(
+        d.model_copy(update={"count": len(inputs[d.name])}) if g.chance(0.2) else d
+        for d in program.buffers
+    )
+    name = draw(st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True))
+    program = N.Program(name=name, workgroup_size=program.workgroup_size, buffers=buffers,
+                        params=program.params, workgroup_arrays=program.workgroup_arrays,
+                        body=program.body)
     return FuzzCase(program, inputs, grid, params)
 
 
 def cases(opts: GenOptions | None = None) -> st.SearchStrategy[FuzzCase]:
     """Hypothesis strategy of valid, deterministic FuzzCases (see the module docstring)."""
     return _cases(opts or GenOptions())
+
+
+ALL_TYPES = frozenset({I32, U32, F32, F16, F64, I64, U64})
+
+
+def programs(opts: GenOptions | None = None) -> st.SearchStrategy[N.Program]:
+    """Hypothesis strategy of valid Programs: the Programs of `cases` (by default over every
+    value type, which validation and the wire format accept without a backend)."""
+    return cases(opts or GenOptions(types=ALL_TYPES,
+                                    atomic_types=frozenset({I32, U32, I64, U64})))\
+        .map(lambda c: c.program)
 
 
 # ------------------------------------------------------------------ driving
@@ -880,7 +1263,8 @@ def regressions_dir() -> Path:
 
 
 def check_case(
-    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend]
+    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend],
+    expected_by_reference: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> list[Disagreement]:
     """`run_case` plus the wire-format round trip of the case (Program and inputs)."""
     again = case_from_json(case_to_json(case))
@@ -889,7 +1273,7 @@ def check_case(
     for k, v in case.inputs.items():
         if again.inputs[k].tobytes() != v.tobytes():
             return [Disagreement("fuzz-case format", k, "inputs do not round-trip")]
-    return run_case(case, reference, others)
+    return run_case(case, reference, others, expected_by_reference)
 
 
 def fuzz_backends(
@@ -941,7 +1325,10 @@ def fuzz_backends(
 
 
 __all__ = [
-    "CASE_FORMAT", "Disagreement", "FuzzCase", "GenOptions", "available_instances",
-    "case_from_json", "case_to_json", "cases", "check_case", "fuzz_backends", "fuzz_settings",
-    "load_case", "options_for", "regressions_dir", "run_case", "save_case",
+    "ALL_TYPES", "CASE_FORMAT", "LOOP_LIMIT_KEYS", "WORKGROUP_SIZES", "Disagreement", "FuzzCase",
+    "GenOptions",
+    "approximate_buffers", "available_instances", "buffer_tolerance", "buffers_computed_with", "case_from_json", "case_to_json", "cases",
+    "check_case", "count_loop_iterations", "fuzz_array", "fuzz_backends", "fuzz_settings",
+    "load_case", "loop_limit", "max_loop_iterations", "names_loop_limit", "options_for",
+    "programs", "regressions_dir", "run_case", "save_case", "zero_sign_mismatches",
 ]
