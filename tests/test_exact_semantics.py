@@ -167,6 +167,20 @@ def test_long_loops_are_exact_or_refused(
     assert backend.dispatch(prog, {"o": 1}, ok)["o"][0] == 60_000
 
 
+def test_loop_limit_is_exactly_what_programs_may_use(backend: BaseBackend) -> None:
+    """The reported limit is the boundary, in loop passes (docs/IR.md: each For iteration,
+    each evaluation of a While's condition): a While of limit - 1 iterations (limit condition
+    checks) runs exactly, one more is refused (the fuzzer's acceptance rule relies on it)."""
+    limit = _loop_limit(backend)
+    if limit is None:
+        pytest.skip(f"{backend.id} reports no loop limit (the exact count is tested above)")
+    prog = _counting_program(False)
+    at = DispatchConfig(grid=1, params={"n": limit - 1})
+    assert backend.dispatch(prog, {"o": 1}, at)["o"][0] == limit - 1
+    with pytest.raises(DispatchError, match=f"{limit} loop iterations"):
+        backend.dispatch(prog, {"o": 1}, DispatchConfig(grid=1, params={"n": limit}))
+
+
 def test_long_loop_refused_before_any_result_is_seen(backend: BaseBackend) -> None:
     """Async dispatch (wait), plain reads, synchronize and pipelines all check first."""
     limit = _loop_limit(backend)

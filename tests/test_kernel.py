@@ -29,7 +29,7 @@ from vyre import (
 )
 from vyre.backend import BaseBackend
 from vyre.builder import BuildError
-from vyre.tools.testing import check_against_reference, random_array
+from vyre.tools.testing import EXACT, assert_agree, check_against_reference, random_array
 
 T = vyre.TypeParam("T")
 
@@ -84,18 +84,23 @@ def test_every_type_against_reference(backend: BaseBackend, reference: BaseBacke
 
 @vyre.kernel
 def transcendental(x: Buffer[f32], out: Output[f32]) -> None:
+    # one output per call: docs/IR.md's tolerance is per approximate call, and a sum of
+    # calls (tan near its pole next to exp) is not held to 4 ulp of the sum
     i = vyre.global_linear_id()
+    n = x.length()
     a = x[i]
-    r = vyre.exp(a) + vyre.exp2(a) + vyre.log(vyre.abs_(a) + 1.0) + vyre.log2(a * a + 1.0)
-    r = r + vyre.sin(a) + vyre.cos(a) + vyre.tan(a) + vyre.tanh(a)
-    out[i] = r + vyre.pow_(vyre.abs_(a), 0.5) + vyre.atan2(a, 2.0)
+    calls = [vyre.exp(a), vyre.exp2(a), vyre.log(vyre.abs_(a) + 1.0),
+             vyre.log2(a * a + 1.0), vyre.sin(a), vyre.cos(a), vyre.tan(a), vyre.tanh(a),
+             vyre.pow_(vyre.abs_(a), 0.5), vyre.atan2(a, 2.0)]
+    for k, r in enumerate(calls):
+        out[i + n * k] = r
 
 
 def test_every_call_against_reference(backend: BaseBackend, reference: BaseBackend) -> None:
     x = np.linspace(-3, 3, 128, dtype=np.float32)
     prog = transcendental.program
-    check_against_reference(prog, {"x": x, "out": 128}, transcendental.config(128), [backend],
-                            reference)
+    check_against_reference(prog, {"x": x, "out": 128 * 10}, transcendental.config(128),
+                            [backend], reference)
 
 
 @vyre.kernel(workgroup_size=32)
@@ -158,8 +163,14 @@ def test_control_flow_and_atomics(backend: BaseBackend, reference: BaseBackend) 
     prog = collatz.program
     assert {"v", "count", "skipped", "j"} <= {
         s.name for s in prog.body if hasattr(s, "name")} | {"j"}
-    out = check_against_reference(prog, {"x": x, "steps": 300, "total": total},
-                                  collatz.config(300, cap=100), [backend], reference)
+    args = {"x": x, "steps": 300, "total": total}
+    cfg = collatz.config(300, cap=100)
+    mine, want = backend.dispatch(prog, args, cfg), reference.dispatch(prog, args, cfg)
+    # total[6] is whichever invocation's compare-exchange ran first: any is valid (docs/IR.md
+    # atomics are relaxed); every other result is order-independent and compared exactly
+    assert_agree(mine["steps"], want["steps"], EXACT, "steps")
+    assert_agree(mine["total"][:6], want["total"][:6], EXACT, "total[:6]")
+    out = {backend.id: mine}
     got = out[backend.id]["total"]
     def ref_steps(v: int) -> int:
         c = 0

@@ -361,7 +361,8 @@ def names_loop_limit(exc: BaseException, limit: int) -> bool:
 
 def count_loop_iterations(program: N.Program) -> N.Program:
     """`program` plus a u32 output buffer `vyre_fuzz_loop_counts` holding, per invocation (in
-    linear order), how many loop-body iterations it ran over all its loops. Results are
+    linear order), how many loop passes it ran over all its loops (docs/IR.md's loop budget:
+    each For iteration, each evaluation of a While's condition). Results are
     otherwise unchanged; the counter is never read by the program's own logic."""
     names = {d.name for d in program.buffers} | {a.name for a in program.workgroup_arrays}
     names |= {p.name for p in program.params}
@@ -396,7 +397,9 @@ def count_loop_iterations(program: N.Program) -> N.Program:
                 out.append(N.For(var=s.var, ty=s.ty, start=s.start, end=s.end, step=s.step,
                                  body=(bump, *block(s.body))))
             elif isinstance(s, N.While):
-                out.append(N.While(cond=s.cond, body=(bump, *block(s.body))))
+                # a While's budget is its condition checks: one per iteration plus the final
+                # one (counted up front; a loop left by `break` is over-counted by one)
+                out += [bump, N.While(cond=s.cond, body=(bump, *block(s.body)))]
             else:
                 out.append(s)
         return tuple(out)

@@ -111,7 +111,7 @@ def wait_for(backend: CudaBackend, streams: Sequence[int]) -> None:
     for s in streams:
         e = _event_for(backend, s)
         backend.driver_call(drv.cuEventRecord, e, s, what="cuEventRecord(framework stream)")
-        backend.driver_call(drv.cuStreamWaitEvent, backend.stream, e, 0, what="cuStreamWaitEvent")
+        backend.driver_call(drv.cuStreamWaitEvent, backend.cu_stream, e, 0, what="cuStreamWaitEvent")
 
 
 def signal(backend: CudaBackend, streams: Sequence[int]) -> None:
@@ -120,7 +120,7 @@ def signal(backend: CudaBackend, streams: Sequence[int]) -> None:
         return
     drv = backend.driver
     e = _event_for(backend, -1)
-    backend.driver_call(drv.cuEventRecord, e, backend.stream, what="cuEventRecord(vyre stream)")
+    backend.driver_call(drv.cuEventRecord, e, backend.cu_stream, what="cuEventRecord(vyre stream)")
     for s in streams:
         backend.driver_call(drv.cuStreamWaitEvent, s, e, 0, what="cuStreamWaitEvent(framework stream)")
 
@@ -192,7 +192,7 @@ class CudaBufferInterop:
             "data": (int(getattr(self, "ptr", 0)), bool(self.readonly)),
             "strides": None,
             "version": 3,
-            "stream": int(owner.stream) or None,
+            "stream": int(owner.cu_stream) or None,
         }
 
     def unlink_streams(self) -> None:
@@ -242,7 +242,7 @@ def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
         raise _device_error(backend, dev_type, dev_id, what)
     ext = framework_stream(tensor) if stream == STREAM_AUTO else stream_handle(stream)
     # the producer orders its pending work before vyre's stream (DLPack stream protocol)
-    vyre_stream = int(backend.stream)
+    vyre_stream = int(backend.cu_stream)
     try:
         capsule = tensor.__dlpack__(stream=vyre_stream, max_version=(1, 0))
     except TypeError:  # a producer older than DLPack 1.0

@@ -863,8 +863,9 @@ class CudaBackend(BaseBackend):
         return int(self._stream)
 
     @property
-    def stream(self) -> Any:
-        """This instance's CUDA stream (a CUstream): all its work is ordered on it."""
+    def cu_stream(self) -> Any:
+        """This instance's CUDA stream (a CUstream): all its work is ordered on it. (Not
+        `stream`: that is BaseBackend.stream, the chunked host-data method.)"""
         return self._stream
 
     @property

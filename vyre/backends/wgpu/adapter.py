@@ -339,8 +339,9 @@ def _fma_rounds_once(device: Any) -> bool:
 
 
 def _probe_loop_limit(device: Any) -> int | None:
-    """The number of loop iterations after which the driver silently ends loops in one
-    invocation (Mesa's llvmpipe: 65535, counted over all loops of the shader), or None.
+    """The number of loop iterations a program's own loops may run in one invocation before
+    the driver silently ends them (Mesa's llvmpipe ends every loop after 65535, counted over
+    all loops of the shader; vyre's sentinel uses 2 of those, so 65533 are reported), or None.
     The trip count comes from the buffer, so no compiler can know or shorten the loop."""
     code = (
         "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
@@ -352,7 +353,12 @@ def _probe_loop_limit(device: Any) -> int | None:
         out = struct.unpack("<3I", _run_probe(device, code, struct.pack("<3I", LOOP_PROBE, 1, 0)))
     except Exception:
         return None  # could not measure: no limit assumed
-    return None if out[2] >= LOOP_PROBE else int(out[2])
+    if out[2] >= LOOP_PROBE:
+        return None
+    # what user loops may use: the generated sentinel (wgsl._LOOP_SENTINEL) spends the rest
+    from .wgsl import LOOP_SENTINEL_ITERATIONS
+
+    return int(out[2]) - LOOP_SENTINEL_ITERATIONS
 
 
 LOOP_PROBE = 70_000  # iterations the loop-limit probe asks for

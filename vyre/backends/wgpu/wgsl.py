@@ -311,9 +311,9 @@ def _unpack_f32(ctx: _Ctx) -> None:
         "    return (x & 0x007fffffu) | 0x00800000u;\n}",
     )
     _helper(
-        ctx, "vy_exp_f32",
+        ctx, "vy_ebits_f32",
         "// its exponent e: x = vy_mant_f32(x) * 2^(e - 150) (subnormals normalised)\n"
-        "fn vy_exp_f32(x: u32) -> i32 {\n"
+        "fn vy_ebits_f32(x: u32) -> i32 {\n"
         "    if (x < 0x00800000u) { return 9i - i32(countLeadingZeros(x)); }\n"
         "    return i32(x >> 23u);\n}",
     )
@@ -421,7 +421,7 @@ def _exact_div_f32(ctx: _Ctx) -> str:
         "    var d = 0u;\n"
         + chunk.format(k=8) * 3 + chunk.format(k=2)
         + "    // q = floor(ma * 2^26 / mb) in [2^25, 2^27), r its remainder\n"
-        "    var e = vy_exp_f32(xa) - vy_exp_f32(xb) - 26i;\n"
+        "    var e = vy_ebits_f32(xa) - vy_ebits_f32(xb) - 26i;\n"
         "    if (q < 0x04000000u) { q = q << 1u; e = e - 1i; }\n"
         "    return vy_pack_f32(s, q, e, r != 0u);\n}",
     )
@@ -455,7 +455,7 @@ def _exact_sqrt_f32(ctx: _Ctx) -> str:
         "        return bitcast<f32>(0x7fc00000u);\n"
         "    }\n"
         "    var m = vy_mant_f32(u);\n"
-        "    var k = vy_exp_f32(u) - 150i;  // x = m * 2^k\n"
+        "    var k = vy_ebits_f32(u) - 150i;  // x = m * 2^k\n"
         "    if ((k & 1i) != 0i) { m = m << 1u; k = k - 1i; }\n"
         "    // q = floor(sqrt(m * 2^26)) in (2^24, 2^26), r = m * 2^26 - q^2\n"
         "    var q = 0u;\n    var r = 0u;\n    var t = 0u;\n    var ge = false;\n"
@@ -1279,11 +1279,14 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
 # one iteration, and the invocation records that in the status buffer (the runtime then
 # raises DispatchError). Emitted only for adapters whose probe found a limit.
 LOOP_LIMIT_FLAG = 1
+#: iterations of the driver's budget the sentinel itself uses (so user loops get the rest)
+LOOP_SENTINEL_ITERATIONS = 2
 _LOOP_SENTINEL = (
     "fn vy_loop_sentinel() {\n"
     "    var n = 0u;\n"
-    f"    loop {{ n = n + 1u; if (n >= 2u + {U_VAR}.{ZERO_FIELD}) {{ break; }} }}\n"
-    f"    if (n < 2u) {{ atomicOr(&vy_status[0], {LOOP_LIMIT_FLAG}u); }}\n}}"
+    f"    loop {{ n = n + 1u; if (n >= {LOOP_SENTINEL_ITERATIONS}u + {U_VAR}.{ZERO_FIELD}) "
+    "{ break; } }\n"
+    f"    if (n < {LOOP_SENTINEL_ITERATIONS}u) {{ atomicOr(&vy_status[0], {LOOP_LIMIT_FLAG}u); }}\n}}"
 )
 _MAIN_PARAMS = (
     ("vy_gid", "global_invocation_id", "vec3<u32>"),
