@@ -773,7 +773,11 @@ class _Gen:
     def inexact_root(self, ty: ScalarType, d: int) -> N.ExprNode:
         """An approximate call (any argument often a special value: +-0, odd/even/negative
         exponents, infinities), or a float div/rem/sqrt whose operands are the same value."""
-        fn = self.pick([*sorted(self.o.approx_fns), "div", "rem", "sqrt"])
+        signed_zero_fns = sorted({"pow", "sin", "tan"} & set(self.o.approx_fns))
+        if signed_zero_fns and self.chance(0.3):  # where drivers lost the sign of zero
+            fn = self.pick(signed_zero_fns)
+        else:
+            fn = self.pick([*sorted(self.o.approx_fns), "div", "rem", "sqrt"])
         if fn in ("div", "rem"):
             x = self.expr(ty, d)
             return N.Binary(op=fn, a=x, b=x if self.chance(0.5) else self.expr(ty, d), ty=ty)
