@@ -239,13 +239,16 @@ def _cache_reader(directory: str, keys: list[str], size: int, go: Any, stop: Any
     payloads = [_payload(i, size) for i in range(len(keys))]
     seen = bad = 0
     go.wait(60)
-    while not stop.is_set():
+    while True:  # at least one whole pass: a slow-starting reader may find the writers done
+        done = stop.is_set()
         for k, data in zip(keys, payloads):
             got = cache.get(k)
             if got is not None:
                 seen += 1
                 if got != data:
                     bad += 1
+        if done:
+            break
     out.put((seen, bad, cache.stats.corrupt))
 
 

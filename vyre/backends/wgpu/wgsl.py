@@ -667,6 +667,7 @@ def _tan_big(ctx: _Ctx) -> None:
 
 def _tan_f32(ctx: _Ctx) -> str:
     _tan_big(ctx)
+    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
     """Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
     ulp tolerance near the poles; this is Cephes tanf (Cody-Waite reduction by pi/4, about
     3 ulp) for |x| <= 8192, the driver's tan beyond."""
@@ -679,8 +680,11 @@ def _tan_f32(ctx: _Ctx) -> str:
         "    var j = u32(1.27323954473516f * x);\n"
         "    var y = f32(j);\n"
         "    if ((j & 1u) != 0u) { j = j + 1u; y = y + 1.0f; }\n"
-        "    let z = ((x - y * 0.78515625f) - y * 2.4187564849853515625e-4f)"
-        " - y * 3.77489497744594108e-8f;\n"
+        # each Cody-Waite step fenced: NVIDIA's compiler reassociated the three into one
+        # product (tan 40 ulp off near its poles on the H100)
+        f"    let z1 = {f0}(x - {f1}(y * 0.78515625f));\n"
+        f"    let z2 = {f0}(z1 - {f1}(y * 2.4187564849853515625e-4f));\n"
+        f"    let z = {f0}(z2 - {f1}(y * 3.77489497744594108e-8f));\n"
         "    let zz = z * z;\n"
         "    var r = z;\n"
         "    if (x > 1.0e-4f) {\n"
