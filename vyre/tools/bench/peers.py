@@ -437,17 +437,23 @@ class TorchPeer(Peer):
                          extra={"how": "tensor.copy_ (cudaMemcpyAsync device to device)"})
 
     def _saxpy(self, data: W.Data) -> TimedCase:
+        return self._saxpy_case(data, lambda x, y: y.add_(x, alpha=W.SAXPY_A),
+                                "y.add_(x, alpha=a)")
+
+    def _saxpy_case(self, data: W.Data, step: Callable[[Any, Any], Any], how: str
+                    ) -> TimedCase:
+        """saxpy timed by events: `step(x, y)` does y = a * x + y on the device tensors."""
         x, y = self._dev(data.saxpy_x), self._dev(data.saxpy_y0)
         count = [0]
 
         def work() -> None:
-            y.add_(x, alpha=W.SAXPY_A)
+            step(x, y)
             count[0] += 1
 
         return TimedCase(self._events(work),
                          lambda: W.check_saxpy(y.cpu().numpy(), data.saxpy_x, data.saxpy_y0,
                                                count[0]),
-                         "device", extra={"how": "y.add_(x, alpha=a)"})
+                         "device", extra={"how": how})
 
     def _sum(self, data: W.Data) -> TimedCase:
         torch = self.torch
@@ -532,19 +538,11 @@ class TritonPeer(TorchPeer):
         raise NotApplicable(self.not_applicable("copy"))
 
     def _saxpy(self, data: W.Data) -> TimedCase:
-        x, y = self._dev(data.saxpy_x), self._dev(data.saxpy_y0)
-        n = int(x.numel())
+        n = int(data.saxpy_x.size)
         grid = self._blocks(n)
-        count = [0]
-
-        def work() -> None:
-            self.k.saxpy_kernel[grid](x, y, W.SAXPY_A, n, BLOCK=self.BLOCK)
-            count[0] += 1
-
-        return TimedCase(self._events(work),
-                         lambda: W.check_saxpy(y.cpu().numpy(), data.saxpy_x, data.saxpy_y0,
-                                               count[0]),
-                         "device", extra={"how": "triton: one block of 1024 per program"})
+        return self._saxpy_case(
+            data, lambda x, y: self.k.saxpy_kernel[grid](x, y, W.SAXPY_A, n, BLOCK=self.BLOCK),
+            "triton: one block of 1024 per program")
 
     def _sum(self, data: W.Data) -> TimedCase:
         torch = self.torch
