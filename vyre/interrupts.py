@@ -5,7 +5,8 @@ a backend call that maps a staging buffer, records a command encoder or builds a
 it can leave a device library in a state it cannot recover from (wgpu-native aborts the
 process on the next submit while a buffer is still mapped). `deferred_interrupts()` holds
 SIGINT back across such a section and delivers it, to whatever handler was installed,
-the moment the section ends, so cleanup always runs and the interrupt still arrives.
+the moment the section ends, so cleanup always runs and the interrupt still arrives. Outside
+a section every interrupt goes straight to the handler that was installed.
 
 Only the main thread receives SIGINT, so elsewhere this is a no-op; nested sections defer
 to the outermost. This module must never swallow an interrupt, nor install a handler when
@@ -23,47 +24,60 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# How it stays cheap on the launch path: vyre's handler is installed once (in front of the
+# handler that was there, which it calls for every interrupt outside a section), so entering
+# and leaving a section is a counter, not two sigaction calls (those cost ~15 us a launch).
+_MAIN = threading.main_thread().ident
 _depth = 0  # main thread only
 _pending: list[tuple[int, Any]] = []
+_chained: Any = None  # the handler vyre's stands in front of
 
 
-def _record(signum: int, frame: Any) -> None:
-    _pending.append((signum, frame))
+def _handler(signum: int, frame: Any) -> None:
+    if _depth:
+        _pending.append((signum, frame))
+        return
+    _chained(signum, frame)
+
+
+def _enter() -> bool:
+    """Start a section; False where nothing can be deferred (not the main thread, or the
+    SIGINT handler is not a Python callable: SIG_IGN / SIG_DFL are left alone)."""
+    global _depth, _chained
+    if threading.get_ident() != _MAIN:
+        return False
+    current = signal.getsignal(signal.SIGINT)
+    if current is not _handler:
+        if not callable(current):
+            return False
+        try:
+            signal.signal(signal.SIGINT, _handler)
+        except (ValueError, OSError):  # not the main interpreter, or no signals
+            return False
+        _chained = current
+    _depth += 1
+    return True
+
+
+def _leave() -> None:
+    global _depth
+    _depth -= 1
+    if not _depth and _pending:
+        signum, frame = _pending[-1]
+        _pending.clear()
+        _chained(signum, frame)  # the default handler raises KeyboardInterrupt here
 
 
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
     """Run the block with SIGINT deferred to its end (see the module docstring)."""
-    global _depth
-    if threading.current_thread() is not threading.main_thread():
+    if not _enter():
         yield
         return
-    if _depth:
-        _depth += 1
-        try:
-            yield
-        finally:
-            _depth -= 1
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    if not callable(previous):
-        yield
-        return
-    try:
-        signal.signal(signal.SIGINT, _record)
-    except (ValueError, OSError):  # not the main interpreter, or signals unavailable
-        yield
-        return
-    _depth = 1
     try:
         yield
     finally:
-        _depth = 0
-        signal.signal(signal.SIGINT, previous)
-        if _pending:
-            signum, frame = _pending[-1]
-            _pending.clear()
-            previous(signum, frame)  # the default handler raises KeyboardInterrupt here
+        _leave()
 
 
 def interrupt_safe(fn: F) -> F:
@@ -71,8 +85,12 @@ def interrupt_safe(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with deferred_interrupts():
+        if not _enter():
             return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _leave()
 
     return wrapper  # type: ignore[return-value]
 
