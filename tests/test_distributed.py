@@ -262,8 +262,18 @@ def test_a_restarted_actor_refuses_the_handles_of_its_earlier_life(cluster: None
     buf = b.allocate_device_buffer(16, label="before")
     b.write(buf, np.arange(4, dtype=np.uint32))
     ray.kill(b.actor, no_restart=False)  # Ray starts it again: a new instance, empty
-    with pytest.raises((BufferStateError, BackendUnavailable), match=b.actor_name):
-        b.read(buf)  # met while it restarts (unavailable) or after (stale there)
+    # ray.kill is asynchronous: the old actor may still answer a call or two (with the right
+    # data); then a call meets the restart (unavailable) or the new instance (stale)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            got = b.read(buf, dtype=np.uint32)
+        except (BufferStateError, BackendUnavailable) as exc:
+            assert b.actor_name in str(exc)
+            break
+        assert np.array_equal(got, np.arange(4, dtype=np.uint32)), "wrong data before restart"
+        assert time.monotonic() < deadline, "the killed actor kept answering for 60 s"
+        time.sleep(0.05)
     with pytest.raises(BufferStateError, match="stale"):
         b.read(buf)
     with pytest.raises(BackendUnavailable, match=b.actor_name):

@@ -25,7 +25,7 @@ class StandInCuda:
 
     id = "cuda:0"
     ordinal = 0
-    stream = 0xABC0
+    cu_stream = 0xABC0
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
