@@ -97,7 +97,7 @@ def test_non_contiguous_is_refused_and_the_producer_released(versioned: bool) ->
     with pytest.raises(InvalidDispatch, match=r"not C-contiguous.*\.contiguous\(\)"):
         interop.import_dlpack(StandInCuda(), t, stream=None)  # type: ignore[arg-type]
     # the DLPack stream protocol: the producer was asked to order its work before vyre's
-    assert t.calls[-1]["stream"] == StandInCuda.stream
+    assert t.calls[-1]["stream"] == StandInCuda.cu_stream
     if versioned:
         assert t.calls[-1]["max_version"] == (1, 0)
     gc.collect()
