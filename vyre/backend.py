@@ -486,13 +486,19 @@ class BaseBackend:
         entry = self._launches.get(key) if key is not None else None
         if entry is not None:
             return rebind(entry, program, given, config), key
+        return self._bind_new(program, ins, outs, config, given, key), key
+
+    def _bind_new(self, program: Program, ins: BufferArg, outs: BufferArg,
+                  config: DispatchConfig, given: tuple[Any, ...],
+                  key: tuple[Any, ...] | None) -> BoundDispatch:
+        """A cache miss: validate and bind, and remember the binding under `key`."""
         bound = self.bind(program, ins, outs, config)
         if key is not None:
             grid = config.grid
             with self._lock:
                 self._launches.put(key, bound, given,
                                    grid.buffer if isinstance(grid, IndirectGrid) else None)
-        return bound, key
+        return bound
 
     def _ready(self, bound: BoundDispatch) -> Any:
         """Check that `bound` may run now and return its prepared record (made on first use)."""
@@ -566,7 +572,7 @@ class BaseBackend:
             key = self._launches.key(program, inputs, outputs, cfg, given)
             entry = self._launches.get(key) if key is not None else None
             if entry is None:  # first time: validate, bind, prepare, remember
-                bound, _ = self._bound(program, inputs, outputs, cfg)
+                bound = self._bind_new(program, inputs, outputs, cfg, given, key)
                 self._ready(bound)
                 launch, buffers = bound.launch, bound.buffers
             else:

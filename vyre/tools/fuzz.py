@@ -322,18 +322,6 @@ def buffer_tolerance(program: N.Program, buffer: str, backend_kind: str) -> Tole
     return Tolerance(zero_sign=sign)
 
 
-def zero_sign_mismatches(actual: np.ndarray, expected: np.ndarray,
-                         tol: Tolerance) -> np.ndarray:
-    """Indices where both are float zeros of different signs, for a ulp-bounded `tol` that
-    compares zero signs (`testing.mismatches` tells -0 from +0 only in exact comparisons;
-    sin(-0) = -0 is exact even for an approximate function)."""
-    a = np.asarray(actual).reshape(-1)
-    e = np.asarray(expected).reshape(-1)
-    if tol.exact or not tol.zero_sign or a.dtype.kind != "f" or a.shape != e.shape:
-        return np.zeros(0, dtype=np.intp)
-    return np.flatnonzero((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
-
-
 # Where a backend reports the most loop iterations one invocation may run (the sum over all
 # its loops: Mesa's llvmpipe stops loops silently past 65,535). Read from
 # capabilities().limits, then .details; the first key present wins.
@@ -467,7 +455,7 @@ def run_case(
                 continue
             tol = buffer_tolerance(case.program, name, b.kind)
             try:
-                bad = np.union1d(mismatches(g, exp, tol), zero_sign_mismatches(g, exp, tol))
+                bad = mismatches(g, exp, tol)
             except AssertionError as exc:
                 out.append(Disagreement(b.id, name, str(exc)))
                 continue
@@ -1337,5 +1325,5 @@ __all__ = [
     "approximate_buffers", "available_instances", "buffer_tolerance", "buffers_computed_with", "case_from_json", "case_to_json", "cases",
     "check_case", "count_loop_iterations", "fuzz_array", "fuzz_backends", "fuzz_settings",
     "load_case", "loop_limit", "max_loop_iterations", "names_loop_limit", "options_for",
-    "programs", "regressions_dir", "run_case", "save_case", "zero_sign_mismatches",
+    "programs", "regressions_dir", "run_case", "save_case",
 ]

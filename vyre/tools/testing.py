@@ -50,9 +50,8 @@ class HostShimBuffer:
 @dataclass(frozen=True)
 class Tolerance:
     """Float comparison rule: |a - e| <= atol + rtol*|e|, or within `ulps` units in the last
-    place. Any NaN equals any NaN (docs/IR.md leaves a NaN's bits open). `zero_sign`: an
-    exact comparison also tells -0 from +0 (docs/IR.md leaves it open only after float
-    min/max/clamp)."""
+    place. Any NaN equals any NaN (docs/IR.md leaves a NaN's bits open). `zero_sign`: also
+    tell -0 from +0 (docs/IR.md leaves it open only after float min/max/clamp)."""
 
     ulps: int = 0
     atol: float = 0.0
@@ -118,14 +117,14 @@ def mismatches(
     both_nan = np.isnan(a) & np.isnan(e)
     with np.errstate(invalid="ignore", over="ignore"):
         equal = (a == e) | both_nan
-        if tol.exact and tol.zero_sign:
-            equal &= (np.signbit(a) == np.signbit(e)) | both_nan
         if not tol.exact:
             close = ulp_distance(a, e) <= tol.ulps
             diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
             close |= diff <= tol.atol + tol.rtol * np.abs(e.astype(np.float64))
             close &= ~(np.isnan(a) ^ np.isnan(e))
             equal |= close
+        if tol.zero_sign:  # -0 is not +0, under a ulp bound too (sin(-0) = -0 exactly)
+            equal &= ~((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
     return np.flatnonzero(~equal)
 
 

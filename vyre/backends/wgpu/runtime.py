@@ -754,6 +754,15 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error(f"preparing {bound.program.name!r}", exc) from None
 
+    def _refresh_uniforms(self, rec: _Recorded) -> None:
+        """A shared bind group's uniform buffer holds the params of whichever launch wrote
+        it last: write `rec`'s before it is submitted (queue-ordered, so work submitted
+        earlier keeps its values)."""
+        binding = rec.binding
+        if binding.data is not rec.data and binding.data != rec.data:
+            self.queue.write_buffer(binding.uniform, 0, rec.data)
+            binding.data = rec.data
+
     @interrupt_safe
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         # wgpu-native aborts the process when two threads submit at once: under the lock
@@ -761,10 +770,7 @@ class WgpuBackend(BaseBackend):
             if self._closed or self._device_lost is not None:
                 self._check_open()
             try:
-                binding = record.binding
-                if binding.data is not record.data and binding.data != record.data:
-                    self.queue.write_buffer(binding.uniform, 0, record.data)
-                    binding.data = record.data
+                self._refresh_uniforms(record)
                 enc = self.device.create_command_encoder()
                 self._encode(enc, [record], 1, None)
                 self.queue.submit([enc.finish()])
@@ -778,9 +784,7 @@ class WgpuBackend(BaseBackend):
         t0 = time.perf_counter_ns()
         try:
             step: _Recorded = bound.launch.record
-            if step.binding.data != step.data:
-                self.queue.write_buffer(step.binding.uniform, 0, step.data)
-                step.binding.data = step.data
+            self._refresh_uniforms(step)
             profile = bound.config.profile and self._timestamps
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
