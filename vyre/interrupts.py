@@ -11,6 +11,16 @@ a section every interrupt goes straight to the handler that was installed.
 Only the main thread receives SIGINT, so elsewhere this is a no-op; nested sections defer
 to the outermost. This module must never swallow an interrupt, nor install a handler when
 the user's is not a Python callable (SIG_IGN, SIG_DFL are left alone).
+
+`native_sigint_shield()` is for a native call that installs a SIGINT handler of its own
+while it runs: NVRTC 13's front end does, and exits the whole process with status 4 when
+an interrupt lands mid-compile. Around such a call SIGINT is blocked in the calling thread
+and set to SIG_IGN (a library that follows the Unix idiom leaves an ignored signal alone,
+as NVRTC does), so an interrupt sent to this thread meanwhile stays pending and reaches
+the previous handler when the shield is lifted. The one exception to "never swallow": an
+interrupt sent to the whole process (a terminal's Ctrl-C) while the shield is up may be
+taken by another thread that does not block SIGINT (NumPy's BLAS threads do not) and is
+then ignored, where otherwise the compiler would have ended the process; press Ctrl-C again.
 """
 
 from __future__ import annotations
@@ -95,4 +105,35 @@ def interrupt_safe(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-__all__ = ["deferred_interrupts", "interrupt_safe"]
+@contextmanager
+def native_sigint_shield() -> Iterator[None]:
+    """Run a native call that would install its own SIGINT handler with SIGINT held back
+    (see the module docstring). On the main thread an interrupt arriving meanwhile is
+    delivered when the block ends. Elsewhere only this thread's mask can change, so the
+    native library may still install its handler; vyre compiles on the caller's thread,
+    so compiling from the main thread is what makes Ctrl-C safe during NVRTC."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: nothing to hold back
+        yield
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous: Any = None
+    # Setting SIG_IGN discards a SIGINT already pending, so one caught between the block
+    # and here is re-raised at the end instead.
+    arrived = signal.SIGINT in signal.sigpending()
+    if threading.get_ident() == _MAIN:
+        try:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main interpreter
+            previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        # unblocking delivers a pending SIGINT to the handler just restored
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if arrived and previous is not None:
+            signal.raise_signal(signal.SIGINT)
+
+
+__all__ = ["deferred_interrupts", "interrupt_safe", "native_sigint_shield"]

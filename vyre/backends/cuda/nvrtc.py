@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vyre.errors import BackendUnavailable, CompileError
+from vyre.interrupts import native_sigint_shield
 from vyre.ir.nodes import Program
 
 from .codegen import Generated, generate
@@ -96,7 +97,8 @@ def compile_source(source: str, arch: str, options: tuple[str, ...] = BASE_OPTIO
     err, prog = nv.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
-        (res,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+        with native_sigint_shield():  # NVRTC 13 exits the process on SIGINT mid-compile
+            (res,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
         err, size = nv.nvrtcGetProgramLogSize(prog)
         log = b" " * size
         if int(err) == 0 and size > 1:

@@ -34,6 +34,7 @@ from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
+from vyre.interrupts import interrupt_safe
 from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
@@ -344,6 +345,7 @@ class CudaBackend(BaseBackend):
         raise exc
 
     # ------------------------------------------------------------ memory
+    @interrupt_safe
     def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
         ptr = 0
         if byte_len:
@@ -353,10 +355,12 @@ class CudaBackend(BaseBackend):
             ptr = int(dptr)
         return CudaBuffer(self, byte_len, label, ptr)
 
+    @interrupt_safe
     def _free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, CudaBuffer)
         interop.release(buffer)  # deferred while a framework or a host view still uses it
 
+    @interrupt_safe
     def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
         assert isinstance(buffer, CudaBuffer)
         host = np.frombuffer(data, dtype=np.uint8)
@@ -368,6 +372,7 @@ class CudaBackend(BaseBackend):
         if streams:
             interop.signal(self, streams)
 
+    @interrupt_safe
     def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
         return self._read_batch([(buffer, offset, length)])[0]
 
@@ -385,6 +390,7 @@ class CudaBackend(BaseBackend):
         self._staging = (int(p), new)
         return int(p)
 
+    @interrupt_safe
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
         """All copies on the stream (after earlier work), then one synchronisation."""
         total = sum(n for _, _, n in ranges)
@@ -505,6 +511,7 @@ class CudaBackend(BaseBackend):
             with contextlib.suppress(Exception):
                 self._drv.cuModuleUnload(module)
 
+    @interrupt_safe
     def _compile(self, program: Program, key: Any) -> Kernel:
         self._unload_retired()
         arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
@@ -650,6 +657,7 @@ class CudaBackend(BaseBackend):
         weakref.finalize(pending, release)
         return pending
 
+    @interrupt_safe
     def _synchronize(self) -> None:
         self._call(self._drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
 
@@ -690,6 +698,7 @@ class CudaBackend(BaseBackend):
             st.execs[copies] = ex
         return ex
 
+    @interrupt_safe
     def _record_pipeline(self, pipeline: Pipeline) -> None:
         self._check_open()
         with self._lock:
@@ -760,6 +769,7 @@ class CudaBackend(BaseBackend):
         st.reads[key] = (ex, pinned, sum(n for _, n in pinned))
         return ex, pinned
 
+    @interrupt_safe
     def _run_pipeline(self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]) -> PipelineResult:
         self._check_open()
         st = pipeline.state
@@ -810,6 +820,7 @@ class CudaBackend(BaseBackend):
         return PipelineResult(arrays, timing, {"graph_launches": launches + bool(reads)})
 
     # ------------------------------------------------------------ lifecycle
+    @interrupt_safe
     def _close(self) -> None:
         st = self._state
         drv = self._drv
