@@ -156,6 +156,30 @@ class NumpyPeer(Peer):
 
         return TimedCase(run, lambda: W.check_scan(o, data), "wall")
 
+    def _histogram(self, data: W.Data) -> TimedCase:
+        x = data.hist_u32
+        out: list[np.ndarray] = [np.zeros(0)]
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            out[0] = np.bincount(x, minlength=W.HIST_BINS)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_histogram(out[0], data), "wall",
+                         extra={"how": "np.bincount"})
+
+    def _sort(self, data: W.Data) -> TimedCase:
+        x = data.sort_keys
+        out: list[np.ndarray] = [np.zeros(0)]
+
+        def run() -> float:
+            t0 = time.perf_counter_ns()
+            out[0] = np.sort(x)
+            return (time.perf_counter_ns() - t0) / 1e9
+
+        return TimedCase(run, lambda: W.check_sort(out[0], data), "wall",
+                         extra={"how": "np.sort (a new array each run)"})
+
     def _matmul(self, data: W.Data) -> TimedCase:
         a, b = data.matmul_ab
         c = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
@@ -300,6 +324,29 @@ class CupyPeer(Peer):
         return TimedCase(self._events(lambda: cp.cumsum(x, out=o)),
                          lambda: W.check_scan(cp.asnumpy(o), data), "device")
 
+
+    def _histogram(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.hist_u32)
+        out = [cp.zeros(0)]
+
+        def work() -> None:
+            out[0] = cp.bincount(x, minlength=W.HIST_BINS)
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_histogram(cp.asnumpy(out[0]), data), "device",
+                         extra={"how": "cp.bincount"})
+
+    def _sort(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.sort_keys)
+        out = [cp.zeros(0)]
+
+        def work() -> None:
+            out[0] = cp.sort(x)
+
+        return TimedCase(self._events(work), lambda: W.check_sort(cp.asnumpy(out[0]), data),
+                         "device", extra={"how": "cp.sort (a new array each run)"})
     def _matmul(self, data: W.Data) -> TimedCase:
         cp = self.cp
         a, b = (cp.asarray(v) for v in data.matmul_ab)
@@ -469,6 +516,30 @@ class TorchPeer(Peer):
         return TimedCase(self._events(lambda: torch.cumsum(x, 0, out=o)),
                          lambda: W.check_scan(o.cpu().numpy(), data), "device")
 
+
+    def _histogram(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.hist_u32.astype(np.int32))  # torch.bincount takes signed ints
+        out = [torch.zeros(0)]
+
+        def work() -> None:
+            out[0] = torch.bincount(x, minlength=W.HIST_BINS)
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_histogram(out[0].cpu().numpy(), data), "device",
+                         extra={"how": "torch.bincount over int32"})
+
+    def _sort(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.sort_keys.astype(np.int32))  # keys < 2^31: same order as u32
+        vals = torch.empty_like(x)
+        idx = torch.empty(x.shape, dtype=torch.int64, device=x.device)
+
+        def work() -> None:
+            torch.sort(x, out=(vals, idx))
+
+        return TimedCase(self._events(work), lambda: W.check_sort(vals.cpu().numpy(), data),
+                         "device", extra={"how": "torch.sort over int32 (also writes indices)"})
     def _matmul(self, data: W.Data) -> TimedCase:
         torch = self.torch
         a, b = (self._dev(v) for v in data.matmul_ab)
@@ -502,6 +573,8 @@ class TritonPeer(TorchPeer):
             return "no Triton scan kernel here (tl.associative_scan is per block only)"
         if metric == "copy":
             return "a copy is not a Triton kernel (torch's copy_ is the peer)"
+        if metric in ("histogram", "sort"):
+            return "no Triton kernel here (torch.bincount / torch.sort are the peers)"
         if metric.startswith("compile"):
             return "Triton's JIT cache is process-wide; a cold compile is not repeatable here"
         return super().not_applicable(metric)
@@ -536,6 +609,12 @@ class TritonPeer(TorchPeer):
 
     def _copy(self, data: W.Data) -> TimedCase:
         raise NotApplicable(self.not_applicable("copy"))
+
+    def _histogram(self, data: W.Data) -> TimedCase:
+        raise NotApplicable(self.not_applicable("histogram"))
+
+    def _sort(self, data: W.Data) -> TimedCase:
+        raise NotApplicable(self.not_applicable("sort"))
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         n = int(data.saxpy_x.size)
@@ -624,7 +703,7 @@ class RawCudaPeer(Peer):
         return rest[0] if len(rest) == 1 else (rest or None)
 
     def not_applicable(self, metric: str) -> str:
-        if metric in ("sum", "scan", "matmul"):
+        if metric in ("sum", "scan", "histogram", "sort", "matmul"):
             return ("raw cuda-bindings has no library kernels for this (CuPy and PyTorch are "
                     "the library peers)")
         if metric.startswith("cpp"):
@@ -952,7 +1031,7 @@ class RawWgpuPeer(Peer):
         self.U = wgpu.BufferUsage
 
     def not_applicable(self, metric: str) -> str:
-        if metric in ("sum", "scan"):
+        if metric in ("sum", "scan", "histogram", "sort"):
             return "wgpu-py has no library kernels (a hand-written one would be vyre's)"
         if metric.startswith("cpp"):
             return "no hand-written WGSL port of the C front end"

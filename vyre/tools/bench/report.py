@@ -36,7 +36,7 @@ def _cell(r: dict[str, Any] | None) -> str:
         frac = r["extra"].get("fraction_of_copy")
         if frac is not None:
             text += f" ({frac:.0%})"
-        if r.get("timer") == "wall" and r["unit"] in ("GB/s", "GFLOP/s"):
+        if r.get("timer") == "wall" and r["unit"] in ("GB/s", "GFLOP/s", "Mkeys/s"):
             text += "w"
         return text
     return {"failed": "FAILED", "error": "error", "n/a": "n/a"}.get(r["status"], r["status"])

@@ -292,6 +292,44 @@ class VyreImpl:
         return TimedCase(run, check, timer, self._free(xb, ob, *plan.temporaries),
                          extra={"passes": len(plan.steps)})
 
+    def _histogram(self, data: W.Data) -> TimedCase:
+        from vyre.programs.histogram import plan_histogram
+
+        x = data.hist_u32
+        xb = self._upload(x, "hist_src")
+        bins = self._upload(np.zeros(W.HIST_BINS, np.uint32), "hist_bins")
+        plan = plan_histogram(self.backend, xb, x.size, bins, W.HIST_BINS, u32)
+        for s in plan.steps:
+            self._note_source(s.program)
+        run, timer = self._timed_steps(plan.steps)
+        check = lambda: W.check_histogram(self.backend.read(bins, dtype=np.uint32), data)  # noqa: E731
+        return TimedCase(run, check, timer, self._free(xb, bins, *plan.temporaries),
+                         extra={"passes": len(plan.steps), "how": "zero the bins, then count"})
+
+    def _sort(self, data: W.Data) -> TimedCase:
+        from vyre.config import MAX_GRID_DIM
+        from vyre.programs._common import grid
+        from vyre.programs.elementwise import convert
+        from vyre.programs.radix_sort import plan_radix_sort
+
+        keys0 = data.sort_keys
+        n = keys0.size
+        src = self._upload(keys0, "sort_src")
+        keys = self._upload(np.zeros(n, np.uint32), "sort_keys")
+        plan = plan_radix_sort(self.backend, keys, n)
+        copy = convert(u32, u32)
+        restore = Step(copy, {"x0": src}, {"out": keys},
+                       grid(n, copy.workgroup_size[0], MAX_GRID_DIM, n=n))
+        steps = [restore, *plan.steps]
+        for s in steps:
+            self._note_source(s.program)
+        run, timer = self._timed_steps(steps)
+        check = lambda: W.check_sort(self.backend.read(keys, dtype=np.uint32), data)  # noqa: E731
+        return TimedCase(run, check, timer, self._free(src, keys, *plan.temporaries),
+                         extra={"passes": len(steps),
+                                "how": "copy the unsorted keys in, then an in-place LSD radix "
+                                       "sort (the copy is timed too)"})
+
     def _matmul(self, data: W.Data) -> TimedCase:
         from vyre.programs.matmul import matmul_config, matmul_program
 

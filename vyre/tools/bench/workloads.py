@@ -18,7 +18,8 @@ import numpy as np
 from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
-WORKLOADS = ("dispatch", "cpp", "copy", "saxpy", "sum", "scan", "matmul", "compile")
+WORKLOADS = ("dispatch", "cpp", "copy", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
+             "compile")
 
 #: The metrics each workload produces, in table order.
 METRICS_OF = {
@@ -28,12 +29,16 @@ METRICS_OF = {
     "saxpy": ("saxpy",),
     "sum": ("sum",),
     "scan": ("scan",),
+    "histogram": ("histogram",),
+    "sort": ("sort",),
     "matmul": ("matmul",),
     "compile": ("compile.cold", "compile.warm_memory", "compile.warm_disk"),
 }
 
 #: Metrics measured in bytes moved per second, reported against the copy bandwidth.
-BANDWIDTH_METRICS = ("saxpy", "sum", "scan")
+BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram")
+#: Bins of the histogram workload (its u32 inputs are uniform in [0, HIST_BINS)).
+HIST_BINS = 256
 
 SAXPY_A = 0.5
 #: Relative L2 error allowed for float32 sums, scans and products against float64 (float32
@@ -52,6 +57,7 @@ class Sizes:
     batch: int = 100  # dispatches per batched repetition
     stream: int = 1 << 26  # f32 elements for copy, saxpy, sum, scan
     matmul: int = 4096  # M = N = K
+    sort: int = 1 << 24  # u32 keys sorted
     cpp_bytes: int = 1 << 22  # bytes of C source for the front end
     warmup: int = 3
     repeat: int = 15
@@ -70,7 +76,8 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(small=1024, launches=20, batch=100, stream=1 << 16, matmul=64, cpp_bytes=1 << 14,
+QUICK = Sizes(small=1024, launches=20, batch=100, stream=1 << 16, matmul=64, sort=1 << 12,
+              cpp_bytes=1 << 14,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
 #: peer always run these sizes.
@@ -114,6 +121,14 @@ def metric(name: str, s: Sizes) -> Metric:
         "scan": Metric(
             name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
             "inclusive prefix sum of f32 (8 bytes per element)", {"elements": n}),
+        "histogram": Metric(
+            name, "GB/s", "higher", lambda t: 4 * n / t / 1e9,
+            f"histogram of u32 into {HIST_BINS} bins (4 bytes read per element)",
+            {"elements": n, "bins": HIST_BINS}),
+        "sort": Metric(
+            name, "Mkeys/s", "higher", lambda t: s.sort / t / 1e6,
+            "sort of u32 keys (uniform below 2^31) from an unsorted copy each run",
+            {"keys": s.sort}),
         "matmul": Metric(
             name, "GFLOP/s", "higher", lambda t: 2.0 * m * m * m / t / 1e9,
             "C = A @ B, f32, square (2*M*N*K flops)", {"M": m, "N": m, "K": m}),
@@ -162,6 +177,24 @@ class Data:
     @cached_property
     def saxpy_y0(self) -> np.ndarray:
         return self._rng(4).integers(1, 100, self.sizes.stream).astype(np.float32)
+
+    @cached_property
+    def hist_u32(self) -> np.ndarray:
+        """Uniform u32 in [0, HIST_BINS): the histogram input."""
+        return self._rng(7).integers(0, HIST_BINS, self.sizes.stream).astype(np.uint32)
+
+    @cached_property
+    def hist_expected(self) -> np.ndarray:
+        return np.bincount(self.hist_u32, minlength=HIST_BINS).astype(np.uint32)
+
+    @cached_property
+    def sort_keys(self) -> np.ndarray:
+        """Uniform u32 below 2^31 (so peers without unsigned sorts may sort them as i32)."""
+        return self._rng(8).integers(0, 1 << 31, self.sizes.sort).astype(np.uint32)
+
+    @cached_property
+    def sort_expected(self) -> np.ndarray:
+        return np.sort(self.sort_keys)
 
     @cached_property
     def matmul_ab(self) -> tuple[np.ndarray, np.ndarray]:
@@ -277,6 +310,28 @@ def check_scan(got: np.ndarray, data: Data) -> str | None:
     rel = _rel_l2(got, ref)
     if rel > F32_REL_TOL:
         return f"relative L2 error {rel:.2e} against float64 > {F32_REL_TOL}"
+    return None
+
+
+def check_histogram(got: np.ndarray, data: Data) -> str | None:
+    """Exact bin counts."""
+    exp = data.hist_expected
+    got = np.asarray(got).reshape(-1)
+    if got.size != exp.size:
+        return f"{got.size} bins, expected {exp.size}"
+    if not np.array_equal(got.astype(np.uint64), exp.astype(np.uint64)):
+        return "bin counts differ: " + _first_diff(got.astype(np.uint32), exp)
+    return None
+
+
+def check_sort(got: np.ndarray, data: Data) -> str | None:
+    """Exactly np.sort of the keys."""
+    exp = data.sort_expected
+    got = np.asarray(got).reshape(-1)
+    if got.size != exp.size:
+        return f"{got.size} keys, expected {exp.size}"
+    if not np.array_equal(got.astype(np.uint32), exp):
+        return "sorted keys differ: " + _first_diff(got.astype(np.uint32), exp)
     return None
 
 
