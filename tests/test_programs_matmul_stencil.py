@@ -47,6 +47,22 @@ def test_matmul_small_tiles(backend: BaseBackend, reference: BaseBackend,
     assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
 
 
+@pytest.mark.parametrize(("m", "k", "n"), [(70, 48, 36), (33, 45, 65)])
+def test_matmul_split_edge_loads_same_bits(backend: BaseBackend, m: int, k: int, n: int) -> None:
+    """The kernel that reads runs wholly inside A / B without per-element tests (the
+    default) and the one that tests every element give the same bits: K a multiple of
+    the run (whole runs, aligned vectors) and not (partial runs, misaligned rows)."""
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    want = MM.matmul_reference(a, b)
+    for tiles in ({"block": 32, "per_thread": 4, "block_k": 8},
+                  {"block": 32, "per_thread": 4, "block_k": 16}):
+        for split in (True, False):
+            got = MM.matmul_host(backend, a, b, split=split, **tiles)
+            np.testing.assert_array_equal(got, want, err_msg=f"{tiles} split={split}")
+
+
 def test_matmul_special_values(backend: BaseBackend, reference: BaseBackend) -> None:
     """inf / nan / huge products propagate the same way on every backend (fma per term)."""
     rng = np.random.default_rng(5)

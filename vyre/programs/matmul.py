@@ -65,9 +65,12 @@ def _check_shape(block: int, per_thread: int, block_k: int) -> int:
 
 @cache
 def matmul_program(
-    block: int = BLOCK, per_thread: int = PER_THREAD, block_k: int = BLOCK_K
+    block: int = BLOCK, per_thread: int = PER_THREAD, block_k: int = BLOCK_K,
+    split: bool = True,
 ) -> Program:
-    """C[M, N] = A[M, K] @ B[K, N] (params M, N, K; grid (ceil(N/block), ceil(M/block)))."""
+    """C[M, N] = A[M, K] @ B[K, N] (params M, N, K; grid (ceil(N/block), ceil(M/block))).
+    `split`: loads of runs wholly inside A / B skip the per-element edge tests (a tuning
+    knob: the results are the same bits either way)."""
     wg = _check_shape(block, per_thread, block_k)
     side = block // per_thread  # invocations along each side of the tile
     loads = block * block_k // wg  # elements of A (and of B) each invocation stages per step
@@ -109,9 +112,26 @@ def matmul_program(
         kb = k.let(k0 + b_k)
         b_base = k.let(kb * n + b_col)
         b_ok = k.let(kb < kk)
-        for e in range(loads):
-            pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
-            pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+        if not split:
+            for e in range(loads):
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+            return
+        # a run wholly inside the matrix (all but the edge tiles) is read without the
+        # per-element tests: the same values, and consecutive unguarded loads a backend
+        # can merge into one vector load
+        with k.if_(a_ok & (ka + (loads - 1) < kk)):
+            for e in range(loads):
+                pa[e].set(a[a_base + ka + e])
+        with k.else_():
+            for e in range(loads):
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+        with k.if_(b_ok & (b_col + (loads - 1) < n)):
+            for e in range(loads):
+                pb[e].set(b[b_base + e])
+        with k.else_():
+            for e in range(loads):
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
 
     acc = [[k.let(0.0) for _ in range(per_thread)] for _ in range(per_thread)]
     fetch(k.lit(0, u32))
@@ -164,20 +184,22 @@ def matmul_config(
 def matmul_device(
     backend: BaseBackend, a: BufferBase, b: BufferBase, c: BufferBase, m: int, n: int,
     kdim: int, block: int = BLOCK, per_thread: int = PER_THREAD, block_k: int = BLOCK_K,
+    split: bool = True,
 ) -> Timing | None:
     """C = A @ B on resident buffers. Skips the dispatch when C is empty (M or N == 0);
     with K == 0 the kernel writes zeros."""
     if m == 0 or n == 0:
         return None
     return backend.dispatch_with_device_buffers(
-        matmul_program(block, per_thread, block_k), {"a": a, "b": b}, {"c": c},
+        matmul_program(block, per_thread, block_k, split), {"a": a, "b": b}, {"c": c},
         matmul_config(m, n, kdim, block, per_thread, block_k),
     )
 
 
 def matmul_host(backend: BaseBackend, a: np.ndarray, b: np.ndarray, **kw: int) -> np.ndarray:
     """Upload A (M x K) and B (K x N) as f32, multiply on `backend`, read back C (M x N).
-    `kw`: block / per_thread / block_k of the kernel (the result does not depend on them)."""
+    `kw`: block / per_thread / block_k / split of the kernel (the result does not depend
+    on them)."""
     if a.dtype != np.float32 or b.dtype != np.float32:
         raise ValueError("matmul takes float32 matrices")
     (m, kdim), (k2, n) = a.shape, b.shape

@@ -1,13 +1,16 @@
 """CUDA tuning experiments that `vyre bench` does not run (it measures the shipped defaults):
 
-    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick]
+    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick] [--only SECTION,...]
 
 (graph) a 100-step pipeline replayed as CUDA graphs at repeat 1 / 10 / 100, against a
 torch CUDAGraph of the same 100 increments; (saxpy) saxpy over 2**26 f32 in every code
 generation variant (coarsening, vectorised access, merged blocks), against CuPy and torch,
-in GB/s from device events; (sass) register use and memory instructions of the saxpy
-kernel (cuobjdump). Every output is checked before its timing counts; a peer that is not
-installed is reported as such. Launch cost, compile cost and the other workloads are
+in GB/s from device events; (matmul) the library matmul at 4096^3 f32 per tile shape and
+code generation variant, against torch/cuBLAS FP32 (TF32 off), in TFLOP/s from device
+events, each variant's bits checked against `matmul_reference` on two small awkward sizes
+and against the first variant at 4096^3; (sass) register use and memory instructions of
+the saxpy kernel (cuobjdump). Every output is checked before its timing counts; a peer
+that is not installed is reported as such. Launch cost, compile cost and the other workloads are
 `vyre bench` (`--workloads dispatch,compile`) and `python -m vyre.tools.bench.evidence`.
 This module must never be imported by the library.
 """
@@ -170,6 +173,117 @@ def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     return gbs
 
 
+#: matmul candidates: (label, (block, per_thread, block_k), split edge loads, vector runs).
+#: The first is the kernel as it was before the split / vector-run changes (the baseline).
+MATMUL_VARIANTS: tuple[tuple[str, tuple[int, int, int], bool, bool], ...] = (
+    ("128x8x8 unsplit scalar (old default)", (128, 8, 8), False, False),
+    ("128x8x8 split scalar", (128, 8, 8), True, False),
+    ("128x8x8 split vec", (128, 8, 8), True, True),
+    ("128x8x16 unsplit scalar", (128, 8, 16), False, False),
+    ("128x8x16 split vec", (128, 8, 16), True, True),
+    ("128x8x4 split vec", (128, 8, 4), True, True),
+    ("128x4x8 split vec", (128, 4, 8), True, True),
+    ("128x4x16 split vec", (128, 4, 16), True, True),
+    ("64x4x8 split vec", (64, 4, 8), True, True),
+    ("64x4x16 split vec", (64, 4, 16), True, True),
+)
+#: small sizes whose bits every variant must reproduce: M, N not multiples of any tile
+#: (edge tiles), K a multiple of 16 (vector loads) and an odd K (misaligned rows: scalar)
+MATMUL_CHECK_SIZES = ((260, 264, 272), (197, 203, 251))
+
+
+def matmul_variants(reps: int, size: int = 4096) -> dict[str, Any]:
+    """TFLOP/s of the library matmul at size^3 per (tile shape, codegen) variant and of
+    torch.mm (cuBLAS, TF32 off), one process; every variant bit-identical to
+    matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3."""
+    from vyre.backends.cuda import codegen
+    from vyre.backends.cuda.runtime import CudaBackend
+    from vyre.programs.matmul import (
+        matmul_config,
+        matmul_host,
+        matmul_program,
+        matmul_reference,
+    )
+
+    rng = np.random.default_rng(7)
+    checks = []
+    for m, n, kd in MATMUL_CHECK_SIZES:
+        a = rng.standard_normal((m, kd), dtype=np.float32)
+        b = rng.standard_normal((kd, n), dtype=np.float32)
+        checks.append((a, b, matmul_reference(a, b)))
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    flop = 2.0 * size**3
+    out: dict[str, Any] = {}
+    first: np.ndarray | None = None
+    runs0 = codegen.VECTOR_RUNS
+    try:
+        for label, shape, split, vec in MATMUL_VARIANTS:
+            codegen.VECTOR_RUNS = vec
+            bb = CudaBackend(0)  # a fresh backend: its compiled-kernel cache sees the flag
+            try:
+                prog = matmul_program(*shape, split=split)
+                bad = []
+                blk, per, bk = shape
+                for ca, cb_, want in checks:
+                    got = matmul_host(bb, ca, cb_, block=blk, per_thread=per, block_k=bk,
+                                      split=split)
+                    if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                        bad.append(f"{ca.shape[0]}x{cb_.shape[1]}x{ca.shape[1]}: "
+                                   f"{int((got != want).sum())} differ")
+                if bad:
+                    out[label] = "WRONG vs matmul_reference: " + "; ".join(bad)
+                    continue
+                ab, bbuf = bb.allocate_device_buffer(a.nbytes), bb.allocate_device_buffer(b.nbytes)
+                cbuf = bb.allocate_device_buffer(a.nbytes)
+                bb.write(ab, a)
+                bb.write(bbuf, b)
+                cfg = matmul_config(size, size, size, *shape).model_copy(update={"profile": True})
+                bound = bb.bind(prog, {"a": ab, "b": bbuf}, {"c": cbuf}, cfg)
+                for _ in range(3):
+                    bb.dispatch_with_device_buffers(bound)
+                ns = [_device_ns(bb.dispatch_with_device_buffers(bound)) for _ in range(reps)]
+                got = bb.read(cbuf, dtype=np.float32)
+                if first is None:
+                    first = got
+                same = np.array_equal(got.view(np.uint32), first.view(np.uint32))
+                tf = flop / statistics.median(ns) / 1e3
+                out[label] = f"{tf:.2f} TFLOP/s" + ("" if same else
+                                                    f" BITS DIFFER at {size}^3 from the first")
+                out[f"{label} (value)"] = tf if same else 0.0
+                for x in (ab, bbuf, cbuf):
+                    x.free()
+            finally:
+                bb.close()
+    finally:
+        codegen.VECTOR_RUNS = runs0
+    try:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        tc = ta @ tb
+        if first is not None:
+            ref = first.reshape(size, size)
+            rel = float(np.abs(tc.cpu().numpy() - ref).max() / np.abs(ref).max())
+            assert rel < 1e-4, f"torch.mm differs from vyre by {rel} (TF32 on?)"
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(reps):
+            s.record()
+            torch.mm(ta, tb, out=tc)
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) * 1e6)
+        tt = flop / statistics.median(ts) / 1e3
+        out["torch.mm (cuBLAS FP32, TF32 off)"] = f"{tt:.2f} TFLOP/s"
+        best = max((v, k) for k, v in out.items() if k.endswith("(value)"))
+        out["best vyre / cuBLAS"] = f"{best[0] / tt:.3f}x ({best[1][:-8]})"
+    except Exception as exc:
+        out["torch"] = f"unavailable: {exc}"
+    return out
+
+
 def _device_ns(t: vyre.Timing) -> int:
     assert t.device_ns is not None, "a profiled CUDA dispatch reports device_ns"
     return t.device_ns
@@ -200,7 +314,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
+    ap.add_argument("--only", default="graph,saxpy,matmul,sass",
+                    help="comma-separated sections to run (graph, saxpy, matmul, sass)")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     avail = {a.name: a for a in vyre.available_backends()}
     if "cuda" not in avail or not avail["cuda"].available:
         print(f"CUDA unavailable: {avail['cuda'].reason if 'cuda' in avail else 'not registered'}")
@@ -209,9 +326,15 @@ def main() -> int:
     caps = b.capabilities()
     print(f"device: {caps.device} {caps.details['arch']}, coarsen={b.coarsen}")
     reps = 5 if args.quick else 15
-    section("graph: 100-step pipeline as CUDA graphs", lambda: graph(b, reps))
-    section("saxpy: code generation variants", lambda: saxpy_variants(b, 2 * reps))
-    section("sass: saxpy kernel", sass)
+    if "graph" in only:
+        section("graph: 100-step pipeline as CUDA graphs", lambda: graph(b, reps))
+    if "saxpy" in only:
+        section("saxpy: code generation variants", lambda: saxpy_variants(b, 2 * reps))
+    if "matmul" in only:
+        section("matmul: tile shapes and code generation variants",
+                lambda: matmul_variants(reps, 1024 if args.quick else 4096))
+    if "sass" in only:
+        section("sass: saxpy kernel", sass)
     b.close()
     if args.json:
         with open(args.json, "w") as f:
