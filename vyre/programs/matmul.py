@@ -55,7 +55,7 @@ class Tiles(NamedTuple):
 
 #: The shape matmul_device / matmul_host use on a backend of this kind when the caller
 #: names none, chosen by that backend's sweep (CUDA: `python -m
-#: vyre.tools.bench.cuda_tuning --only matmul`); other kinds use Tiles().
+#: vyre.tools.bench.cuda_tuning --sections matmul`); other kinds use Tiles().
 TUNED: dict[str, Tiles] = {}
 
 

@@ -1,17 +1,19 @@
 """CUDA tuning experiments that `vyre bench` does not run (it measures the shipped defaults):
 
-    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick] [--only SECTION,...]
+    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick] [--sections S,...]
 
 (graph) a 100-step pipeline replayed as CUDA graphs at repeat 1 / 10 / 100, against a
 torch CUDAGraph of the same 100 increments; (saxpy) saxpy over 2**26 f32 in every code
 generation variant (coarsening, vectorised access, merged blocks), against CuPy and torch,
-in GB/s from device events; (matmul) the library matmul at 4096^3 f32 per tile shape and
-code generation variant, against torch/cuBLAS FP32 (TF32 off), in TFLOP/s from device
-events, each variant's bits checked against `matmul_reference` on two small awkward sizes
-and against the first variant at 4096^3; (sass) register use and memory instructions of
-the saxpy kernel (cuobjdump). Every output is checked before its timing counts; a peer
-that is not installed is reported as such. Launch cost, compile cost and the other workloads are
-`vyre bench` (`--workloads dispatch,compile`) and `python -m vyre.tools.bench.evidence`.
+in GB/s from device events; (sass) register use and memory instructions of the saxpy
+kernel (cuobjdump); (matmul, only with `--sections matmul`: about a minute) the library
+matmul at 4096^3 f32 per tile shape and code generation variant, against torch/cuBLAS
+FP32 (TF32 off), in TFLOP/s from device events, each variant's bits checked against
+`matmul_reference` on two small awkward sizes and against the first variant at 4096^3
+(what chooses vyre.programs.matmul.TUNED["cuda"]). Every output is checked before its
+timing counts; a peer that is not installed is reported as such. Launch cost, compile
+cost and the other workloads are `vyre bench` (`--workloads dispatch,compile`) and
+`python -m vyre.tools.bench.evidence`.
 This module must never be imported by the library.
 """
 
@@ -208,11 +210,13 @@ MATMUL_CHECK_SIZES = ((260, 264, 272), (197, 203, 251))
 TORCH_MM = "torch.mm (cuBLAS FP32, TF32 off)"
 
 
-def matmul_variants(reps: int, size: int = 4096) -> dict[str, Any]:
+def matmul_variants(reps: int, size: int = 4096, budget_s: float = 70.0) -> dict[str, Any]:
     """TFLOP/s of the library matmul at size^3 per (tile shape, codegen) variant and of
     torch.mm (cuBLAS, TF32 off), one process, in two interleaved rounds (the better median
     counts, so clock drift favours no one); every variant bit-identical to
-    matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3."""
+    matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3. Variants
+    not compiled within `budget_s` (NVRTC dominates) are reported as skipped."""
+    t_start = time.perf_counter()
     from vyre.backends.cuda import codegen
     from vyre.backends.cuda.runtime import CudaBackend
     from vyre.programs.matmul import (
@@ -239,6 +243,9 @@ def matmul_variants(reps: int, size: int = 4096) -> dict[str, Any]:
         for variant in MATMUL_VARIANTS:
             block, per, bk, split, vec = variant
             label = matmul_label(variant)
+            if time.perf_counter() - t_start > budget_s:
+                out[label] = f"skipped: the sweep's {budget_s:.0f} s were spent"
+                continue
             codegen.VECTOR_RUNS = vec
             try:
                 bb = CudaBackend(0)  # a fresh backend: its compiled-kernel cache sees the flag
@@ -352,10 +359,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
-    ap.add_argument("--only", default="graph,saxpy,matmul,sass",
-                    help="comma-separated sections to run (graph, saxpy, matmul, sass)")
+    ap.add_argument("--sections", default="graph,saxpy,sass",
+                    help="comma-separated sections to run: graph, saxpy, sass, and matmul "
+                         "(about a minute, so only when named)")
     args = ap.parse_args()
-    only = set(args.only.split(","))
+    only = set(args.sections.split(","))
     avail = {a.name: a for a in vyre.available_backends()}
     if "cuda" not in avail or not avail["cuda"].available:
         print(f"CUDA unavailable: {avail['cuda'].reason if 'cuda' in avail else 'not registered'}")
