@@ -371,4 +371,20 @@ def test_load_runs_only_where_the_statements_are_one() -> None:
     assert "v_gap = vy_ld(b_x, (v_base + 0u)" in body  # offsets 0, 2: no run
     assert "v_c0 = vy_ld(b_ix" in body and "v_c1 = vy_ld(b_ix" in body
     assert body.count("vy_vok<unsigned, 2>(b_ix") == 1  # c2, c3 after c0 is set
-    compile_program(_runs_program(ST.F64, 2), "sm_90")
+    # a vector is at most 16 bytes: four f64 loads are two runs of two
+    f64 = compile_program(_runs_program(ST.F64, 4), "sm_90").source
+    assert f64.count("vy_vok<double, 2>(b_x") == 4 and "vy_vok<double, 4>" not in f64
+
+
+@pytest.mark.parametrize(("block", "per", "bk"), [((128, 256), (8, 16), 16),
+                                                  ((128, 128), (8, 16), 16)])
+def test_largest_matmul_sweep_tiles_compile(block: tuple[int, int], per: tuple[int, int],
+                                            bk: int) -> None:
+    """The sweep's (vyre.tools.bench.cuda_tuning) largest tiles fit sm_90: 48 KiB of static
+    workgroup memory, up to 255 registers."""
+    from vyre.backends.cuda import compile_program
+    from vyre.programs.matmul import matmul_program
+    from vyre.tools.bench.cuda_tuning import MATMUL_VARIANTS
+
+    assert (block, per, bk, True, True) in MATMUL_VARIANTS
+    assert compile_program(matmul_program(block, per, bk), "sm_90").cubin[:4] == b"\x7fELF"

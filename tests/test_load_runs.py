@@ -44,7 +44,8 @@ def _runs_program(ty: ScalarType, lanes: int) -> Program:
     return k.build()
 
 
-@pytest.mark.parametrize(("ty", "lanes"), [(ST.F32, 4), (ST.U32, 4), (ST.I32, 2), (ST.F64, 2)])
+@pytest.mark.parametrize(("ty", "lanes"),
+                         [(ST.F32, 4), (ST.U32, 4), (ST.I32, 2), (ST.F64, 2), (ST.F64, 4)])
 def test_load_runs_match_reference(backend: BaseBackend, reference: BaseBackend,
                                    ty: ScalarType, lanes: int) -> None:
     if ty is ST.F64 and not backend.supports("f64"):

@@ -6,7 +6,9 @@ as the core: C operators on in-domain operands, f16 in f32). This printer spells
 and keeps what is C's own business: integer arithmetic in unsigned types (wrapping, no C
 undefined behaviour), every load / store / atomic bounds-checked against an element count
 passed as a kernel argument, float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
-rintf (half to even), For loops whose increment never overflows. f16 values are kept as
+rintf (half to even), For loops whose increment never overflows; a run of statements
+loading consecutive elements (x_l = buf[base + c + l]) is one vector load where aligned
+and in bounds, else the same checked scalar loads. f16 values are kept as
 their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
 ships no headers). Helpers of the prelude are emitted only when the kernel uses them.
 
@@ -919,12 +921,12 @@ def _load_run(body: tuple[N.StmtNode, ...], i: int, buffers: dict[str, ScalarTyp
     if head is None:
         return 0
     buf, base, c = head
-    if c % 4 and c % 2:  # the vector's first element must be the run's first
-        return 0
     reads = {e.name for e in walk_expr(base) if isinstance(e, N.Var)}
     names: list[str] = []
     for want in (4, 2):
-        if c % want:
+        # at most 16 bytes (one load instruction); a run starts at a multiple of its
+        # length, where a base aligned to the vector puts the whole run in one vector
+        if want * ARG_SIZE[buffers[buf]] > 16 or c % want:  # element bytes
             continue
         names.clear()
         for ln in range(want):
