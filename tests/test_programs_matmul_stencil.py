@@ -100,7 +100,7 @@ def test_matmul_rejects_bad_tiles() -> None:
         MM.matmul_program(block=(64, 96))
     with pytest.raises(ValueError, match="at most 1024"):
         MM.matmul_program(block=128, per_thread=2)
-    with pytest.raises(ValueError, match="squared cannot exceed"):
+    with pytest.raises(ValueError, match="more than the shorter side"):
         MM.matmul_program(block=(16, 128), per_thread=(4, 8))
 
 

@@ -2,13 +2,16 @@
 are not multiples of the tile), register-blocked through workgroup memory.
 
 A workgroup of (block / per_thread)^2 invocations computes a block x block tile of C
-(default 128 x 128 by 256 invocations, each an 8 x 8 sub-tile held in 64 locals). It walks
-K in steps of `block_k`: the next A and B slabs are loaded into locals while the current
-ones, staged in workgroup memory (zero-padded past the edges), are multiplied, then staged
-into the other half of a double buffer, so global latency overlaps the arithmetic and each
-K step needs one barrier. Invocation (tr, tc) owns rows tr + T*i and columns
-tc + T*j (T = block / per_thread), which keeps the workgroup-memory reads conflict-free and
-the stores of C coalesced.
+(default 128 x 128 by 256 invocations, each an 8 x 8 sub-tile held in 64 locals; block and
+per_thread may also be (rows, columns), and each backend kind has its own default,
+`tiles_for`). It walks K in steps of `block_k`: the next A and B slabs are loaded into
+locals while the current ones, staged in workgroup memory (zero-padded past the edges),
+are multiplied, then staged into the other half of a double buffer, so global latency
+overlaps the arithmetic and each K step needs one barrier. A run of staged elements wholly
+inside A or B is read without per-element edge tests (`split`): consecutive loads a backend
+may merge into one vector. Invocation (tr, tc) owns rows tr + T*i and columns tc + T*j
+(T = block / per_thread), which keeps the workgroup-memory reads conflict-free and the
+stores of C coalesced.
 
 Each output accumulates acc = fma(a[k], b[k], acc) for k = 0, 1, ..., K-1 (then
 fma(0, 0, acc) = acc for the padding): one IR `fma` (a single rounding) per term, in a
@@ -83,7 +86,8 @@ def _check_shape(block: Side, per_thread: Side, block_k: int) -> int:
                     (block_k, "block_k")):
         check_pow2(v, what)
     if pm * pn > min(bm, bn):  # an invocation's staged run stays within one row
-        raise ValueError(f"per_thread ({per_thread}) squared cannot exceed block ({block})")
+        raise ValueError(f"per_thread {per_thread} has {pm * pn} outputs per invocation, "
+                         f"more than the shorter side of block {block} ({min(bm, bn)})")
     wg = (bm // pm) * (bn // pn)
     if wg > 1024 or (bm * block_k) % wg or (bn * block_k) % wg:
         raise ValueError(
