@@ -368,9 +368,11 @@ def test_load_runs_only_where_the_statements_are_one() -> None:
 
     body = compile_program(_runs_program(ST.F32, 4), "sm_90").source.split("end of prelude")[1]
     assert body.count("vy_vok<float, 4>(b_x") == 2  # offsets 0..3 and 4..7
-    assert "v_gap = vy_ld(b_x, (v_base + 0u)" in body  # offsets 0, 2: no run
-    assert "v_c0 = vy_ld(b_ix" in body and "v_c1 = vy_ld(b_ix" in body
+    assert "v_first_13 = vy_pk.v[3]" in body and "v_second_13 = vy_pk.v[3]" in body
+    assert "v_gap = vy_pk" not in body and "v_gap_11 = vy_pk" not in body  # offsets 0, 2
+    assert "v_c0 = vy_pk" not in body and "v_c1 = vy_pk" not in body
     assert body.count("vy_vok<unsigned, 2>(b_ix") == 1  # c2, c3 after c0 is set
+    assert "v_c2 = vy_pk.v[0]; v_c3 = vy_pk.v[1];" in body
     # a vector is at most 16 bytes: four f64 loads are two runs of two
     f64 = compile_program(_runs_program(ST.F64, 4), "sm_90").source
     assert f64.count("vy_vok<double, 2>(b_x") == 4 and "vy_vok<double, 4>" not in f64

@@ -457,13 +457,11 @@ class _Gen:
 
     def load_run(self, run: tuple[N.StmtNode, ...], d: int) -> None:
         """Statements x_l = buf[base + c + l] (l = 0 .. len-1; see _load_run) as one vector
-        load when all are in bounds and the address is aligned to the vector, else as the
-        same bounds-checked scalar loads. With base + c <= n - len nothing wraps, so lane
-        l reads exactly the element its own statement names."""
-        first = run[0]
-        assert isinstance(first, (N.Let, N.Assign)) and isinstance(first.value, N.Load)
-        assert isinstance(first.value.index, N.Binary)
-        load = first.value
+        load when all are in bounds and the address is aligned to the vector, else each
+        statement as it is (its own checked load). With base + c <= n - len nothing wraps,
+        so lane l reads exactly the element its own statement names."""
+        load = _loaded(run[0].value)  # type: ignore[union-attr]
+        assert load is not None
         ptr, n = self.mem(load.buffer)
         c, v = CTYPE[load.ty], len(run)
         names = [self.name_of(st.name) for st in run]  # type: ignore[union-attr]
@@ -476,8 +474,8 @@ class _Gen:
         self.emit(d + 2, f"const {pack} vy_pk = *reinterpret_cast<const {pack}*>({ptr} + {ix});")
         self.emit(d + 2, " ".join(f"{x} = vy_pk.v[{ln}];" for ln, x in enumerate(names)))
         self.emit(d + 1, "} else {")
-        self.emit(d + 2, " ".join(f"{x} = vy_ld({ptr}, {ix} + {ln}u, {n});"
-                                  for ln, x in enumerate(names)))
+        for st, x in zip(run, names):
+            self.emit(d + 2, f"{x} = {self.expr(st.value)};")  # type: ignore[union-attr]
         self.emit(d + 1, "} }")
 
     def stmt(self, s: N.StmtNode, d: int) -> None:
@@ -897,12 +895,18 @@ class _Gen:
             raise InvalidProgram(f"{type(s).__name__} cannot run in lockstep")
 
 
+def _loaded(e: N.ExprNode) -> N.Load | None:
+    """The checked load `e` is, else None. (When vyre.lower spells the bounds test in the
+    IR, this is its `guarded_load`: the test around a raw load.)"""
+    return e if isinstance(e, N.Load) else None
+
+
 def _run_part(st: N.StmtNode, buffers: dict[str, ScalarType]
               ) -> tuple[str, N.ExprNode, int] | None:
     """(buffer, base, c) of a statement `x = buffer[base + c]` (u32 index, constant c)."""
-    if not isinstance(st, (N.Let, N.Assign)) or not isinstance(st.value, N.Load):
+    ld = _loaded(st.value) if isinstance(st, (N.Let, N.Assign)) else None
+    if ld is None:
         return None
-    ld = st.value
     ix = ld.index
     if ld.buffer not in buffers or ld.ty not in VEC_TYPES or not isinstance(ix, N.Binary) \
             or ix.op != "add" or ix.ty is not ST.U32 or not isinstance(ix.b, N.Const):
