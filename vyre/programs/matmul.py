@@ -59,7 +59,11 @@ class Tiles(NamedTuple):
 #: The shape matmul_device / matmul_host use on a backend of this kind when the caller
 #: names none, chosen by that backend's sweep (CUDA: `python -m
 #: vyre.tools.bench.cuda_tuning --sections matmul`); other kinds use Tiles().
-TUNED: dict[str, Tiles] = {}
+TUNED: dict[str, Tiles] = {
+    # H100, 4096^3: 43.5 TFLOP/s = 0.87x cuBLAS FP32 (50.0); next 128x256 8x16 bk16 43.2,
+    # 128x128 bk16 42.7, the unsplit kernel 33.3 (docs/perf-notes.md)
+    "cuda": Tiles(128, 8, 8, True),
+}
 
 
 def tiles_for(backend: BaseBackend) -> Tiles:
