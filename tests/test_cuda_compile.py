@@ -342,3 +342,51 @@ def test_lowered_edge_program_compiles() -> None:
     with k.if_(i < a.length()):
         b[i] = a[i] / a[i + 1] + (a[i] >> a[i + 2].cast(ST.U32)) + abs(a[i]) + f[i].cast(ST.I32)
     compile_program(k.build(), "sm_90", coarsen=4)
+
+
+def test_matmul_reads_whole_runs_as_vectors() -> None:
+    """The library matmul's staged loads of A and B (runs wholly inside the matrix) become
+    128-bit global loads, in the prologue and in the K loop; the unsplit kernel (every
+    element tested) has none. Each vector keeps its bounds-checked scalar fallback."""
+    from vyre.backends.cuda.codegen import generate
+    from vyre.programs.matmul import matmul_program
+
+    src = generate(matmul_program()).source
+    assert src.count("vy_vok<float, 4>(b_a") == 2 and src.count("vy_vok<float, 4>(b_b") == 2
+    assert _ptx(src).count("ld.global.nc.v4.f32") == 4
+    unsplit = generate(matmul_program(split=False)).source
+    assert "ld.global.nc.v4.f32" not in _ptx(unsplit)
+
+
+def test_load_runs_only_where_the_statements_are_one() -> None:
+    """A run is consecutive offsets of one base and buffer; a statement whose target the
+    base reads ends it (the later loads must see the new value), and so does a gap."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_load_runs import _runs_program
+
+    from vyre.backends.cuda import compile_program
+
+    body = compile_program(_runs_program(ST.F32, 4), "sm_90").source.split("end of prelude")[1]
+    assert body.count("vy_vok<float, 4>(b_x") == 2  # offsets 0..3 and 4..7
+    assert "v_first_13 = vy_pk.v[3]" in body and "v_second_13 = vy_pk.v[3]" in body
+    assert "v_gap = vy_pk" not in body and "v_gap_11 = vy_pk" not in body  # offsets 0, 2
+    assert "v_c0 = vy_pk" not in body and "v_c1 = vy_pk" not in body
+    assert body.count("vy_vok<unsigned, 2>(b_ix") == 1  # c2, c3 after c0 is set
+    assert "v_c2 = vy_pk.v[0]; v_c3 = vy_pk.v[1];" in body
+    # a vector is at most 16 bytes: four f64 loads are two runs of two
+    f64 = compile_program(_runs_program(ST.F64, 4), "sm_90").source
+    assert f64.count("vy_vok<double, 2>(b_x") == 4 and "vy_vok<double, 4>" not in f64
+
+
+@pytest.mark.parametrize(("block", "per", "bk"), [((128, 256), (8, 16), 16),
+                                                  ((128, 128), (8, 16), 16)])
+def test_largest_matmul_sweep_tiles_compile(block: tuple[int, int], per: tuple[int, int],
+                                            bk: int) -> None:
+    """The sweep's (vyre.tools.bench.cuda_tuning) largest tiles fit sm_90: 48 KiB of static
+    workgroup memory, up to 255 registers."""
+    from vyre.backends.cuda import compile_program
+    from vyre.programs.matmul import matmul_program
+    from vyre.tools.bench.cuda_tuning import MATMUL_VARIANTS
+
+    assert (block, per, bk, True, True) in MATMUL_VARIANTS
+    assert compile_program(matmul_program(block, per, bk), "sm_90").cubin[:4] == b"\x7fELF"

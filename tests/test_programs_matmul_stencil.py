@@ -28,11 +28,16 @@ def test_matmul(backend: BaseBackend, reference: BaseBackend, m: int, k: int, n:
     assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
 
 
-SMALL_TILES = [{"block": 32, "per_thread": 4, "block_k": 8},
-               {"block": 16, "per_thread": 2, "block_k": 4}]
+SMALL_TILES: list[dict[str, object]] = [
+    {"block": 32, "per_thread": 4, "block_k": 8},
+    {"block": 16, "per_thread": 2, "block_k": 4},
+    {"block": (32, 64), "per_thread": (4, 8), "block_k": 8},  # wider than tall
+    {"block": (64, 32), "per_thread": (8, 4), "block_k": 16},  # taller than wide
+]
 
 
-@pytest.mark.parametrize("tiles", SMALL_TILES, ids=["32x4x8", "16x2x4"])
+@pytest.mark.parametrize("tiles", SMALL_TILES, ids=["32x4x8", "16x2x4", "32x64_4x8x8",
+                                                     "64x32_8x4x16"])
 @pytest.mark.parametrize(("m", "k", "n"), [(70, 45, 37), (16, 16, 16), (3, 9, 65)])
 def test_matmul_small_tiles(backend: BaseBackend, reference: BaseBackend,
                             tiles: dict[str, int], m: int, k: int, n: int) -> None:
@@ -45,6 +50,36 @@ def test_matmul_small_tiles(backend: BaseBackend, reference: BaseBackend,
     np.testing.assert_array_equal(got, MM.matmul_reference(a, b))  # same order: exact
     exact = a.astype(np.float64) @ b.astype(np.float64)
     assert (np.abs(got - exact) <= MM.matmul_error_bound(a, b)).all()
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(70, 48, 36), (33, 45, 65)])
+def test_matmul_split_edge_loads_same_bits(backend: BaseBackend, m: int, k: int, n: int) -> None:
+    """The kernel that reads runs wholly inside A / B without per-element tests (the
+    default) and the one that tests every element give the same bits: K a multiple of
+    the run (whole runs, aligned vectors) and not (partial runs, misaligned rows)."""
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    want = MM.matmul_reference(a, b)
+    for tiles in ({"block": 32, "per_thread": 4, "block_k": 8},
+                  {"block": 32, "per_thread": 4, "block_k": 16}):
+        for split in (True, False):
+            got = MM.matmul_host(backend, a, b, split=split, **tiles)
+            np.testing.assert_array_equal(got, want, err_msg=f"{tiles} split={split}")
+
+
+def test_matmul_uses_the_backends_tuned_tiles(backend: BaseBackend,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """matmul_host without a shape takes tiles_for(backend) (TUNED by backend kind, else
+    Tiles()); a rectangular tuned shape gives the same bits."""
+    assert MM.tiles_for(backend) == MM.TUNED.get(backend.kind, MM.Tiles())
+    tuned = MM.Tiles((32, 64), (4, 8), 16, True)
+    monkeypatch.setitem(MM.TUNED, backend.kind, tuned)
+    assert MM.tiles_for(backend) == tuned
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((70, 50)).astype(np.float32)
+    b = rng.standard_normal((50, 90)).astype(np.float32)
+    np.testing.assert_array_equal(MM.matmul_host(backend, a, b), MM.matmul_reference(a, b))
 
 
 def test_matmul_special_values(backend: BaseBackend, reference: BaseBackend) -> None:
@@ -61,8 +96,12 @@ def test_matmul_special_values(backend: BaseBackend, reference: BaseBackend) -> 
 def test_matmul_rejects_bad_tiles() -> None:
     with pytest.raises(ValueError, match="power of two"):
         MM.matmul_program(block=48)
+    with pytest.raises(ValueError, match="power of two"):
+        MM.matmul_program(block=(64, 96))
     with pytest.raises(ValueError, match="at most 1024"):
         MM.matmul_program(block=128, per_thread=2)
+    with pytest.raises(ValueError, match="more than the shorter side"):
+        MM.matmul_program(block=(16, 128), per_thread=(4, 8))
 
 
 def test_matmul_deterministic(backend: BaseBackend) -> None:

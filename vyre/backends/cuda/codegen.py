@@ -6,7 +6,9 @@ as the core: C operators on in-domain operands, f16 in f32). This printer spells
 and keeps what is C's own business: integer arithmetic in unsigned types (wrapping, no C
 undefined behaviour), every load / store / atomic bounds-checked against an element count
 passed as a kernel argument, float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
-rintf (half to even), For loops whose increment never overflows. f16 values are kept as
+rintf (half to even), For loops whose increment never overflows; a run of statements
+loading consecutive elements (x_l = buf[base + c + l]) is one vector load where aligned
+and in bounds, else the same checked scalar loads. f16 values are kept as
 their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
 ships no headers). Helpers of the prelude are emitted only when the kernel uses them.
 
@@ -40,6 +42,7 @@ KERNEL_NAME = "vyre_main"
 TRAITS = Traits()
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
+VECTOR_RUNS = True  # runs of loads of consecutive elements become one vector load
 # lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
 # block has this many threads however far coarsening shrank one workgroup (0: off)
 MERGE_THREADS = 256
@@ -442,8 +445,38 @@ class _Gen:
         self.lines.append("  " * depth + line)
 
     def block(self, body: tuple[N.StmtNode, ...], depth: int) -> None:
-        for s in body:
-            self.stmt(s, depth)
+        i = 0
+        while i < len(body):
+            run = _load_run(body, i, self.buf_ty) if VECTOR_RUNS else 0
+            if run:
+                self.load_run(body[i:i + run], depth)
+                i += run
+            else:
+                self.stmt(body[i], depth)
+                i += 1
+
+    def load_run(self, run: tuple[N.StmtNode, ...], d: int) -> None:
+        """Statements x_l = buf[base + c + l] (l = 0 .. len-1; see _load_run) as one vector
+        load when all are in bounds and the address is aligned to the vector, else each
+        statement as it is (its own checked load). With base + c <= n - len nothing wraps,
+        so lane l reads exactly the element its own statement names."""
+        load = _loaded(run[0].value)  # type: ignore[union-attr]
+        assert load is not None
+        ptr, n = self.mem(load.buffer)
+        c, v = CTYPE[load.ty], len(run)
+        names = [self.name_of(st.name) for st in run]  # type: ignore[union-attr]
+        for st, name in zip(run, names):
+            if isinstance(st, N.Let):
+                self.emit(d, f"{c} {name};")
+        ix, pack = self.fresh("vy_ix"), f"vy_pack<{c}, {v}>"
+        self.emit(d, f"{{ const unsigned {ix} = {self.expr(load.index)};")
+        self.emit(d + 1, f"if (vy_vok<{c}, {v}>({ptr}, {ix}, {n})) {{")
+        self.emit(d + 2, f"const {pack} vy_pk = *reinterpret_cast<const {pack}*>({ptr} + {ix});")
+        self.emit(d + 2, " ".join(f"{x} = vy_pk.v[{ln}];" for ln, x in enumerate(names)))
+        self.emit(d + 1, "} else {")
+        for st, x in zip(run, names):
+            self.emit(d + 2, f"{x} = {self.expr(st.value)};")  # type: ignore[union-attr]
+        self.emit(d + 1, "} }")
 
     def stmt(self, s: N.StmtNode, d: int) -> None:
         if isinstance(s, N.Let):
@@ -860,6 +893,58 @@ class _Gen:
                 self.emit(d, "}")
         else:
             raise InvalidProgram(f"{type(s).__name__} cannot run in lockstep")
+
+
+def _loaded(e: N.ExprNode) -> N.Load | None:
+    """The checked load `e` is, else None. (When vyre.lower spells the bounds test in the
+    IR, this is its `guarded_load`: the test around a raw load.)"""
+    return e if isinstance(e, N.Load) else None
+
+
+def _run_part(st: N.StmtNode, buffers: dict[str, ScalarType]
+              ) -> tuple[str, N.ExprNode, int] | None:
+    """(buffer, base, c) of a statement `x = buffer[base + c]` (u32 index, constant c)."""
+    ld = _loaded(st.value) if isinstance(st, (N.Let, N.Assign)) else None
+    if ld is None:
+        return None
+    ix = ld.index
+    if ld.buffer not in buffers or ld.ty not in VEC_TYPES or not isinstance(ix, N.Binary) \
+            or ix.op != "add" or ix.ty is not ST.U32 or not isinstance(ix.b, N.Const):
+        return None
+    return ld.buffer, ix.a, int(ix.b.value)
+
+
+def _load_run(body: tuple[N.StmtNode, ...], i: int, buffers: dict[str, ScalarType]) -> int:
+    """Length (4 or 2; 0: none) of a run body[i:] of statements x_l = buf[base + c + l],
+    one buffer, one base, distinct targets none of which the base reads: what
+    `_Gen.load_run` reads as one vector. Loads have no side effects and nothing in the run
+    writes memory, so reading all lanes first is the statements' own result."""
+    from vyre.ir.analysis import walk_expr
+
+    head = _run_part(body[i], buffers)
+    if head is None:
+        return 0
+    buf, base, c = head
+    reads = {e.name for e in walk_expr(base) if isinstance(e, N.Var)}
+    names: list[str] = []
+    for want in (4, 2):
+        # at most 16 bytes (one load instruction); a run starts at a multiple of its
+        # length, where a base aligned to the vector puts the whole run in one vector
+        if want * ARG_SIZE[buffers[buf]] > 16 or c % want:  # element bytes
+            continue
+        names.clear()
+        for ln in range(want):
+            st = body[i + ln] if i + ln < len(body) else None
+            part = _run_part(st, buffers) if st is not None else None
+            if part is None or part[0] != buf or part[1] != base or part[2] != c + ln:
+                break
+            name = st.name  # type: ignore[union-attr]
+            if name in reads or name in names:
+                break
+            names.append(name)
+        else:
+            return want
+    return 0
 
 
 def lockstep_allowed(program: N.Program) -> bool:

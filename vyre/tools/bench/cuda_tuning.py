@@ -1,14 +1,19 @@
 """CUDA tuning experiments that `vyre bench` does not run (it measures the shipped defaults):
 
-    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick]
+    python -m vyre.tools.bench.cuda_tuning [--json out.json] [--quick] [--sections S,...]
 
 (graph) a 100-step pipeline replayed as CUDA graphs at repeat 1 / 10 / 100, against a
 torch CUDAGraph of the same 100 increments; (saxpy) saxpy over 2**26 f32 in every code
 generation variant (coarsening, vectorised access, merged blocks), against CuPy and torch,
 in GB/s from device events; (sass) register use and memory instructions of the saxpy
-kernel (cuobjdump). Every output is checked before its timing counts; a peer that is not
-installed is reported as such. Launch cost, compile cost and the other workloads are
-`vyre bench` (`--workloads dispatch,compile`) and `python -m vyre.tools.bench.evidence`.
+kernel (cuobjdump); (matmul, only with `--sections matmul`: about a minute) the library
+matmul at 4096^3 f32 per tile shape and code generation variant, against torch/cuBLAS
+FP32 (TF32 off), in TFLOP/s from device events, each variant's bits checked against
+`matmul_reference` on two small awkward sizes and against the first variant at 4096^3
+(what chooses vyre.programs.matmul.TUNED["cuda"]). Every output is checked before its
+timing counts; a peer that is not installed is reported as such. Launch cost, compile
+cost and the other workloads are `vyre bench` (`--workloads dispatch,compile`) and
+`python -m vyre.tools.bench.evidence`.
 This module must never be imported by the library.
 """
 
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -170,6 +176,159 @@ def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     return gbs
 
 
+#: matmul candidates: (block, per_thread, block_k, split edge loads, vector runs); block and
+#: per_thread are (rows, columns) of C per workgroup / per invocation. The first is the
+#: kernel as it was before the split / vector-run changes (the baseline of the sweep).
+MatmulVariant = tuple[tuple[int, int], tuple[int, int], int, bool, bool]
+MATMUL_VARIANTS: tuple[MatmulVariant, ...] = (
+    ((128, 128), (8, 8), 8, False, False),
+    ((128, 128), (8, 8), 8, True, False),
+    ((128, 128), (8, 8), 8, True, True),
+    ((128, 128), (8, 8), 16, False, False),
+    ((128, 128), (8, 8), 16, True, True),
+    ((64, 64), (4, 4), 8, True, True),
+    ((64, 64), (4, 4), 16, True, True),
+    ((64, 128), (4, 8), 16, True, True),
+    ((128, 128), (8, 16), 8, True, True),
+    ((128, 128), (16, 8), 8, True, True),
+    ((128, 128), (8, 16), 16, True, True),
+    ((128, 256), (8, 16), 8, True, True),
+    ((256, 128), (16, 8), 8, True, True),
+    ((128, 256), (8, 16), 16, True, True),
+)
+
+
+def matmul_label(v: MatmulVariant) -> str:
+    (bm, bn), (pm, pn), bk, split, vec = v
+    return (f"{bm}x{bn} tile, {pm}x{pn} per thread, bk {bk}, "
+            f"{'split' if split else 'unsplit'}, {'vec' if vec else 'scalar'}")
+
+
+#: small sizes whose bits every variant must reproduce: M, N not multiples of any tile
+#: (edge tiles), K a multiple of 16 (vector loads) and an odd K (misaligned rows: scalar)
+MATMUL_CHECK_SIZES = ((260, 264, 272), (197, 203, 251))
+TORCH_MM = "torch.mm (cuBLAS FP32, TF32 off)"
+
+
+def matmul_variants(reps: int, size: int = 4096, budget_s: float = 70.0) -> dict[str, Any]:
+    """TFLOP/s of the library matmul at size^3 per (tile shape, codegen) variant and of
+    torch.mm (cuBLAS, TF32 off), one process, in two interleaved rounds (the better median
+    counts, so clock drift favours no one); every variant bit-identical to
+    matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3. Variants
+    not compiled within `budget_s` (NVRTC dominates) are reported as skipped."""
+    t_start = time.perf_counter()
+    from vyre.backends.cuda import codegen
+    from vyre.backends.cuda.runtime import CudaBackend
+    from vyre.programs.matmul import (
+        matmul_config,
+        matmul_host,
+        matmul_program,
+        matmul_reference,
+    )
+
+    rng = np.random.default_rng(7)
+    checks = []
+    for m, n, kd in MATMUL_CHECK_SIZES:
+        a = rng.standard_normal((m, kd), dtype=np.float32)
+        b = rng.standard_normal((kd, n), dtype=np.float32)
+        checks.append((a, b, matmul_reference(a, b)))
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    flop = 2.0 * size**3
+    out: dict[str, Any] = {}
+    timers: dict[str, Callable[[], float]] = {}  # label -> one timed run (ns)
+    held: list[tuple[str, Any, Any]] = []  # (label, backend, C buffer) to check and close
+    runs0 = codegen.VECTOR_RUNS
+    try:
+        for variant in MATMUL_VARIANTS:
+            block, per, bk, split, vec = variant
+            label = matmul_label(variant)
+            if time.perf_counter() - t_start > budget_s:
+                out[label] = f"skipped: the sweep's {budget_s:.0f} s were spent"
+                continue
+            codegen.VECTOR_RUNS = vec
+            try:
+                bb = CudaBackend(0)  # a fresh backend: its compiled-kernel cache sees the flag
+                held.append((label, bb, None))
+                prog = matmul_program(block, per, bk, split)
+                bad = []
+                for ca, cb_, want in checks:
+                    got = matmul_host(bb, ca, cb_, block=block, per_thread=per, block_k=bk,
+                                      split=split)
+                    if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                        bad.append(f"{ca.shape[0]}x{cb_.shape[1]}x{ca.shape[1]}: "
+                                   f"{int((got != want).sum())} differ")
+                if bad:
+                    out[label] = "WRONG vs matmul_reference: " + "; ".join(bad)
+                    continue
+                ab, bbuf = bb.allocate_device_buffer(a.nbytes), bb.allocate_device_buffer(b.nbytes)
+                cbuf = bb.allocate_device_buffer(a.nbytes)
+                held[-1] = (label, bb, cbuf)
+                bb.write(ab, a)
+                bb.write(bbuf, b)
+                cfg = matmul_config(size, size, size, block, per, bk).model_copy(
+                    update={"profile": True})
+                bound = bb.bind(prog, {"a": ab, "b": bbuf}, {"c": cbuf}, cfg)
+                timers[label] = _timed(bb, bound)
+            except Exception as exc:  # keep sweeping; report the failure in the table
+                out[label] = f"error: {type(exc).__name__}: {exc}"[:300]
+    finally:
+        codegen.VECTOR_RUNS = runs0
+    ta = tb = tc = None
+    try:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        tc = ta @ tb
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def torch_ns() -> float:
+            ev0.record()
+            torch.mm(ta, tb, out=tc)
+            ev1.record()
+            ev1.synchronize()
+            return float(ev0.elapsed_time(ev1) * 1e6)
+
+        timers[TORCH_MM] = torch_ns
+    except Exception as exc:
+        out[TORCH_MM] = f"unavailable: {exc}"
+    best: dict[str, float] = {}
+    for rnd in range(2):
+        for label in (list(timers) if rnd == 0 else list(reversed(timers))):
+            for _ in range(3):
+                timers[label]()
+            med = statistics.median(timers[label]() for _ in range(reps))
+            best[label] = min(best.get(label, med), med)
+    first: np.ndarray | None = None
+    for label, bb, cbuf in held:
+        if cbuf is not None and label in best:
+            got = bb.read(cbuf, dtype=np.float32)
+            first = got if first is None else first
+            if not np.array_equal(got.view(np.uint32), first.view(np.uint32)):
+                out[label] = f"BITS DIFFER at {size}^3 from the first variant"
+                best.pop(label)
+        bb.close()
+    if tc is not None and first is not None:
+        ref = first.reshape(size, size)
+        rel = float(np.abs(tc.cpu().numpy() - ref).max() / np.abs(ref).max())
+        if rel > 1e-4:
+            out[TORCH_MM] = f"differs from vyre by {rel:.2g} of max |C| (TF32 on?)"
+            best.pop(TORCH_MM)
+    for label, ns in best.items():
+        out[label] = f"{flop / ns / 1e3:.2f} TFLOP/s"
+    ours = {k: flop / v / 1e3 for k, v in best.items() if k != TORCH_MM}
+    if TORCH_MM in best and ours:
+        top = max(ours, key=lambda k: ours[k])
+        out["best vyre / cuBLAS"] = f"{ours[top] / (flop / best[TORCH_MM] / 1e3):.3f}x ({top})"
+    return out
+
+
+def _timed(b: Any, bound: Any) -> Callable[[], float]:
+    """One profiled dispatch of `bound` on `b`: its device nanoseconds."""
+    return lambda: float(_device_ns(b.dispatch_with_device_buffers(bound)))
+
+
 def _device_ns(t: vyre.Timing) -> int:
     assert t.device_ns is not None, "a profiled CUDA dispatch reports device_ns"
     return t.device_ns
@@ -200,7 +359,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test)")
+    ap.add_argument("--sections", default="graph,saxpy,sass",
+                    help="comma-separated sections to run: graph, saxpy, sass, and matmul "
+                         "(about a minute, so only when named)")
     args = ap.parse_args()
+    only = set(args.sections.split(","))
     avail = {a.name: a for a in vyre.available_backends()}
     if "cuda" not in avail or not avail["cuda"].available:
         print(f"CUDA unavailable: {avail['cuda'].reason if 'cuda' in avail else 'not registered'}")
@@ -209,9 +372,15 @@ def main() -> int:
     caps = b.capabilities()
     print(f"device: {caps.device} {caps.details['arch']}, coarsen={b.coarsen}")
     reps = 5 if args.quick else 15
-    section("graph: 100-step pipeline as CUDA graphs", lambda: graph(b, reps))
-    section("saxpy: code generation variants", lambda: saxpy_variants(b, 2 * reps))
-    section("sass: saxpy kernel", sass)
+    if "graph" in only:
+        section("graph: 100-step pipeline as CUDA graphs", lambda: graph(b, reps))
+    if "saxpy" in only:
+        section("saxpy: code generation variants", lambda: saxpy_variants(b, 2 * reps))
+    if "matmul" in only:
+        section("matmul: tile shapes and code generation variants",
+                lambda: matmul_variants(reps, 1024 if args.quick else 4096))
+    if "sass" in only:
+        section("sass: saxpy kernel", sass)
     b.close()
     if args.json:
         with open(args.json, "w") as f:

@@ -331,15 +331,16 @@ class VyreImpl:
                                        "sort (the copy is timed too)"})
 
     def _matmul(self, data: W.Data) -> TimedCase:
-        from vyre.programs.matmul import matmul_config, matmul_program
+        from vyre.programs.matmul import matmul_config, matmul_program, tiles_for
 
         a, b = data.matmul_ab
         m = a.shape[0]
-        prog = matmul_program()
+        t = tiles_for(self.backend)  # the shape the library uses on this backend
+        prog = matmul_program(*t)
         self._note_source(prog)
         ab, bb = self._upload(a, "matmul_a"), self._upload(b, "matmul_b")
         cb = self._upload(np.full(m * m, np.nan, np.float32), "matmul_c")
-        cfg = self._profiled(matmul_config(m, m, m))
+        cfg = self._profiled(matmul_config(m, m, m, t.block, t.per_thread, t.block_k))
         run = self._timed_bound(self.backend.bind(prog, {"a": ab, "b": bb}, {"c": cb}, cfg))
         check = lambda: W.check_matmul(self.backend.read(cb, dtype=np.float32), data)  # noqa: E731
         return TimedCase(run, check, "device" if self.device_timers else "wall",
