@@ -39,6 +39,9 @@ ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
 # the same starting from a deliberately worse estimate (to test the correction), "native"
 # the driver's even where they are not (to time the difference); unset: the probe decides.
 ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
+# Measurement only (scripts/wgpu_matmul_sweep.py): "all" fences every f32 operand, as vyre
+# did before fences.py decided which ones a driver could fold (both are exact).
+ENV_FENCES = "VYRE_WGPU_FENCES"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -228,6 +231,7 @@ class DeviceInfo:
     exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or ENV_DIV_SQRT)
     bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
     loop_limit: int | None = None  # the driver ends loops after this many iterations
+    all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
 
 
 def open_device(adapter: Any) -> DeviceInfo:
@@ -263,6 +267,7 @@ def open_device(adapter: Any) -> DeviceInfo:
         exact_sqrt=mode.startswith("exact") or (mode != "native" and not sqrt_ok),
         bad_estimate=mode == "exact-bad-estimate",
         loop_limit=loop_limit,
+        all_fences=os.environ.get(ENV_FENCES, "") == "all",
         adapter=adapter,
         device=device,
         name=adapter_name(adapter),

@@ -25,6 +25,7 @@ from vyre.ir.validate import validate
 from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 
+from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 
 T = ScalarType
@@ -94,6 +95,9 @@ class _Ctx:
     exact_sqrt: bool = False  # f32 sqrt likewise
     bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
+    # fence only the f32 operands a driver could fold (fences.py); False: every one
+    minimal: bool = False
+    flow: FenceFlow = field(default_factory=FenceFlow)  # what the compiler sees of f32 vars
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -196,6 +200,8 @@ def _helper(ctx: _Ctx, name: str, code: str) -> str:
 # flush mode (f32 subnormals flushed, docs/IR.md) the fence also turns a subnormal input
 # into a zero of its sign and `_rounded` flushes each f32 result, so the outcome is the
 # same whether or not the driver itself flushes.
+# Outside flush mode, f32 add, mul, sub and native fma fence only what a rewrite could
+# match (fences.py says which operands and why); the rest fence every operand.
 
 
 def _compute_type(ty: ScalarType) -> ScalarType:
@@ -232,6 +238,15 @@ def _fence_f16(ctx: _Ctx, k: int) -> str:
         f"fn {name}(x: f16) -> f32 {{\n"
         f"    return unpack2x16float(pack2x16float(vec2<f32>(f32(x), 0.0f)) + {z}).x;\n}}",
     )
+
+
+#: the uniform 0 of fences that make a value opaque where it is bound or stored (fences.py)
+_DEF_FENCE = 2
+
+
+def _bare(ctx: _Ctx, e: N.ExprNode) -> bool:
+    """Whether f32 operand `e` of an add / mul / sub may go unfenced (fences.py)."""
+    return ctx.minimal and ctx.flow.kinds(e) == OPAQUE
 
 
 def _fenced(ctx: _Ctx, ty: ScalarType, text: str, k: int) -> str:
@@ -926,8 +941,12 @@ _ARITH_SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _CMP_SYM = {"eq": "==", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
-def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
-    fa, fb = _fenced(ctx, ty, a, 0), _fenced(ctx, ty, b, 1)
+def _float_binary(
+    ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str, bare: tuple[bool, bool] = (False, False)
+) -> str:
+    """`a op b`; `bare`: which operands go unfenced (only what fences.py allows)."""
+    fa = a if bare[0] else _fenced(ctx, ty, a, 0)
+    fb = b if bare[1] else _fenced(ctx, ty, b, 1)
     ct = _compute_type(ty)
     if op == "div":
         return _rounded(ctx, ty, _div_text(ctx, ct, fa, fb))
@@ -946,7 +965,12 @@ def _float_binary(ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str) -> str:
 def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
     op, ty = e.op, e.a.ty
     if ty.is_float:
-        return _float_binary(ctx, op, ty, a, b)
+        bare = (False, False)
+        if ty is T.F32 and op in ("add", "mul"):
+            bare = (_bare(ctx, e.a), _bare(ctx, e.b))
+        elif ty is T.F32 and op == "sub":  # a - b is a + (-b) to NIR: (-x) + x folds
+            bare = (_bare(ctx, e.a), False)
+        return _float_binary(ctx, op, ty, a, b, bare)
     if op in ("div", "rem", "shl", "shr"):
         raise _unlowered(f"{op} on {ty}")
     if op in ("min", "max"):
@@ -1002,6 +1026,8 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         if ty is T.F16:
             return f"f16({_float_abs(ctx, T.F32)}({_fence_f16(ctx, 0)}({args[0]})))"
         return f"{_float_abs(ctx, ty)}({args[0]})"
+    if fn == "fma" and ty is T.F32 and ctx.fma_fused and ctx.minimal:
+        return _fma_minimal(ctx, e, args)
     fa = [_fenced(ctx, ty, a, k) for k, a in enumerate(args)]
     if fn == "clamp":
         mx = _float_minmax(ctx, "max", ct)
@@ -1040,6 +1066,18 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     if fn in _NO_ROUNDING:
         return f"f16({r})" if ty is T.F16 else r
     return _rounded(ctx, ty, r)
+
+
+def _fma_minimal(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
+    """A native single-rounding f32 fma fenced as fences.fma_plan says."""
+    plan = fma_plan(*(ctx.flow.kinds(x) for x in e.args))
+    a, b, c = args
+    if plan.mult_fence is not None:
+        f = _fence_fn(ctx, T.F32, plan.mult_fence)
+        a, b = f"{f}({a})", f"{f}({b})"
+    if plan.addend_fence:
+        c = f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({c})"
+    return f"fma({a}, {b}, {c})"
 
 
 def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
@@ -1095,11 +1133,14 @@ def _load_fn(ctx: _Ctx, name: str) -> str:
     val = f"atomicLoad(&{var}[i])" if name in ctx.atomic else f"{var}[i]"
     if name in ctx.wg_f32_atomic:
         val = f"bitcast<f32>({val})"
+    zero = _zero(ty)
+    if ctx.minimal and ty is T.F32:  # an opaque 0, so every load is opaque (fences.py)
+        zero = f"{_helper(ctx, 'vy_bits_f32', _BITS_F32)}(0u)"
     return _helper(
         ctx, fn,
         f"fn {fn}(i: u32) -> {t} {{\n"
         f"    if (i < {bound}) {{ return {val}; }}\n"
-        f"    return {_zero(ty)};  // out of bounds reads 0\n}}",
+        f"    return {zero};  // out of bounds reads 0\n}}",
     )
 
 
@@ -1128,34 +1169,61 @@ _ATOMIC_FN = {
 
 def _block(ctx: _Ctx, body: tuple[N.StmtNode, ...], ind: str) -> list[str]:
     ctx.scopes.append({})
+    ctx.flow.enter_scope()
     out: list[str] = []
     for s in body:
         out.extend(_stmt(ctx, s, ind))
+    ctx.flow.exit_scope()
     ctx.scopes.pop()
     return out
+
+
+def _bound_value(ctx: _Ctx, value: N.ExprNode) -> str:
+    """A Let / Assign value: a float constant is fenced once here (fences.py)."""
+    text = expr(ctx, value)
+    if ctx.minimal and isinstance(value, N.Const) and value.ty is T.F32:
+        return f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({text})"
+    return text
+
+
+def _stored_value(ctx: _Ctx, value: N.ExprNode) -> str:
+    """A stored value: fenced unless opaque, so a load the driver forwards it to is opaque."""
+    text = expr(ctx, value)
+    if ctx.minimal and value.ty is T.F32 and ctx.flow.kinds(value) != OPAQUE:
+        return f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({text})"
+    return text
 
 
 def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
     nxt = ind + "    "
     if isinstance(s, N.Let):
-        value = expr(ctx, s.value)
+        value = _bound_value(ctx, s.value)
+        ctx.flow.declare(s.name, ctx.flow.bound_kinds(s.value))
         name = ctx.declare(s.name)
         return [f"{ind}var {name}: {wgsl_type(s.value.ty)} = {value};"]
     if isinstance(s, N.Assign):
-        return [f"{ind}{ctx.lookup(s.name)} = {expr(ctx, s.value)};"]
+        value = _bound_value(ctx, s.value)
+        ctx.flow.assign(s.name, ctx.flow.bound_kinds(s.value))
+        return [f"{ind}{ctx.lookup(s.name)} = {value};"]
     if isinstance(s, N.Store):
-        return [f"{ind}{_store_fn(ctx, s.buffer)}({expr(ctx, s.index)}, {expr(ctx, s.value)});"]
+        return [f"{ind}{_store_fn(ctx, s.buffer)}({expr(ctx, s.index)}, {_stored_value(ctx, s.value)});"]
     if isinstance(s, N.If):
         out = [f"{ind}if ({expr(ctx, s.cond)}) {{"]
+        other = ctx.flow.copy()
         out += _block(ctx, s.then, nxt)
+        then_flow, ctx.flow = ctx.flow, other
         if s.orelse:
             out.append(f"{ind}}} else {{")
             out += _block(ctx, s.orelse, nxt)
+        ctx.flow.join(then_flow)
         out.append(f"{ind}}}")
         return out
     if isinstance(s, N.While):
+        head = loop_head(ctx.flow, s)
+        ctx.flow = head.copy()
         out = [f"{ind}loop {{", f"{nxt}if (!({expr(ctx, s.cond)})) {{ break; }}"]
         out += _block(ctx, s.body, nxt)
+        ctx.flow = head  # the loop exits at its head
         out.append(f"{ind}}}")
         return out
     if isinstance(s, N.For):
@@ -1190,11 +1258,17 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
         f"{nxt}var {it}: {t} = {lo};",
         f"{nxt}if ({lo} < {hi}) {{ loop {{",
     ]
+    head = loop_head(ctx.flow, s)
+    ctx.flow = head.copy()
     ctx.scopes.append({})
+    ctx.flow.enter_scope()
+    ctx.flow.declare(s.var, VISIBLE)
     var = ctx.declare(s.var)
     out.append(f"{inner}let {var}: {t} = {it};")
     out += _block(ctx, s.body, inner)
+    ctx.flow.exit_scope()
     ctx.scopes.pop()
+    ctx.flow = head  # the loop exits at its head
     out += [
         f"{inner}continuing {{",
         f"{inner}    {it} = {it} + 1{sfx};",
@@ -1267,6 +1341,7 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
     call = f"{fn}({', '.join(args)})"
     if s.result is not None:
         _, _, ty = _storage_ref(ctx, s.buffer)
+        ctx.flow.declare(s.result, VISIBLE)
         res = ctx.declare(s.result)
         return [f"{ind}var {res}: {wgsl_type(ty)} = {call};"]
     return [f"{ind}{call};"]
@@ -1311,6 +1386,7 @@ def generate(
     exact_sqrt: bool = False,
     loop_limited: bool = False,
     bad_base: bool = False,
+    all_fences: bool = False,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -1319,7 +1395,8 @@ def generate(
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; detect it (see
     _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
-    paths start from a deliberately worse estimate, to test their correction."""
+    paths start from a deliberately worse estimate, to test their correction. `all_fences`
+    (measurement only): fence every f32 operand instead of only those fences.py requires."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     program = lower(program, TRAITS)
@@ -1341,6 +1418,7 @@ def generate(
         exact_div=exact_div,
         exact_sqrt=exact_sqrt,
         bad_base=bad_base,
+        minimal=not (all_fences or flush_subnormals),
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),

@@ -1,0 +1,212 @@
+"""Which f32 operands the WGSL printer fences (vyre/backends/wgpu/fences.py), and that the
+fences it leaves out change no result.
+
+- The rule itself (no device): every operand a known driver rewrite could match is fenced:
+  constants, float-operation results, sub's right operand, an fma addend that comes from
+  an fma of the same multiplicand class (or from a loop of one link), a non-opaque stored
+  value; flush mode and VYRE_WGPU_FENCES=all fence everything as before.
+- On lavapipe (Mesa NIR + LLVM), with the native fma path forced on (lavapipe's fma rounds
+  twice, so vyre normally emulates it there): the fewer fences give the same bits as
+  fencing every operand, for shapes NIR is known to rewrite (fma(x, c2, fma(x, c1, d)) is
+  factored into fma(x, c1 + c2, d) when nothing hides the shared x), and for the library
+  matmul on special values.
+- The add / mul / sub rule runs on lavapipe in the normal path and is compared with the
+  reference (the conformance table and the fuzz check cover it broadly).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from vyre import DispatchConfig, ProgramBuilder, ScalarType
+from vyre.backend import BaseBackend
+from vyre.backends.wgpu import fences
+from vyre.backends.wgpu.wgsl import generate
+from vyre.builder import fma
+from vyre.ir import nodes as N
+from vyre.programs.matmul import matmul_host, matmul_program
+from vyre.tools.testing import check_against_reference
+
+F32, U32 = ScalarType.F32, ScalarType.U32
+OPQ, VIS = fences.OPAQUE, fences.VISIBLE
+
+
+def _fence_calls(src: str) -> int:
+    return len(re.findall(r"vy_fence\d_f32\(", src)) - len(re.findall(r"fn vy_fence\d_f32", src))
+
+
+# ------------------------------------------------------------------ the rule
+
+
+def test_fma_plan_classes() -> None:
+    raw, p0 = frozenset({"fma:raw"}), frozenset({"fma:0"})
+    assert fences.fma_plan(OPQ, OPQ, OPQ) == fences.FmaPlan("raw", None, False)
+    # the addend came from a bare-multiplicand fma: this one's multiplicands are fenced
+    assert fences.fma_plan(OPQ, OPQ, raw) == fences.FmaPlan("0", 0, False)
+    assert fences.fma_plan(OPQ, OPQ, p0) == fences.FmaPlan("raw", None, False)
+    assert fences.fma_plan(OPQ, OPQ, raw | p0) == fences.FmaPlan("1", 1, False)
+    # every class taken (a one-link loop): the addend is fenced instead
+    assert fences.fma_plan(OPQ, OPQ, fences.TOP - {"v"}) == fences.FmaPlan("raw", None, True)
+    # a constant or float operation: fenced, whatever the multiplicands
+    assert fences.fma_plan(OPQ, OPQ, VIS).addend_fence
+    assert fences.fma_plan(VIS, OPQ, OPQ) == fences.FmaPlan("0", 0, False)
+
+
+def _one_output(body: object) -> N.Program:
+    k = ProgramBuilder("fence_rule", 1)
+    x = k.buffer("x", F32)
+    out = k.buffer("out", F32, "write")
+    body(k, x, out)  # type: ignore[operator]
+    return k.build()
+
+
+def test_constants_sub_and_float_op_operands_are_fenced() -> None:
+    def body(k: ProgramBuilder, x: object, out: object) -> None:
+        a = k.let(x[0], name="a")  # type: ignore[index]
+        b = k.let(x[1], name="b")  # type: ignore[index]
+        out[0] = a * 0.0  # type: ignore[index]
+        out[1] = a - b  # type: ignore[index]
+        out[2] = a * b + b  # type: ignore[index]
+        out[3] = a * b  # type: ignore[index]
+
+    src = generate(_one_output(body)).source
+    assert "(v_a * vy_fence1_f32(0.0f))" in src  # a constant
+    assert "(v_a - vy_fence1_f32(v_b))" in src  # sub's right operand, always
+    assert "(vy_fence0_f32((v_a * v_b)) + v_b)" in src  # a product feeding an add
+    assert "(v_a * v_b)" in src  # two loads: nothing a rewrite could match
+
+
+def test_fma_chain_alternates_and_a_one_link_loop_fences_its_addend() -> None:
+    def body(k: ProgramBuilder, x: object, out: object) -> None:
+        a, b, c = (k.let(x[i], name=n) for i, n in enumerate("abc"))  # type: ignore[index]
+        acc = k.let(0.0, name="acc")
+        acc.set(fma(a, b, acc))
+        acc.set(fma(a, c, acc))  # shares `a` with the fma it adds to
+        with k.for_range(0, 4):
+            acc.set(fma(b, c, acc))  # one link around the loop: same class each time
+        out[0] = acc  # type: ignore[index]
+
+    src = generate(_one_output(body)).source
+    assert "var v_acc: f32 = vy_fence2_f32(0.0f);" in src  # the constant, fenced once
+    assert "v_acc = fma(v_a, v_b, v_acc);" in src
+    assert "v_acc = fma(vy_fence0_f32(v_a), vy_fence0_f32(v_c), v_acc);" in src
+    assert "v_acc = fma(v_b, v_c, vy_fence2_f32(v_acc));" in src
+
+
+def test_matmul_fences_only_what_a_rewrite_could_match() -> None:
+    prog = matmul_program()
+    every = generate(prog, all_fences=True).source
+    few = generate(prog).source
+    assert _fence_calls(every) == 1536  # every operand of all 512 fmas
+    # odd K steps fence their 16 loaded values (shared by 64 fmas), stores and constants
+    assert _fence_calls(few) < _fence_calls(every) // 2
+    fmas = re.findall(r"v_acc\w* = fma\((.*)\);", few)
+    assert len(fmas) == 512 and not any("vy_fence2" in f for f in fmas)  # addends bare
+    # flush mode keeps every fence (each operand must also be flushed)
+    assert _fence_calls(generate(prog, flush_subnormals=True).source) == 1536
+
+
+# ------------------------------------------------------------------ on a device
+
+
+@pytest.fixture(scope="module")
+def native_fma_pair() -> Iterator[tuple[BaseBackend, BaseBackend]]:
+    """Two lavapipe backends emitting the native fma path: fewest fences, every fence."""
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    pair = (PROVIDER.create(), PROVIDER.create())
+    for b, every in zip(pair, (False, True), strict=True):
+        b._info = dataclasses.replace(b._info, fma_fused=True, all_fences=every)
+    yield pair
+    for b in pair:
+        b.close()
+
+
+def _factoring_program() -> N.Program:
+    """fma(x, c2, fma(x, c1, d)) per element: NIR factors it to fma(x, c1 + c2, d) when the
+    shared x is visible in both."""
+    k = ProgramBuilder("fma_factoring", 64)
+    x, c1, c2, d = (k.buffer(n, F32) for n in ("x", "c1", "c2", "d"))
+    out = k.buffer("out", F32, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < x.length()):
+        xi = k.let(x[i])
+        acc = k.let(fma(xi, c1[i], d[i]))
+        acc.set(fma(xi, c2[i], acc))
+        with k.for_range(0, 3):
+            acc.set(fma(xi, xi, acc))  # a one-link loop with a loop-invariant x
+        out[i] = fma(xi, c1[i], 0.0)  # a -0 product plus +0 is +0, not -0
+        out[i + x.length()] = acc
+    return k.build()
+
+
+def test_fewer_fences_same_bits_on_native_fma(
+    native_fma_pair: tuple[BaseBackend, BaseBackend],
+) -> None:
+    n = 4096
+    rng = np.random.default_rng(7)
+    data = {name: rng.standard_normal(n).astype(np.float32) for name in ("x", "c1", "c2", "d")}
+    data["c1"][:64] = 0.0
+    data["x"][:32] = -1.0
+    prog = _factoring_program()
+    cfg = DispatchConfig(grid=n // 64)
+    outs = [b.dispatch(prog, {**data, "out": 2 * n}, cfg)["out"].view(np.uint32)
+            for b in native_fma_pair]
+    assert np.array_equal(outs[0], outs[1])
+    # and the fewer-fence program kept the IEEE +0 of fma(-1, 0, +0)
+    assert (outs[0][:32] == 0).all()
+
+
+def test_matmul_same_bits_on_native_fma(
+    native_fma_pair: tuple[BaseBackend, BaseBackend],
+) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((70, 45)).astype(np.float32)
+    b = rng.standard_normal((45, 33)).astype(np.float32)
+    a[0, :] = -1.0
+    b[:, 0] = 0.0  # -1 * 0: -0 products onto the +0 start
+    a[1, 3], a[2, 4], b[5, 6] = np.inf, np.nan, -np.inf
+    a[3, :] = 1e-40  # subnormal
+    outs = [matmul_host(be, a, b, block=32, per_thread=4, block_k=8).view(np.uint32)
+            for be in native_fma_pair]
+    assert np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.wgpu
+def test_bare_operands_match_the_reference(reference: BaseBackend) -> None:
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    k = ProgramBuilder("bare_ops", 64)
+    x, y = k.buffer("x", F32), k.buffer("y", F32)
+    out = k.buffer("out", F32, "write")
+    i = k.let(k.global_linear_id())
+    n = x.length()
+    with k.if_(i < n):
+        a = k.let(x[i])
+        b = k.let(y[i])
+        out[i] = a + b
+        out[i + n] = a * b
+        out[i + 2 * n] = a - a  # inf - inf is NaN, not 0
+        out[i + 3 * n] = (a - b) + b  # not a
+        out[i + 4 * n] = a * b + a
+    vals = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-40, 3.5, -2.0], np.float32)
+    xs = np.repeat(vals, 8)
+    ys = np.tile(vals, 8)
+    wg = PROVIDER.create()
+    try:
+        check_against_reference(
+            k.build(), {"x": xs, "y": ys, "out": 5 * 64}, DispatchConfig(grid=1), [wg], reference
+        )
+    finally:
+        wg.close()
