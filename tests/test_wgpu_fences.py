@@ -10,6 +10,7 @@ fences it leaves out change no result.
   fencing every operand, for shapes NIR is known to rewrite (fma(x, c2, fma(x, c1, d)) is
   factored into fma(x, c1 + c2, d) when nothing hides the shared x), and for the library
   matmul on special values.
+- Random Programs from the fuzz generator: the same bits with fewer fences as with all.
 - The add / mul / sub rule runs on lavapipe in the normal path and is compared with the
   reference (the conformance table and the fuzz check cover it broadly).
 """
@@ -17,6 +18,7 @@ fences it leaves out change no result.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Iterator
 
@@ -30,6 +32,7 @@ from vyre.backends.wgpu.wgsl import generate
 from vyre.builder import fma
 from vyre.ir import nodes as N
 from vyre.programs.matmul import matmul_host, matmul_program
+from vyre.tools import fuzz
 from vyre.tools.testing import check_against_reference
 
 F32, U32 = ScalarType.F32, ScalarType.U32
@@ -178,6 +181,18 @@ def test_matmul_same_bits_on_native_fma(
     outs = [matmul_host(be, a, b, block=32, per_thread=4, block_k=8).view(np.uint32)
             for be in native_fma_pair]
     assert np.array_equal(outs[0], outs[1])
+
+
+def test_fuzzed_programs_same_bits_with_fewer_fences(
+    native_fma_pair: tuple[BaseBackend, BaseBackend],
+) -> None:
+    """Random Programs (vyre.tools.fuzz's generator), every-fence spelling as the oracle."""
+    every, fewest = native_fma_pair[1], native_fma_pair[0]
+    # (no long loops: both sides would hit lavapipe's loop budget and refuse alike)
+    opts = dataclasses.replace(fuzz.options_for([every, fewest]), long_loops=0.0)
+    n = int(os.environ.get("VYRE_FUZZ_EXAMPLES", "40"))
+    assert fuzz.fuzz_backends(every, [fewest], max_examples=n, options=opts,
+                              use_database=False) > 0
 
 
 @pytest.mark.wgpu
