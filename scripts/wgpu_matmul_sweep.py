@@ -3,9 +3,9 @@
 
   python3 scripts/wgpu_matmul_sweep.py [--n 4096] [--reps 5] [--tiles 128x8x8,64x4x16,...]
 
-Fence rules: "fewest" (what fences.py allows, the default) and "all" (every f32 operand
-fenced, VYRE_WGPU_FENCES=all: how vyre spelled it before), each on its own backend
-instance. Every variant multiplies the same A and B; since the fma order over k is fixed,
+Fence rules: "fewest" (what fences.py allows, the default) for every --tiles shape, and
+"all" (every f32 operand fenced, VYRE_WGPU_FENCES=all: how vyre spelled it before) for the
+--all-tiles shapes, each rule on its own backend instance. Every variant multiplies the same A and B; since the fma order over k is fixed,
 every variant must return the same bits (checked: the first variant's C is the baseline),
 and the first is also checked against float64 like the bench does. The raw peer is the
 bench's hand-written vec4 WGSL kernel (vyre/tools/bench/peers.py, WGSL_MATMUL).
@@ -94,7 +94,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=4096, help="M = N = K (default 4096)")
     ap.add_argument("--reps", type=int, default=5, help="timed runs per variant (median)")
     ap.add_argument("--tiles", default=DEFAULT_TILES, help="blockxper_threadxblock_k, ...")
-    ap.add_argument("--fences", default="fewest,all", help="fence rules to time")
+    ap.add_argument("--all-tiles", default="128x8x8,64x4x16",
+                    help="tiles also timed with every operand fenced (the old spelling)")
     args = ap.parse_args()
     n = args.n
     data = W.Data(dataclasses.replace(W.Sizes(), matmul=n))
@@ -112,10 +113,10 @@ def main() -> int:
 
     baseline: np.ndarray | None = None
     ok_all = problem is None
-    for rule in args.fences.split(","):
+    for rule, tiles in (("fewest", args.tiles), ("all", args.all_tiles)):
         b = _backend(rule == "all")
         try:
-            for tile in _tiles(args.tiles):
+            for tile in _tiles(tiles):
                 try:
                     sec, c = _time_vyre(b, a, bm, tile, args.reps)
                 except Exception as exc:  # a shape a device refuses is a result, not a crash
