@@ -5,7 +5,8 @@
 
 Fence rules: "fewest" (what fences.py allows, the default) for every --tiles shape, and
 "all" (every f32 operand fenced, VYRE_WGPU_FENCES=all: how vyre spelled it before) for the
---all-tiles shapes, each rule on its own backend instance. Every variant multiplies the same A and B; since the fma order over k is fixed,
+--all-tiles shapes, each rule on its own backend instance; --unsplit-tiles also without
+matmul's split edge loads (its `split` knob; the default kernel splits). Every variant multiplies the same A and B; since the fma order over k is fixed,
 every variant must return the same bits (checked: the first variant's C is the baseline),
 and the first is also checked against float64 like the bench does. The raw peer is the
 bench's hand-written vec4 WGSL kernel (vyre/tools/bench/peers.py, WGSL_MATMUL).
@@ -63,7 +64,7 @@ def _median_time(run: Callable[[], float], reps: int) -> float:
 
 
 def _time_vyre(b: BaseBackend, a: np.ndarray, bm: np.ndarray, tile: tuple[int, int, int],
-               reps: int) -> tuple[float, np.ndarray]:
+               reps: int, split: bool) -> tuple[float, np.ndarray]:
     n = a.shape[0]
     block, per_thread, block_k = tile
     ab, bb = upload(b, a, "sweep_a"), upload(b, bm, "sweep_b")
@@ -71,7 +72,8 @@ def _time_vyre(b: BaseBackend, a: np.ndarray, bm: np.ndarray, tile: tuple[int, i
     cfg = matmul_config(n, n, n, block, per_thread, block_k)
     if b.supports(F.DEVICE_TIMERS):
         cfg = cfg.model_copy(update={"profile": True})
-    bound = b.bind(matmul_program(block, per_thread, block_k), {"a": ab, "b": bb}, {"c": cb}, cfg)
+    prog = matmul_program(block, per_thread, block_k, split)
+    bound = b.bind(prog, {"a": ab, "b": bb}, {"c": cb}, cfg)
 
     def run() -> float:
         t0 = time.perf_counter_ns()
@@ -96,6 +98,8 @@ def main() -> int:
     ap.add_argument("--tiles", default=DEFAULT_TILES, help="blockxper_threadxblock_k, ...")
     ap.add_argument("--all-tiles", default="128x8x8,64x4x16",
                     help="tiles also timed with every operand fenced (the old spelling)")
+    ap.add_argument("--unsplit-tiles", default="128x8x8",
+                    help="tiles also timed without matmul's split edge loads (split=False)")
     args = ap.parse_args()
     n = args.n
     data = W.Data(dataclasses.replace(W.Sizes(), matmul=n))
@@ -113,14 +117,20 @@ def main() -> int:
 
     baseline: np.ndarray | None = None
     ok_all = problem is None
-    for rule, tiles in (("fewest", args.tiles), ("all", args.all_tiles)):
+    runs = (("fewest", args.tiles, True), ("all", args.all_tiles, True),
+            ("fewest", args.unsplit_tiles, False))
+    for rule, tiles, split in runs:
+        if not tiles:
+            continue
         b = _backend(rule == "all")
+        label = rule if split else f"{rule} unsplit"
         try:
             for tile in _tiles(tiles):
+                name = f"vyre {label:14s} {'x'.join(map(str, tile)):9s}"
                 try:
-                    sec, c = _time_vyre(b, a, bm, tile, args.reps)
+                    sec, c = _time_vyre(b, a, bm, tile, args.reps, split)
                 except Exception as exc:  # a shape a device refuses is a result, not a crash
-                    print(f"vyre {rule:6s} {'x'.join(map(str, tile)):9s}: failed: {exc}")
+                    print(f"{name}: failed: {exc}")
                     ok_all = False
                     continue
                 if baseline is None:
@@ -133,8 +143,7 @@ def main() -> int:
                     bad = None if equal else same
                 ok_all &= bad is None
                 tf = flop / sec / 1e12
-                print(f"vyre {rule:6s} {'x'.join(map(str, tile)):9s}: {tf:8.3f} TFLOP/s "
-                      f"= {raw_s / sec:5.2f}x raw  {same}", flush=True)
+                print(f"{name}: {tf:8.3f} TFLOP/s = {raw_s / sec:5.2f}x raw  {same}", flush=True)
         finally:
             b.close()
     return 0 if ok_all else 1
