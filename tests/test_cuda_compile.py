@@ -390,3 +390,24 @@ def test_largest_matmul_sweep_tiles_compile(block: tuple[int, int], per: tuple[i
 
     assert (block, per, bk, True, True) in MATMUL_VARIANTS
     assert compile_program(matmul_program(block, per, bk), "sm_90").cubin[:4] == b"\x7fELF"
+
+
+def test_speed_options_leave_the_cubin_unchanged() -> None:
+    """compile_options() adds only options that make NVRTC faster (-minimal): every
+    conformance program, plain and coarsened, and matmul compile to the same cubin bytes
+    with them as with BASE_OPTIONS alone."""
+    from vyre.backends.cuda import generate
+    from vyre.backends.cuda.nvrtc import BASE_OPTIONS, compile_options, compile_source
+    from vyre.programs.matmul import matmul_program
+    from vyre.tools import conformance
+
+    extra = compile_options()[len(BASE_OPTIONS):]
+    assert compile_options()[:len(BASE_OPTIONS)] == BASE_OPTIONS
+    if not extra:
+        pytest.skip("this NVRTC predates -minimal: there is nothing to compare")
+    programs = [c.program for c in conformance.cases()] + [matmul_program()]
+    for prog in programs:
+        for coarsen in (1, 4):
+            src = generate(prog, coarsen=coarsen).source
+            assert compile_source(src, "sm_90", BASE_OPTIONS + extra) == \
+                compile_source(src, "sm_90", BASE_OPTIONS), (prog.name, coarsen)

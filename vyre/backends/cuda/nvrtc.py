@@ -6,7 +6,8 @@ architecture loads on any driver that supports the device. Options never include
 `--fmad=false` forbids contracting a*b+c into an fma (docs/IR.md).
 
 The disk cache key is sha256(source, options, arch, NVRTC version, format); entries are
-written atomically (temp file + os.replace) so concurrent processes are safe, and carry
+written atomically (temp file + os.replace, not fsynced: a torn entry fails its checksum and
+is rebuilt) so concurrent processes are safe, and carry
 their own key and a checksum over key and payload, so a corrupted entry, or one copied onto
 another key, is detected and rebuilt, never loaded (see DiskCache for the other guards).
 
@@ -16,6 +17,7 @@ This module needs no GPU and no driver, and must never load a module or touch a 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import stat
@@ -47,6 +49,18 @@ BASE_OPTIONS: tuple[str, ...] = (
 )
 
 
+# Options that only make NVRTC faster, never change the cubin (checked by
+# tests/test_cuda_compile.py over the conformance and regression programs): -minimal
+# (NVRTC >= 12.4) skips the texture, device-runtime and runtime-API declarations the
+# generated code never uses (about 4.5 ms of a 30-45 ms cold compile on the CI host).
+MINIMAL_SINCE = (12, 4)
+
+
+def compile_options() -> tuple[str, ...]:
+    """BASE_OPTIONS and the speed-only options this NVRTC accepts (part of the cache key)."""
+    return BASE_OPTIONS + (("-minimal",) if nvrtc_version() >= MINIMAL_SINCE else ())
+
+
 def _nvrtc():  # type: ignore[no-untyped-def]
     try:
         from cuda.bindings import nvrtc
@@ -57,8 +71,10 @@ def _nvrtc():  # type: ignore[no-untyped-def]
     return nvrtc
 
 
+@functools.cache
 def nvrtc_version() -> tuple[int, int]:
-    """NVRTC's (major, minor); BackendUnavailable if NVRTC cannot be loaded."""
+    """NVRTC's (major, minor); BackendUnavailable if NVRTC cannot be loaded (asked once:
+    it is part of every cache key)."""
     nv = _nvrtc()
     try:
         err, major, minor = nv.nvrtcVersion()
@@ -89,10 +105,13 @@ def _check(result: Any, what: str) -> None:
         raise CompileError(BACKEND, f"{what} failed ({err})", "", "")
 
 
-def compile_source(source: str, arch: str, options: tuple[str, ...] = BASE_OPTIONS,
+def compile_source(source: str, arch: str, options: tuple[str, ...] | None = None,
                    name: str = "vyre.cu") -> bytes:
-    """NVRTC `source` to a cubin for `arch` ("sm_90"); CompileError with source and log."""
+    """NVRTC `source` to a cubin for `arch` ("sm_90") with `options` (default:
+    compile_options()); CompileError with source and log."""
     nv = _nvrtc()
+    if options is None:
+        options = compile_options()
     opts = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in options)]
     err, prog = nv.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
@@ -130,7 +149,9 @@ def default_cache_dir() -> Path:
     return base / "vyre" / "cuda"
 
 
-def cache_key(source: str, arch: str, options: tuple[str, ...] = BASE_OPTIONS) -> str:
+def cache_key(source: str, arch: str, options: tuple[str, ...] | None = None) -> str:
+    if options is None:
+        options = compile_options()
     major, minor = nvrtc_version()
     h = hashlib.sha256()
     for part in (FORMAT, source, "\0".join(options), arch, f"nvrtc-{major}.{minor}"):
@@ -225,10 +246,10 @@ class DiskCache:
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.directory)
             try:
+                # no fsync: an entry torn by a crash fails its checksum on read and is
+                # rebuilt, so durability is not worth a disk flush on every cold compile
                 with os.fdopen(fd, "wb") as f:
                     f.write(_wrap(cubin, key))
-                    f.flush()
-                    os.fsync(f.fileno())
                 os.replace(tmp, self.path(key))  # replaces a FIFO or symlink entry too
                 self.stats.writes += 1
             except BaseException:
@@ -316,12 +337,13 @@ def compile_program(program: Program, arch: str, cache: DiskCache | None = None,
     stored there.
     """
     gen = generate(program, restrict=restrict, coarsen=coarsen)
-    key = cache_key(gen.source, arch)
+    options = compile_options()
+    key = cache_key(gen.source, arch, options)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return CompiledCubin(gen, arch, hit, key, True)
-    cubin = compile_source(gen.source, arch, name=f"{program.name[:40] or 'vyre'}.cu")
+    cubin = compile_source(gen.source, arch, options, name=f"{program.name[:40] or 'vyre'}.cu")
     if cache is not None:
         cache.put(key, cubin)
     return CompiledCubin(gen, arch, cubin, key, False)

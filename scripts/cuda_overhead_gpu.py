@@ -1,0 +1,188 @@
+"""Where vyre's CUDA launch and cold-compile time goes on a real GPU, next to the raw
+cuda-bindings peer of `vyre bench` (the GPU half of scripts/cuda_host_overhead.py):
+
+    python scripts/cuda_overhead_gpu.py [--json out.json]
+
+launch: the bench's dispatch.launch loop (1000 launches of the 1024-element inc kernel,
+then one stream synchronisation), interleaved rounds, median us per launch: the raw peer's
+launcher; vyre bound (Timing on, the default); vyre bound with options timing=False; and
+cuLaunchKernel called bare on vyre's own packed record (the floor for vyre's kernel on
+vyre's stream). compile: a never-seen program per round (empty disk cache), median ms:
+the raw peer (NVRTC + cuModuleLoadData); vyre compile() on the default (4x coarsened)
+variant and on the plain one (coarsen=1), and the stages of the former timed one by one
+(generate, NVRTC, disk write, cuModuleLoadData). Every launch loop's output is checked.
+Takes about 30 s on an H100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import vyre
+from vyre import DispatchConfig
+from vyre.backends.cuda import nvrtc
+from vyre.backends.cuda.codegen import generate
+from vyre.backends.cuda.runtime import CudaBackend
+from vyre.tools.bench import workloads as W
+from vyre.tools.bench.peers import CUDA_INC, CUDA_SAXPY, WG, RawCudaPeer, _grid
+from vyre.tools.bench.vyre_impl import compile_probe_program, inc_program
+
+OUT: dict[str, Any] = {}
+
+
+def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    got: dict[str, list[float]] = {k: [] for k in cases}
+    for f in cases.values():
+        f()  # warm-up
+    for _ in range(rounds):
+        for k, f in cases.items():
+            got[k].append(f())
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
+def launch(b: Any, raw: RawCudaPeer) -> None:
+    import ctypes
+
+    n, k = W.FULL.small, W.FULL.launches
+    y = b.allocate_device_buffer(4 * n)
+    b.write(y, np.zeros(n, np.uint32))
+    timed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, WG))
+    untimed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
+        n, WG, options={"timing": False}))
+    d = b.dispatch_with_device_buffers
+    count = [0]
+    rec = b.launch_args(timed)
+    fn, grid, block, params = rec
+    drv, stream = b.driver, b.cu_stream
+    ry = raw._alloc(np.zeros(n, np.uint32))
+    rparams, keep = raw._pack(ctypes.c_void_p(ry), ctypes.c_uint(n))
+    go = raw._launcher(raw._function(CUDA_INC, "inc"), _grid(n), rparams)
+    rcount = [0]
+
+    def wall(loop: Callable[[], None], sync: Callable[[], Any]) -> float:
+        t0 = time.perf_counter_ns()
+        loop()
+        sync()
+        return (time.perf_counter_ns() - t0) / k / 1e3
+
+    def raw_loop() -> None:
+        _ = keep
+        for _ in range(k):
+            go()
+        rcount[0] += k
+
+    def vyre_loop(bound: Any) -> Callable[[], None]:
+        def loop() -> None:
+            for _ in range(k):
+                d(bound)
+            count[0] += k
+        return loop
+
+    def bare_loop() -> None:
+        launch_kernel = drv.cuLaunchKernel
+        for _ in range(k):
+            launch_kernel(fn, *grid, *block, 0, stream, params, 0)
+        count[0] += k
+
+    res: dict[str, Any] = interleaved({
+        "raw peer go() us/launch": lambda: wall(raw_loop, raw._sync),
+        "vyre bound, Timing on (bench) us/launch": lambda: wall(vyre_loop(timed), b.synchronize),
+        "vyre bound, timing=False us/launch": lambda: wall(vyre_loop(untimed), b.synchronize),
+        "bare cuLaunchKernel on vyre's record us/launch": lambda: wall(bare_loop, b.synchronize),
+    }, 15)
+    got = b.read(y, dtype=np.uint32)
+    rgot = raw._read(ry, np.zeros(n, np.uint32))
+    ok = (got == count[0]).all() and (rgot == rcount[0]).all()
+    res["check"] = "passed" if ok else f"FAILED {got[:3]} vs {count[0]}, {rgot[:3]}"
+    r = res["raw peer go() us/launch"]
+    for key in list(res):
+        if key.startswith("vyre") and isinstance(res[key], float):
+            res[key.replace("us/launch", "ratio raw/vyre")] = r / res[key]
+    raw._free(ry)()
+    b.free(y)
+    OUT["launch"] = res
+
+
+def compile_cold(spec: str, raw: RawCudaPeer) -> None:
+    res: dict[str, list[float]] = {}
+
+    def add(k: str, ns: int) -> None:
+        res.setdefault(k, []).append(ns / 1e6)
+
+    with tempfile.TemporaryDirectory(prefix="vyre-cold-") as tmp:
+        os.environ["VYRE_CACHE_DIR"] = tmp
+        b4 = CudaBackend(spec)
+        b1 = CudaBackend(spec, coarsen=1)
+        arch = b4.arch
+        drv = b4.driver
+        disk = nvrtc.DiskCache()
+        for i in range(7):
+            salt = time.perf_counter_ns()
+            src = CUDA_SAXPY.replace("saxpy", f"saxpy_{salt}").replace(
+                "a * x[i]", f"a * x[i] + {salt % 1000}.0f")
+            t0 = time.perf_counter_ns()
+            raw._function(src, f"saxpy_{salt}")
+            add("raw peer: NVRTC + cuModuleLoadData ms", time.perf_counter_ns() - t0)
+            for label, b in (("vyre compile(), default (coarsened) ms", b4),
+                             ("vyre compile(), coarsen=1 ms", b1)):
+                prog = compile_probe_program(time.perf_counter_ns() + i)
+                t0 = time.perf_counter_ns()
+                b.compile(prog)
+                add(label, time.perf_counter_ns() - t0)
+            prog = compile_probe_program(time.perf_counter_ns() + 100 + i)
+            t0 = time.perf_counter_ns()
+            _ = prog.content_hash
+            t1 = time.perf_counter_ns()
+            gen = generate(prog, coarsen=b4.coarsen)
+            t2 = time.perf_counter_ns()
+            opts = nvrtc.compile_options()
+            key = nvrtc.cache_key(gen.source, arch, opts)
+            cubin = nvrtc.compile_source(gen.source, arch, opts)
+            t3 = time.perf_counter_ns()
+            disk.put(key, cubin)
+            t4 = time.perf_counter_ns()
+            err, mod = drv.cuModuleLoadData(cubin)
+            t5 = time.perf_counter_ns()
+            assert int(err) == 0, err
+            drv.cuModuleUnload(mod)
+            for k, ns in (("stage: content hash ms", t1 - t0), ("stage: generate ms", t2 - t1),
+                          ("stage: NVRTC (coarsened source) ms", t3 - t2),
+                          ("stage: disk write ms", t4 - t3),
+                          ("stage: cuModuleLoadData ms", t5 - t4)):
+                add(k, ns)
+        b4.close()
+        b1.close()
+    OUT["compile.cold"] = {k: statistics.median(v) for k, v in res.items()}
+    OUT["compile.cold"]["nvrtc options"] = " ".join(nvrtc.compile_options())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    raw = RawCudaPeer()
+    b = vyre.get_backend("cuda:0")
+    launch(b, raw)
+    b.close()
+    compile_cold("cuda:0", raw)
+    raw.close()
+    for section, vals in OUT.items():
+        print(f"== {section}")
+        for k, v in vals.items():
+            print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(OUT, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

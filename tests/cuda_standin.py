@@ -1,0 +1,153 @@
+"""A stand-in for the CUDA driver API (`cuda.bindings.driver`) for hosts without a GPU.
+
+Every call the CUDA backend and the bench's raw peer make answers success at once, with
+the real enum and handle types; nothing runs and device memory is never touched (reads
+come back as zeros). Used by tests of the backend's host-side logic (tests/
+test_cuda_host_path.py) and by scripts/cuda_host_overhead.py, which times vyre's own
+Python around the driver. `calls` records (name, thread id, args) of the calls named in
+`record` (none by default: the launch path is timed with it).
+
+This module must never be imported where a real driver is in use: `install` replaces the
+driver vyre loads for the rest of the process (or until `uninstall`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+from cuda.bindings import driver as real
+
+OK = real.CUresult.CUDA_SUCCESS
+OK1 = (OK,)
+
+
+def _launch(*args: Any) -> tuple[Any]:
+    return OK1
+
+
+class StandInDriver:
+    """Success for every call; enums and handle types are the real ones."""
+
+    def __init__(self, record: frozenset[str] = frozenset()) -> None:
+        self.record = record
+        self.calls: list[tuple[str, int, tuple[Any, ...]]] = []
+        self._next_ptr = 0x10000
+        self._host: dict[int, Any] = {}
+        # a plain function, not a method: the call costs the same wherever it is made from
+        self.cuLaunchKernel = self._recorded("cuLaunchKernel", _launch)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("CU"):
+            return getattr(real, name)
+        fn = getattr(type(self), "_" + name, None)
+        if fn is None:
+            raise AttributeError(f"the stand-in driver has no {name}")
+        return self._recorded(name, fn.__get__(self))
+
+    def _recorded(self, name: str, fn: Any) -> Any:
+        if name not in self.record:
+            return fn
+        calls = self.calls
+
+        def call(*args: Any) -> Any:
+            calls.append((name, threading.get_ident(), args))
+            return fn(*args)
+        return call
+
+    def calls_of(self, name: str) -> list[tuple[int, tuple[Any, ...]]]:
+        return [(tid, args) for n, tid, args in self.calls if n == name]
+
+    def _ptr(self, n: int) -> int:
+        p = self._next_ptr
+        self._next_ptr += (n + 255) // 256 * 256 + 256
+        return p
+
+    # every call below answers (CUDA_SUCCESS, result...)
+    def _cuInit(self, flags: int) -> tuple[Any]:
+        return OK1
+
+    def _cuDeviceGetCount(self) -> tuple[Any, int]:
+        return OK, 1
+
+    def _cuDeviceGet(self, i: int) -> tuple[Any, Any]:
+        return OK, real.CUdevice(i)
+
+    def _cuDevicePrimaryCtxRetain(self, dev: Any) -> tuple[Any, Any]:
+        return OK, real.CUcontext(0x1000)
+
+    def _cuDeviceGetName(self, n: int, dev: Any) -> tuple[Any, bytes]:
+        return OK, b"NVIDIA H100 80GB HBM3 (stand-in)\0"
+
+    def _cuDeviceGetAttribute(self, attr: Any, dev: Any) -> tuple[Any, int]:
+        table = {"COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+                 "MAX_THREADS_PER_BLOCK": 1024, "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+                 "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535,
+                 "MAX_GRID_DIM_Z": 65535, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024,
+                 "MAX_BLOCK_DIM_Z": 64, "MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32}
+        return OK, next((v for k, v in table.items() if attr.name.endswith(k)), 0)
+
+    def _cuDeviceTotalMem(self, dev: Any) -> tuple[Any, int]:
+        return OK, 80 << 30
+
+    def _cuDriverGetVersion(self) -> tuple[Any, int]:
+        return OK, 13000
+
+    def _cuMemGetInfo(self) -> tuple[Any, int, int]:
+        return OK, 79 << 30, 80 << 30
+
+    def _cuStreamCreate(self, flags: int) -> tuple[Any, Any]:
+        return OK, real.CUstream(self._ptr(1))
+
+    def _cuEventCreate(self, flags: int) -> tuple[Any, Any]:
+        return OK, real.CUevent(self._ptr(1))
+
+    def _cuEventElapsedTime(self, start: Any, end: Any) -> tuple[Any, float]:
+        return OK, 0.001
+
+    def _cuEventQuery(self, ev: Any) -> tuple[Any]:
+        return OK1
+
+    def _cuMemAlloc(self, n: int) -> tuple[Any, Any]:
+        return OK, real.CUdeviceptr(self._ptr(n))
+
+    def _cuMemAllocHost(self, n: int) -> tuple[Any, int]:
+        buf = (ctypes.c_char * n)()  # real host memory: the backend reads it
+        addr = ctypes.addressof(buf)
+        self._host[addr] = buf
+        return OK, addr
+
+    def _cuMemFreeHost(self, p: Any) -> tuple[Any]:
+        self._host.pop(int(p), None)
+        return OK1
+
+    def _cuModuleLoadData(self, image: bytes) -> tuple[Any, Any]:
+        return OK, real.CUmodule(self._ptr(1))
+
+    def _cuModuleGetFunction(self, m: Any, name: bytes) -> tuple[Any, Any]:
+        return OK, real.CUfunction(self._ptr(1))
+
+    def _ok(self, *args: Any) -> tuple[Any]:
+        return OK1
+
+    _cuCtxSetCurrent = _cuCtxSynchronize = _cuDevicePrimaryCtxRelease = _ok
+    _cuStreamDestroy = _cuStreamSynchronize = _cuStreamWaitEvent = _ok
+    _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
+    _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
+    _cuMemcpyDtoHAsync = _cuModuleUnload = _ok
+
+
+def install(record: frozenset[str] = frozenset()) -> StandInDriver:
+    """Make vyre's CUDA backend use a new stand-in driver; returns it."""
+    from vyre.backends.cuda import driver as D
+
+    fake = StandInDriver(record)
+    D._driver = fake
+    return fake
+
+
+def uninstall() -> None:
+    from vyre.backends.cuda import driver as D
+
+    D._driver = None

@@ -1,0 +1,175 @@
+"""The CUDA backend's host-side launch path, on a stand-in driver (no GPU needed).
+
+What the driver is asked to do, call by call: a re-launched bound dispatch is exactly one
+cuLaunchKernel with its packed record; everything that must be checked still is (freed
+buffers, a closed or poisoned instance, a new thread, buffers shared with a framework
+stream, profiling). Results on a real GPU are tests/test_cuda_runtime.py's.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig
+from vyre.builder import ProgramBuilder
+from vyre.ir.types import ScalarType as ST
+
+pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cuda_standin
+
+RECORDED = frozenset({"cuLaunchKernel", "cuCtxSetCurrent", "cuEventRecord",
+                      "cuStreamWaitEvent"})
+
+
+def _inc() -> vyre.Program:
+    k = ProgramBuilder("inc", workgroup_size=128)
+    y = k.buffer("y", ST.U32, "read_write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] + 1
+    return k.build()
+
+
+@pytest.fixture
+def drv() -> Iterator[Any]:
+    from vyre.backends.cuda import driver as D
+
+    before = D._driver
+    fake = cuda_standin.install(RECORDED)
+    try:
+        yield fake
+    finally:
+        D._driver = before
+
+
+@pytest.fixture
+def cuda(drv: Any, tmp_path: Path) -> Iterator[Any]:
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    b = CudaBackend(0, cache_dir=str(tmp_path))
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _bound(cuda: Any, **cfg: Any) -> tuple[Any, Any]:
+    y = cuda.allocate_device_buffer(4 * 256)
+    cuda.write(y, np.zeros(256, np.uint32))
+    bound = cuda.bind(_inc(), [], [y], DispatchConfig.for_elements(256, 128, **cfg))
+    return y, bound
+
+
+def _names(drv: Any) -> list[str]:
+    return [name for name, _tid, _args in drv.calls]
+
+
+def test_a_bound_relaunch_is_one_launch_call(cuda: Any, drv: Any) -> None:
+    _y, bound = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)  # first: compiled and packed
+    fn, grid, block, params = cuda.launch_args(bound)
+    drv.calls.clear()
+    ts = [cuda.dispatch_with_device_buffers(bound) for _ in range(5)]
+    assert _names(drv) == ["cuLaunchKernel"] * 5
+    assert drv.calls[0][2] == (fn, *grid, *block, 0, cuda.cu_stream, params, 0)
+    assert all(type(t) is vyre.Timing and t.wall_ns > 0 and t.enqueue_ns == t.wall_ns
+               and t.wait_ns == 0 and t.device_ns is None for t in ts)
+    _y2, untimed = _bound(cuda, options={"timing": False})
+    assert cuda.dispatch_with_device_buffers(untimed) == vyre.Timing()
+
+
+def test_a_free_makes_launches_recheck_their_buffers(cuda: Any, drv: Any) -> None:
+    y, bound = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)
+    other = cuda.allocate_device_buffer(16)
+    other.free()
+    drv.calls.clear()
+    cuda.dispatch_with_device_buffers(bound)  # re-checked, still fine
+    assert _names(drv) == ["cuLaunchKernel"]
+    y.free()
+    drv.calls.clear()
+    with pytest.raises(vyre.BufferStateError):
+        cuda.dispatch_with_device_buffers(bound)
+    assert _names(drv) == []
+
+
+def test_a_closed_instance_launches_nothing(cuda: Any, drv: Any) -> None:
+    _y, bound = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)
+    cuda.close()
+    drv.calls.clear()
+    with pytest.raises(vyre.BackendUnavailable):
+        cuda.dispatch_with_device_buffers(bound)
+    assert "cuLaunchKernel" not in _names(drv)
+
+
+def test_a_new_thread_makes_the_context_current_first(cuda: Any, drv: Any) -> None:
+    _y, bound = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)
+    drv.calls.clear()
+    seen: list[int] = []
+
+    def work() -> None:
+        seen.append(threading.get_ident())
+        for _ in range(3):
+            cuda.dispatch_with_device_buffers(bound)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert [(n, tid) for n, tid, _ in drv.calls] == \
+        [("cuCtxSetCurrent", seen[0])] + [("cuLaunchKernel", seen[0])] * 3
+
+
+def test_launch_errors_and_a_poisoned_context(cuda: Any, drv: Any) -> None:
+    from cuda.bindings import driver as real
+
+    err = real.CUresult
+    drv.cuLaunchKernel = lambda *a: (err.CUDA_ERROR_INVALID_VALUE,)  # packed into records
+    _y, bound = _bound(cuda)
+    for _ in range(2):  # the first launch prepares the record, the second is unchecked
+        with pytest.raises(vyre.DispatchError, match="cuLaunchKernel"):
+            cuda.dispatch_with_device_buffers(bound)
+    drv.cuLaunchKernel = lambda *a: (err.CUDA_ERROR_ILLEGAL_ADDRESS,)
+    _y2, poisoning = _bound(cuda)
+    with pytest.raises(vyre.DispatchError, match="unusable"):
+        cuda.dispatch_with_device_buffers(poisoning)
+    with pytest.raises(vyre.BackendUnavailable, match="context was lost"):
+        cuda.dispatch_with_device_buffers(bound)
+
+
+def test_buffers_shared_with_a_framework_stream_are_ordered(cuda: Any, drv: Any) -> None:
+    from vyre.backends.cuda import interop
+
+    y, bound = _bound(cuda)
+    _plain_y, plain = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)
+    cuda.dispatch_with_device_buffers(plain)
+    interop.link_stream(y, 0x5000)
+    assert cuda.interop_active
+    drv.calls.clear()
+    cuda.dispatch_with_device_buffers(bound)
+    assert _names(drv) == ["cuEventRecord", "cuStreamWaitEvent", "cuLaunchKernel",
+                           "cuEventRecord", "cuStreamWaitEvent"]
+    assert drv.calls[0][2][1] == 0x5000  # the framework stream's work comes first
+    drv.calls.clear()
+    cuda.dispatch_with_device_buffers(plain)  # shares no stream: a launch and nothing else
+    assert _names(drv) == ["cuLaunchKernel"]
+
+
+def test_a_profiled_bound_dispatch_waits_and_times(cuda: Any, drv: Any) -> None:
+    _y, bound = _bound(cuda, profile=True)
+    for _ in range(2):  # never the unchecked path, also once prepared
+        drv.calls.clear()
+        t = cuda.dispatch_with_device_buffers(bound)
+        assert _names(drv) == ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"]
+        assert t.device_ns == 1000  # the stand-in's cuEventElapsedTime: 0.001 ms
