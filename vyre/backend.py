@@ -570,9 +570,13 @@ class BaseBackend:
                 self._check_bindable(program, cfg)  # raises, naming what was passed
             if cfg.profile:
                 return self.dispatch_async(program, inputs, outputs, cfg).wait()
-            if type(inputs) not in (tuple, list, dict) or type(outputs) not in (tuple, list, dict):
-                inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # read once
-            given = (*_values(inputs), *_values(outputs))
+            ti, to = type(inputs), type(outputs)
+            if (ti is list or ti is tuple) and (to is list or to is tuple):
+                given = (*inputs, *outputs)  # the common case, without helper calls
+            else:
+                if ti not in (tuple, list, dict) or to not in (tuple, list, dict):
+                    inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # once
+                given = (*_values(inputs), *_values(outputs))
             key = self._launches.key(program, inputs, outputs, cfg, given)
             entry = self._launches.get(key) if key is not None else None
             if entry is None:  # first time: validate, bind, prepare, remember
@@ -751,8 +755,11 @@ class BaseBackend:
 
 def _values(arg: BufferArg) -> Iterable[Any]:
     """The buffers of an inputs / outputs argument, in the order given."""
-    if type(arg) is list or type(arg) is tuple:  # the common cases, without an ABC check
+    t = type(arg)
+    if t is list or t is tuple:  # the common cases, without an ABC check
         return arg
+    if t is dict:
+        return arg.values()  # type: ignore[union-attr]
     if isinstance(arg, Mapping):
         return arg.values()
     if not isinstance(arg, Iterable) or isinstance(arg, (str, bytes)):

@@ -51,7 +51,7 @@ DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slo
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
 _perf_ns = time.perf_counter_ns
 _get_ident = threading.get_ident
-_new_tuple = tuple.__new__  # Timing(ns, ns) through its generated __new__ costs twice as much
+_new_timing = tuple.__new__  # as in vyre/backend.py: half the cost of Timing(ns, ns)
 
 
 class _State:
@@ -585,7 +585,11 @@ class CudaBackend(BaseBackend):
         thread where the context is current and no buffer is shared with a framework
         stream, is one cuLaunchKernel between two clock reads (the launch overhead `vyre
         bench --workloads dispatch` measures; a method call less than _launch_record).
-        Everything else, first launches and profiled ones included, is the base's."""
+        Everything else, first launches and profiled ones included, is the base's.
+
+        No Ctrl-C guard is needed here: the only native call is cuLaunchKernel, and a
+        KeyboardInterrupt lands between bytecodes, so before the launch (nothing enqueued)
+        or after it (enqueued; only the Timing is lost), never inside driver state."""
         if type(program) is BoundDispatch:
             launch = program.launch
             if launch.epoch == self._epoch and _get_ident() in self._launch_threads:
@@ -598,8 +602,8 @@ class CudaBackend(BaseBackend):
                 if untimed:
                     return NO_TIMING
                 ns = _perf_ns() - t0
-                return _new_tuple(Timing, (ns, ns, 0, None))
-        return super().dispatch_with_device_buffers(program, inputs, outputs, config)
+                return _new_timing(Timing, (ns, ns, 0, None))
+        return _base_dispatch(self, program, inputs, outputs, config)  # cheaper than super()
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         """One cuLaunchKernel of the packed record, lock-free (the record is immutable, the
@@ -973,6 +977,9 @@ class CudaBackend(BaseBackend):
         launch: for benchmarks that call cuLaunchKernel on it themselves."""
         rec: _Launch = self._ready(bound)
         return (rec.function, rec.grid, rec.block, rec.params_ptr)
+
+
+_base_dispatch = BaseBackend.dispatch_with_device_buffers
 
 
 def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
