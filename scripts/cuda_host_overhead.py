@@ -73,6 +73,13 @@ def launch_case(rounds: int, profile: bool) -> None:
         for _ in range(k):
             d(untimed)
 
+    prog, ys, cfg = inc_program(), [y], DispatchConfig.for_elements(n, WG)
+    d(prog, [], ys, cfg)
+
+    def vyre_unbound(k: int) -> None:  # served by the launch cache
+        for _ in range(k):
+            d(prog, [], ys, cfg)
+
     # the raw peer's launcher (RawCudaPeer._launcher) over the same stand-in call
     launch, stream = fake.cuLaunchKernel, real.CUstream(0x2000)
     fn = real.CUfunction(0x4000)
@@ -100,7 +107,8 @@ def launch_case(rounds: int, profile: bool) -> None:
     for _ in range(3):  # interleaved
         for label, f in (("stand-in call alone", stub_loop), ("raw peer go()", raw_loop),
                          ("vyre dispatch_with_device_buffers(bound)", vyre_loop),
-                         ("vyre, bound with options timing=False", vyre_untimed)):
+                         ("vyre, bound with options timing=False", vyre_untimed),
+                         ("vyre unbound (program, [], [y], cfg)", vyre_unbound)):
             v = cpu_per_call(f, k, rounds)
             res[label] = min(res.get(label, v), v)
     floor = res["stand-in call alone"]

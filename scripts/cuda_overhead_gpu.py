@@ -7,7 +7,7 @@ launch: the bench's dispatch.launch loop (1000 launches of the 1024-element inc 
 then one stream synchronisation), interleaved rounds, median us per launch: the raw peer's
 launcher; vyre bound (Timing on, the default); vyre bound with options timing=False; and
 cuLaunchKernel called bare on vyre's own packed record (the floor for vyre's kernel on
-vyre's stream). compile: a never-seen program per round (empty disk cache), median ms:
+vyre's stream); and vyre unbound (program, buffers, config: a launch-cache hit). compile: a never-seen program per round (empty disk cache), median ms:
 the raw peer (NVRTC + cuModuleLoadData); vyre compile() on the default (4x coarsened)
 variant and on the plain one (coarsen=1), and the stages of the former timed one by one
 (generate, NVRTC, disk write, cuModuleLoadData). Every launch loop's output is checked.
@@ -87,6 +87,13 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
             count[0] += k
         return loop
 
+    prog, ys, cfg = inc_program(), [y], DispatchConfig.for_elements(n, WG)
+
+    def unbound_loop() -> None:  # served by the launch cache
+        for _ in range(k):
+            d(prog, [], ys, cfg)
+        count[0] += k
+
     def bare_loop() -> None:
         launch_kernel = drv.cuLaunchKernel
         for _ in range(k):
@@ -97,6 +104,7 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
         "raw peer go() us/launch": lambda: wall(raw_loop, raw._sync),
         "vyre bound, Timing on (bench) us/launch": lambda: wall(vyre_loop(timed), b.synchronize),
         "vyre bound, timing=False us/launch": lambda: wall(vyre_loop(untimed), b.synchronize),
+        "vyre unbound (launch cache hit) us/launch": lambda: wall(unbound_loop, b.synchronize),
         "bare cuLaunchKernel on vyre's record us/launch": lambda: wall(bare_loop, b.synchronize),
     }, 15)
     got = b.read(y, dtype=np.uint32)
