@@ -370,7 +370,10 @@ class VyreImpl:
             return wall(lambda: b.compile(prog))
 
         return TimedCase(run, lambda: self._compile_check(b, progs[-1]), "wall",
-                         extra={"note": "VYRE_CACHE_DIR points at an empty temporary directory"})
+                         extra={"note": "VYRE_CACHE_DIR points at an empty temporary directory; "
+                                "compile() builds the variant for large grids (on CUDA: 4 "
+                                "invocations per thread, vector loads), the raw peers' "
+                                "kernels do one element per thread"})
 
     def _compile_warm_memory(self, data: W.Data) -> TimedCase:
         b = self.backend
