@@ -19,8 +19,7 @@ import pytest
 
 import vyre
 from vyre import DispatchConfig
-from vyre.builder import ProgramBuilder
-from vyre.ir.types import ScalarType as ST
+from vyre.tools.bench.vyre_impl import inc_program  # y[i] += 1 over u32
 
 pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,15 +27,6 @@ import cuda_standin
 
 RECORDED = frozenset({"cuLaunchKernel", "cuCtxSetCurrent", "cuEventRecord",
                       "cuStreamWaitEvent"})
-
-
-def _inc() -> vyre.Program:
-    k = ProgramBuilder("inc", workgroup_size=128)
-    y = k.buffer("y", ST.U32, "read_write")
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] + 1
-    return k.build()
 
 
 @pytest.fixture
@@ -65,7 +55,7 @@ def cuda(drv: Any, tmp_path: Path) -> Iterator[Any]:
 def _bound(cuda: Any, **cfg: Any) -> tuple[Any, Any]:
     y = cuda.allocate_device_buffer(4 * 256)
     cuda.write(y, np.zeros(256, np.uint32))
-    bound = cuda.bind(_inc(), [], [y], DispatchConfig.for_elements(256, 128, **cfg))
+    bound = cuda.bind(inc_program(), [], [y], DispatchConfig.for_elements(256, 256, **cfg))
     return y, bound
 
 
