@@ -300,7 +300,9 @@ class Launch:
     themselves (weakly at most), so that a cached launch never keeps device memory alive.
     `epoch` is the backend's epoch when the launch was last checked runnable (instance open,
     buffers live and unfreed); the backend bumps its epoch on every free, close and context
-    loss, so a launch is re-checked exactly when something it depends on may have gone.
+    loss, so a launch is re-checked exactly when something it depends on may have gone. A
+    profiled launch is never stamped (it always takes the checked, waited path), so one
+    epoch comparison is all the hot path asks.
     """
 
     __slots__ = ("epoch", "profile", "record", "untimed")
