@@ -44,7 +44,9 @@ class StandInDriver:
         fn = getattr(type(self), "_" + name, None)
         if fn is None:
             raise AttributeError(f"the stand-in driver has no {name}")
-        return self._recorded(name, fn.__get__(self))
+        bound = self._recorded(name, fn.__get__(self))
+        setattr(self, name, bound)  # looked up like a module attribute from now on
+        return bound
 
     def _recorded(self, name: str, fn: Any) -> Any:
         if name not in self.record:
@@ -128,6 +130,12 @@ class StandInDriver:
     def _cuModuleGetFunction(self, m: Any, name: bytes) -> tuple[Any, Any]:
         return OK, real.CUfunction(self._ptr(1))
 
+    def _cuStreamEndCapture(self, stream: Any) -> tuple[Any, Any]:
+        return OK, real.CUgraph(self._ptr(1))
+
+    def _cuGraphInstantiate(self, graph: Any, flags: int) -> tuple[Any, Any]:
+        return OK, real.CUgraphExec(self._ptr(1))
+
     def _ok(self, *args: Any) -> tuple[Any]:
         return OK1
 
@@ -136,6 +144,7 @@ class StandInDriver:
     _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
     _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
     _cuMemcpyDtoHAsync = _cuModuleUnload = _ok
+    _cuStreamBeginCapture = _cuGraphLaunch = _cuGraphDestroy = _cuGraphExecDestroy = _ok
 
 
 def install(record: frozenset[str] = frozenset()) -> StandInDriver:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cuda_standin
 
 RECORDED = frozenset({"cuLaunchKernel", "cuCtxSetCurrent", "cuEventRecord",
-                      "cuStreamWaitEvent"})
+                      "cuStreamWaitEvent", "cuGraphLaunch", "cuEventSynchronize"})
 
 
 @pytest.fixture
@@ -161,5 +161,29 @@ def test_a_profiled_bound_dispatch_waits_and_times(cuda: Any, drv: Any) -> None:
     for _ in range(2):  # never the unchecked path, also once prepared
         drv.calls.clear()
         t = cuda.dispatch_with_device_buffers(bound)
-        assert _names(drv) == ["cuEventRecord", "cuLaunchKernel", "cuEventRecord"]
+        assert _names(drv) == ["cuEventRecord", "cuLaunchKernel", "cuEventRecord",
+                               "cuEventSynchronize"]
         assert t.device_ns == 1000  # the stand-in's cuEventElapsedTime: 0.001 ms
+
+
+def test_a_pipeline_run_is_one_graph_launch_between_two_events(cuda: Any, drv: Any) -> None:
+    y, bound = _bound(cuda)
+    pipe = cuda.pipeline([bound] * 10)
+    pipe.run(repeat=3)  # captures the graph of two body copies too
+    drv.calls.clear()
+    for repeat in (1, 3):
+        res = pipe.run(repeat=repeat)
+        graphs = 1 if repeat == 1 else 2  # 3 = 2 + 1 body copies
+        assert _names(drv) == ["cuEventRecord", *["cuGraphLaunch"] * graphs, "cuEventRecord",
+                               "cuEventSynchronize"]
+        assert res.timing.device_ns == 1000 and res.extra["graph_launches"] == graphs
+        drv.calls.clear()
+    other = cuda.allocate_device_buffer(16)
+    other.free()  # the buffers are re-checked, and still fine
+    pipe.run()
+    assert "cuGraphLaunch" in _names(drv)
+    y.free()
+    drv.calls.clear()
+    with pytest.raises(vyre.BufferStateError):
+        pipe.run()
+    assert _names(drv) == []

@@ -137,6 +137,7 @@ class Pipeline:
             {id(b): b for s in self.steps for b in s.buffers}.values()
         )
         self.profiled = any(s.config.profile for s in self.steps)  # device timers asked for
+        self._checked_epoch = -1  # the backend's epoch when run() last checked the buffers
         self.state: Any = None  # backend-private recording (command list, graph, ...)
         self._unrolled: tuple[int, Pipeline] | None = None  # (repeat, its recorded pipeline)
         self._types = self._buffer_types()
@@ -209,11 +210,16 @@ class Pipeline:
         reads = self._check_reads(read)
         # Under the backend's lock like every other device call: device libraries (wgpu-native)
         # abort the process when two threads submit at once.
-        with self.backend._lock:
-            self.backend._check_open()
-            for b in self._distinct_buffers:
-                check_usable(b)
-            return self.backend._run_pipeline(self, repeat, reads)
+        backend = self.backend
+        with backend._lock:
+            backend._check_open()
+            # the buffers are re-checked only when the backend's epoch moved (a free, a
+            # close, a lost context), as a bound dispatch's are
+            if self._checked_epoch != backend._epoch:
+                for b in self._distinct_buffers:
+                    check_usable(b)
+                self._checked_epoch = backend._epoch
+            return backend._run_pipeline(self, repeat, reads)
 
     def _typed(self, r: Any) -> ReadRange:
         return checked_read(self.backend, r, self._default_dtype)

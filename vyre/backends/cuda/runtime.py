@@ -139,6 +139,7 @@ class _GraphState:
     """A pipeline's CUDA graphs: the body repeated 2**k times, and readback graphs."""
 
     launches: list[_Launch]
+    max_copies: int = 1  # most body copies one graph holds (_max_copies), fixed at record
     execs: dict[int, Any] = field(default_factory=dict)  # copies -> CUgraphExec
     reads: dict[tuple[Any, ...], tuple[Any, list[tuple[int, int]], int]] = field(
         default_factory=dict
@@ -755,6 +756,7 @@ class CudaBackend(BaseBackend):
         self._check_open()
         with self._lock:
             st = _GraphState([self._ready(s) for s in pipeline.steps])
+            st.max_copies = self._max_copies(st)
             self._body_exec(st, 1)
             self._graphs.append(st)
             pipeline.state = st
@@ -823,52 +825,61 @@ class CudaBackend(BaseBackend):
 
     @interrupt_safe
     def _run_pipeline(self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]) -> PipelineResult:
-        self._check_open()
+        # Pipeline.run checked the instance and the buffers under the lock it still holds.
+        # Driver calls are made directly (not through _call) on this per-run path.
         st = pipeline.state
         if not isinstance(st, _GraphState) or st.destroyed:
             raise DispatchError(f"{self.id}: this pipeline's recording is gone; record it again")
         drv = self._drv
-        t0 = time.perf_counter_ns()
+        stream = self._stream
+        t0 = _perf_ns()
         with self._lock:
             if self._timing_events is None:
                 self._timing_events = (self._event(True), self._event(True))
             ev0, ev1 = self._timing_events
-            self._call(drv.cuEventRecord, ev0, self._stream)
+            (err,) = drv.cuEventRecord(ev0, stream)
+            if err:
+                self._raise("cuEventRecord", err)
             # framework ordering goes around the graph launches, never into a capture
-            streams = interop.streams_of(pipeline.buffers()) if self.interop_active else ()
+            streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
             if streams:
                 interop.wait_for(self, streams)
             remaining = repeat
-            p = self._max_copies(st)
+            p = st.max_copies
             launches = 0
             while remaining:
                 while p > remaining:
                     p //= 2
                 ex = self._body_exec(st, p)
-                self._call(drv.cuGraphLaunch, ex, self._stream, what="cuGraphLaunch")
+                (err,) = drv.cuGraphLaunch(ex, stream)
+                if err:
+                    self._raise("cuGraphLaunch", err)
                 launches += 1
                 remaining -= p
             pinned: list[tuple[int, int]] = []
             if reads:
                 rex, pinned = self._read_exec(st, reads)
-                self._call(drv.cuGraphLaunch, rex, self._stream, what="cuGraphLaunch")
+                self._call(drv.cuGraphLaunch, rex, stream, what="cuGraphLaunch")
             if streams:
                 interop.signal(self, streams)
-            self._call(drv.cuEventRecord, ev1, self._stream)
-            t1 = time.perf_counter_ns()
+            (err,) = drv.cuEventRecord(ev1, stream)
+            if err:
+                self._raise("cuEventRecord", err)
+            t1 = _perf_ns()
             (err,) = drv.cuEventSynchronize(ev1)  # the one host synchronisation
-            if int(err) != 0:
+            if err:
                 self._raise("pipeline (cuEventSynchronize)", err)
-            t2 = time.perf_counter_ns()
-            ms = self._call(drv.cuEventElapsedTime, ev0, ev1)
+            t2 = _perf_ns()
+            err, ms = drv.cuEventElapsedTime(ev0, ev1)
+            if err:
+                self._raise("cuEventElapsedTime", err)
             arrays = [
                 np.frombuffer(bytearray(ctypes.string_at(ptr, n)) if n else bytearray(),
                               dtype=np.dtype(r.dtype))
                 for r, (ptr, n) in zip(reads, pinned)
-            ]
-        t3 = time.perf_counter_ns()
-        timing = Timing(wall_ns=t3 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1,
-                        device_ns=int(float(ms) * 1e6))
+            ] if reads else []
+        t3 = _perf_ns()
+        timing = _new_timing(Timing, (t3 - t0, t1 - t0, t2 - t1, int(float(ms) * 1e6)))
         return PipelineResult(arrays, timing, {"graph_launches": launches + bool(reads)})
 
     # ------------------------------------------------------------ lifecycle
