@@ -102,13 +102,31 @@ def launch_case(rounds: int, profile: bool) -> None:
         for _ in range(k):
             launch(fn, grid, 1, 1, WG, 1, 1, 0, stream, params, 0)
 
+    pipe = b.pipeline([bound] * W.FULL.batch)
+    pipe.run()
+    graph_launch, stream_sync = fake.cuGraphLaunch, fake.cuStreamSynchronize
+    gexec = real.CUgraphExec(0x5000)
+
+    def vyre_pipeline(k: int) -> None:  # per dispatch: one run() replays batch of them
+        for _ in range(k // W.FULL.batch):
+            pipe.run()
+
+    def raw_graph(k: int) -> None:  # the raw peer's batch100: cuGraphLaunch + a sync
+        for _ in range(k // W.FULL.batch):
+            (err,) = graph_launch(gexec, stream)
+            if int(err):
+                raise RuntimeError(f"cuGraphLaunch failed: {err}")
+            stream_sync(stream)
+
     k = 20000
     res: dict[str, float] = {}
     for _ in range(3):  # interleaved
         for label, f in (("stand-in call alone", stub_loop), ("raw peer go()", raw_loop),
                          ("vyre dispatch_with_device_buffers(bound)", vyre_loop),
                          ("vyre, bound with options timing=False", vyre_untimed),
-                         ("vyre unbound (program, [], [y], cfg)", vyre_unbound)):
+                         ("vyre unbound (program, [], [y], cfg)", vyre_unbound),
+                         ("raw graph replay, per dispatch of 100", raw_graph),
+                         ("vyre pipeline.run(), per dispatch of 100", vyre_pipeline)):
             v = cpu_per_call(f, k, rounds)
             res[label] = min(res.get(label, v), v)
     floor = res["stand-in call alone"]
