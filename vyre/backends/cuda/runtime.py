@@ -482,8 +482,13 @@ class CudaBackend(BaseBackend):
         return str(self._arch)
 
     def compile(self, program: Program) -> Kernel:
-        """Compile and load `program` for this device (cached in memory and on disk)."""
-        kernel: Kernel = self._compiled_for(program, (self._arch, True, self.coarsen))
+        """Compile and load `program` for this device (cached in memory and on disk): the
+        kernel with one element per invocation, which every dispatch below
+        `coarsen_min_invocations` runs. A larger grid runs a coarsened variant (`coarsen`
+        elements per invocation), compiled at its first such dispatch and cached the same
+        way; compile() does not build it, because most programs never see such a grid and
+        it costs NVRTC about 1.5x the plain kernel."""
+        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1))
         return kernel
 
     def _specialisation(self, bound: BoundDispatch) -> Any:

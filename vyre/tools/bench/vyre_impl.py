@@ -371,9 +371,10 @@ class VyreImpl:
 
         return TimedCase(run, lambda: self._compile_check(b, progs[-1]), "wall",
                          extra={"note": "VYRE_CACHE_DIR points at an empty temporary directory; "
-                                "compile() builds the variant for large grids (on CUDA: 4 "
-                                "invocations per thread, vector loads), the raw peers' "
-                                "kernels do one element per thread"})
+                                "compile() builds the one-element-per-invocation kernel, "
+                                "the raw peers' shape (on CUDA a grid of 2^20 invocations "
+                                "or more compiles a coarsened variant at its first "
+                                "dispatch, not timed here)"})
 
     def _compile_warm_memory(self, data: W.Data) -> TimedCase:
         b = self.backend
