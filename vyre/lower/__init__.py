@@ -10,8 +10,10 @@ The reference backend interprets `Native` with an assertion of that domain, so
 spelling; accuracy fixes for one driver stay in that backend.
 """
 
+from .memory import guarded_load, guarded_store
 from .names import mangle
 from .passes import lower
 from .traits import ALL_NATIVE, NOTHING_NATIVE, Traits, all_traits
 
-__all__ = ["ALL_NATIVE", "NOTHING_NATIVE", "Traits", "all_traits", "lower", "mangle"]
+__all__ = ["ALL_NATIVE", "NOTHING_NATIVE", "Traits", "all_traits", "guarded_load",
+           "guarded_store", "lower", "mangle"]
