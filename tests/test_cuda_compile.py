@@ -329,18 +329,21 @@ def test_lowered_edge_program_compiles() -> None:
     """The lowering's edge program (tests/test_lowering.py) through the CUDA printer and
     NVRTC, plain, coarsened and as a lockstep body: every Native spelling compiles."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from lowering_cases import edge_program
+    from lowering_cases import edge_program, memory_program
 
     from vyre.backends.cuda import compile_program
 
-    prog = edge_program()
-    compile_program(prog, "sm_90")
+    compile_program(edge_program(), "sm_90")
+    compile_program(memory_program(), "sm_90")
     k = ProgramBuilder("lockstep_lowered", workgroup_size=256)
     a, b = k.buffer("a", ST.I32), k.buffer("o", ST.I32, "write")
     f = k.buffer("f", ST.F16)
+    c = k.buffer("c", ST.U32, "read_write")
     i = k.global_linear_id()
     with k.if_(i < a.length()):
         b[i] = a[i] / a[i + 1] + (a[i] >> a[i + 2].cast(ST.U32)) + abs(a[i]) + f[i].cast(ST.I32)
+        old = c.atomic_add(i + 1, 1)  # guarded atomics with results, lane by lane
+        b[(a[i] & 255).cast(ST.U32)] = old.cast(ST.I32)  # a store index holding a load
     compile_program(k.build(), "sm_90", coarsen=4)
 
 

@@ -1101,9 +1101,11 @@ def _raw_ref(ctx: _Ctx, node: N.Load | N.Store, index: str) -> str:
     """`var[index]` of a raw access of the core (vyre.lower made sure it is in range)."""
     if not isinstance(node, (N.RawLoad, N.RawStore)):
         raise _unlowered(f"a bounds-checked {node.kind} of {node.buffer!r}")
-    if node.buffer in ctx.arrays and _foldable(ctx, node.index):
+    i = node.index
+    if node.buffer in ctx.arrays and not isinstance(i, N.Const) and _foldable(ctx, i):
         # naga evaluates a constant index into a fixed-size array when it compiles, and
         # rejects one out of range even where the IR's index test never runs the access
+        # (a literal index is one vyre.lower found in range)
         index = f"{_identity_fn(ctx, T.U32)}({index})"
     return f"{_storage_ref(ctx, node.buffer)[0]}[{index}]"
 
