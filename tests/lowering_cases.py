@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vyre.builder import ProgramBuilder, clamp, select, sqrt
+from vyre.builder import ProgramBuilder, clamp, max_, min_, select, sqrt
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType as T
 
@@ -79,12 +79,15 @@ def memory_program() -> N.Program:
     vyre.lower must handle: nested in an index, in a while condition, in for bounds (step
     1 and stepped), a store index holding a load, constant indices into a workgroup array
     (in range, past it, and one WGSL's constant evaluation could compute: its length), and
-    atomics with and without results. One workgroup of 4; `a` holds 5 elements, `f` 2."""
+    atomics with and without results, and workgroup array indices whose range
+    vyre.lower.ranges bounds (in range, never, or only the run knows: wraps, selects,
+    signed casts). One workgroup of 4; `a` holds 5 elements, `f` 2."""
     k = ProgramBuilder("lower_memory", workgroup_size=4)
     a, f = k.buffer("a", T.I32), k.buffer("f", T.F32)
     o = k.buffer("o", T.I32, "write", count=40)
     of = k.buffer("of", T.F32, "write", count=4)
     p = k.buffer("p", T.I32, "write", count=8)
+    r = k.buffer("r", T.I32, "write", count=16)
     acc = k.buffer("acc", T.U32, "read_write", count=4)
     w = k.shared("w", T.I32, 4)
     wa = k.shared("wa", T.U32, 2)
@@ -115,4 +118,8 @@ def memory_program() -> N.Program:
     o[t + 38] = (1 + t).cast(T.I32)  # t >= 2: past o, nothing
     p[(a[t] + 4).cast(T.U32)] = (t + 1).cast(T.I32)  # 5, 4, 7, then 10: past p
     of[t] = f[t] * 2.0
+    r[t] = w[t - 1] + w[(t + 4294967295) % 4]  # t - 1 wraps at t = 0: read past w, 0
+    r[4 + t] = w[t >> 1] + w[min_(t, 9)] + w[max_(t, 2)] + w[(t * 5) / 4]
+    r[8 + t] = w[select(t < 2, t, 7)] + w[(t & 1) * 3] + w[k.local_id(1) + 3]
+    r[12 + t] = w[(t.cast(T.I32) - 2).cast(T.U32)] + w[(t + 1).cast(T.I32).cast(T.U32)]
     return k.build()

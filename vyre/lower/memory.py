@@ -13,10 +13,11 @@ RawAtomic (vyre.ir.nodes), which a printer spells as a plain, unchecked access:
   with a conditional expression that evaluates only its chosen operand (`lazy_select`,
   C's `?:`) it stays an expression, `Guarded(i < len(b), raw b[i], 0)`; elsewhere (WGSL's
   `select` evaluates both) a local is set under an `if` just before the statement
-  (`let t = 0; if (i < len(b)) { t = raw b[i] }`, then `t`), which is the same thing
-  because IR expressions have no side effects.
-A constant index into a workgroup array (whose length is declared) needs no run-time
-test: in range it is the raw access itself, out of range 0 / nothing.
+  (`let t = 0; if (i < len(b)) { t = raw b[i] }`, then `t`; `let x = b[i]` sets `x`
+  itself), which is the same thing because IR expressions have no side effects.
+An index into a workgroup array (whose length is declared) that vyre.lower.ranges bounds
+needs no run-time test: always in range it is the raw access itself (the library
+matmul's tile reads), never in range 0 / nothing.
 The index is evaluated once by the test and the access: repeated when it holds no memory
 access (a pure expression every target compiler computes once; a local would also hide
 its form from target analyses such as CUDA's stride analysis), else set in a local.
@@ -32,6 +33,8 @@ from typing import Protocol
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import Fold
+
+from .ranges import Ranges
 
 _BOOL = ScalarType.BOOL
 
@@ -80,6 +83,7 @@ class Guards:
 
     def __init__(self, program: N.Program, lazy_select: bool) -> None:
         self.lazy = lazy_select
+        self.ranges = Ranges(program)
         self.sizes = {a.name: a.count for a in program.workgroup_arrays}
         self.elem = {b.name: b.ty for b in program.buffers}
         self.elem.update((a.name, a.ty) for a in program.workgroup_arrays)
@@ -88,17 +92,22 @@ class Guards:
         self.touches = Fold[bool](lambda e, kids: isinstance(e, N.Guarded) or any(kids))
 
     def known(self, buffer: str, index: N.ExprNode) -> bool | None:
-        """Whether `index < length` is known before the run (None: only the run knows)."""
+        """Whether `index` (of the Program as written) is below the length whenever it
+        runs, known before the run (None: only the run knows)."""
         n = self.sizes.get(buffer)
-        if n is None or not isinstance(index, N.Const):
+        if n is None:
             return None
-        return int(index.value) < n
+        r = self.ranges.of(index)
+        if r is None or r[0] < n <= r[1]:
+            return None
+        return r[1] < n
 
     def index(self, host: Host, index: N.ExprNode) -> N.ExprNode:
         return host.once(index) if self.touches(index) else index
 
-    def load(self, host: Host, e: N.Load) -> N.ExprNode:
-        known = self.known(e.buffer, e.index)
+    def load(self, host: Host, e: N.Load, written: N.ExprNode) -> N.ExprNode:
+        """`e` (its operands lowered) whose index was `written` in the Program."""
+        known = self.known(e.buffer, written)
         if known is not None:
             return N.RawLoad(buffer=e.buffer, index=e.index, ty=e.ty) if known else zero(e.ty)
         i = self.index(host, e.index)
@@ -110,9 +119,24 @@ class Guards:
                          N.If(cond=in_range(i, e.buffer), then=(N.Assign(name=t.name, value=raw),))]
         return t
 
+    def into_let(self, lets: list[N.StmtNode], name: str, value: N.ExprNode,
+                 ) -> list[N.StmtNode] | None:
+        """`let name = b[i]` set under the test itself, without a local for the load
+        (None when `value` is not the load just set before the statement)."""
+        if not (isinstance(value, N.Var) and len(lets) >= 2):
+            return None
+        decl, test = lets[-2], lets[-1]
+        if not (isinstance(decl, N.Let) and decl.name == value.name and isinstance(test, N.If)):
+            return None
+        (set_,) = test.then
+        assert isinstance(set_, N.Assign)
+        return [*lets[:-2], decl.model_copy(update={"name": name}),
+                test.model_copy(update={"then": (set_.model_copy(update={"name": name}),)})]
+
     def store(self, host: Host, s: N.Store, index: N.ExprNode, value: N.ExprNode,
               ) -> list[N.StmtNode]:
-        known = self.known(s.buffer, index)
+        """Store `s` of the Program, its operands lowered to `index` and `value`."""
+        known = self.known(s.buffer, s.index)
         if known is not None:
             return [N.RawStore(buffer=s.buffer, index=index, value=value)] if known else []
         i = self.index(host, index)
@@ -123,7 +147,7 @@ class Guards:
                ) -> list[N.StmtNode]:
         index, value, *rest = exprs
         comparand = rest[0] if rest else None
-        known = self.known(s.buffer, index)
+        known = self.known(s.buffer, s.index)
         ty = self.elem[s.buffer]
         declare: list[N.StmtNode] = []
         if s.result is not None and not known:

@@ -175,6 +175,7 @@ class _Lowering:
 
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        written = e
         e = with_children(e, kids)
         t = self.t
         if isinstance(e, N.Binary) and e.a.ty.is_int:
@@ -194,7 +195,8 @@ class _Lowering:
         if isinstance(e, N.Call) and e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
             return self.float_call(e.fn, e.args, e.ty)
         if type(e) is N.Load and self.memory is not None:
-            return self.memory.load(self, e)
+            assert isinstance(written, N.Load)
+            return self.memory.load(self, e, written.index)
         return e
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
@@ -222,6 +224,10 @@ class _Lowering:
             (cond,) = new
             stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
             return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
+        if isinstance(s, N.Let) and mem is not None and not mem.lazy:
+            into = mem.into_let(lets, s.name, new[0])
+            if into is not None:
+                return into
         return [*lets, with_parts(s, new, tuple(_blocks(s)))]
 
 
