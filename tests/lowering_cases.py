@@ -121,5 +121,6 @@ def memory_program() -> N.Program:
     r[t] = w[t - 1] + w[(t + 4294967295) % 4]  # t - 1 wraps at t = 0: read past w, 0
     r[4 + t] = w[t >> 1] + w[min_(t, 9)] + w[max_(t, 2)] + w[(t * 5) / 4]
     r[8 + t] = w[select(t < 2, t, 7)] + w[(t & 1) * 3] + w[k.local_id(1) + 3]
-    r[12 + t] = w[(t.cast(T.I32) - 2).cast(T.U32)] + w[(t + 1).cast(T.I32).cast(T.U32)]
+    r[12 + t] = w[(t.cast(T.I32) - 2).cast(T.U32)] + w[(t + 1).cast(T.I32).cast(T.U32)] + w[
+        w.length() ^ 1]  # past w, which naga must not see as a constant index
     return k.build()

@@ -843,9 +843,11 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return literal(ctx, e, opaque)
     kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
-    # rejects overflow and division by zero; hiding one literal makes it a runtime value.
+    # rejects overflow, division by zero and a constant index past a fixed-size array (even
+    # under an index test that never runs it); hiding its literals makes it a runtime value.
     # (Float operands are fenced by the operators themselves, see _fence_fn.)
-    hide = bool(kids) and all(isinstance(k, N.Const) for k in kids)
+    hide = bool(kids) and all(isinstance(k, N.Const) or (
+        isinstance(k, N.Length) and k.buffer in ctx.arrays) for k in kids)
     sub = [expr(ctx, k, hide) for k in kids]
     if isinstance(e, N.Var):
         return ctx.lookup(e.name)
@@ -860,8 +862,9 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Load):
         return _raw_load(ctx, e, sub[0])
     if isinstance(e, N.Length):
-        if e.buffer in ctx.arrays:
-            return f"{ctx.arrays[e.buffer].count}u"
+        if e.buffer in ctx.arrays:  # (a literal)
+            n = f"{ctx.arrays[e.buffer].count}u"
+            return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
         return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
     if isinstance(e, N.Unary):
         return _unary(ctx, e, sub[0])
@@ -1101,22 +1104,7 @@ def _raw_ref(ctx: _Ctx, node: N.Load | N.Store, index: str) -> str:
     """`var[index]` of a raw access of the core (vyre.lower made sure it is in range)."""
     if not isinstance(node, (N.RawLoad, N.RawStore)):
         raise _unlowered(f"a bounds-checked {node.kind} of {node.buffer!r}")
-    i = node.index
-    if node.buffer in ctx.arrays and not isinstance(i, N.Const) and _foldable(ctx, i):
-        # naga evaluates a constant index into a fixed-size array when it compiles, and
-        # rejects one out of range even where the IR's index test never runs the access
-        # (a literal index is one vyre.lower found in range)
-        index = f"{_identity_fn(ctx, T.U32)}({index})"
     return f"{_storage_ref(ctx, node.buffer)[0]}[{index}]"
-
-
-def _foldable(ctx: _Ctx, e: N.ExprNode) -> bool:
-    """Whether WGSL's constant evaluation could compute `e` (literals and array lengths)."""
-    if isinstance(e, N.Length):
-        return e.buffer in ctx.arrays
-    if isinstance(e, (N.Var, N.Param, N.Builtin, N.Load)):
-        return False
-    return all(_foldable(ctx, k) for k in children(e))
 
 
 def _raw_load(ctx: _Ctx, e: N.Load, index: str) -> str:
