@@ -84,8 +84,8 @@ class Invocations:
         self.stopped = np.zeros(self.n, dtype=bool)
         self.any_stopped = False
         self.loops: list[_Loop] = []
-        # the lanes evaluating the current expression (a Guarded operand narrows it): where
-        # the lowered core's raw accesses must be in range (see `in_range`)
+        # the lanes evaluating the current statement's expressions (a Guarded operand
+        # narrows it): where the lowered core's raw accesses must be in range (`in_range`)
         self.active = np.ones(self.n, dtype=bool)
 
     # ------------------------------------------------------------ entry
@@ -252,13 +252,7 @@ class Invocations:
         self.locals[name] = np.where(mask, value, base).astype(dt, copy=False)
 
     def stmt(self, s: N.StmtNode, mask: Array) -> None:
-        outer, self.active = self.active, mask
-        try:
-            self._stmt(s, mask)
-        finally:
-            self.active = outer
-
-    def _stmt(self, s: N.StmtNode, mask: Array) -> None:
+        self.active = mask  # (a while sets it again before its condition)
         if isinstance(s, (N.Let, N.Assign)):
             self.set_local(s.name, self.eval(s.value), mask, s.value.ty)
         elif isinstance(s, N.Store):
@@ -370,6 +364,7 @@ class Invocations:
         frame = self._enter_loop()
         try:
             while True:
+                self.active = active
                 c = self.lanes(self.eval(s.cond))
                 active = active & c & ~frame.broken & ~self.returned
                 if not active.any():
