@@ -2,7 +2,8 @@
 
 A trait set to True means the target's own operation already has the IR's semantics, so
 the lowering leaves the IR node in place for the printer; False means the lowering
-rewrites it into the core (vyre.lower.passes). This module must never hold rules.
+rewrites it into the core (vyre.lower.passes). `lazy_select` is a capability instead: it
+chooses the form of one rewrite. This module must never hold rules.
 """
 
 from __future__ import annotations
