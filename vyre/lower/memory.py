@@ -126,10 +126,10 @@ class Guards:
         if not (isinstance(value, N.Var) and len(lets) >= 2):
             return None
         decl, test = lets[-2], lets[-1]
-        if not (isinstance(decl, N.Let) and decl.name == value.name and isinstance(test, N.If)):
+        if not (isinstance(decl, N.Let) and decl.name == value.name and isinstance(test, N.If)
+                and len(test.then) == 1 and isinstance(set_ := test.then[0], N.Assign)
+                and set_.name == value.name):
             return None
-        (set_,) = test.then
-        assert isinstance(set_, N.Assign)
         return [*lets[:-2], decl.model_copy(update={"name": name}),
                 test.model_copy(update={"then": (set_.model_copy(update={"name": name}),)})]
 
