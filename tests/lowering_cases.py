@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vyre.builder import ProgramBuilder, clamp, select, sqrt
+from vyre.builder import ProgramBuilder, clamp, max_, min_, select, sqrt
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType as T
 
@@ -67,3 +67,60 @@ EDGE_F = np.array([np.nan, np.inf, -np.inf, 2.0**31, -(2.0**31), -0.5, 4.3e9, -2
 EDGE_H = np.array([np.nan, np.inf, -np.inf, 65504, -65504, -0.5, 0.99, 3.5], np.float16)
 
 
+
+
+MEM_A = np.array([1, 0, 3, 6, 2], np.int32)
+MEM_F = np.array([1.5, -2.0], np.float32)
+
+
+def memory_program() -> N.Program:
+    """Loads, stores and atomics in and out of range (docs/IR.md: out of range reads 0 and
+    does nothing) on buffers and workgroup arrays, in every place the memory rule of
+    vyre.lower must handle: nested in an index, in a while condition, in for bounds (step
+    1 and stepped), a store index holding a load, constant indices into a workgroup array
+    (in range, past it, and one WGSL's constant evaluation could compute: its length), and
+    atomics with and without results, and workgroup array indices whose range
+    vyre.lower.ranges bounds (in range, never, or only the run knows: wraps, selects,
+    signed casts). One workgroup of 4; `a` holds 5 elements, `f` 2."""
+    k = ProgramBuilder("lower_memory", workgroup_size=4)
+    a, f = k.buffer("a", T.I32), k.buffer("f", T.F32)
+    o = k.buffer("o", T.I32, "write", count=40)
+    of = k.buffer("of", T.F32, "write", count=4)
+    p = k.buffer("p", T.I32, "write", count=8)
+    r = k.buffer("r", T.I32, "write", count=16)
+    acc = k.buffer("acc", T.U32, "read_write", count=4)
+    w = k.shared("w", T.I32, 4)
+    wa = k.shared("wa", T.U32, 2)
+    t = k.let(k.local_index())
+    w[t] = a[t + 2]  # t = 3 reads past a: 0
+    w[t + 4] = 7  # past w: nothing
+    wa[t] = 0  # t >= 2: nothing
+    k.barrier()
+    o[t] = w[t] + w[t + 3]
+    o[4 + t] = w[w.length()] + w[4] + w[1] + a[t * 0 + 4]
+    o[8 + t] = a[(a[t] + 1).cast(T.U32)]
+    n = k.let(t)
+    with k.while_((a[n] != 0) & (n < 8)):
+        n.set(n + 1)
+    o[12 + t] = n.cast(T.I32)
+    s = k.let(0)
+    with k.for_range(a[t], a[t + 2]) as v:
+        s.set(s + v)
+    with k.for_range(0, a[t + 2], 2) as v2:
+        s.set(s * 3 + v2)
+    o[16 + t] = s
+    o[20 + t] = acc.atomic_add(t + 2, 1).cast(T.I32)  # t >= 2: nothing, old value 0
+    o[24 + t] = wa.atomic_add(t, 1 + t).cast(T.I32)
+    acc.atomic_compare_exchange(t + 1, 0, 5)
+    wa.atomic_max(t + 1, 9)
+    k.barrier()
+    o[28 + t] = wa[t].cast(T.I32)
+    o[t + 38] = (1 + t).cast(T.I32)  # t >= 2: past o, nothing
+    p[(a[t] + 4).cast(T.U32)] = (t + 1).cast(T.I32)  # 5, 4, 7, then 10: past p
+    of[t] = f[t] * 2.0
+    r[t] = w[t - 1] + w[(t + 4294967295) % 4]  # t - 1 wraps at t = 0: read past w, 0
+    r[4 + t] = w[t >> 1] + w[min_(t, 9)] + w[max_(t, 2)] + w[(t * 5) / 4]
+    r[8 + t] = w[select(t < 2, t, 7)] + w[(t & 1) * 3] + w[k.local_id(1) + 3]
+    r[12 + t] = w[(t.cast(T.I32) - 2).cast(T.U32)] + w[(t + 1).cast(T.I32).cast(T.U32)] + w[
+        w.length() ^ 1]  # past w, which naga must not see as a constant index
+    return k.build()

@@ -222,13 +222,13 @@ def test_semantic_helpers_are_used() -> None:
     o[i] = (a[i] // a[i + 1]) + (a[i] % 3) + (a[i] << a[i]) + f[i].cast(ST.I32)
     full = generate(k.build()).source
     head, src = full.split("end of prelude")
-    for helper in ("vy_ld(", "vy_st("):
-        assert helper in src, helper
-    # the integer / cast rules arrive lowered (vyre.lower): C operators on safe operands
+    # the memory, integer and cast rules arrive lowered (vyre.lower): raw accesses behind
+    # the IR's index tests, C operators on safe operands
+    assert "((vy_gid0 < n_a) ? b_a[vy_gid0] : 0)" in src and "if ((vy_gid0 < n_o)) {" in src
     assert " / " in src and " % " in src and "& 31u" in src and "2147483648.0f" in src
     assert "(unsigned)" in src  # signed arithmetic is done in unsigned types
     # only the helpers this kernel uses are compiled (cold compile time)
-    assert "vy_ld" in head and "vy_f2h" not in head and "vy_frem" not in head
+    assert "vy_imin" not in head and "vy_f2h" not in head and "vy_frem" not in head
 
 
 _ALL_TYPES = frozenset({ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64})
@@ -297,7 +297,7 @@ def test_lockstep_saxpy_moves_16_byte_vectors(coarsen: int) -> None:
     assert ptx.count("ld.global.v4.f32") == groups  # y
     assert ptx.count("st.global.v4.f32") == groups
     # each invocation still has its bounds-checked scalar path
-    assert "vy_ld(b_x" in src and "vy_st(b_y" in src
+    assert " < n_x) ? b_x[" in src and " < n_y)) b_y[vy_si" in src
 
 
 def test_vectorisation_only_for_unit_stride() -> None:
@@ -329,18 +329,21 @@ def test_lowered_edge_program_compiles() -> None:
     """The lowering's edge program (tests/test_lowering.py) through the CUDA printer and
     NVRTC, plain, coarsened and as a lockstep body: every Native spelling compiles."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from lowering_cases import edge_program
+    from lowering_cases import edge_program, memory_program
 
     from vyre.backends.cuda import compile_program
 
-    prog = edge_program()
-    compile_program(prog, "sm_90")
+    compile_program(edge_program(), "sm_90")
+    compile_program(memory_program(), "sm_90")
     k = ProgramBuilder("lockstep_lowered", workgroup_size=256)
     a, b = k.buffer("a", ST.I32), k.buffer("o", ST.I32, "write")
     f = k.buffer("f", ST.F16)
+    c = k.buffer("c", ST.U32, "read_write")
     i = k.global_linear_id()
     with k.if_(i < a.length()):
         b[i] = a[i] / a[i + 1] + (a[i] >> a[i + 2].cast(ST.U32)) + abs(a[i]) + f[i].cast(ST.I32)
+        old = c.atomic_add(i + 1, 1)  # guarded atomics with results, lane by lane
+        b[(a[i] & 255).cast(ST.U32)] = old.cast(ST.I32)  # a store index holding a load
     compile_program(k.build(), "sm_90", coarsen=4)
 
 

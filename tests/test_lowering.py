@@ -30,9 +30,20 @@ from vyre.tools import fuzz
 from vyre.tools.testing import EXACT, assert_agree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lowering_cases import EDGE_A, EDGE_B, EDGE_F, EDGE_H, edge_program
+from lowering_cases import (
+    EDGE_A,
+    EDGE_B,
+    EDGE_F,
+    EDGE_H,
+    MEM_A,
+    MEM_F,
+    edge_program,
+    memory_program,
+)
 
-TRAITS = all_traits()
+# every combination, less those where lazy_select cannot matter (it only chooses the form
+# of the memory rule's loads, which checked_memory turns off)
+TRAITS = [t for t in all_traits() if not (t.checked_memory and t.lazy_select)]
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
 
 
@@ -118,14 +129,102 @@ def test_edges_agree_on_every_backend(backend: Any) -> None:
         assert_agree(got[name], w, EXACT, f"{backend.id} {name}")
 
 
+def memory_case() -> fuzz.FuzzCase:
+    return fuzz.FuzzCase(memory_program(), {"a": MEM_A, "f": MEM_F,
+                                            "acc": np.array([0, 7, 0, 2], np.uint32)},
+                         (1, 1, 1))
+
+
+def test_lowering_memory_edges() -> None:
+    _every_traits(memory_case())
+
+
+def test_memory_edges_agree_on_every_backend(backend: Any) -> None:
+    """Out-of-range loads, stores and atomics give the reference's bits on each backend
+    (the bounds checks are vyre.lower's; the printers spell raw accesses)."""
+    case = memory_case()
+    want = _REF.dispatch(case.program, case.inputs, case.config)
+    assert want["o"][4:8].tolist() == [8, 8, 8, 8] and want["o"][20:24].tolist() == [0, 2, 0, 0]
+    got = backend.dispatch(case.program, case.inputs, case.config)
+    for name, w in want.items():
+        assert_agree(got[name], w, EXACT, f"{backend.id} {name}")
+
+
+@pytest.mark.parametrize("traits", [NOTHING_NATIVE, Traits(lazy_select=True)], ids=str)
+def test_lowered_core_has_only_raw_accesses(traits: Traits) -> None:
+    """Below checked_memory every load / store / atomic is a raw one behind an index
+    test (the printers refuse anything else); a target with checked memory keeps them."""
+    for p in (memory_program(), edge_program(), *(fuzz.load_case(c).program for c in CASES)):
+        core = lower(p, traits)
+        from vyre.ir.analysis import walk_stmts
+
+        exprs, stmts = _all_exprs(core), list(walk_stmts(core.body))
+        assert not [e for e in exprs if type(e) is N.Load], p.name
+        assert not [s for s in stmts if type(s) in (N.Store, N.Atomic)], p.name
+        guarded = any(isinstance(e, N.Guarded) for e in exprs)  # (WGSL's select is eager)
+        assert guarded if traits.lazy_select and p.name == "lower_memory" else (
+            traits.lazy_select or not guarded), p.name
+        assert lower(p, Traits(checked_memory=True)) is p or not any(
+            isinstance(x, (N.RawLoad, N.RawStore, N.RawAtomic))
+            for x in [*_all_exprs(lower(p, Traits(checked_memory=True))),
+                      *walk_stmts(lower(p, Traits(checked_memory=True)).body)])
+
+
+def test_raw_access_out_of_range_is_caught_by_the_reference() -> None:
+    """The reference checks the memory rule: a raw access out of range on an active lane
+    is an AssertionError (a lowering that dropped an index test fails on the CPU)."""
+    k = ProgramBuilder("bad_raw", workgroup_size=2)
+    a = k.buffer("a", T.U32)
+    o = k.buffer("o", T.U32, "write", count=1)
+    k.store(o, 0, a[k.local_index()])
+    p = k.build()
+    (st_,) = p.body
+    assert isinstance(st_, N.Store)
+    raw_load = N.RawLoad(buffer="a", index=N.Builtin(name="local_index"), ty=T.U32)
+    guarded = N.Guarded(cond=N.Binary(op="lt", a=raw_load.index, b=N.Length(buffer="a"),
+                                      ty=T.BOOL),
+                        a=raw_load, b=N.Const(ty=T.U32, value=0), ty=T.U32)
+    zero = N.Const(ty=T.U32, value=0)
+    variants = {
+        "unguarded load": N.RawStore(buffer="o", index=zero, value=raw_load),
+        "store": N.RawStore(buffer="o", index=N.Builtin(name="local_index"), value=zero),
+        "atomic": N.RawAtomic(op="add", buffer="o", index=N.Builtin(name="local_index"),
+                              value=zero),
+    }
+    for what, bad in variants.items():
+        broken = p.model_copy(update={"body": (bad,)})
+
+        class Identity(LoweredReference):
+            def _compile(self, program: N.Program, key: Any) -> Plan:
+                return Plan.prepare(broken)  # noqa: B023
+
+        with pytest.raises(AssertionError, match="out of range"):
+            Identity(NOTHING_NATIVE).dispatch(p, {"a": np.ones(1, np.uint32)},
+                                              DispatchConfig(grid=(1, 1, 1)))
+        del what
+    # the lazy guard keeps the same raw load in range: lane 1 never evaluates it
+    fine = p.model_copy(update={"body": (N.RawStore(buffer="o", index=zero, value=guarded),)})
+
+    class Guard(LoweredReference):
+        def _compile(self, program: N.Program, key: Any) -> Plan:
+            return Plan.prepare(fine)
+
+    got = Guard(NOTHING_NATIVE).dispatch(p, {"a": np.array([5], np.uint32)},
+                                         DispatchConfig(grid=(1, 1, 1)))
+    assert got["o"].tolist() in ([5], [0])  # racy store of lanes 0 (5) and 1 (0)
+
+
 def test_lowered_core_is_refused_by_the_validator() -> None:
     k = ProgramBuilder("shift", workgroup_size=1)
     a = k.buffer("a", T.U32, "read_write", count=2)
     a[0] = a[0] << a[1]  # lowered without new locals: a masked native shift
-    lowered = lower(k.build(), NOTHING_NATIVE)
+    lowered = lower(k.build(), Traits(checked_memory=True))
     assert any(isinstance(e, N.Native) for e in _all_exprs(lowered))
     with pytest.raises(InvalidProgram, match="internal node of the lowered core"):
         validate(lowered)
+    # the raw accesses of the memory rule likewise (with lazy_select no local is added)
+    with pytest.raises(InvalidProgram, match="RawStore is an internal node"):
+        validate(lower(k.build(), Traits(lazy_select=True)))
     # the locals the lowering adds are named so no user name can collide with them
     with pytest.raises(InvalidProgram, match="not a valid name"):
         validate(lower(edge_program(), NOTHING_NATIVE))
@@ -174,3 +273,21 @@ def test_printers_refuse_a_bad_program_the_same_way() -> None:
             gen(bad)
         errors.append(str(info.value))
     assert errors[0] == errors[1] and "nowhere" in errors[0]
+
+
+def test_ranges_drop_the_index_tests_of_the_matmul_tile_reads() -> None:
+    """The library matmul's workgroup tile reads (its hot loop) are bounded by
+    vyre.lower.ranges, so they reach the printers as raw reads with no test."""
+    from vyre.ir.analysis import walk_stmts
+    from vyre.programs.matmul import matmul_program
+
+    for traits in (NOTHING_NATIVE, Traits(lazy_select=True)):
+        core = lower(matmul_program(), traits)
+        reads = [e for e in _all_exprs(core)
+                 if isinstance(e, N.RawLoad) and e.buffer.startswith("tile")]
+        tested = [s for s in walk_stmts(core.body) if isinstance(s, N.If)
+                  and any(isinstance(x, N.Assign) and isinstance(x.value, N.RawLoad)
+                          and x.value.buffer.startswith("tile") for x in s.then)]
+        lazy = [e for e in _all_exprs(core) if isinstance(e, N.Guarded)
+                and isinstance(e.a, N.RawLoad) and e.a.buffer.startswith("tile")]
+        assert len(reads) >= 64 and not tested and not lazy

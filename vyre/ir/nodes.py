@@ -189,9 +189,24 @@ class Native(Node):
     ty: ScalarType
 
 
+class RawLoad(Load):
+    """Internal (vyre.lower only, refused by the validator): a Load whose index the
+    lowering has made sure is below the length (the target reads memory unchecked)."""
+
+    kind: Literal["raw_load"] = "raw_load"  # type: ignore[assignment]
+
+
+class Guarded(Select):
+    """Internal (vyre.lower only, refused by the validator): a Select that evaluates only
+    the operand it chooses (C's `?:`), so `a` may be partial (a RawLoad) where `cond` is
+    false. The reference evaluates `a` on the lanes where `cond` holds only."""
+
+    kind: Literal["guarded"] = "guarded"  # type: ignore[assignment]
+
+
 Expr = Annotated[
     Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
-    | Native,
+    | Native | RawLoad | Guarded,
     Field(discriminator="kind"),
 ]
 
@@ -279,8 +294,23 @@ class Atomic(Node):
     result: str | None = None
 
 
+class RawStore(Store):
+    """Internal (vyre.lower only, refused by the validator): a Store whose index the
+    lowering has made sure is below the length (the target writes memory unchecked)."""
+
+    kind: Literal["raw_store"] = "raw_store"  # type: ignore[assignment]
+
+
+class RawAtomic(Atomic):
+    """Internal (vyre.lower only, refused by the validator): an Atomic whose index the
+    lowering has made sure is below the length (the target accesses memory unchecked)."""
+
+    kind: Literal["raw_atomic"] = "raw_atomic"  # type: ignore[assignment]
+
+
 Stmt = Annotated[
-    Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic,
+    Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
+    | RawStore | RawAtomic,
     Field(discriminator="kind"),
 ]
 
@@ -491,13 +521,17 @@ def check_tree_size(program: Program) -> None:
         )
 
 
-for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, If, For, While, Atomic,
-               Let, Assign, Store, Program):
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, RawLoad, Guarded, If,
+               For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
     _model.model_rebuild()
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
-              Native)
-STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic)
+              Native, RawLoad, Guarded)
+STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
+              RawStore, RawAtomic)
+# the lowered core's own nodes (vyre.lower): never in a user Program
+CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
-            | Bitcast | Native)
-StmtNode = Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
+            | Bitcast | Native | RawLoad | Guarded)
+StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
+            | RawStore | RawAtomic)

@@ -52,9 +52,7 @@ from typing import NoReturn
 
 from ..errors import InvalidProgram
 from .nodes import (
-    FLOAT_ONLY_FNS as _FLOAT_ONLY_FNS,
-)
-from .nodes import (
+    CORE_ONLY,
     FN_ARITY,
     MAX_WORKGROUP_DIM,
     MAX_WORKGROUP_INVOCATIONS,
@@ -84,6 +82,9 @@ from .nodes import (
     Var,
     While,
     check_tree_size,
+)
+from .nodes import (
+    FLOAT_ONLY_FNS as _FLOAT_ONLY_FNS,
 )
 from .types import ScalarType, normalise_literal
 
@@ -412,7 +413,14 @@ class _Validator:
                   "subexpression used in several places counts once per use); keep shared "
                   "values in a let instead of repeating the expression")
 
+    def core_only(self, node: object, path: str) -> NoReturn:
+        what = f"native {node.op}" if isinstance(node, Native) else type(node).__name__
+        self.fail(path, f"{what} is an internal node of the lowered core (vyre.lower); a "
+                  "Program cannot contain it: write the IR operation instead")
+
     def stmt(self, s: object, path: str, depth: int, cf: int, declared: list[str]) -> list[int]:
+        if isinstance(s, CORE_ONLY):
+            self.core_only(s, path)
         d = depth + 1
         self.count += 1
         if self.count > MAX_NODES:
@@ -560,6 +568,8 @@ class _Validator:
 
     # -- expressions: return (recomputed type, uniformity dependencies)
     def expr(self, e: object, path: str, depth: int) -> tuple[ScalarType, list[int]]:
+        if isinstance(e, CORE_ONLY):  # (subclasses of user nodes: checked first)
+            self.core_only(e, path)
         if depth > MAX_DEPTH:
             self.fail(path, f"nesting deeper than MAX_DEPTH={MAX_DEPTH} levels of statements "
                       "and expressions; split the expression with lets")
@@ -651,9 +661,6 @@ class _Validator:
                 self.fail(path, f"bitcast {t} -> {e.ty}: a bitcast needs two non-bool types of "
                           "one width; use a cast for value conversion")
             return e.ty, deps
-        if isinstance(e, Native):
-            self.fail(path, f"native {e.op} is an internal node of the lowered core (vyre.lower); "
-                      "a Program cannot contain it: write the IR operation instead")
         self.fail(path, f"{type(e).__name__} is not an expression node")
 
     def same(self, declared: ScalarType, actual: ScalarType, path: str, what: str) -> None:

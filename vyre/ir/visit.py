@@ -23,6 +23,7 @@ R = TypeVar("R")
 
 _KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     N.Load: lambda e: (e.index,),
+    N.RawLoad: lambda e: (e.index,),
     N.Unary: lambda e: (e.a,),
     N.Cast: lambda e: (e.a,),
     N.Bitcast: lambda e: (e.a,),
@@ -30,6 +31,7 @@ _KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     N.Call: lambda e: e.args,
     N.Native: lambda e: e.args,
     N.Select: lambda e: (e.cond, e.a, e.b),
+    N.Guarded: lambda e: (e.cond, e.a, e.b),
 }
 _LEAF: Callable[[Any], tuple[Expr, ...]] = lambda e: ()  # noqa: E731
 
@@ -86,6 +88,7 @@ def child_blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
 _EXPR_FIELDS: dict[type, tuple[str, ...]] = {
     N.Let: ("value",), N.Assign: ("value",), N.Store: ("index", "value"), N.If: ("cond",),
     N.While: ("cond",), N.For: ("start", "end"), N.Atomic: ("index", "value", "comparand"),
+    N.RawStore: ("index", "value"), N.RawAtomic: ("index", "value", "comparand"),
 }
 _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
     N.If: ("then", "orelse"), N.For: ("body",), N.While: ("body",),

@@ -3,15 +3,19 @@
 `lower(program, traits)` rewrites every operation whose IR semantics a target does not
 give natively (per `Traits`) into a small core of operations the target's printer only
 has to spell: ordinary IR nodes plus `Native` nodes (vyre.ir.nodes), which a printer maps
-to the target's own operator and which the lowering only applies inside their domain.
-The reference backend interprets `Native` with an assertion of that domain, so
+to the target's own operator and which the lowering only applies inside their domain,
+and raw memory accesses (RawLoad / RawStore / RawAtomic, behind the IR's index tests;
+`Guarded` where a load's test stays an expression), which it only makes in range.
+The reference backend interprets both with an assertion of that domain, so
 `reference(P) == reference(lower(P, traits))` checks the lowering on the CPU
 (tests/test_lowering.py). This package must never print source or know a backend's
 spelling; accuracy fixes for one driver stay in that backend.
 """
 
+from .memory import guarded_load, guarded_store
 from .names import mangle
 from .passes import lower
 from .traits import ALL_NATIVE, NOTHING_NATIVE, Traits, all_traits
 
-__all__ = ["ALL_NATIVE", "NOTHING_NATIVE", "Traits", "all_traits", "lower", "mangle"]
+__all__ = ["ALL_NATIVE", "NOTHING_NATIVE", "Traits", "all_traits", "guarded_load",
+           "guarded_store", "lower", "mangle"]

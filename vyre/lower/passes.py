@@ -15,7 +15,9 @@ Rules (docs/IR.md), each applied unless the target's `Traits` says it has it nat
 - f16 arithmetic: the exact operations (+ - * / sqrt, min / max / clamp, floor / ceil /
   trunc / round, comparisons) in f32 and rounded once to f16, which is exact because f32
   has more than 2 * 11 + 2 bits; abs and neg are sign-bit operations and stay, fma and the
-  approximate functions are left to the target.
+  approximate functions are left to the target;
+- bounds-checked loads / stores / atomics: the index test around an unchecked access
+  (vyre.lower.memory).
 An operand used more than once is evaluated once into a new local (`let`, named with a
 `.`, which no user name can contain) just before its statement; a `while` whose condition
 needs such locals becomes `while true { lets; if !cond { break } ... }`. Rewrites are
@@ -29,6 +31,7 @@ from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, map_block, stmt_exprs, with_children, with_parts
 
+from .memory import Guards
 from .traits import Traits
 
 T = ScalarType
@@ -53,21 +56,26 @@ def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
 
 
 class _Lowering:
-    def __init__(self, traits: Traits) -> None:
+    def __init__(self, program: N.Program, traits: Traits) -> None:
         self.t = traits
         self.count = 0
         self.pending: list[N.StmtNode] = []
         # one map, its memo cleared per statement (module docstring); the subtrees with
         # nothing to lower are shared by all statements
         self.map = ExprMap(self.rewrite)
+        self.memory = None if traits.checked_memory else Guards(program, traits.lazy_select)
 
     # ------------------------------------------------------------ locals
+    def fresh(self) -> str:
+        """A new local's name (with a `.`, which no user name can contain)."""
+        self.count += 1
+        return f"lw.{self.count}"
+
     def once(self, e: N.ExprNode) -> N.ExprNode:
         """`e` evaluated once: itself when trivial, else a new local set just before."""
         if isinstance(e, _SIMPLE):
             return e
-        self.count += 1
-        name = f"lw.{self.count}"
+        name = self.fresh()
         self.pending.append(N.Let(name=name, value=e))
         return N.Var(name=name, ty=e.ty)
 
@@ -157,8 +165,7 @@ class _Lowering:
         trips = _bin("add", N.Native(
             op="div", args=(_bin("sub", dist, _c(u, 1)), _c(u, s.step)), ty=u), _c(u, 1))
         n = self.once(_sel(_bin("lt", lo, hi), trips, _c(u, 0)))
-        self.count += 1
-        i = N.Var(name=f"lw.{self.count}", ty=u)
+        i = N.Var(name=self.fresh(), ty=u)
         step = _c(u, s.step)
         v_u = _bin("add", lo_u, _bin("mul", i, step))
         var = N.Let(name=s.var, value=v_u if s.ty is u else N.Bitcast(a=v_u, ty=s.ty))
@@ -168,6 +175,7 @@ class _Lowering:
 
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        written = e
         e = with_children(e, kids)
         t = self.t
         if isinstance(e, N.Binary) and e.a.ty.is_int:
@@ -186,6 +194,9 @@ class _Lowering:
                 return self.float_op(e.op, e.a, e.b)
         if isinstance(e, N.Call) and e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
             return self.float_call(e.fn, e.args, e.ty)
+        if type(e) is N.Load and self.memory is not None:
+            assert isinstance(written, N.Load)
+            return self.memory.load(self, e, written.index)
         return e
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
@@ -193,8 +204,19 @@ class _Lowering:
         if not exprs:
             return [s]
         self.map.memo.clear()
+        if self.memory is not None:
+            self.memory.touches.memo.clear()
         self.pending = []
         new = tuple(self.map(e) for e in exprs)
+        mem = self.memory
+        if mem is not None and type(s) in (N.Store, N.Atomic):
+            if isinstance(s, N.Store):
+                out = mem.store(self, s, *new)
+            else:
+                assert isinstance(s, N.Atomic)
+                out = mem.atomic(self, s, new)
+            lets, self.pending = self.pending, []
+            return [*lets, *out]
         lets, self.pending = self.pending, []
         if isinstance(s, N.For) and s.step != 1 and not self.t.stepped_for:
             return [*lets, *self.stepped_for(s, new[0], new[1])]
@@ -202,6 +224,10 @@ class _Lowering:
             (cond,) = new
             stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
             return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
+        if isinstance(s, N.Let) and mem is not None and not mem.lazy:
+            into = mem.into_let(lets, s.name, new[0])
+            if into is not None:
+                return into
         return [*lets, with_parts(s, new, tuple(_blocks(s)))]
 
 
@@ -215,7 +241,7 @@ def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
 
 def lower(program: N.Program, traits: Traits) -> N.Program:
     """`program` rewritten into the core for a target with `traits` (same declarations)."""
-    lw = _Lowering(traits)
+    lw = _Lowering(program, traits)
     body = map_block(program.body, lw.stmt)
     if len(body) == len(program.body) and all(a is b for a, b in zip(body, program.body)):
         return program

@@ -2,7 +2,8 @@
 
 A trait set to True means the target's own operation already has the IR's semantics, so
 the lowering leaves the IR node in place for the printer; False means the lowering
-rewrites it into the core (vyre.lower.passes). This module must never hold rules.
+rewrites it into the core (vyre.lower.passes). `lazy_select` is a capability instead: it
+chooses the form of one rewrite. This module must never hold rules.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class Traits:
     # f16 + - * / sqrt min max clamp floor ceil trunc round and comparisons are done in
     # f16 itself (False: in f32, rounded once to f16, exact since 24 >= 2 * 11 + 2 bits)
     f16_arith: bool = False
+    # loads / stores / atomics outside a buffer's length read 0 / do nothing by themselves
+    # (the reference interpreter; a GPU's robust access clamps or is undefined instead)
+    checked_memory: bool = False
+    # a conditional expression that evaluates only the operand it chooses (C's `?:`): a
+    # guarded load stays an expression (`Guarded`); False: a local set under an `if`
+    lazy_select: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do

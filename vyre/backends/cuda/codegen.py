@@ -1,14 +1,15 @@
 """Program IR -> CUDA C source (one `extern "C"` kernel per Program).
 
 `generate` validates the Program and lowers it with vyre.lower (integer division and
-remainder, shifts, integer abs, float -> int casts, float rem and f16 arithmetic arrive
-as the core: C operators on in-domain operands, f16 in f32). This printer spells the core
-and keeps what is C's own business: integer arithmetic in unsigned types (wrapping, no C
-undefined behaviour), every load / store / atomic bounds-checked against an element count
-passed as a kernel argument, float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
+remainder, shifts, integer abs, float -> int casts, float rem, f16 arithmetic and the
+bounds checks of loads / stores / atomics arrive as the core: C operators on in-domain
+operands, f16 in f32, raw memory accesses behind the IR's own index tests, against the
+element counts passed as kernel arguments). This printer spells the core and keeps what
+is C's own business: integer arithmetic in unsigned types (wrapping, no C undefined
+behaviour), float min/max as fminf/fmaxf (IEEE minNum/maxNum), round as
 rintf (half to even), For loops whose increment never overflows; a run of statements
 loading consecutive elements (x_l = buf[base + c + l]) is one vector load where aligned
-and in bounds, else the same checked scalar loads. f16 values are kept as
+and in bounds, else the same guarded scalar loads. f16 values are kept as
 their 16-bit pattern and converted with PTX `cvt` (no cuda_fp16.h needed: the NVRTC wheel
 ships no headers). Helpers of the prelude are emitted only when the kernel uses them.
 
@@ -32,14 +33,16 @@ from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.lower import Traits, lower
+from vyre.lower import Traits, guarded_load, guarded_store, lower
 from vyre.lower import names as lower_names
 
 KERNEL_NAME = "vyre_main"
-# C's own integer division, shifts, abs and float -> int casts differ from the IR's (or are
-# undefined) outside their domain: vyre.lower rewrites all of them into the core, where
-# only in-domain `Native` operations reach this printer.
-TRAITS = Traits()
+# C's own integer division, shifts, abs, float -> int casts and memory accesses differ
+# from the IR's (or are undefined) outside their domain: vyre.lower rewrites all of them
+# into the core, where only in-domain `Native` operations and in-range raw accesses reach
+# this printer. C's `?:` evaluates only the operand it chooses: guarded loads stay
+# expressions (which the lockstep vectoriser merges into vector loads).
+TRAITS = Traits(lazy_select=True)
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
 VECTOR_RUNS = True  # runs of loads of consecutive elements become one vector load
@@ -89,13 +92,6 @@ __device__ __forceinline__ vy_f16 vy_f2h(float f) {
   vy_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ vy_f16 vy_d2h(double d) {
   vy_f16 h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
-"""),
-    (('vy_ld', 'vy_st'), r"""
-// bounds-checked memory access: out of range loads read 0, stores do nothing
-template <class T> __device__ __forceinline__ T vy_ld(const T* p, unsigned i, unsigned n) {
-  return i < n ? p[i] : T(0); }
-template <class T> __device__ __forceinline__ void vy_st(T* p, unsigned i, unsigned n, T v) {
-  if (i < n) p[i] = v; }
 """),
     (('vy_pack', 'vy_vok'), r"""
 // vectorised access of K consecutive elements (one 8/16-byte load or store): used only
@@ -242,7 +238,7 @@ class _Gen:
         self.vec = 0
         self.cur_j: int | None = None
         self.var_stride: dict[str, int] = {}
-        self.hoisted: dict[N.Load, list[str]] = {}
+        self.hoisted: dict[N.ExprNode, list[str]] = {}  # guarded loads -> lane values
 
     # ------------------------------------------------------------ expressions
     def name_of(self, var: str) -> str:
@@ -275,11 +271,7 @@ class _Gen:
             per_j = e.axis == 0 and short in ("gid", "lid")
             return f"vy_{short}{e.axis}" + (self.sfx if per_j else "")
         if isinstance(e, N.Load):
-            names = self.hoisted.get(e) if self.hoisted and self.cur_j is not None else None
-            if names is not None:
-                return names[self.cur_j]  # type: ignore[index]
-            ptr, n = self.mem(e.buffer)
-            return f"vy_ld({ptr}, {self.expr(e.index)}, {n})"
+            return self.raw(e, self.expr(e.index))
         if isinstance(e, N.Length):
             return self.mem(e.buffer)[1]
         if isinstance(e, N.Unary):
@@ -288,7 +280,11 @@ class _Gen:
             return self.binary(e)
         if isinstance(e, N.Call):
             return self.call(e)
-        if isinstance(e, N.Select):
+        if isinstance(e, N.Select):  # (a Guarded too: C's ?: evaluates only its choice)
+            if isinstance(e, N.Guarded) and self.hoisted and self.cur_j is not None:
+                names = self.hoisted.get(e)
+                if names is not None:
+                    return names[self.cur_j]
             return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
         if isinstance(e, N.Cast):
             return self.cast(self.expr(e.a), e.a.ty, e.ty)
@@ -309,6 +305,12 @@ class _Gen:
             return f"(({CTYPE[t]})(({UTYPE[t]}){a} << {b}))"
         sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
         return f"({a} {sym} {b})"
+
+    def raw(self, node: N.Load | N.Store | N.Atomic, index: str) -> str:
+        """`p[index]` for a raw access of the core (vyre.lower made sure it is in range)."""
+        if not isinstance(node, (N.RawLoad, N.RawStore, N.RawAtomic)):
+            raise self.unlowered(f"a bounds-checked {node.kind} of {node.buffer!r}")
+        return f"{self.mem(node.buffer)[0]}[{index}]"
 
     @staticmethod
     def unlowered(what: str) -> InvalidProgram:
@@ -458,7 +460,7 @@ class _Gen:
     def load_run(self, run: tuple[N.StmtNode, ...], d: int) -> None:
         """Statements x_l = buf[base + c + l] (l = 0 .. len-1; see _load_run) as one vector
         load when all are in bounds and the address is aligned to the vector, else each
-        statement as it is (its own checked load). With base + c <= n - len nothing wraps,
+        statement as it is (its own guarded load). With base + c <= n - len nothing wraps,
         so lane l reads exactly the element its own statement names."""
         load = _loaded(run[0].value)  # type: ignore[union-attr]
         assert load is not None
@@ -484,8 +486,7 @@ class _Gen:
         elif isinstance(s, N.Assign):
             self.emit(d, f"{self.name_of(s.name)} = {self.expr(s.value)};")
         elif isinstance(s, N.Store):
-            ptr, n = self.mem(s.buffer)
-            self.emit(d, f"vy_st({ptr}, {self.expr(s.index)}, {n}, {self.expr(s.value)});")
+            self.emit(d, f"{self.raw(s, self.expr(s.index))} = {self.expr(s.value)};")
         elif isinstance(s, N.If):
             self.emit(d, f"if ({self.expr(s.cond)}) {{")
             self.block(s.then, d + 1)
@@ -530,11 +531,9 @@ class _Gen:
         ty = self.buf_ty.get(s.buffer) or (self.arr[s.buffer].ty if s.buffer in self.arr else None)
         if ty is None:
             raise InvalidProgram(f"atomic on unknown buffer {s.buffer!r}")
-        ptr, n = self.mem(s.buffer)
         c = CTYPE[ty]
-        idx = f"vy_ai_{len(self.lines)}"
         val = self.expr(s.value)
-        addr = f"&{ptr}[{idx}]"
+        addr = f"&{self.raw(s, self.expr(s.index))}"
         op = s.op
         fn = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "and": "atomicAnd",
               "or": "atomicOr", "xor": "atomicXor", "exchange": "atomicExch",
@@ -559,15 +558,10 @@ class _Gen:
                 f"atomic {op} on {ty}", "cuda",
                 "CUDA lowers float atomics for add (f32, f64) and exchange (f32) only",
             )
-        if s.result is not None:
-            self.emit(d, f"{c} {self.name_of(s.result)} = {literal(0, ty)};")
-        self.emit(d, "{")
-        self.emit(d + 1, f"const unsigned {idx} = {self.expr(s.index)};")
-        target = f"{self.name_of(s.result)} = " if s.result is not None else ""
+        target = f"{c} {self.name_of(s.result)} = " if s.result is not None else ""
         if assign_to is not None:
             target = f"{assign_to} = "
-        self.emit(d + 1, f"if ({idx} < {n}) {target}{call};")
-        self.emit(d, "}")
+        self.emit(d, f"{target}{call};")
 
     # ------------------------------------------------------------ kernel
     def kernel(self) -> str:
@@ -704,8 +698,10 @@ class _Gen:
         return 0 if all(self.stride(c) == 0 for c in kids) else None
 
     def vec_load(self, e: N.ExprNode) -> bool:
-        return (isinstance(e, N.Load) and e.buffer in self.buf_ty and e.ty in VEC_TYPES
-                and self.stride(e.index) == 1)
+        """Whether `e` is a guarded load (vyre.lower) of consecutive buffer elements."""
+        ld = guarded_load(e)
+        return (ld is not None and ld.buffer in self.buf_ty and ld.ty in VEC_TYPES
+                and self.stride(ld.index) == 1)
 
     def plan_vectors(self, k: int) -> int:
         """Lanes per vector for this lockstep body (0: no vectorised access, keep the
@@ -748,28 +744,28 @@ class _Gen:
     def hoist_loads(self, exprs: tuple[N.ExprNode, ...], d: int) -> None:
         """Load every vectorisable load of a statement for all lanes before the statement.
 
-        Loads have no side effects, so loading them all first (also for lanes whose mask is
-        off) is one valid order. A vector is used when its first lane's index is aligned and
-        all lanes are in bounds (then, with stride 1 and no wrap, lane l reads index + l);
-        otherwise every lane does its own bounds-checked scalar load of its own index.
+        Guarded loads have no side effects, so loading them all first (also for lanes whose
+        mask is off) is one valid order. A vector is used when its first lane's index is
+        aligned and all lanes are in bounds (then, with stride 1 and no wrap, lane l reads
+        index + l); otherwise every lane does its own guarded scalar load of its own index.
         """
         from vyre.ir.analysis import walk_expr
 
         k, v = self.coarsen, self.vec
         for ex in exprs:
             for e in walk_expr(ex):
-                if not self.vec_load(e) or e in self.hoisted:
+                ld = guarded_load(e)
+                if ld is None or not self.vec_load(e) or e in self.hoisted:
                     continue
-                assert isinstance(e, N.Load)
-                ptr, n = self.mem(e.buffer)
-                c = CTYPE[e.ty]
+                ptr, n = self.mem(ld.buffer)
+                c = CTYPE[ld.ty]
                 names = [self.fresh("vy_lv") for _ in range(k)]
                 self.emit(d, f"{c} {', '.join(names)};")
                 for g in range(0, k, v):
                     self.per(g)
                     ix = self.fresh("vy_ix")
                     pack = f"vy_pack<{c}, {v}>"
-                    self.emit(d, f"{{ const unsigned {ix} = {self.expr(e.index)};")
+                    self.emit(d, f"{{ const unsigned {ix} = {self.expr(ld.index)};")
                     self.emit(d + 1, f"if (vy_vok<{c}, {v}>({ptr}, {ix}, {n})) {{")
                     self.emit(d + 2, f"const {pack} vy_pk = *reinterpret_cast<const {pack}*>"
                                      f"({ptr} + {ix});")
@@ -778,8 +774,7 @@ class _Gen:
                     self.emit(d + 1, "} else {")
                     for ln in range(v):
                         self.per(g + ln)
-                        self.emit(d + 2, f"{names[g + ln]} = vy_ld({ptr}, {self.expr(e.index)},"
-                                         f" {n});")
+                        self.emit(d + 2, f"{names[g + ln]} = {self.expr(e)};")
                     self.emit(d + 1, "} }")
                 self.hoisted[e] = names
         self.sfx, self.cur_j = "", None
@@ -823,39 +818,13 @@ class _Gen:
                         self.emit(d, f"{decl}{name}{{}};")
                     self.emit(d, f"if ({m}) {name} = {val};")
         elif isinstance(s, N.Store):
-            ptr, n = self.mem(s.buffer)
-            ty = self.buf_ty.get(s.buffer) or self.arr[s.buffer].ty
-            slots = []
-            for j, m in enumerate(masks):
-                self.per(j)
-                si, sv = self.fresh("vy_si"), self.fresh("vy_sv")
-                idx, val = self.expr(s.index), self.expr(s.value)
-                if m is None:
-                    self.emit(d, f"const unsigned {si} = {idx}; const {CTYPE[ty]} {sv} = {val};")
-                else:
-                    self.emit(d, f"unsigned {si} = 0u; {CTYPE[ty]} {sv}{{}};")
-                    self.emit(d, f"if ({m}) {{ {si} = {idx}; {sv} = {val}; }}")
-                slots.append((m, si, sv))
-            v = self.vec
-            if not (v and ty in VEC_TYPES and s.buffer in self.buf_ty
-                    and self.stride(s.index) == 1):
-                v = 0
-            for g in range(0, k, v or k):
-                group = slots[g:g + v] if v else slots
-                if v:  # all lanes on and the vector aligned and in bounds: one store
-                    c, pack = CTYPE[ty], f"vy_pack<{CTYPE[ty]}, {v}>"
-                    on = [m for m, _, _ in group if m is not None]
-                    cond = " && ".join([*on, f"vy_vok<{c}, {v}>({ptr}, {group[0][1]}, {n})"])
-                    self.emit(d, f"if ({cond}) {{")
-                    self.emit(d + 1, f"{pack} vy_pk; " + " ".join(
-                        f"vy_pk.v[{ln}] = {sv};" for ln, (_, _, sv) in enumerate(group)))
-                    self.emit(d + 1, f"*reinterpret_cast<{pack}*>({ptr} + {group[0][1]}) = vy_pk;")
-                    self.emit(d, "} else {")
-                for m, si, sv in group:  # all values first, then the stores
-                    guard = f"if ({m}) " if m is not None else ""
-                    self.emit(d + (1 if v else 0), f"{guard}vy_st({ptr}, {si}, {n}, {sv});")
-                if v:
-                    self.emit(d, "}")
+            self.ls_store(s, d, masks, k, None)
+        elif isinstance(s, N.If) and (raw := guarded_store(s)) is not None:
+            if self.vec:  # vyre.lower's `if (i < len(b)) { raw b[i] = v }` as one store
+                from vyre.ir.analysis import stmt_exprs
+
+                self.hoist_loads(stmt_exprs(raw), d)
+            self.ls_store(raw, d, masks, k, s.cond)
         elif isinstance(s, N.If):
             conds = []
             for j in range(k):
@@ -894,11 +863,56 @@ class _Gen:
         else:
             raise InvalidProgram(f"{type(s).__name__} cannot run in lockstep")
 
+    def ls_store(self, s: N.Store, d: int, masks: list[str | None], k: int,
+                 guard: N.ExprNode | None) -> None:
+        """A store for all lanes: every value first, then one vector store where all lanes
+        are on and the vector is aligned and in bounds, else each lane's own store (only
+        where `guard`, vyre.lower's index test of a raw store, holds)."""
+        ptr, n = self.mem(s.buffer)
+        ty = self.buf_ty.get(s.buffer) or self.arr[s.buffer].ty
+        slots = []
+        ok: dict[str, str] = {}  # per lane (by its index slot): its guard, masked (pure)
+        for j, m in enumerate(masks):
+            self.per(j)
+            si, sv = self.fresh("vy_si"), self.fresh("vy_sv")
+            idx, val = self.expr(s.index), self.expr(s.value)
+            if m is None:
+                self.emit(d, f"const unsigned {si} = {idx}; const {CTYPE[ty]} {sv} = {val};")
+            else:
+                self.emit(d, f"unsigned {si} = 0u; {CTYPE[ty]} {sv}{{}};")
+                self.emit(d, f"if ({m}) {{ {si} = {idx}; {sv} = {val}; }}")
+            if guard is not None:
+                test = self.expr(guard)
+                ok[si] = test if m is None else f"{m} && {test}"
+            slots.append((m, si, sv))
+        self.sfx, self.cur_j = "", None
+        v = self.vec
+        if not (v and ty in VEC_TYPES and s.buffer in self.buf_ty
+                and self.stride(s.index) == 1):
+            v = 0
+        for g in range(0, k, v or k):
+            group = slots[g:g + v] if v else slots
+            if v:  # all lanes on and the vector aligned and in bounds: one store
+                c, pack = CTYPE[ty], f"vy_pack<{CTYPE[ty]}, {v}>"
+                on = [m for m, _, _ in group if m is not None]
+                cond = " && ".join([*on, f"vy_vok<{c}, {v}>({ptr}, {group[0][1]}, {n})"])
+                self.emit(d, f"if ({cond}) {{")
+                self.emit(d + 1, f"{pack} vy_pk; " + " ".join(
+                    f"vy_pk.v[{ln}] = {sv};" for ln, (_, _, sv) in enumerate(group)))
+                self.emit(d + 1, f"*reinterpret_cast<{pack}*>({ptr} + {group[0][1]}) = vy_pk;")
+                self.emit(d, "} else {")
+            for m, si, sv in group:  # all values first, then the stores
+                on_j = ok[si] if guard is not None else m
+                self.emit(d + (1 if v else 0),
+                          f"{f'if ({on_j}) ' if on_j is not None else ''}{self.raw(s, si)} = {sv};")
+            if v:
+                self.emit(d, "}")
+
 
 def _loaded(e: N.ExprNode) -> N.Load | None:
-    """The checked load `e` is, else None. (When vyre.lower spells the bounds test in the
-    IR, this is its `guarded_load`: the test around a raw load.)"""
-    return e if isinstance(e, N.Load) else None
+    """The load `e` is, else None: vyre.lower's guarded load (the IR's index test around a
+    raw load)."""
+    return guarded_load(e)
 
 
 def _run_part(st: N.StmtNode, buffers: dict[str, ScalarType]

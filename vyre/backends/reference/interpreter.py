@@ -84,6 +84,9 @@ class Invocations:
         self.stopped = np.zeros(self.n, dtype=bool)
         self.any_stopped = False
         self.loops: list[_Loop] = []
+        # the lanes evaluating the current statement's expressions (a Guarded operand
+        # narrows it): where the lowered core's raw accesses must be in range (`in_range`)
+        self.active = np.ones(self.n, dtype=bool)
 
     # ------------------------------------------------------------ entry
     def run(self) -> None:
@@ -174,7 +177,7 @@ class Invocations:
         if isinstance(e, N.Builtin):
             return self.builtin(e.name, e.axis)
         if isinstance(e, N.Load):
-            return self.load(e.buffer, self.eval(e.index), e.ty)
+            return self.load(e.buffer, self.eval(e.index), e.ty, isinstance(e, N.RawLoad))
         if isinstance(e, N.Length):
             sh = self.shared.get(e.buffer)
             return np.asarray(sh[1] if sh is not None else self.mem.counts[e.buffer], dtype=U32)
@@ -182,6 +185,14 @@ class Invocations:
             return numeric.unary(e.op, self.eval(e.a), e.ty)
         if isinstance(e, N.Call):
             return numeric.call(e.fn, [self.eval(a) for a in e.args], e.ty)
+        if isinstance(e, N.Guarded):  # the lowered core: `a` only where cond holds
+            cond, outer = self.lanes(self.eval(e.cond)), self.active
+            self.active = outer & cond
+            try:
+                a = self.eval(e.a)
+            finally:
+                self.active = outer
+            return numeric.select(cond, a, self.eval(e.b), e.ty)
         if isinstance(e, N.Select):
             return numeric.select(self.eval(e.cond), self.eval(e.a), self.eval(e.b), e.ty)
         if isinstance(e, N.Cast):
@@ -192,14 +203,24 @@ class Invocations:
             return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
         raise NotImplementedError(f"expression {type(e).__name__}")
 
-    def load(self, name: str, index: Array, ty: ScalarType) -> Array:
+    def in_range(self, ok: Array, mask: Array, what: str, name: str) -> None:
+        """A raw access of the lowered core (vyre.lower) must be in range on every lane of
+        `mask`: this is how the reference checks the lowering's index tests."""
+        if np.any(mask & ~np.asarray(ok)):
+            raise AssertionError(f"lowering left a raw {what} of {name!r} out of range")
+
+    def load(self, name: str, index: Array, ty: ScalarType, raw: bool = False) -> Array:
         dt = ty.numpy
         sh = self.shared.get(name)
         if sh is None and np.ndim(index) == 0:  # one address for every lane
             view, count = self.mem.views[name], self.mem.counts[name]
             i = int(index)
+            if raw:
+                self.in_range(np.asarray(i < count), self.active, "load", name)
             return np.asarray(view[i] if i < count else 0, dtype=dt)
         arr, idx, ok, count, _ = self._where(name, index)
+        if raw:
+            self.in_range(ok, self.active, "load", name)
         if count == 0:
             return np.zeros(self.n, dtype=dt)
         if ok.all():
@@ -231,6 +252,7 @@ class Invocations:
         self.locals[name] = np.where(mask, value, base).astype(dt, copy=False)
 
     def stmt(self, s: N.StmtNode, mask: Array) -> None:
+        self.active = mask  # (a while sets it again before its condition)
         if isinstance(s, (N.Let, N.Assign)):
             self.set_local(s.name, self.eval(s.value), mask, s.value.ty)
         elif isinstance(s, N.Store):
@@ -269,6 +291,8 @@ class Invocations:
         idx = self.eval(s.index)
         arr, flat, ok, _count, ty = self._where(s.buffer, idx)
         val = self.lanes(np.asarray(self.eval(s.value), dtype=ty.numpy))
+        if isinstance(s, N.RawStore):
+            self.in_range(ok, mask, "store", s.buffer)
         sel = mask & ok
         if sel.all():
             arr[flat] = val
@@ -278,6 +302,8 @@ class Invocations:
     def atomic(self, s: N.Atomic, mask: Array) -> None:
         idx = self.eval(s.index)
         arr, flat, ok, _count, ty = self._where(s.buffer, idx)
+        if isinstance(s, N.RawAtomic):
+            self.in_range(ok, mask, "atomic", s.buffer)
         sel = np.flatnonzero(mask & ok)
         val = self.lanes(np.asarray(self.eval(s.value), dtype=ty.numpy))[sel]
         cmp = None
@@ -338,6 +364,7 @@ class Invocations:
         frame = self._enter_loop()
         try:
             while True:
+                self.active = active
                 c = self.lanes(self.eval(s.cond))
                 active = active & c & ~frame.broken & ~self.returned
                 if not active.any():

@@ -23,8 +23,8 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
         return e.name
     if isinstance(e, N.Builtin):
         return e.name if e.name == "local_index" else f"{e.name}.{'xyz'[e.axis]}"
-    if isinstance(e, N.Load):
-        return f"{e.buffer}[{k[0]}]"
+    if isinstance(e, N.Load):  # (raw: the lowered core's unchecked access, vyre.lower)
+        return f"{'raw ' if isinstance(e, N.RawLoad) else ''}{e.buffer}[{k[0]}]"
     if isinstance(e, N.Length):
         return f"len({e.buffer})"
     if isinstance(e, N.Unary):
@@ -36,7 +36,7 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
     if isinstance(e, N.Call):
         return f"{e.fn}({', '.join(k)})"
     if isinstance(e, N.Select):
-        return f"select({k[0]}, {k[1]}, {k[2]})"
+        return f"{'guarded' if isinstance(e, N.Guarded) else 'select'}({k[0]}, {k[1]}, {k[2]})"
     if isinstance(e, N.Cast):
         return f"{e.ty}({k[0]})"
     if isinstance(e, N.Bitcast):
@@ -65,7 +65,8 @@ def _block(stmts: tuple[N.Stmt, ...], depth: int, out: list[str]) -> None:
         elif isinstance(s, N.Assign):
             out.append(f"{pad}{s.name} = {expr(s.value)}")
         elif isinstance(s, N.Store):
-            out.append(f"{pad}{s.buffer}[{expr(s.index)}] = {expr(s.value)}")
+            raw = "raw " if isinstance(s, N.RawStore) else ""
+            out.append(f"{pad}{raw}{s.buffer}[{expr(s.index)}] = {expr(s.value)}")
         elif isinstance(s, N.If):
             out.append(f"{pad}if {expr(s.cond)}:")
             _body(s.then, depth + 1, out)
@@ -85,7 +86,8 @@ def _block(stmts: tuple[N.Stmt, ...], depth: int, out: list[str]) -> None:
             if s.comparand is not None:
                 args.append(f"compare={expr(s.comparand)}")
             args.append(expr(s.value))
-            call = f"atomic_{s.op}({', '.join(args)})"
+            raw = "raw_" if isinstance(s, N.RawAtomic) else ""
+            call = f"{raw}atomic_{s.op}({', '.join(args)})"
             out.append(f"{pad}let {s.result} = {call}" if s.result else f"{pad}{call}")
         else:
             out.append(f"{pad}{s.kind}")

@@ -1,11 +1,13 @@
 """IR -> WGSL code generation, honouring docs/IR.md exactly where WGSL differs.
 
-Where WGSL's own rule differs from the IR's (integer division by zero, shift amounts,
-out-of-bounds access, float->int casts, NaN in min/max, constant folding of overflowing
-literals), the generated code spells the IR's rule out with small helper functions that
-are emitted only when used. Every user name is mangled with a prefix, so no IR name can
-collide with a WGSL keyword or builtin. Bounds checks use the element counts passed in the
-uniform block: the code never relies on robust buffer access or `arrayLength`.
+Where WGSL's own rule differs from the IR's (NaN in min/max, constant folding of
+overflowing literals, float accuracy), the generated code spells the IR's rule out with
+small helper functions that are emitted only when used; integer division, shifts, abs,
+float->int casts and out-of-bounds access arrive lowered by vyre.lower (memory accesses
+as raw ones behind the IR's index tests, against the element counts passed in the
+uniform block: the code never relies on robust buffer access or `arrayLength`). Every
+user name is mangled with a prefix, so no IR name can collide with a WGSL keyword or
+builtin.
 
 This module is pure: Program in, source text out. It must never touch a device, and it
 must never decide which features a device has (the caller passes what may be emitted).
@@ -30,8 +32,10 @@ from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 
 T = ScalarType
 U_VAR = "vy_u"
-# WGSL's integer division, shifts, abs and float -> int conversions differ from the IR's
-# outside their domain: vyre.lower rewrites them into the core (in-domain `Native` ops).
+# WGSL's integer division, shifts, abs, float -> int conversions and memory accesses differ
+# from the IR's outside their domain: vyre.lower rewrites them into the core (in-domain
+# `Native` ops, raw accesses behind the IR's index tests; WGSL's select evaluates both
+# operands, so no lazy_select: a guarded load arrives as a local set under an `if`).
 # f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
 # _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
 TRAITS = Traits(f16_arith=True)
@@ -167,10 +171,14 @@ def literal(ctx: _Ctx, c: N.Const, opaque: bool = False) -> str:
         else:
             text = f"{iv}{sfx}"
     if opaque:
-        name = f"vy_id_{wgsl_type(ty)}"
-        _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> {wgsl_type(ty)} {{ return x; }}")
-        return f"{name}({text})"
+        return f"{_identity_fn(ctx, ty)}({text})"
     return text
+
+
+def _identity_fn(ctx: _Ctx, ty: ScalarType) -> str:
+    """The identity function on `ty`: its result is a runtime value to WGSL."""
+    name = f"vy_id_{wgsl_type(ty)}"
+    return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> {wgsl_type(ty)} {{ return x; }}")
 
 
 def _zero(ty: ScalarType) -> str:
@@ -850,9 +858,11 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return literal(ctx, e, opaque)
     kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
-    # rejects overflow and division by zero; hiding one literal makes it a runtime value.
+    # rejects overflow, division by zero and a constant index past a fixed-size array (even
+    # under an index test that never runs it); hiding its literals makes it a runtime value.
     # (Float operands are fenced by the operators themselves, see _fence_fn.)
-    hide = bool(kids) and all(isinstance(k, N.Const) for k in kids)
+    hide = bool(kids) and all(isinstance(k, N.Const) or (
+        isinstance(k, N.Length) and k.buffer in ctx.arrays) for k in kids)
     sub = [expr(ctx, k, hide) for k in kids]
     if isinstance(e, N.Var):
         return ctx.lookup(e.name)
@@ -865,10 +875,11 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
             return "vy_lidx"
         return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
     if isinstance(e, N.Load):
-        return f"{_load_fn(ctx, e.buffer)}({sub[0]})"
+        return _raw_load(ctx, e, sub[0])
     if isinstance(e, N.Length):
-        if e.buffer in ctx.arrays:
-            return f"{ctx.arrays[e.buffer].count}u"
+        if e.buffer in ctx.arrays:  # (a literal)
+            n = f"{ctx.arrays[e.buffer].count}u"
+            return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
         return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
     if isinstance(e, N.Unary):
         return _unary(ctx, e, sub[0])
@@ -876,6 +887,8 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return _binary(ctx, e, sub[0], sub[1])
     if isinstance(e, N.Call):
         return _call(ctx, e, sub)
+    if isinstance(e, N.Guarded):  # WGSL's select evaluates both: TRAITS says so
+        raise _unlowered("a lazy select (Guarded)")
     if isinstance(e, N.Select):
         return f"select({sub[2]}, {sub[1]}, {sub[0]})"
     if isinstance(e, N.Cast):
@@ -1117,45 +1130,36 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
 # ------------------------------------------------------------------ memory access
 
 
-def _storage_ref(ctx: _Ctx, name: str) -> tuple[str, str, ScalarType]:
-    """(WGSL variable, bound expression, element type) of a buffer or workgroup array."""
+def _storage_ref(ctx: _Ctx, name: str) -> tuple[str, ScalarType]:
+    """(WGSL variable, element type) of a buffer or workgroup array."""
     if name in ctx.arrays:
-        arr = ctx.arrays[name]
-        return f"w_{mangle(name)}", f"{arr.count}u", arr.ty
+        return f"w_{mangle(name)}", ctx.arrays[name].ty
     slot = ctx.buffer_slot[name]
-    return f"b_{mangle(name)}", f"{U_VAR}.n_{slot}", ctx.program.buffers[slot].ty
+    return f"b_{mangle(name)}", ctx.program.buffers[slot].ty
 
 
-def _load_fn(ctx: _Ctx, name: str) -> str:
-    var, bound, ty = _storage_ref(ctx, name)
-    fn = f"vy_load_{var}"
-    t = wgsl_type(ty)
-    val = f"atomicLoad(&{var}[i])" if name in ctx.atomic else f"{var}[i]"
-    if name in ctx.wg_f32_atomic:
-        val = f"bitcast<f32>({val})"
-    zero = _zero(ty)
-    if ctx.minimal and ty is T.F32:  # an opaque 0, so every load is opaque (fences.py)
-        zero = f"{_helper(ctx, 'vy_bits_f32', _BITS_F32)}(0u)"
-    return _helper(
-        ctx, fn,
-        f"fn {fn}(i: u32) -> {t} {{\n"
-        f"    if (i < {bound}) {{ return {val}; }}\n"
-        f"    return {zero};  // out of bounds reads 0\n}}",
-    )
+def _raw_ref(ctx: _Ctx, node: N.Load | N.Store, index: str) -> str:
+    """`var[index]` of a raw access of the core (vyre.lower made sure it is in range)."""
+    if not isinstance(node, (N.RawLoad, N.RawStore)):
+        raise _unlowered(f"a bounds-checked {node.kind} of {node.buffer!r}")
+    return f"{_storage_ref(ctx, node.buffer)[0]}[{index}]"
 
 
-def _store_fn(ctx: _Ctx, name: str) -> str:
-    var, bound, ty = _storage_ref(ctx, name)
-    fn = f"vy_store_{var}"
-    t = wgsl_type(ty)
-    st = f"atomicStore(&{var}[i], v);" if name in ctx.atomic else f"{var}[i] = v;"
-    if name in ctx.wg_f32_atomic:
-        st = f"atomicStore(&{var}[i], bitcast<u32>(v));"
-    return _helper(
-        ctx, fn,
-        f"fn {fn}(i: u32, v: {t}) {{\n"
-        f"    if (i < {bound}) {{ {st} }}  // out of bounds does nothing\n}}",
-    )
+def _raw_load(ctx: _Ctx, e: N.Load, index: str) -> str:
+    ref = _raw_ref(ctx, e, index)
+    if e.buffer not in ctx.atomic:
+        return ref
+    val = f"atomicLoad(&{ref})"
+    return f"bitcast<f32>({val})" if e.buffer in ctx.wg_f32_atomic else val
+
+
+def _raw_store(ctx: _Ctx, s: N.Store, index: str, value: str) -> str:
+    ref = _raw_ref(ctx, s, index)
+    if s.buffer in ctx.wg_f32_atomic:
+        return f"atomicStore(&{ref}, bitcast<u32>({value}));"
+    if s.buffer in ctx.atomic:
+        return f"atomicStore(&{ref}, {value});"
+    return f"{ref} = {value};"
 
 
 _ATOMIC_FN = {
@@ -1206,7 +1210,7 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
         ctx.flow.assign(s.name, ctx.flow.bound_kinds(s.value))
         return [f"{ind}{ctx.lookup(s.name)} = {value};"]
     if isinstance(s, N.Store):
-        return [f"{ind}{_store_fn(ctx, s.buffer)}({expr(ctx, s.index)}, {_stored_value(ctx, s.value)});"]
+        return [f"{ind}{_raw_store(ctx, s, expr(ctx, s.index), _stored_value(ctx, s.value))}"]
     if isinstance(s, N.If):
         out = [f"{ind}if ({expr(ctx, s.cond)}) {{"]
         other = ctx.flow.copy()
@@ -1281,56 +1285,53 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
 
 
 def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
-    """One helper per (op, buffer): the index is a function parameter, so naga never sees
-    a constant out-of-range index (it folds `let` constants and rejects those)."""
-    var, bound, ty = _storage_ref(ctx, s.buffer)
+    """One helper per (op, buffer) of the core's raw atomics (vyre.lower made sure the
+    index is in range): the index is a function parameter, so naga never sees a constant
+    index (it folds constants and rejects one out of range)."""
+    if not isinstance(s, N.RawAtomic):
+        raise _unlowered(f"a bounds-checked atomic of {s.buffer!r}")
+    var, ty = _storage_ref(ctx, s.buffer)
     t = wgsl_type(ty)
     fn = f"vy_atomic_{s.op}_{var}"
     ptr = f"&{var}[i]"
     if s.buffer in ctx.wg_f32_atomic:
-        return _wg_f32_atomic_fn(ctx, s, fn, ptr, bound)
+        return _wg_f32_atomic_fn(ctx, s, fn, ptr)
     if s.op == "compare_exchange":
         body = (
-            f"    if (i < {bound}) {{\n"
-            f"        loop {{  // the weak form may fail spuriously: retry until decided\n"
-            f"            let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
-            f"            if (r.exchanged || r.old_value != c) {{ return r.old_value; }}\n"
-            f"        }}\n"
+            f"    loop {{  // the weak form may fail spuriously: retry until decided\n"
+            f"        let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
+            f"        if (r.exchanged || r.old_value != c) {{ return r.old_value; }}\n"
             f"    }}\n"
+            f"    return {_zero(ty)};  // (never reached; naga wants a return)\n"
         )
         sig = f"fn {fn}(i: u32, v: {t}, c: {t}) -> {t} {{\n"
     else:
-        body = f"    if (i < {bound}) {{ return {_ATOMIC_FN[s.op]}({ptr}, v); }}\n"
+        body = f"    return {_ATOMIC_FN[s.op]}({ptr}, v);\n"
         sig = f"fn {fn}(i: u32, v: {t}) -> {t} {{\n"
-    return _helper(
-        ctx, fn, sig + body + f"    return {_zero(ty)};  // out of bounds: nothing, old value 0\n}}"
-    )
+    return _helper(ctx, fn, sig + body + "}")
 
 
-def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str, bound: str) -> str:
+def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str) -> str:
     """An f32 atomic on a workgroup array (naga has no workgroup atomic<f32>): the bits live
     in an atomic<u32>; add is a compare-exchange loop around the IR's f32 addition."""
     if s.op == "exchange":
-        body = f"        return bitcast<f32>(atomicExchange({ptr}, bitcast<u32>(v)));\n"
+        body = f"    return bitcast<f32>(atomicExchange({ptr}, bitcast<u32>(v)));\n"
     elif s.op == "add":
         total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
         body = (
-            f"        var old = atomicLoad({ptr});\n"
-            "        loop {\n"
-            f"            let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
-            "            if (r.exchanged) { return bitcast<f32>(old); }\n"
-            "            old = r.old_value;\n"
-            "        }\n"
+            f"    var old = atomicLoad({ptr});\n"
+            "    loop {\n"
+            f"        let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
+            "        if (r.exchanged) { return bitcast<f32>(old); }\n"
+            "        old = r.old_value;\n"
+            "    }\n"
+            "    return 0.0f;  // (never reached; naga wants a return)\n"
         )
     else:
         raise UnsupportedFeature(
             f"f32 atomic {s.op}", "wgpu", "only f32 atomic add (and exchange) exist in the IR"
         )
-    return _helper(
-        ctx, fn,
-        f"fn {fn}(i: u32, v: f32) -> f32 {{\n    if (i < {bound}) {{\n{body}    }}\n"
-        "    return 0.0f;  // out of bounds: nothing, old value 0\n}",
-    )
+    return _helper(ctx, fn, f"fn {fn}(i: u32, v: f32) -> f32 {{\n{body}}}")
 
 
 def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
@@ -1340,7 +1341,7 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
         args.append(expr(ctx, s.comparand))
     call = f"{fn}({', '.join(args)})"
     if s.result is not None:
-        _, _, ty = _storage_ref(ctx, s.buffer)
+        _, ty = _storage_ref(ctx, s.buffer)
         ctx.flow.declare(s.result, VISIBLE)
         res = ctx.declare(s.result)
         return [f"{ind}var {res}: {wgsl_type(ty)} = {call};"]
