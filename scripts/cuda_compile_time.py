@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vyre.backends.cuda.codegen import generate
 from vyre.backends.cuda.nvrtc import compile_source
+from vyre.backends.cuda.render import generate
 from vyre.programs.matmul import matmul_program
 from vyre.tools.bench.peers import CUDA_SAXPY
 from vyre.tools.bench.vyre_impl import compile_probe_program

@@ -196,7 +196,7 @@ def compile_case(rounds: int, profile: bool) -> None:
     for label, ns in res.items():
         print(f"  {label:48s} {ns / 1e6:7.2f} ms")
     # the stages, best of rounds
-    from vyre.backends.cuda.codegen import generate
+    from vyre.backends.cuda.render import generate
     from vyre.ir.validate import validate
 
     stages: dict[str, float] = {}

@@ -30,7 +30,7 @@ import numpy as np
 import vyre
 from vyre import DispatchConfig
 from vyre.backends.cuda import nvrtc
-from vyre.backends.cuda.codegen import generate
+from vyre.backends.cuda.render import generate
 from vyre.backends.cuda.runtime import CudaBackend
 from vyre.tools.bench import workloads as W
 from vyre.tools.bench.peers import CUDA_INC, CUDA_SAXPY, WG, RawCudaPeer, _grid

@@ -162,7 +162,7 @@ def test_provider_reports_reason_when_unavailable() -> None:
 
 
 def test_kernel_argument_layout() -> None:
-    from vyre.backends.cuda.codegen import KernelSignature
+    from vyre.backends.cuda.render import KernelSignature
 
     sig = KernelSignature(buffers=(ST.F32, ST.U64), params=(ST.F16, ST.F64, ST.I32))
     offsets, size = sig.layout()
@@ -172,7 +172,7 @@ def test_kernel_argument_layout() -> None:
 
 
 def test_coarsening_rules() -> None:
-    from vyre.backends.cuda.codegen import coarsening_allowed, generate, lockstep_allowed
+    from vyre.backends.cuda.render import coarsening_allowed, generate, lockstep_allowed
 
     saxpy = _saxpy()
     assert coarsening_allowed(saxpy, 4) and lockstep_allowed(saxpy)
@@ -212,7 +212,7 @@ def test_coarsening_rules() -> None:
 
 
 def test_semantic_helpers_are_used() -> None:
-    from vyre.backends.cuda.codegen import generate
+    from vyre.backends.cuda.render import generate
 
     k = ProgramBuilder("helpers", workgroup_size=64)
     a = k.buffer("a", ST.I32)
@@ -287,7 +287,7 @@ def _ptx(source: str) -> str:
 def test_lockstep_saxpy_moves_16_byte_vectors(coarsen: int) -> None:
     """Unit-stride accesses in a coarsened straight-line body become 128-bit loads and
     stores (with a lane-by-lane bounds-checked path for tails and misaligned starts)."""
-    from vyre.backends.cuda.codegen import generate
+    from vyre.backends.cuda.render import generate
 
     src = generate(_saxpy(), coarsen=coarsen).source
     assert "vectorised" in src and "vy_vok<float, 4>" in src
@@ -301,7 +301,7 @@ def test_lockstep_saxpy_moves_16_byte_vectors(coarsen: int) -> None:
 
 
 def test_vectorisation_only_for_unit_stride() -> None:
-    from vyre.backends.cuda.codegen import generate
+    from vyre.backends.cuda.render import generate
 
     k = ProgramBuilder("strided", workgroup_size=256)
     x = k.buffer("x", ST.F32)
@@ -351,7 +351,7 @@ def test_matmul_reads_whole_runs_as_vectors() -> None:
     """The library matmul's staged loads of A and B (runs wholly inside the matrix) become
     128-bit global loads, in the prologue and in the K loop; the unsplit kernel (every
     element tested) has none. Each vector keeps its bounds-checked scalar fallback."""
-    from vyre.backends.cuda.codegen import generate
+    from vyre.backends.cuda.render import generate
     from vyre.programs.matmul import matmul_program
 
     src = generate(matmul_program()).source

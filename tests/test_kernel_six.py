@@ -151,8 +151,8 @@ def test_decorated_kernels_compile_for_cuda_and_wgsl_without_a_gpu() -> None:
     """The generated CUDA C compiles with NVRTC (no driver needed) and the WGSL generates,
     for every decorated kernel, so a GPU run meets no compile surprise."""
     from vyre.backends.cuda import compile_source
-    from vyre.backends.cuda.codegen import generate as cuda_source
-    from vyre.backends.wgpu.wgsl import generate as wgsl_source
+    from vyre.backends.cuda.render import generate as cuda_source
+    from vyre.backends.wgpu.render import generate as wgsl_source
 
     kernels = [K.stencil_decorated, K.block_sum_decorated, K.block_scan_decorated,
                K.lu_update_decorated, K.lu_scale_decorated, K.matmul_decorated]

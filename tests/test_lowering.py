@@ -257,8 +257,8 @@ def _all_exprs(p: N.Program) -> list[N.ExprNode]:
 def test_printers_refuse_a_bad_program_the_same_way() -> None:
     """A Program the validator refuses fails in both printers with the same InvalidProgram
     (not a TypeError / KeyError from deep inside one of them)."""
-    from vyre.backends.cuda.codegen import generate as cuda_generate
-    from vyre.backends.wgpu.wgsl import generate as wgsl_generate
+    from vyre.backends.cuda.render import generate as cuda_generate
+    from vyre.backends.wgpu.render import generate as wgsl_generate
 
     k = ProgramBuilder("bad", workgroup_size=1)
     o = k.buffer("o", T.U32, "write", count=1)

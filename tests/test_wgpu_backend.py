@@ -396,7 +396,7 @@ def test_indirect_grid_buffer_also_bound(wg: BaseBackend) -> None:
 
 
 def test_compile_error_and_recovery(wg: BaseBackend, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vyre.backends.wgpu import wgsl
+    from vyre.backends.wgpu import render as wgsl
 
     real = wgsl.generate
 

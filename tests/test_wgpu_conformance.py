@@ -705,7 +705,7 @@ def test_sin_cos_wide_range(wg: BaseBackend, ref: BaseBackend | None, fn: str) -
 def test_f64_transcendental_is_refused_not_wrong(wgpu_backend: BaseBackend) -> None:
     """WGSL has no f64 exp/log/sin/...: 'f64' is not reported, and the generator refuses
     such calls rather than emitting what drivers compute wrongly (or crash on)."""
-    from vyre.backends.wgpu import wgsl
+    from vyre.backends.wgpu import render as wgsl
 
     assert not wgpu_backend.supports("f64")
     with pytest.raises(vyre.UnsupportedFeature, match="f64 exp2"):

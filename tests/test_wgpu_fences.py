@@ -28,7 +28,7 @@ import pytest
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu import fences
-from vyre.backends.wgpu.wgsl import generate
+from vyre.backends.wgpu.render import generate
 from vyre.builder import fma
 from vyre.ir import nodes as N
 from vyre.programs.matmul import matmul_host, matmul_program

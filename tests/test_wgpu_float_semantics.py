@@ -349,7 +349,7 @@ def test_probes_measure_the_device(wg: BaseBackend) -> None:
         "  var c = 0u;\n  loop { if (c >= b[0]) { break; } c = c + 1u; }\n  b[1] = c;\n}"
     )
     got = struct.unpack("<2I", _run_probe(dev, code, struct.pack("<2I", 100_000, 0)))[1]
-    from vyre.backends.wgpu.wgsl import LOOP_SENTINEL_ITERATIONS
+    from vyre.backends.wgpu.render import LOOP_SENTINEL_ITERATIONS
 
     assert (limit is None and got == 100_000) or (
         limit is not None and got == limit + LOOP_SENTINEL_ITERATIONS < 100_000)
@@ -357,7 +357,7 @@ def test_probes_measure_the_device(wg: BaseBackend) -> None:
 
 def test_loop_sentinel_only_where_there_is_a_limit() -> None:
     """No overhead on adapters without a loop limit, nor for programs without loops."""
-    from vyre.backends.wgpu import wgsl
+    from vyre.backends.wgpu import render as wgsl
 
     k = ProgramBuilder("looping", workgroup_size=1)
     o = k.buffer("o", U32, "write", count=1)
@@ -390,7 +390,7 @@ def test_probe_command_reports_the_measurements(wg: BaseBackend) -> None:
 def test_fma_that_rounds_twice_is_emulated_or_refused() -> None:
     """IR fma rounds once: exact in f64 where the driver's rounds twice, and a clear
     UnsupportedFeature (not double-rounded bits) where the device has no f64/i64 either."""
-    from vyre.backends.wgpu import wgsl
+    from vyre.backends.wgpu import render as wgsl
     from vyre.builder import fma
     from vyre.errors import UnsupportedFeature
 

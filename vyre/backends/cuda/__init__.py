@@ -13,8 +13,8 @@ from typing import Any
 from vyre.errors import BackendError, BackendUnavailable
 from vyre.registry import Availability
 
-from .codegen import generate
 from .nvrtc import CompiledCubin, DiskCache, compile_program, compile_source, nvrtc_version
+from .render import generate
 
 NAME = "cuda"
 

@@ -31,7 +31,7 @@ from vyre.errors import BackendUnavailable, CompileError
 from vyre.interrupts import native_sigint_shield
 from vyre.ir.nodes import Program
 
-from .codegen import Generated, generate
+from .render import Generated, generate
 
 FORMAT = "vyre-cuda-cubin-2"
 MAGIC = b"VYRECUBIN2\n"

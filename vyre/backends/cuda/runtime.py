@@ -2,7 +2,7 @@
 
 One instance drives one device (`cuda`, `cuda:1`) through its primary context and its own
 non-blocking stream; everything it enqueues is ordered on that stream. Kernels come from
-codegen.py (CUDA C) compiled by nvrtc.py to a cubin for the device's exact architecture
+render.py (CUDA C) compiled by nvrtc.py to a cubin for the device's exact architecture
 (never PTX), cached in memory per (program, specialisation) and on disk.
 
 A kernel fault poisons the CUDA context: the failing call raises DispatchError, the instance
@@ -40,8 +40,8 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
 from . import interop, managed
-from .codegen import KERNEL_NAME, STRUCT_CODE, Generated, generate
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
+from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
 _GENERATION: dict[int, int] = {}  # device ordinal -> primary-context resets so far
 _GEN_LOCK = threading.Lock()

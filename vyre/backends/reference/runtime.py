@@ -28,7 +28,7 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 from . import numeric
 from .buffers import ReferenceBuffer
 from .plan import Launch, Plan, execute
-from .source import listing
+from .render import listing
 
 VERSION = "0.1.0"
 

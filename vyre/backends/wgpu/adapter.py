@@ -361,7 +361,7 @@ def _probe_loop_limit(device: Any) -> int | None:
     if out[2] >= LOOP_PROBE:
         return None
     # what user loops may use: the generated sentinel (wgsl._LOOP_SENTINEL) spends the rest
-    from .wgsl import LOOP_SENTINEL_ITERATIONS
+    from .render import LOOP_SENTINEL_ITERATIONS
 
     return int(out[2]) - LOOP_SENTINEL_ITERATIONS
 

@@ -1,6 +1,6 @@
 """Which f32 operands the WGSL printer must fence, and which it may leave bare.
 
-A driver may rewrite float code (see the "float fences" comment in wgsl.py): Mesa's NIR
+A driver may rewrite float code (see the "float fences" comment in render.py): Mesa's NIR
 folds x*0, x-x, (a-b)+b and fma(a, b, 0); it factors fma(a, b, fma(a, c, d)) into
 fma(a, b + c, d); NVIDIA's compiler contracts a*b + c and reassociates. Every such rewrite
 matches an operation whose operand the compiler can see is (1) a constant, (2) another
@@ -30,7 +30,7 @@ The rule the printer applies (f32, outside flush mode; everything else keeps eve
 - a float constant bound to a variable is fenced there, once (so `acc = 0.0` feeding an
   fma chain is opaque instead of fencing the chain's every link).
 
-This module must never print WGSL; it only answers "fence this operand?" for wgsl.py.
+This module must never print WGSL; it only answers "fence this operand?" for render.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ error (CompileError, DispatchError, OutOfDeviceMemory) so the instance keeps wor
 work. Conditions only the device sees (the driver's loop budget ran out, an indirect grid
 over the limit) are flagged by the shaders in small status buffers and raised as
 DispatchError before any result of that work can be observed (wait, read, synchronize, a
-pipeline's reads). This module must never generate shader code (wgsl.py does) and must never fall back
+pipeline's reads). This module must never generate shader code (render.py does) and must never fall back
 to host copies behind the resident API.
 """
 
@@ -43,7 +43,7 @@ from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
-from . import wgsl
+from . import render as wgsl
 from .adapter import FEATURE_TYPES, DeviceInfo, captured_wgpu_log, import_wgpu
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer

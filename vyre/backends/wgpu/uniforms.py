@@ -4,7 +4,7 @@ WGSL's uniform address space lays scalars out at their natural alignment; this m
 computes the same offsets in Python and packs values into bytes. 64-bit fields go first so
 no padding is needed between them and the 32-bit fields; f16 params travel as f32 (an exact
 conversion both ways). Three `vy_zero*` fields (always 0) give the shader values the
-driver's compiler cannot know (wgsl.py's float fences: one per operand position). This module must never talk to a device or generate shader code
+driver's compiler cannot know (render.py's float fences: one per operand position). This module must never talk to a device or generate shader code
 beyond the struct declaration.
 """
 

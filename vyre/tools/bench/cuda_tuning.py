@@ -94,7 +94,7 @@ def graph(b: Any, reps: int) -> dict[str, Any]:
 
 def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     """GB/s (12 bytes per element) of saxpy over 2**26 f32 per code generation variant."""
-    from vyre.backends.cuda import codegen
+    from vyre.backends.cuda import render as codegen
     from vyre.backends.cuda.runtime import CudaBackend
 
     n = 1 << 26
@@ -217,7 +217,7 @@ def matmul_variants(reps: int, size: int = 4096, budget_s: float = 70.0) -> dict
     matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3. Variants
     not compiled within `budget_s` (NVRTC dominates) are reported as skipped."""
     t_start = time.perf_counter()
-    from vyre.backends.cuda import codegen
+    from vyre.backends.cuda import render as codegen
     from vyre.backends.cuda.runtime import CudaBackend
     from vyre.programs.matmul import (
         matmul_config,
