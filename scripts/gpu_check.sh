@@ -5,7 +5,8 @@
 # each fits one 10-minute device command): interrupts (SIGINT storm on cuda and wgpu),
 # cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
 # parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
-# time: run it as its own command). Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# time: run it as its own command), soak (fuzz-long in the background while the whole test
+# suite runs, then the exactness table of both: one 10-minute command). Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
 # It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3),
 # GPU_CHECK_RESOURCE_CYCLES (default 10000), GPU_CHECK_STORM_SECONDS (default 20),
@@ -100,6 +101,28 @@ for s in "${sections[@]}"; do
                 grep -q "long-fuzz\] cuda done: 0 " "$2/fuzz-long-cuda.log" \
                     && grep -q "long-fuzz\] wgpu done: 0 " "$2/fuzz-long-wgpu.log" || rc=1
                 exit $rc' "$PY" "${GPU_CHECK_LONG_FUZZ_MINUTES:-8}" "$OUT" ;;
+        soak)
+            # fuzz-long (cuda and wgpu, GPU_CHECK_LONG_FUZZ_MINUTES) in the background while
+            # the whole test suite runs with a JUnit file, then the exactness table from both:
+            # everything but the timings in one 10-minute device command
+            m="${GPU_CHECK_LONG_FUZZ_MINUTES:-8}"
+            for be in cuda wgpu; do
+                ( "$PY" scripts/fuzz_long.py --examples 10000000 --batch 100 --backends "$be" \
+                    --minutes "$m" --save-dir "$OUT/fuzz-cases/$be" 2>&1 \
+                    | sed -e "s/^\[fuzz\] done/[long-fuzz] $be done/" ) > "$OUT/fuzz-long-$be.log" &
+            done
+            # SIGINT at the limit: pytest still writes its summary and the JUnit file
+            run_section tests timeout -s INT -k 30 "${GPU_CHECK_TESTS_SECONDS:-480}" "$PY" -m pytest -q \
+                -p no:cacheprovider -o faulthandler_timeout=240 -rfE \
+                --junitxml="$OUT/tests.xml" tests
+            wait
+            SUMMARY_LINES=2 run_section fuzz-long cat "$OUT/fuzz-long-cuda.log" "$OUT/fuzz-long-wgpu.log"
+            grep -q "long-fuzz\] cuda done: 0 " "$OUT/fuzz-long-cuda.log" \
+                && grep -q "long-fuzz\] wgpu done: 0 " "$OUT/fuzz-long-wgpu.log" \
+                || rows+=("fuzz-long   FAILED (see fuzz-long-*.log)")
+            "$PY" scripts/exactness_table.py --junit "$OUT/tests.xml" \
+                --fuzz-log "$OUT/fuzz-long-cuda.log" --fuzz-log "$OUT/fuzz-long-wgpu.log" \
+                | tee "$OUT/exactness.txt" >&2 ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
     esac
 done

@@ -133,3 +133,25 @@ def test_missing_directory_is_created_private(tmp_path: Path) -> None:
     nvrtc.compile_program(_prog("a", 2.0), ARCH, nvrtc.DiskCache(d))
     assert (d.stat().st_mode & 0o777) == 0o700
     assert nvrtc.compile_program(_prog("a", 2.0), ARCH, nvrtc.DiskCache(d)).from_disk
+
+
+def test_entry_written_by_another_process_mid_read_is_a_miss_not_damage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that finds no entry while another process renames one in must count a miss
+    and leave the new entry alone (it used to see the path exist, call it corrupt and
+    delete it: found as a flaky two-process cache test)."""
+    d = tmp_path / "cache"
+    reader, writer = nvrtc.DiskCache(str(d)), nvrtc.DiskCache(str(d))
+    key = "ab" * 32
+    real_read = nvrtc._read_entry
+
+    def read_then_writer_lands(p: Path) -> bytes | None:
+        got = real_read(p)  # nothing there yet
+        writer.put(key, b"\x7fELF cubin")
+        return got
+
+    monkeypatch.setattr(nvrtc, "_read_entry", read_then_writer_lands)
+    assert reader.get(key) is None
+    assert reader.stats.corrupt == 0 and reader.stats.misses == 1
+    monkeypatch.setattr(nvrtc, "_read_entry", real_read)
+    assert reader.get(key) == b"\x7fELF cubin", "the freshly written entry was removed"

@@ -229,7 +229,7 @@ class DiskCache:
         payload = None if data is None else _unwrap(data, key)
         if payload is None:
             self.stats.misses += 1
-            if data is not None or os.path.lexists(p):
+            if data is not None or _not_an_entry(p):
                 # damaged, written for another key, or not a regular file: removed (unlink
                 # never follows a symlink) and rebuilt by the caller
                 self.stats.corrupt += 1
@@ -258,6 +258,18 @@ class DiskCache:
                 raise
         except OSError:
             pass
+
+
+def _not_an_entry(p: Path) -> bool:
+    """Whether something that can never be an entry sits at `p` (a symlink, FIFO, directory
+    or oversized file). False where nothing is there, or where a regular file is: that one
+    was renamed in by another process after this one's read found nothing (a miss, not
+    damage, so it must not be removed)."""
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return False
+    return not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES
 
 
 def _read_entry(p: Path) -> bytes | None:
