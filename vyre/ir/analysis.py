@@ -15,8 +15,10 @@ from .nodes import (
     Param,
     Program,
     Stmt,
+    Subgroup,
     Var,
 )
+from .nodes import SUBGROUP_BUILTINS, Builtin
 from .types import ScalarType
 from .visit import child_blocks, stmt_exprs
 from .visit import children as child_exprs
@@ -80,7 +82,17 @@ def required_features(program: Program) -> frozenset[str]:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:
         feats.add("workgroup_memory")
+    if uses_subgroups(program):
+        feats.add("subgroup")
     return frozenset(feats)
+
+
+def uses_subgroups(program: Program) -> bool:
+    """Whether `program` has a subgroup operation or reads a subgroup builtin."""
+    return any(
+        isinstance(e, Subgroup) or (isinstance(e, Builtin) and e.name in SUBGROUP_BUILTINS)
+        for e in walk_all_exprs(program)
+    )
 
 
 def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
@@ -103,6 +115,7 @@ __all__ = [
     "stmt_exprs",
     "types_used",
     "uses_float_ops",
+    "uses_subgroups",
     "walk_all_exprs",
     "walk_expr",
     "walk_stmts",
