@@ -9,9 +9,12 @@ backend spells subgroup operations.
 
 from __future__ import annotations
 
+import math
+
 from .errors import UnsupportedFeature
 from .ir.analysis import uses_subgroups
 from .ir.nodes import Program
+from .ir.types import ScalarType
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 """Subgroup sizes the IR allows a backend to report (powers of two, as Vulkan's)."""
@@ -22,6 +25,20 @@ def check_size(size: int) -> int:
     if isinstance(size, bool) or size not in SIZES:
         raise ValueError(f"subgroup size {size!r} is not one of {SIZES}")
     return size
+
+
+def identity(combine: str, ty: ScalarType) -> int | float:
+    """The value an exclusive scan gives lane 0 (docs/IR.md): +0 for add / or / xor, all
+    ones for and, the largest value for min (+inf), the least for max (-inf)."""
+    if combine in ("add", "or", "xor"):
+        return 0.0 if ty.is_float else 0
+    if combine == "and":
+        return -1 if ty.is_signed else (1 << ty.bits) - 1
+    if ty.is_float:
+        return math.inf if combine == "min" else -math.inf
+    lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.is_signed else (
+        0, (1 << ty.bits) - 1)
+    return hi if combine == "min" else lo
 
 
 def check_fits(program: Program, size: int | None, backend: str) -> None:
@@ -40,4 +57,4 @@ def check_fits(program: Program, size: int | None, backend: str) -> None:
         )
 
 
-__all__ = ["SIZES", "check_fits", "check_size"]
+__all__ = ["SIZES", "check_fits", "check_size", "identity"]

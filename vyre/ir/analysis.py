@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .nodes import (
+    SUBGROUP_BUILTINS,
     Atomic,
     Binary,
+    Builtin,
     Call,
     Const,
     Expr,
@@ -18,7 +20,6 @@ from .nodes import (
     Subgroup,
     Var,
 )
-from .nodes import SUBGROUP_BUILTINS, Builtin
 from .types import ScalarType
 from .visit import child_blocks, stmt_exprs
 from .visit import children as child_exprs
@@ -100,6 +101,8 @@ def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
         if isinstance(e, Call) and e.fn in names and e.ty.is_float:
             return True
         if isinstance(e, Binary) and e.op in names and e.ty.is_float:
+            return True
+        if isinstance(e, Subgroup) and e.combine in names and e.ty.is_float:
             return True
     return False
 

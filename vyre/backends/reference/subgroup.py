@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vyre import subgroups
 from vyre.ir.types import ScalarType
 
 from . import numeric
@@ -23,16 +24,7 @@ Array = np.ndarray
 
 def identity(combine: str, ty: ScalarType) -> Array:
     """The value an exclusive scan gives lane 0 (docs/IR.md)."""
-    if combine in ("add", "or", "xor"):
-        v: object = 0
-    elif combine == "and":
-        v = -1 if ty.is_signed else (1 << ty.bits) - 1
-    elif ty.is_float:
-        v = np.inf if combine == "min" else -np.inf
-    else:
-        info = np.iinfo(ty.numpy)
-        v = info.max if combine == "min" else info.min
-    return np.asarray(v, dtype=ty.numpy)
+    return np.asarray(subgroups.identity(combine, ty), dtype=ty.numpy)
 
 
 def _op(combine: str, a: Array, b: Array, ty: ScalarType) -> Array:

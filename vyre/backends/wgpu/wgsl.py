@@ -24,6 +24,7 @@ from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
+from vyre.subgroups import identity as sg_identity
 
 from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
@@ -934,7 +935,7 @@ def _subgroup(ctx: _Ctx, e: N.Subgroup, sub: list[str]) -> str:
                     f"(size - 1u)); v = select(v, {comb}, lane >= {d}u); }}"
                 )
             if e.op == "exclusive_scan":
-                ident = literal(ctx, N.Const(ty=e.ty, value=_sg_identity(e.combine, e.ty)))
+                ident = literal(ctx, N.Const(ty=e.ty, value=sg_identity(e.combine, e.ty)))
                 lines.append("    let o = subgroupShuffle(v, (lane - 1u) & (size - 1u));")
                 lines.append(f"    v = select(o, {ident}, lane == 0u);")
         lines += ["    return v;", "}"]
@@ -942,17 +943,6 @@ def _subgroup(ctx: _Ctx, e: N.Subgroup, sub: list[str]) -> str:
     return f"{name}({sub[0]}, vy_lidx & (vy_sgsize - 1u), vy_sgsize)"
 
 
-def _sg_identity(combine: str, ty: ScalarType) -> bool | int | float:
-    """The value an exclusive scan gives lane 0 (docs/IR.md)."""
-    if combine in ("add", "or", "xor"):
-        return 0.0 if ty.is_float else 0
-    if combine == "and":
-        return -1 if ty.is_signed else (1 << ty.bits) - 1
-    if ty.is_float:
-        return math.inf if combine == "min" else -math.inf
-    lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.is_signed else (
-        0, (1 << ty.bits) - 1)
-    return hi if combine == "min" else lo
 
 
 def _unlowered(what: str) -> InvalidProgram:
