@@ -41,6 +41,7 @@ from ._common import (
     grid,
     read_elems,
     run_plan,
+    subgroups_for,
     u32,
     upload,
 )
@@ -160,7 +161,8 @@ def plan_scan(
     sums = alloc(backend, ty, groups, "scan_block_sums")
     offsets = alloc(backend, ty, groups, "scan_block_offsets")
     plan.temporaries += [sums, offsets]
-    plan.add(reduce_program("sum", ty, wg, per), {"src": src}, {"dst": sums}, cfg)
+    plan.add(reduce_program("sum", ty, wg, per, subgroups_for(backend, wg)), {"src": src},
+             {"dst": sums}, cfg)
     plan.extend(plan_scan(backend, sums, offsets, groups, ty, False, wg, per, max_per_dim))
     plan.add(scan_block_program(ty, inclusive, wg, per, carry_in=True),
              {"src": src, "offsets": offsets}, {"dst": dst}, cfg)
