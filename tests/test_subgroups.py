@@ -311,3 +311,25 @@ def test_library_uses_subgroups_where_they_fit() -> None:
     assert all(s.program.name.endswith("_sg") for s in plan.steps)
     plan = plan_reduce(r, src, 5000, "sum", f32, out, workgroup_size=4, per_thread=4)
     assert not any(s.program.name.endswith("_sg") for s in plan.steps)  # 4 % 8 != 0
+
+
+def test_subgroup_ops_under_select_and_logical_ops_run_on_every_lane(backend: Any) -> None:
+    """A select evaluates both sides and logical and/or never short-circuits (docs/IR.md):
+    a subgroup operation inside one still has every lane taking part (C's `?:` and `&&`
+    would not: the lowering hoists it into a local)."""
+    if not backend.supports("subgroup"):
+        pytest.skip(f"{backend.id} does not report 'subgroup' (a documented capability)")
+    k = ProgramBuilder("sg_in_select", workgroup_size=64)
+    a = k.buffer("a", u32)
+    out = k.buffer("out", u32, "write")
+    i = k.let(k.global_id(0))
+    x = k.let(a[i])
+    odd = (x & 1) == 1
+    out[i * 2] = vyre.select(odd, subgroup_reduce(x), subgroup_inclusive_scan(x, "max"))
+    out[i * 2 + 1] = vyre.select(odd | (subgroup_reduce(x, "or") == 0), x, x + 1)
+    prog = k.build()
+    from vyre.tools.testing import check_against_reference
+
+    data = np.random.default_rng(3).integers(0, 100, 128).astype(np.uint32)
+    check_against_reference(prog, {"a": data, "out": 256}, vyre.DispatchConfig(grid=2),
+                            [backend], ReferenceBackend())
