@@ -333,3 +333,28 @@ def test_subgroup_ops_under_select_and_logical_ops_run_on_every_lane(backend: An
     data = np.random.default_rng(3).integers(0, 100, 128).astype(np.uint32)
     check_against_reference(prog, {"a": data, "out": 256}, vyre.DispatchConfig(grid=2),
                             [backend], ReferenceBackend())
+
+
+def test_fuzz_generator_draws_subgroup_operations() -> None:
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from vyre.ir.analysis import walk_all_exprs
+    from vyre.ir.validate import validate
+    from vyre.tools import fuzz
+
+    seen: set[str] = set()
+
+    @settings(max_examples=400, derandomize=True, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(fuzz.cases(fuzz.GenOptions(subgroup_multiple=32)))
+    def draw(case: fuzz.FuzzCase) -> None:
+        validate(case.program)
+        for e in walk_all_exprs(case.program):
+            if isinstance(e, N.Subgroup):
+                assert case.program.invocations_per_workgroup % 32 == 0
+                seen.add(e.op)
+
+    draw()
+    assert seen == {"shuffle", "broadcast", "reduce", "inclusive_scan", "exclusive_scan"}
+    assert fuzz.options_for([ReferenceBackend(subgroup_size=8),
+                             ReferenceBackend(subgroup_size=64)]).subgroup_multiple == 64

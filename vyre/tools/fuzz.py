@@ -18,6 +18,9 @@ Program is valid and deterministic by construction:
   some buffers declare their count);
 - workgroup memory written at every slot before a barrier and read (any slot) after it,
   barriers only in uniform control flow; workgroup atomics;
+- subgroup operations (every op and combine on i32/u32/f32) in a uniform prologue, where
+  the workgroup is a multiple of every backend's subgroup size (each backend is compared
+  with the reference at its own size);
 - atomics with order-independent results: one commutative op per accumulator buffer
   (add/min/max/and/or/xor), results unused; exchange / compare_exchange / RMW with a used
   result only on the invocation's own slots.
@@ -142,6 +145,9 @@ class GenOptions:
     # runs ~20k loop iterations a second, so CI keeps this small.
     long_loops: float = 0.03
     workgroup_sizes: tuple[tuple[int, int, int], ...] = WORKGROUP_SIZES
+    # Subgroup operations in Programs whose workgroups have a multiple of this many
+    # invocations (the largest subgroup size of the backends under test); None: never.
+    subgroup_multiple: int | None = None
 
 
 def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
@@ -158,7 +164,12 @@ def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
         types.add(F64)
     if "i64" in feats:
         types |= {I64, U64}
+    sizes = [b.capabilities().details.get("subgroup_size") for b in backends]
+    subgroup_multiple = (max(x for x in sizes if isinstance(x, int))
+                         if "subgroup" in feats and any(isinstance(x, int) for x in sizes)
+                         else None)
     return GenOptions(
+        subgroup_multiple=subgroup_multiple,
         types=frozenset(types),
         workgroup_memory="workgroup_memory" in feats,
         atomics=True,
@@ -280,6 +291,8 @@ def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[
             return any(uses(x) for x in child_exprs(e.a))  # canonical: e.a's op is settled
         if isinstance(e, (N.Call, N.Binary)) and e.ty.is_float and (
                 (e.fn if isinstance(e, N.Call) else e.op) in ops):
+            return True
+        if isinstance(e, N.Subgroup) and e.ty.is_float and e.combine in ops:
             return True
         if isinstance(e, N.Var) and e.name in tainted_locals:
             return True
@@ -1113,6 +1126,30 @@ class _Gen:
             self.declare(name, aty)
         return out
 
+    def subgroup_phase(self) -> list[N.StmtNode]:
+        """Uniform prologue: subgroup operations into locals (docs/IR.md, "Subgroups")."""
+        out: list[N.StmtNode] = []
+        for _ in range(self.int_(1, 3)):
+            ty = self.pick([t for t in (I32, U32, F32) if t in self.types])
+            op = self.pick(["shuffle", "broadcast", "reduce", "inclusive_scan",
+                            "exclusive_scan"])
+            lane: N.ExprNode | None = None
+            combine = None
+            if op == "shuffle":
+                lane = self.expr(U32, 2)
+            elif op == "broadcast":  # uniform: a constant or the workgroup id
+                lane = self.pick([self.lit(U32, self.int_(0, 200)),
+                                  N.Builtin(name="workgroup_id", axis=0)])
+            else:
+                combine = self.pick(["add", "min", "max"] + (
+                    ["and", "or", "xor"] if ty.is_int else []))
+            value = N.Subgroup(op=op, value=self.expr(ty, 2), lane=lane, combine=combine,
+                               ty=ty)
+            name = self.fresh("sg")
+            out.append(N.Let(name=name, value=value))
+            self.declare(name, ty)
+        return out
+
     def program(self, workgroup_size: tuple[int, int, int]) -> N.Program:
         wx, wy, wz = workgroup_size
         inv = wx * wy * wz
@@ -1131,6 +1168,9 @@ class _Gen:
         self.declare("gid", U32, mutable=False)
         if self.o.workgroup_memory and self.chance(0.35):
             body += self.workgroup_phase(inv)
+        sg = self.o.subgroup_multiple
+        if sg is not None and inv % sg == 0 and self.chance(0.35):
+            body += self.subgroup_phase()
         n = self.int_(1, self.o.max_block_stmts + 2)
         for _ in range(n):
             body += self.stmt(allow_return=True)

@@ -908,7 +908,7 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
 _SG_STEPS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def _sg_combine(ctx: _Ctx, combine: str, ty: ScalarType, a: str, b: str) -> str:
+def _sg_combine(ctx: _Ctx, combine: N.SubgroupCombine, ty: ScalarType, a: str, b: str) -> str:
     node = N.Binary(op=combine, a=N.Var(name="a", ty=ty), b=N.Var(name="b", ty=ty), ty=ty)
     return _binary(ctx, node, a, b)
 
