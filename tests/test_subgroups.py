@@ -286,7 +286,9 @@ def test_library_reduce_and_scan_same_bits_with_and_without_subgroups(backend: A
         want = [reduce_host(backend, x, op)[0] for op in ("sum", "min", "max")]
         want_i = reduce_host(backend, xi, "sum")[0]
         want_scan = scan_host(backend, x)
+        want_iscan = scan_host(backend, xi, inclusive=False)
         common.USE_SUBGROUPS = True
+        got_iscan = scan_host(backend, xi, inclusive=False)
         got = [reduce_host(backend, x, op)[0] for op in ("sum", "min", "max")]
         got_i = reduce_host(backend, xi, "sum")[0]
         got_scan = scan_host(backend, x)
@@ -295,10 +297,23 @@ def test_library_reduce_and_scan_same_bits_with_and_without_subgroups(backend: A
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
     assert got_i == want_i
     assert got_scan.tobytes() == want_scan.tobytes()
+    assert got_iscan.tobytes() == want_iscan.tobytes()
+    assert got_iscan.tobytes() == np.concatenate([[0], np.cumsum(xi, dtype=np.int32)[:-1]]
+                                                 ).astype(np.int32).tobytes()
     if n > 1 and backend.kind == "reference":  # other reference sizes: the same bits again
         for size in (1, 4, 64):
             r = ReferenceBackend(subgroup_size=size)
             assert reduce_host(r, x, "sum")[0].tobytes() == want[0].tobytes()
+
+
+@pytest.mark.parametrize("size", [1, 4, 16, 32, 128])
+def test_integer_scan_with_subgroups_at_every_size(size: int) -> None:
+    """Both ways of adding up the subgroup totals: a second subgroup scan (they fit in one
+    subgroup: size >= 16 for 256 invocations) and Hillis-Steele in workgroup memory."""
+    rng = np.random.default_rng(size)
+    x = rng.integers(0, 2**32, 9000, dtype=np.uint64).astype(np.uint32)
+    got = scan_host(ReferenceBackend(subgroup_size=size), x)
+    assert got.tobytes() == np.cumsum(x, dtype=np.uint32).tobytes()
 
 
 def test_library_uses_subgroups_where_they_fit() -> None:
