@@ -367,27 +367,19 @@ class _Validator:
             self.decl[a.name] = ("array", a.ty, "workgroup")
         self.block(p.body, "body", 1, _UNIFORM_CF)
         self.u.solve()
-        for path, cf in self.barriers:
-            if cf in self.u.why:
-                self.fail(
-                    path,
-                    "barrier in non-uniform control flow: not every invocation of the "
-                    "workgroup is guaranteed to reach it (because: "
-                    f"{self.u.explain(cf)}); move the barrier out of the divergent "
-                    "if/loop, or make the condition depend only on constants, params, "
-                    "workgroup_id, num_workgroups, lengths and uniform locals",
-                )
-        for path, cf in self.subgroups:
-            if cf in self.u.why:
-                self.fail(
-                    path,
-                    "subgroup operation in non-uniform control flow: every invocation of "
-                    "the workgroup must reach it together (because: "
-                    f"{self.u.explain(cf)}); compute it before the divergent if/loop (on "
-                    "every invocation) and use the result inside, or make the condition "
-                    "depend only on constants, params, workgroup_id, num_workgroups, "
-                    "lengths and uniform locals",
-                )
+        fix = ("make the condition depend only on constants, params, workgroup_id, "
+               "num_workgroups, lengths and uniform locals")
+        for sites, what, move in (
+            (self.barriers, "barrier in non-uniform control flow: not every invocation of "
+             "the workgroup is guaranteed to reach it", "move the barrier out of the "
+             "divergent if/loop"),
+            (self.subgroups, "subgroup operation in non-uniform control flow: every "
+             "invocation of the workgroup must reach it together", "compute it before the "
+             "divergent if/loop (on every invocation) and use the result inside"),
+        ):
+            for path, cf in sites:
+                if cf in self.u.why:
+                    self.fail(path, f"{what} (because: {self.u.explain(cf)}); {move}, or {fix}")
         for path, deps in self.lane_deps:
             bad = next((d for d in deps if d in self.u.why), None)
             if bad is not None:
