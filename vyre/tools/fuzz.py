@@ -55,7 +55,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -83,6 +83,7 @@ BOOL, I32, U32, F32, F16, F64, I64, U64 = (
     T.BOOL, T.I32, T.U32, T.F32, T.F16, T.F64, T.I64, T.U64,
 )
 CORE_TYPES = frozenset({I32, U32, F32})
+_LANE_OPS = get_args(N.SubgroupOp)[:2]  # shuffle (any lane), broadcast (a uniform lane)
 CASE_FORMAT = "vyre.fuzz-case"
 CASE_VERSION = 1
 EXAMPLES_ENV = "VYRE_FUZZ_EXAMPLES"
@@ -1128,24 +1129,24 @@ class _Gen:
 
     def subgroup_phase(self) -> list[N.StmtNode]:
         """Uniform prologue: subgroup operations into locals (docs/IR.md, "Subgroups")."""
+        # (every op and combine from the IR's own lists: a literal here would join the
+        # constants Hypothesis collects from this module and move the derandomized draws
+        # of every other test)
         out: list[N.StmtNode] = []
         for _ in range(self.int_(1, 3)):
-            ty = self.pick([t for t in (I32, U32, F32) if t in self.types])
-            op = self.pick(["shuffle", "broadcast", "reduce", "inclusive_scan",
-                            "exclusive_scan"])
+            ty = self.pick([t for t in self.types if t in CORE_TYPES])
+            op = self.pick(get_args(N.SubgroupOp))
             lane: N.ExprNode | None = None
             combine = None
-            if op == "shuffle":
-                lane = self.expr(U32, 2)
-            elif op == "broadcast":  # uniform: a constant or the workgroup id
-                lane = self.pick([self.lit(U32, self.int_(0, 200)),
-                                  N.Builtin(name="workgroup_id", axis=0)])
+            if op in _LANE_OPS:
+                lane = self.expr(U32, 2) if op == _LANE_OPS[0] else self.pick(
+                    [self.const(U32), N.Builtin(name="workgroup_id")])  # uniform
             else:
-                combine = self.pick(["add", "min", "max"] + (
-                    ["and", "or", "xor"] if ty.is_int else []))
+                combine = self.pick([c for c in get_args(N.SubgroupCombine)
+                                     if ty.is_int or c not in N.BITWISE_OPS])
             value = N.Subgroup(op=op, value=self.expr(ty, 2), lane=lane, combine=combine,
                                ty=ty)
-            name = self.fresh("sg")
+            name = self.fresh("r")
             out.append(N.Let(name=name, value=value))
             self.declare(name, ty)
         return out
