@@ -107,6 +107,7 @@ def _control_case() -> Case:
 
 
 def cases() -> list[Case]:
+    """The subgroup cases of the conformance table."""
     return [*(_ops_case(t) for t in (ST.I32, ST.U32, ST.F32)), _control_case()]
 
 
