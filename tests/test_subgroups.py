@@ -369,3 +369,17 @@ def test_fuzz_generator_draws_subgroup_operations() -> None:
     assert seen == {"shuffle", "broadcast", "reduce", "inclusive_scan", "exclusive_scan"}
     assert fuzz.options_for([ReferenceBackend(subgroup_size=8),
                              ReferenceBackend(subgroup_size=64)]).subgroup_multiple == 64
+
+
+def test_library_subgroup_programs_compile_with_nvrtc() -> None:
+    from vyre.backends.cuda import compile_program
+    from vyre.programs.reduce import reduce_program
+    from vyre.programs.scan import scan_block_program
+
+    progs = [reduce_program(op, t, 256, 16, True) for op in ("sum", "min", "max")
+             for t in (f32, i32, u32)]
+    progs += [scan_block_program(t, inc, 256, 16, carry, True) for t in (u32, i32)
+              for inc in (True, False) for carry in (True, False)]
+    for p in progs:
+        assert p.name.endswith("_sg")
+        assert compile_program(p, "sm_90").cubin[:4] == b"\x7fELF"
