@@ -30,8 +30,8 @@ import numpy as np
 
 from vyre import features as F
 from vyre.backend import NO_TIMING, BaseBackend, Capabilities, Pending
-from vyre.binding import BoundDispatch, BufferArg
 from vyre.backends.cuda.codegen import SUBGROUP_SIZE
+from vyre.binding import BoundDispatch, BufferArg
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
