@@ -580,6 +580,14 @@ class ProgramBuilder:
         """The flattened local invocation index (0 .. workgroup invocations - 1)."""
         return Value(self, N.Builtin(name="local_index", axis=0))
 
+    def subgroup_size(self) -> Value:
+        """The number of lanes of a subgroup (u32, uniform; the backend's, see `vyre probe`)."""
+        return Value(self, N.Builtin(name="subgroup_size", axis=0))
+
+    def subgroup_lane(self) -> Value:
+        """This invocation's lane in its subgroup: local_index mod subgroup_size (u32)."""
+        return Value(self, N.Builtin(name="subgroup_lane", axis=0))
+
     def global_linear_id(self) -> Value:
         """gid.x + gid.y * (grid.x * wg.x): the element index for DispatchConfig.for_elements."""
         row = self.num_workgroups(0) * self.workgroup_size[0]
@@ -995,6 +1003,47 @@ def max_(a: Any, b: Any) -> Value:
     """The larger of a and b (Python's max() cannot be traced)."""
     x, y = _args(a, b)
     return Value(next(v._b for v in (a, b) if isinstance(v, Value)), _binary("max", x, y))
+
+
+_SUBGROUP_COMBINES = ("add", "min", "max", "and", "or", "xor")
+
+
+def _subgroup(op: str, x: Any, lane: Any = None, combine: str | None = None) -> Value:
+    if not isinstance(x, Value):
+        raise BuildError(f"subgroup {op} needs a kernel value, got {type(x).__name__}")
+    if combine is not None and combine not in _SUBGROUP_COMBINES:
+        raise BuildError(f"subgroup {op}: combine {combine!r} is not one of "
+                         f"{_SUBGROUP_COMBINES}")
+    lane_e = None if lane is None else x._b._index(lane)
+    return Value(x._b, N.Subgroup(op=cast(N.SubgroupOp, op), value=x.expr, lane=lane_e,
+                                  combine=cast(N.SubgroupCombine | None, combine), ty=x.ty))
+
+
+def subgroup_shuffle(x: Value, lane: Any) -> Value:
+    """`x` of lane `lane mod subgroup_size` of this subgroup (i32/u32/f32). Like every
+    subgroup operation: only in uniform control flow (docs/IR.md, "Subgroups")."""
+    return _subgroup("shuffle", x, lane)
+
+
+def subgroup_broadcast(x: Value, lane: Any) -> Value:
+    """`x` of lane `lane mod subgroup_size`, where `lane` is uniform (the same everywhere)."""
+    return _subgroup("broadcast", x, lane)
+
+
+def subgroup_reduce(x: Value, op: str = "add") -> Value:
+    """`op` (add, min, max, and, or, xor) over the subgroup's lanes, in every lane; floats
+    in the IR's fixed order (a halving-stride tree over the lanes)."""
+    return _subgroup("reduce", x, combine=op)
+
+
+def subgroup_inclusive_scan(x: Value, op: str = "add") -> Value:
+    """`op` over lanes 0..this lane (Hillis-Steele order for floats)."""
+    return _subgroup("inclusive_scan", x, combine=op)
+
+
+def subgroup_exclusive_scan(x: Value, op: str = "add") -> Value:
+    """`op` over lanes 0..this lane - 1; lane 0 gets the identity of `op`."""
+    return _subgroup("exclusive_scan", x, combine=op)
 
 
 def select(cond: Value, a: Any, b: Any) -> Value:

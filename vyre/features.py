@@ -14,6 +14,7 @@ I64 = "i64"
 ATOMIC_FLOAT = "atomic_float"
 ATOMIC_I64 = "atomic_i64"
 WORKGROUP_MEMORY = "workgroup_memory"
+SUBGROUP = "subgroup"  # subgroup operations and builtins (docs/IR.md, "Subgroups")
 
 # API features of a backend.
 RESIDENT = "resident"  # allocate_device_buffer + dispatch_with_device_buffers
@@ -24,7 +25,7 @@ DEVICE_TIMERS = "device_timers"  # per-dispatch device nanoseconds
 DISK_CACHE = "disk_cache"  # compiled programs persist across processes
 MANAGED_MEMORY = "managed_memory"
 
-IR_FEATURES = frozenset({F16, F64, I64, ATOMIC_FLOAT, ATOMIC_I64, WORKGROUP_MEMORY})
+IR_FEATURES = frozenset({F16, F64, I64, ATOMIC_FLOAT, ATOMIC_I64, WORKGROUP_MEMORY, SUBGROUP})
 API_FEATURES = frozenset(
     {RESIDENT, ASYNC, PIPELINE, INDIRECT_DISPATCH, DEVICE_TIMERS, DISK_CACHE, MANAGED_MEMORY}
 )

@@ -162,6 +162,16 @@ def local_index() -> Value:
     return _builder("local_index").local_index()
 
 
+def subgroup_size() -> Value:
+    """The number of lanes of a subgroup (u32, uniform; docs/IR.md, "Subgroups")."""
+    return _builder("subgroup_size").subgroup_size()
+
+
+def subgroup_lane() -> Value:
+    """This invocation's lane in its subgroup: local_index mod subgroup_size (u32)."""
+    return _builder("subgroup_lane").subgroup_lane()
+
+
 def global_linear_id() -> Value:
     """The element index of a 1-D launch (accounts for grids folded into y)."""
     return _builder("global_linear_id").global_linear_id()
@@ -514,6 +524,6 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 __all__ = [
     "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
     "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
-    "num_workgroups", "range", "return_", "shared", "while_", "workgroup_id",
-    "workgroup_linear_id",
+    "num_workgroups", "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
+    "workgroup_id", "workgroup_linear_id",
 ]

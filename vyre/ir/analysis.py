@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .nodes import (
+    SUBGROUP_BUILTINS,
     Atomic,
     Binary,
+    Builtin,
     Call,
     Const,
     Expr,
@@ -15,6 +17,7 @@ from .nodes import (
     Param,
     Program,
     Stmt,
+    Subgroup,
     Var,
 )
 from .types import ScalarType
@@ -80,7 +83,17 @@ def required_features(program: Program) -> frozenset[str]:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:
         feats.add("workgroup_memory")
+    if uses_subgroups(program):
+        feats.add("subgroup")
     return frozenset(feats)
+
+
+def uses_subgroups(program: Program) -> bool:
+    """Whether `program` has a subgroup operation or reads a subgroup builtin."""
+    return any(
+        isinstance(e, Subgroup) or (isinstance(e, Builtin) and e.name in SUBGROUP_BUILTINS)
+        for e in walk_all_exprs(program)
+    )
 
 
 def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
@@ -88,6 +101,8 @@ def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
         if isinstance(e, Call) and e.fn in names and e.ty.is_float:
             return True
         if isinstance(e, Binary) and e.op in names and e.ty.is_float:
+            return True
+        if isinstance(e, Subgroup) and e.combine in names and e.ty.is_float:
             return True
     return False
 
@@ -103,6 +118,7 @@ __all__ = [
     "stmt_exprs",
     "types_used",
     "uses_float_ops",
+    "uses_subgroups",
     "walk_all_exprs",
     "walk_expr",
     "walk_stmts",

@@ -30,7 +30,10 @@ class Node(BaseModel):
 
 # ---------------------------------------------------------------- expressions
 
-BuiltinName = Literal["global_id", "local_id", "workgroup_id", "num_workgroups", "local_index"]
+BuiltinName = Literal[
+    "global_id", "local_id", "workgroup_id", "num_workgroups", "local_index",
+    "subgroup_size", "subgroup_lane",
+]
 
 BinaryOp = Literal[
     "add", "sub", "mul", "div", "rem",
@@ -44,6 +47,9 @@ CallFn = Literal[
     "abs", "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh",
     "floor", "ceil", "trunc", "round", "fma", "clamp", "pow", "atan2",
 ]
+SubgroupOp = Literal["shuffle", "broadcast", "reduce", "inclusive_scan", "exclusive_scan"]
+SubgroupCombine = Literal["add", "min", "max", "and", "or", "xor"]
+SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_lane"})
 AtomicOp = Literal["add", "min", "max", "and", "or", "xor", "exchange", "compare_exchange"]
 Access = Literal["read", "write", "read_write"]
 
@@ -170,6 +176,23 @@ class Bitcast(Node):
     ty: ScalarType
 
 
+class Subgroup(Node):
+    """An operation across the lanes of this invocation's subgroup (docs/IR.md, "Subgroups").
+
+    Lane l of subgroup s is the invocation with local_index s * subgroup_size + l.
+    `shuffle` / `broadcast`: `value` of lane `lane mod subgroup_size` (broadcast: `lane` is
+    uniform). `reduce`, `inclusive_scan`, `exclusive_scan`: `combine` over the lanes in the
+    fixed orders docs/IR.md defines. Only in uniform control flow (validator).
+    """
+
+    kind: Literal["subgroup"] = "subgroup"
+    op: SubgroupOp
+    value: Expr
+    lane: Expr | None = None
+    combine: SubgroupCombine | None = None
+    ty: ScalarType
+
+
 NativeOp = Literal["div", "rem", "shl", "shr", "f2i"]
 
 
@@ -206,7 +229,7 @@ class Guarded(Select):
 
 Expr = Annotated[
     Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
-    | Native | RawLoad | Guarded,
+    | Native | Subgroup | RawLoad | Guarded,
     Field(discriminator="kind"),
 ]
 
@@ -521,17 +544,17 @@ def check_tree_size(program: Program) -> None:
         )
 
 
-for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, RawLoad, Guarded, If,
-               For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
+               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
     _model.model_rebuild()
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
-              Native, RawLoad, Guarded)
+              Native, Subgroup, RawLoad, Guarded)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
               RawStore, RawAtomic)
 # the lowered core's own nodes (vyre.lower): never in a user Program
 CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
-            | Bitcast | Native | RawLoad | Guarded)
+            | Bitcast | Native | Subgroup | RawLoad | Guarded)
 StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
             | RawStore | RawAtomic)

@@ -181,9 +181,9 @@ def _json_kind(v: Any) -> str:
 _KINDS = frozenset({
     "const", "var", "param", "builtin", "load", "length", "unary", "binary", "call", "select",
     "cast", "bitcast", "let", "assign", "store", "if", "for", "while", "break", "continue",
-    "return", "barrier", "atomic",
+    "return", "barrier", "atomic", "subgroup",
 })
-_NODE_FIELDS = frozenset({"index", "value", "a", "b", "cond", "start", "end", "comparand"})
+_NODE_FIELDS = frozenset({"index", "value", "a", "b", "cond", "start", "end", "comparand", "lane"})
 _UNION_MEMBERS = frozenset({"bool", "int", "float"})
 
 

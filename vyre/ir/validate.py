@@ -32,6 +32,10 @@ Rules checked, in one walk over the program:
   `continue` (of that loop) or a `return` in non-uniform control flow has a non-uniform
   body (the back edge makes every iteration after it divergent); a `return` in
   non-uniform control flow makes everything after it non-uniform.
+- subgroups: subgroup operations take i32/u32/f32 values (bitwise combines: i32/u32), a
+  u32 lane for shuffle / broadcast only, a combine for reduce / scans only; like a
+  `Barrier` they must sit in uniform control flow, and a broadcast's lane must be uniform
+  (`subgroup_size` is uniform, `subgroup_lane` and every subgroup result are not).
 - depth: statement plus expression nesting is at most `MAX_DEPTH` (64) levels, so no walk
   over a valid Program (here, in serialisation or in a backend) can overflow the stack.
 - size: at most `MAX_NODES` nodes, a shared subexpression counted once per use.
@@ -78,6 +82,7 @@ from .nodes import (
     Return,
     Select,
     Store,
+    Subgroup,
     Unary,
     Var,
     While,
@@ -106,7 +111,8 @@ _U32 = ScalarType.U32
 _I32 = ScalarType.I32
 _F32 = ScalarType.F32
 _ATOMIC_INT = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64})
-_UNIFORM_BUILTINS = frozenset({"workgroup_id", "num_workgroups"})
+_UNIFORM_BUILTINS = frozenset({"workgroup_id", "num_workgroups", "subgroup_size"})
+_SUBGROUP_TYPES = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.F32})
 _COMPARISON = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 _LOGICAL = frozenset({"logical_and", "logical_or"})
 _BITWISE = frozenset({"and", "or", "xor"})
@@ -199,6 +205,8 @@ def _kind(node: object) -> str:
         return f"call {node.fn}"
     if isinstance(node, Builtin):
         return f"builtin {node.name}"
+    if isinstance(node, Subgroup):
+        return f"subgroup {node.op}"
     if isinstance(node, Atomic):
         return f"atomic {node.op}"
     if isinstance(node, Load | Store | Length):
@@ -294,6 +302,9 @@ class _Validator:
         self.u = _Uniformity()
         self.loops: list[_Loop] = []
         self.barriers: list[tuple[str, int]] = []
+        self.subgroups: list[tuple[str, int]] = []  # (path, control flow) of subgroup ops
+        self.lane_deps: list[tuple[str, list[int]]] = []  # broadcast lanes: must be uniform
+        self.cf = _UNIFORM_CF  # the control flow of the statement whose expressions are checked
         self.count = 0
 
     def fail(self, path: str, message: str) -> NoReturn:
@@ -357,15 +368,28 @@ class _Validator:
             self.decl[a.name] = ("array", a.ty, "workgroup")
         self.block(p.body, "body", 1, _UNIFORM_CF)
         self.u.solve()
-        for path, cf in self.barriers:
-            if cf in self.u.why:
+        fix = ("make the condition depend only on constants, params, workgroup_id, "
+               "num_workgroups, lengths and uniform locals")
+        for sites, what, move in (
+            (self.barriers, "barrier in non-uniform control flow: not every invocation of "
+             "the workgroup is guaranteed to reach it", "move the barrier out of the "
+             "divergent if/loop"),
+            (self.subgroups, "subgroup operation in non-uniform control flow: every "
+             "invocation of the workgroup must reach it together", "compute it before the "
+             "divergent if/loop (on every invocation) and use the result inside"),
+        ):
+            for path, cf in sites:
+                if cf in self.u.why:
+                    self.fail(path, f"{what} (because: {self.u.explain(cf)}); {move}, or {fix}")
+        for path, deps in self.lane_deps:
+            bad = next((d for d in deps if d in self.u.why), None)
+            if bad is not None:
                 self.fail(
                     path,
-                    "barrier in non-uniform control flow: not every invocation of the "
-                    "workgroup is guaranteed to reach it (because: "
-                    f"{self.u.explain(cf)}); move the barrier out of the divergent "
-                    "if/loop, or make the condition depend only on constants, params, "
-                    "workgroup_id, num_workgroups, lengths and uniform locals",
+                    "subgroup broadcast from a non-uniform lane (because: "
+                    f"{self.u.explain(bad)}); broadcast needs one lane for the whole "
+                    "workgroup: use a uniform lane, or subgroup shuffle for a lane per "
+                    "invocation",
                 )
 
     def check_workgroup_size(self) -> None:
@@ -425,6 +449,7 @@ class _Validator:
         self.count += 1
         if self.count > MAX_NODES:
             self.too_many(path)
+        self.cf = cf
         if isinstance(s, Let):
             ty, deps = self.expr(s.value, f"{path}.value", d)
             loc = self.new_local(s.name, path, "local", ty, False, declared)
@@ -463,9 +488,12 @@ class _Validator:
         if isinstance(s, For):
             return self.for_(s, path, d, cf)
         if isinstance(s, While):
-            deps = self.cond(s.cond, f"{path}.cond", d, "while")
             div = self.u.node(f"a break/continue/return in non-uniform control flow in the "
                               f"loop at {path}")
+            # the condition is evaluated again after each iteration, by the invocations
+            # still looping
+            self.cf = self.u.node(f"the iterations of the while at {path}", [cf, div])
+            deps = self.cond(s.cond, f"{path}.cond", d, "while")
             inner = self.u.node(f"the condition of the while at {path}", [cf, div, *deps])
             self.loops.append(_Loop(path, div))
             try:
@@ -661,7 +689,42 @@ class _Validator:
                 self.fail(path, f"bitcast {t} -> {e.ty}: a bitcast needs two non-bool types of "
                           "one width; use a cast for value conversion")
             return e.ty, deps
+        if isinstance(e, Subgroup):
+            return self.subgroup(e, path, d)
         self.fail(path, f"{type(e).__name__} is not an expression node")
+
+    def subgroup(self, e: Subgroup, path: str, d: int) -> tuple[ScalarType, list[int]]:
+        what = f"subgroup {e.op}"
+        t, deps = self.expr(e.value, f"{path}.value", d)
+        if t not in _SUBGROUP_TYPES:
+            self.fail(path, f"{what} on {t}; subgroup operations take i32, u32 or f32 "
+                      "(cast the value)")
+        if e.op in ("shuffle", "broadcast"):
+            if e.lane is None:
+                self.fail(path, f"{what} needs a lane (the u32 lane index to read from)")
+            if e.combine is not None:
+                self.fail(path, f"{what} takes no combine operation; remove it")
+            lt, ldeps = self.expr(e.lane, f"{path}.lane", d)
+            if lt is not _U32:
+                self.fail(f"{path}.lane", f"{what} lane is {lt}; it must be u32 (cast it)")
+            if e.op == "broadcast":
+                self.lane_deps.append((f"{path}.lane", ldeps))
+            deps = deps + ldeps
+        else:
+            if e.lane is not None:
+                self.fail(path, f"{what} takes no lane (only shuffle and broadcast do)")
+            if e.combine is None:
+                self.fail(path, f"{what} needs a combine operation: add, min, max, and, or "
+                          "or xor")
+            if e.combine in _BITWISE and not t.is_int:
+                self.fail(path, f"{what} with {e.combine} on {t}; bitwise combines need "
+                          "i32 or u32")
+        self.same(e.ty, t, path, what)
+        self.subgroups.append((path, self.cf))
+        # differs between subgroups (and, for shuffles and scans, between lanes)
+        src = self.u.node(f"{what} ({path})", deps)
+        self.u.mark(src, f"the result of {what} ({path})")
+        return t, [src]
 
     def same(self, declared: ScalarType, actual: ScalarType, path: str, what: str) -> None:
         if declared is not actual:

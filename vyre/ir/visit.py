@@ -32,6 +32,7 @@ _KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     N.Native: lambda e: e.args,
     N.Select: lambda e: (e.cond, e.a, e.b),
     N.Guarded: lambda e: (e.cond, e.a, e.b),
+    N.Subgroup: lambda e: (e.value,) if e.lane is None else (e.value, e.lane),
 }
 _LEAF: Callable[[Any], tuple[Expr, ...]] = lambda e: ()  # noqa: E731
 
@@ -56,6 +57,8 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
         upd = {"a": kids[0], "b": kids[1]}
     elif isinstance(e, (N.Call, N.Native)):
         upd = {"args": tuple(kids)}
+    elif isinstance(e, N.Subgroup):
+        upd = {"value": kids[0]} if len(kids) == 1 else {"value": kids[0], "lane": kids[1]}
     else:
         assert isinstance(e, N.Select)
         upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}

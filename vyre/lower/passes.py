@@ -18,6 +18,8 @@ Rules (docs/IR.md), each applied unless the target's `Traits` says it has it nat
   approximate functions are left to the target;
 - bounds-checked loads / stores / atomics: the index test around an unchecked access
   (vyre.lower.memory).
+- subgroup operations: always, each into a local of its own just before its statement, so
+  every lane runs it whatever a target or a later rewrite makes of the statement.
 An operand used more than once is evaluated once into a new local (`let`, named with a
 `.`, which no user name can contain) just before its statement; a `while` whose condition
 needs such locals becomes `while true { lets; if !cond { break } ... }`. Rewrites are
@@ -178,6 +180,11 @@ class _Lowering:
         written = e
         e = with_children(e, kids)
         t = self.t
+        if isinstance(e, N.Subgroup):
+            # into a local of its own, just before the statement: every lane then runs it,
+            # never only some (a C `?:` or `&&` evaluates one side; a later rewrite may put
+            # the statement under a condition), as shuffles need (docs/IR.md, "Subgroups")
+            return self.once(e)
         if isinstance(e, N.Binary) and e.a.ty.is_int:
             if e.op in ("div", "rem") and not t.int_divrem:
                 return self.divrem(e)

@@ -22,7 +22,7 @@ from vyre.builder import ProgramBuilder, Value, Variable
 from vyre.builder import max_ as _max
 from vyre.builder import min_ as _min
 from vyre.config import MAX_GRID_DIM, DispatchConfig
-from vyre.features import PIPELINE
+from vyre.features import PIPELINE, SUBGROUP
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Step
@@ -54,6 +54,20 @@ class Plan:
     def extend(self, other: Plan) -> None:
         self.steps.extend(other.steps)
         self.temporaries.extend(other.temporaries)
+
+
+#: Library programs use subgroup operations where the backend has them and they fit (False:
+#: never; for measuring the difference, e.g. scripts/subgroup_bench.py). Results are the same
+#: bits either way: the subgroup steps combine in the order the workgroup-memory ones do.
+USE_SUBGROUPS = True
+
+
+def subgroups_for(backend: BaseBackend, workgroup_size: int) -> bool:
+    """Whether library programs of `workgroup_size` invocations use subgroups on `backend`."""
+    if not USE_SUBGROUPS or not backend.supports(SUBGROUP):
+        return False
+    size = backend.capabilities().details.get("subgroup_size")
+    return isinstance(size, int) and size >= 1 and workgroup_size % size == 0
 
 
 def run_plan(backend: BaseBackend, plan: Plan, use_pipeline: bool | None = None) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value, select
+from vyre.builder import ProgramBuilder, Value, select, subgroup_reduce
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -42,6 +42,7 @@ from ._common import (
     identity,
     read_elems,
     run_plan,
+    subgroups_for,
     u32,
     upload,
 )
@@ -53,15 +54,21 @@ NO_INDEX = 0xFFFFFFFF
 
 @cache
 def reduce_program(
-    op: str, ty: ScalarType, workgroup_size: int = WORKGROUP, per_thread: int = PER_THREAD
+    op: str, ty: ScalarType, workgroup_size: int = WORKGROUP, per_thread: int = PER_THREAD,
+    subgroups: bool = False,
 ) -> Program:
-    """One pass: dst[b] = op over src[b*B : min((b+1)*B, n)], B = workgroup_size*per_thread."""
+    """One pass: dst[b] = op over src[b*B : min((b+1)*B, n)], B = workgroup_size*per_thread.
+
+    `subgroups`: the last levels of the tree, those with a stride below the subgroup size
+    S, are one subgroup reduce of partial[0..S) (the IR's descending butterfly combines
+    lane t with lane t + s for s = S/2 .. 1: the same operations as those levels), so the
+    result is the same bits for every S; the workgroup size must be a multiple of S."""
     if op not in REDUCE_OPS:
         raise ValueError(f"reduction {op!r} is not one of {REDUCE_OPS}")
     ty = check_type(ty, NUMERIC, "reduce")
     check_pow2(workgroup_size, "workgroup_size")
     wg, per = workgroup_size, per_thread
-    k = ProgramBuilder(f"reduce_{op}_{ty}_{wg}x{per}", wg)
+    k = ProgramBuilder(f"reduce_{op}_{ty}_{wg}x{per}{'_sg' if subgroups else ''}", wg)
     src = k.buffer("src", ty)
     dst = k.buffer("dst", ty, "write")
     n = k.param("n", u32)
@@ -77,6 +84,18 @@ def reduce_program(
     part[t] = _fold_pairwise(k, op, vals)
     k.barrier()
     s = wg // 2
+    if subgroups:
+        size = k.let(k.subgroup_size())
+        while s >= 1:
+            with k.if_(size <= s):  # uniform: the levels above the subgroup's lanes
+                with k.if_(t < s):
+                    part[t] = combine(op, part[t], part[t + s])
+                k.barrier()
+            s //= 2
+        total = k.let(subgroup_reduce(part[t], "add" if op == "sum" else op))
+        with k.if_((t == 0) & (base < n)):
+            dst[k.workgroup_linear_id()] = total
+        return k.build()
     while s >= 1:
         with k.if_(t < s):
             part[t] = combine(op, part[t], part[t + s])
@@ -208,7 +227,8 @@ def plan_reduce(
             ins = {"src": cur} if first else {"src": cur, "src_index": cur_index}
             plan.add(prog, ins, {"dst": dst, "dst_index": dst_index}, cfg)
         else:
-            prog = reduce_program(op, ty, workgroup_size, per_thread)
+            prog = reduce_program(op, ty, workgroup_size, per_thread,
+                                  subgroups_for(backend, workgroup_size))
             plan.add(prog, {"src": cur}, {"dst": dst}, cfg)
         if groups == 1:
             break

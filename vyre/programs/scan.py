@@ -25,7 +25,13 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value, select
+from vyre.builder import (
+    ProgramBuilder,
+    Value,
+    select,
+    subgroup_inclusive_scan,
+    subgroup_shuffle,
+)
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -41,6 +47,7 @@ from ._common import (
     grid,
     read_elems,
     run_plan,
+    subgroups_for,
     u32,
     upload,
 )
@@ -65,6 +72,7 @@ def scan_block_program(
     workgroup_size: int = WORKGROUP,
     per_thread: int = PER_THREAD,
     carry_in: bool = False,
+    subgroups: bool = False,
 ) -> Program:
     """Scan each block of src[:n] into dst, starting from offsets[b] for block b when
     `carry_in` (the exclusive scan of the block totals), else from 0.
@@ -72,13 +80,20 @@ def scan_block_program(
     Invocation t loads elements base + t, base + t + wg, ... (coalesced, all in flight),
     scans its run data[t*per : (t+1)*per] serially, the run totals are scanned Hillis-Steele
     style (ping-pong, one barrier per level), then each invocation rewrites its run.
+
+    `subgroups` (integer types only: their wrapping sums are the same bits in any order,
+    while a float scan must keep the order above): the run totals are scanned within each
+    subgroup, then the subgroup totals (one barrier), by a second subgroup scan where they
+    fit in one subgroup, else Hillis-Steele in workgroup memory.
     """
     ty = check_type(ty, NUMERIC, "scan")
     check_pow2(workgroup_size, "workgroup_size")
     wg, per = workgroup_size, per_thread
     kind = "inclusive" if inclusive else "exclusive"
     carry = "_carry" if carry_in else ""
-    k = ProgramBuilder(f"scan_block_{kind}_{ty}_{wg}x{per}{carry}", wg)
+    subgroups = subgroups and ty.is_int
+    sg = "_sg" if subgroups else ""
+    k = ProgramBuilder(f"scan_block_{kind}_{ty}_{wg}x{per}{carry}{sg}", wg)
     src = k.buffer("src", ty)
     offsets = k.buffer("offsets", ty) if carry_in else None
     dst = k.buffer("dst", ty, "write")
@@ -86,7 +101,7 @@ def scan_block_program(
     block = wg * per
     data = k.shared("data", ty, _pad(block - 1) + 1)
     ping = k.shared("totals", ty, wg)
-    pong = k.shared("totals2", ty, wg)
+    pong = None if subgroups else k.shared("totals2", ty, wg)
     t = k.let(k.local_index() & (wg - 1))
     g = k.let(k.workgroup_linear_id())
     base = k.let(g * block)
@@ -103,21 +118,26 @@ def scan_block_program(
     s = k.let(run[0])
     for j in range(1, per):
         s.set(s + run[j])
-    ping[t] = s
-    k.barrier()
-    cur, other = ping, pong
-    off = 1
-    while off < wg:  # Hillis-Steele over the run totals, ping-ponging between two arrays
-        v = k.let(cur[t])
-        with k.if_(t >= off):
-            v.set(cur[t - off] + v)
-        other[t] = v
+    if subgroups:
+        acc = k.let(offsets[g] if offsets is not None else zero)
+        acc.set(acc + _subgroup_exclusive_total(k, s, t, ping, wg))
+    else:
+        assert pong is not None
+        ping[t] = s
         k.barrier()
-        cur, other = other, cur
-        off *= 2
-    acc = k.let(offsets[g] if offsets is not None else zero)
-    with k.if_(t > 0):
-        acc.set(acc + cur[t - 1])
+        cur, other = ping, pong
+        off = 1
+        while off < wg:  # Hillis-Steele over the run totals, ping-ponging between two arrays
+            v = k.let(cur[t])
+            with k.if_(t >= off):
+                v.set(cur[t - off] + v)
+            other[t] = v
+            k.barrier()
+            cur, other = other, cur
+            off *= 2
+        acc = k.let(offsets[g] if offsets is not None else zero)
+        with k.if_(t > 0):
+            acc.set(acc + cur[t - 1])
     for j in range(per):
         if inclusive:
             acc.set(acc + run[j])
@@ -131,6 +151,44 @@ def scan_block_program(
         with k.if_(i < n):
             dst[i] = data[_pad(t + j * wg)]
     return k.build()
+
+
+def _subgroup_exclusive_total(k: ProgramBuilder, s: Value, t: Value, tot: Any, wg: int) -> Value:
+    """The sum of the run totals `s` of invocations 0 .. t-1 (integers), with subgroups:
+    within the subgroup by an exclusive subgroup scan, plus the totals of the subgroups
+    before this one (one barrier to share them through `tot`)."""
+    ty = s.ty
+    zero = k.lit(0, ty)
+    size = k.let(k.subgroup_size())
+    lane = k.let(k.subgroup_lane())
+    sub = k.let(t / size)  # this invocation's subgroup
+    groups = k.let(k.lit(wg, u32) / size)
+    inc = k.let(subgroup_inclusive_scan(s))
+    with k.if_(lane == size - 1):
+        tot[sub] = inc
+    k.barrier()
+    before = k.let(zero)  # the totals of subgroups 0 .. sub-1
+    with k.if_(groups <= size):  # uniform: the subgroup totals fit in one subgroup
+        mine = k.let(subgroup_inclusive_scan(select(lane < groups, tot[lane], zero)))
+        # (every subgroup scanned the same totals: read subgroup sub-1's from its lane)
+        prev = k.let(subgroup_shuffle(mine, sub - 1))
+        with k.if_(sub > 0):
+            before.set(prev)
+    with k.else_():  # Hillis-Steele in place over the totals (read, barrier, write, barrier)
+        off = 1
+        while off < wg:
+            with k.if_(k.lit(off, u32) < groups):  # uniform
+                v = k.let(tot[t])
+                with k.if_((t >= off) & (t < groups)):
+                    v.set(tot[t - off] + v)
+                k.barrier()
+                with k.if_(t < groups):
+                    tot[t] = v
+                k.barrier()
+            off *= 2
+        with k.if_(sub > 0):
+            before.set(tot[sub - 1])
+    return before + (inc - s)
 
 
 def plan_scan(
@@ -154,15 +212,17 @@ def plan_scan(
     wg, per = workgroup_size, per_thread
     groups = ceil_div(n, wg * per)
     cfg = blocks_grid(groups, wg, max_per_dim, n=n)
+    sg = subgroups_for(backend, wg)
     if groups == 1:
-        plan.add(scan_block_program(ty, inclusive, wg, per), {"src": src}, {"dst": dst}, cfg)
+        plan.add(scan_block_program(ty, inclusive, wg, per, subgroups=sg), {"src": src},
+                 {"dst": dst}, cfg)
         return plan
     sums = alloc(backend, ty, groups, "scan_block_sums")
     offsets = alloc(backend, ty, groups, "scan_block_offsets")
     plan.temporaries += [sums, offsets]
-    plan.add(reduce_program("sum", ty, wg, per), {"src": src}, {"dst": sums}, cfg)
+    plan.add(reduce_program("sum", ty, wg, per, sg), {"src": src}, {"dst": sums}, cfg)
     plan.extend(plan_scan(backend, sums, offsets, groups, ty, False, wg, per, max_per_dim))
-    plan.add(scan_block_program(ty, inclusive, wg, per, carry_in=True),
+    plan.add(scan_block_program(ty, inclusive, wg, per, carry_in=True, subgroups=sg),
              {"src": src, "offsets": offsets}, {"dst": dst}, cfg)
     return plan
 

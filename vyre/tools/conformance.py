@@ -413,7 +413,13 @@ def cases() -> list[Case]:
     ]
 
 
-CASES = {c.name: c for c in cases()}
+def _all_cases() -> list[Case]:
+    from .conformance_subgroup import cases as subgroup_cases
+
+    return [*cases(), *subgroup_cases()]
+
+
+CASES = {c.name: c for c in _all_cases()}
 
 
 

@@ -18,6 +18,9 @@ Program is valid and deterministic by construction:
   some buffers declare their count);
 - workgroup memory written at every slot before a barrier and read (any slot) after it,
   barriers only in uniform control flow; workgroup atomics;
+- subgroup operations (every op and combine on i32/u32/f32) in a uniform prologue, where
+  the workgroup is a multiple of every backend's subgroup size (each backend is compared
+  with the reference at its own size);
 - atomics with order-independent results: one commutative op per accumulator buffer
   (add/min/max/and/or/xor), results unused; exchange / compare_exchange / RMW with a used
   result only on the invocation's own slots.
@@ -52,7 +55,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -80,6 +83,7 @@ BOOL, I32, U32, F32, F16, F64, I64, U64 = (
     T.BOOL, T.I32, T.U32, T.F32, T.F16, T.F64, T.I64, T.U64,
 )
 CORE_TYPES = frozenset({I32, U32, F32})
+_LANE_OPS = get_args(N.SubgroupOp)[:2]  # shuffle (any lane), broadcast (a uniform lane)
 CASE_FORMAT = "vyre.fuzz-case"
 CASE_VERSION = 1
 EXAMPLES_ENV = "VYRE_FUZZ_EXAMPLES"
@@ -142,6 +146,9 @@ class GenOptions:
     # runs ~20k loop iterations a second, so CI keeps this small.
     long_loops: float = 0.03
     workgroup_sizes: tuple[tuple[int, int, int], ...] = WORKGROUP_SIZES
+    # Subgroup operations in Programs whose workgroups have a multiple of this many
+    # invocations (the largest subgroup size of the backends under test); None: never.
+    subgroup_multiple: int | None = None
 
 
 def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
@@ -158,7 +165,12 @@ def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
         types.add(F64)
     if "i64" in feats:
         types |= {I64, U64}
+    sizes = [b.capabilities().details.get("subgroup_size") for b in backends]
+    subgroup_multiple = (max(x for x in sizes if isinstance(x, int))
+                         if "subgroup" in feats and any(isinstance(x, int) for x in sizes)
+                         else None)
     return GenOptions(
+        subgroup_multiple=subgroup_multiple,
         types=frozenset(types),
         workgroup_memory="workgroup_memory" in feats,
         atomics=True,
@@ -280,6 +292,8 @@ def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[
             return any(uses(x) for x in child_exprs(e.a))  # canonical: e.a's op is settled
         if isinstance(e, (N.Call, N.Binary)) and e.ty.is_float and (
                 (e.fn if isinstance(e, N.Call) else e.op) in ops):
+            return True
+        if isinstance(e, N.Subgroup) and e.ty.is_float and e.combine in ops:
             return True
         if isinstance(e, N.Var) and e.name in tainted_locals:
             return True
@@ -1113,6 +1127,30 @@ class _Gen:
             self.declare(name, aty)
         return out
 
+    def subgroup_phase(self) -> list[N.StmtNode]:
+        """Uniform prologue: subgroup operations into locals (docs/IR.md, "Subgroups")."""
+        # (every op and combine from the IR's own lists: a literal here would join the
+        # constants Hypothesis collects from this module and move the derandomized draws
+        # of every other test)
+        out: list[N.StmtNode] = []
+        for _ in range(self.int_(1, 3)):
+            ty = self.pick([t for t in self.types if t in CORE_TYPES])
+            op = self.pick(get_args(N.SubgroupOp))
+            lane: N.ExprNode | None = None
+            combine = None
+            if op in _LANE_OPS:
+                lane = self.expr(U32, 2) if op == _LANE_OPS[0] else self.pick(
+                    [self.const(U32), N.Builtin(name="workgroup_id")])  # uniform
+            else:
+                combine = self.pick([c for c in get_args(N.SubgroupCombine)
+                                     if ty.is_int or c not in N.BITWISE_OPS])
+            value = N.Subgroup(op=op, value=self.expr(ty, 2), lane=lane, combine=combine,
+                               ty=ty)
+            name = self.fresh("r")
+            out.append(N.Let(name=name, value=value))
+            self.declare(name, ty)
+        return out
+
     def program(self, workgroup_size: tuple[int, int, int]) -> N.Program:
         wx, wy, wz = workgroup_size
         inv = wx * wy * wz
@@ -1131,6 +1169,9 @@ class _Gen:
         self.declare("gid", U32, mutable=False)
         if self.o.workgroup_memory and self.chance(0.35):
             body += self.workgroup_phase(inv)
+        sg = self.o.subgroup_multiple
+        if sg is not None and inv % sg == 0 and self.chance(0.35):
+            body += self.subgroup_phase()
         n = self.int_(1, self.o.max_block_stmts + 2)
         for _ in range(n):
             body += self.stmt(allow_return=True)

@@ -147,24 +147,33 @@ def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
     return frozenset(ScalarType(n) for n in names)
 
 
-_MODE_REFERENCES: dict[frozenset[ScalarType], BaseBackend] = {}
+def subgroup_size(backend: BaseBackend) -> int | None:
+    """The subgroup size `backend` reports (None: no subgroups)."""
+    size = backend.capabilities().details.get("subgroup_size")
+    return int(size) if isinstance(size, int) else None
+
+
+_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], int | None], BaseBackend] = {}
 _MODE_LOCK = threading.Lock()
 
 
 def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
     """The reference to compare `backend` with: `reference` itself, or (if `backend` flushes
-    subnormals and `reference` does not) a reference backend in the same flush mode."""
+    subnormals and `reference` does not, or runs another subgroup size) a reference backend
+    in the same flush mode with the same subgroup size."""
     want = flushed_types(backend)
-    if want == flushed_types(reference):
+    size = subgroup_size(backend) or subgroup_size(reference)
+    if want == flushed_types(reference) and size == subgroup_size(reference):
         return reference
     from vyre.backends.reference import ReferenceBackend
 
     with _MODE_LOCK:
-        ref = _MODE_REFERENCES.get(want)
+        ref = _MODE_REFERENCES.get((want, size))
         if ref is None:
             label = ",".join(sorted(t.value for t in want)) or "none"
-            ref = ReferenceBackend(f"reference[flush {label}]", flush_subnormals=want)
-            _MODE_REFERENCES[want] = ref
+            ref = ReferenceBackend(f"reference[flush {label}, subgroup {size}]",
+                                   flush_subnormals=want, subgroup_size=size)
+            _MODE_REFERENCES[(want, size)] = ref
         return ref
 
 

@@ -25,7 +25,9 @@ from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.ir.nodes import Program
 from vyre.registry import Availability
+from vyre.subgroups import check_fits
 
+SUBGROUP_SIZE = 32
 LIMITS = {
     "max_workgroup_invocations": 1024, "max_workgroup_size_x": 1024,
     "max_workgroup_size_y": 1024, "max_workgroup_size_z": 64,
@@ -50,7 +52,8 @@ class NumpyBackend(BaseBackend):
         self._caps = Capabilities(
             backend=self.id, kind=self.kind, device="CPU (NumPy)", limits=dict(LIMITS),
             features=frozenset({F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64,
-                                F.WORKGROUP_MEMORY, F.RESIDENT}))
+                                F.WORKGROUP_MEMORY, F.RESIDENT, F.SUBGROUP}),
+            details={"subgroup_size": SUBGROUP_SIZE})
 
     def capabilities(self) -> Capabilities:
         return self._caps
@@ -73,7 +76,8 @@ class NumpyBackend(BaseBackend):
 
     # compiler: a validated Program -> what launches run (cached by the core)
     def _compile(self, program: Program, key: Any) -> Plan:
-        return Plan.prepare(program)
+        check_fits(program, SUBGROUP_SIZE, self.id)  # whole subgroups only (docs/IR.md)
+        return Plan.prepare(program, subgroup_size=SUBGROUP_SIZE)
 
     # runtime: a launch record per binding (made once), then launches of it
     def _prepare_launch(self, bound: BoundDispatch) -> Launch:

@@ -31,10 +31,13 @@ import numpy as np
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
+from vyre.ir.analysis import uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.lower import Traits, guarded_load, guarded_store, lower
 from vyre.lower import names as lower_names
+from vyre.subgroups import check_fits
+from vyre.subgroups import identity as sg_identity
 
 KERNEL_NAME = "vyre_main"
 # C's own integer division, shifts, abs, float -> int casts and memory accesses differ
@@ -106,7 +109,46 @@ template <class T, int K> __device__ __forceinline__ bool vy_vok(const T* p, uns
 template <class T> __device__ __forceinline__ T vy_imin(T a, T b) { return b < a ? b : a; }
 template <class T> __device__ __forceinline__ T vy_imax(T a, T b) { return a < b ? b : a; }
 """),
+    (('vy_sg_reduce', 'vy_sg_iscan', 'vy_sg_xscan'), r"""
+// subgroups are warps (lane = local_index mod 32, every warp full: vyre.subgroups), combined
+// with shuffles in docs/IR.md's fixed orders (so floats give the reference's bits); the
+// combine is one of the vy_op_* functors (the IR's add / min / max / and / or / xor)
+template <class T, class F> __device__ __forceinline__ T vy_sg_reduce(T v, F op) {
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v; }
+template <class T, class F> __device__ __forceinline__ T vy_sg_iscan(T v, unsigned lane, F op) {
+#pragma unroll
+  for (unsigned d = 1; d < 32u; d <<= 1) {
+    T o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v = op(o, v); }
+  return v; }
+template <class T, class F> __device__ __forceinline__ T vy_sg_xscan(T v, unsigned lane, F op,
+                                                                  T ident) {
+  T o = __shfl_up_sync(0xffffffffu, vy_sg_iscan(v, lane, op), 1);
+  return lane == 0u ? ident : o; }
+struct vy_op_add {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+  __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return a + b; }
+  __device__ __forceinline__ int operator()(int a, int b) const {
+    return (int)((unsigned)a + (unsigned)b); } };
+struct vy_op_min {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+    return b < a ? b : a; } };
+struct vy_op_max {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+    return a < b ? b : a; } };
+struct vy_op_and { template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+  return a & b; } };
+struct vy_op_or { template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+  return a | b; } };
+struct vy_op_xor { template <class T> __device__ __forceinline__ T operator()(T a, T b) const {
+  return a ^ b; } };
+"""),
 )
+SUBGROUP_SIZE = 32  # a warp
 _PRELUDE_SLOT = "// @vyre-prelude@"  # replaced by the helpers the finished kernel uses
 _WORD = re.compile(r"\bvy_[A-Za-z0-9_]+")
 
@@ -266,6 +308,10 @@ class _Gen:
         if isinstance(e, N.Builtin):
             if e.name == "local_index":
                 return "vy_lidx" + self.sfx
+            if e.name == "subgroup_size":
+                return f"{SUBGROUP_SIZE}u"
+            if e.name == "subgroup_lane":
+                return f"(vy_lidx{self.sfx} & {SUBGROUP_SIZE - 1}u)"
             short = {"global_id": "gid", "local_id": "lid", "workgroup_id": "wid",
                      "num_workgroups": "nwg"}[e.name]
             per_j = e.axis == 0 and short in ("gid", "lid")
@@ -292,7 +338,24 @@ class _Gen:
             return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Native):
             return self.native(e)
+        if isinstance(e, N.Subgroup):
+            return self.subgroup(e)
         raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def subgroup(self, e: N.Subgroup) -> str:
+        v = self.expr(e.value)
+        if e.op in ("shuffle", "broadcast"):
+            assert e.lane is not None
+            return f"__shfl_sync(0xffffffffu, {v}, ({self.expr(e.lane)}) & {SUBGROUP_SIZE - 1}u)"
+        op = f"vy_op_{e.combine}()"
+        lane = f"(vy_lidx{self.sfx} & {SUBGROUP_SIZE - 1}u)"
+        if e.op == "reduce":
+            return f"vy_sg_reduce({v}, {op})"
+        if e.op == "inclusive_scan":
+            return f"vy_sg_iscan({v}, {lane}, {op})"
+        assert e.combine is not None
+        ident = literal(sg_identity(e.combine, e.ty), e.ty)
+        return f"vy_sg_xscan({v}, {lane}, {op}, ({CTYPE[e.ty]}){ident})"
 
     def native(self, e: N.Native) -> str:
         """The core's in-domain operations (vyre.lower guarantees the domain)."""
@@ -975,7 +1038,7 @@ def coarsening_allowed(program: N.Program, factor: int) -> bool:
     Only without barriers and workgroup arrays (invocations never wait for each other), and
     when the workgroup's x size splits into warps-sized thread groups.
     """
-    if factor <= 1:
+    if factor <= 1 or uses_subgroups(program):  # a warp's lanes must be invocations
         return False
     wx = program.workgroup_size[0]
     if program.workgroup_arrays or wx % factor or (wx // factor) % 32:
@@ -989,6 +1052,7 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
     """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
     `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
+    check_fits(program, SUBGROUP_SIZE, "cuda")
     program = lower(program, TRAITS)
     k = coarsen if coarsening_allowed(program, coarsen) else 1
     wx, wy, wz = program.workgroup_size

@@ -30,6 +30,7 @@ import numpy as np
 
 from vyre import features as F
 from vyre.backend import NO_TIMING, BaseBackend, Capabilities, Pending
+from vyre.backends.cuda.render import SUBGROUP_SIZE
 from vyre.binding import BoundDispatch, BufferArg
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
@@ -293,7 +294,7 @@ class CudaBackend(BaseBackend):
         grid_y = a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y")
         grid_z = a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z")
         feats = {F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64, F.WORKGROUP_MEMORY,
-                 F.RESIDENT, F.ASYNC, F.PIPELINE, F.DEVICE_TIMERS, F.DISK_CACHE}
+                 F.RESIDENT, F.ASYNC, F.PIPELINE, F.DEVICE_TIMERS, F.DISK_CACHE, F.SUBGROUP}
         limits = {
             "max_workgroup_invocations": max_threads,
             "max_workgroup_size_x": a("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X"),
@@ -315,6 +316,7 @@ class CudaBackend(BaseBackend):
             "max_threads_per_block": max_threads,
             "shared_memory_per_block": shared,
             "warp_size": a("CU_DEVICE_ATTRIBUTE_WARP_SIZE"),
+            "subgroup_size": SUBGROUP_SIZE,  # a warp (docs/IR.md, "Subgroups")
             "max_grid_dim_x": a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X"),
             "driver_version": int(D.call(drv.cuDriverGetVersion)),
             "nvrtc_version": nvrtc_version(),

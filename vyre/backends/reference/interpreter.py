@@ -22,7 +22,7 @@ from vyre.errors import DispatchError
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 
-from . import numeric
+from . import numeric, subgroup
 from .atomics import atomic_rmw
 
 Array = np.ndarray
@@ -64,8 +64,10 @@ class Invocations:
         memory: Memory,
         chunk: Chunk,
         max_iterations: int | None = None,
+        subgroup_size: int = 32,
     ) -> None:
         self.program = program
+        self.subgroup_size = subgroup_size
         self.max_iterations = max_iterations
         self.mem = memory
         self.chunk = chunk
@@ -140,6 +142,10 @@ class Invocations:
             val = np.tile(self._per_local(axis), g)
         elif name == "workgroup_id":
             val = np.repeat(self._per_workgroup(axis), self.w)
+        elif name == "subgroup_size":
+            val = np.asarray(self.subgroup_size, dtype=U32)
+        elif name == "subgroup_lane":
+            val = np.tile(self._per_local(3) % U32.type(self.subgroup_size), g)
         elif name == "global_id":
             base = self._per_workgroup(axis) * U32.type(self.wg_size[axis])  # wraps like u32
             val = (base[:, None] + self._per_local(axis)[None, :]).reshape(-1)
@@ -201,6 +207,8 @@ class Invocations:
             return numeric.bitcast(self.eval(e.a), e.ty)
         if isinstance(e, N.Native):
             return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
+        if isinstance(e, N.Subgroup):
+            return self.subgroup(e)
         raise NotImplementedError(f"expression {type(e).__name__}")
 
     def in_range(self, ok: Array, mask: Array, what: str, name: str) -> None:
@@ -208,6 +216,18 @@ class Invocations:
         `mask`: this is how the reference checks the lowering's index tests."""
         if np.any(mask & ~np.asarray(ok)):
             raise AssertionError(f"lowering left a raw {what} of {name!r} out of range")
+
+    def subgroup(self, e: N.Subgroup) -> Array:
+        """A subgroup operation over every lane (whole workgroups are active: validator)."""
+        x = np.ascontiguousarray(self.lanes(np.asarray(self.eval(e.value), dtype=e.ty.numpy)))
+        size = self.subgroup_size
+        if e.op in ("shuffle", "broadcast"):
+            assert e.lane is not None
+            return subgroup.shuffle(x, self.eval(e.lane), size)
+        assert e.combine is not None
+        fn = {"reduce": subgroup.reduce, "inclusive_scan": subgroup.inclusive_scan,
+              "exclusive_scan": subgroup.exclusive_scan}[e.op]
+        return fn(e.combine, x, size, e.ty)
 
     def load(self, name: str, index: Array, ty: ScalarType, raw: bool = False) -> Array:
         dt = ty.numpy

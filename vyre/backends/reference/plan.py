@@ -38,14 +38,16 @@ class Plan:
 
     program: N.Program
     workgroups_per_chunk: int
+    subgroup_size: int = 32
 
     @classmethod
-    def prepare(cls, program: N.Program, chunk_lanes: int | None = None) -> Plan:
+    def prepare(cls, program: N.Program, chunk_lanes: int | None = None,
+                subgroup_size: int = 32) -> Plan:
         lanes = CHUNK_LANES if chunk_lanes is None else chunk_lanes
         per_chunk = max(1, lanes // program.invocations_per_workgroup)
         if program.workgroup_bytes:
             per_chunk = max(1, min(per_chunk, CHUNK_WORKGROUP_BYTES // program.workgroup_bytes))
-        return cls(program=program, workgroups_per_chunk=per_chunk)
+        return cls(program=program, workgroups_per_chunk=per_chunk, subgroup_size=subgroup_size)
 
 
 @dataclass(frozen=True)
@@ -109,4 +111,4 @@ def execute(launch: Launch, buffers: Sequence[HostMemory]) -> None:
     step = plan.workgroups_per_chunk
     for first in range(0, total, step):
         chunk = Chunk(grid=grid, first=first, count=min(step, total - first))
-        Invocations(plan.program, mem, chunk, limit).run()
+        Invocations(plan.program, mem, chunk, limit, plan.subgroup_size).run()

@@ -22,7 +22,8 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
     if isinstance(e, (N.Var, N.Param)):
         return e.name
     if isinstance(e, N.Builtin):
-        return e.name if e.name == "local_index" else f"{e.name}.{'xyz'[e.axis]}"
+        flat = ("local_index", "subgroup_size", "subgroup_lane")
+        return e.name if e.name in flat else f"{e.name}.{'xyz'[e.axis]}"
     if isinstance(e, N.Load):  # (raw: the lowered core's unchecked access, vyre.lower)
         return f"{'raw ' if isinstance(e, N.RawLoad) else ''}{e.buffer}[{k[0]}]"
     if isinstance(e, N.Length):
@@ -43,6 +44,8 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
         return f"bitcast<{e.ty}>({k[0]})"
     if isinstance(e, N.Native):  # the lowered core (vyre.lower)
         return f"native_{e.op}<{e.ty}>({', '.join(k)})"
+    if isinstance(e, N.Subgroup):
+        return f"subgroup_{e.op}{f'<{e.combine}>' if e.combine else ''}({', '.join(k)})"
     return repr(e)
 
 

@@ -9,6 +9,7 @@ semantics (see `numeric`, `atomics`, `interpreter`) nor accept memory of another
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from vyre import features as F
+from vyre import subgroups
 from vyre.backend import BaseBackend, Capabilities, Pending
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
-from vyre.errors import OutOfDeviceMemory
+from vyre.errors import BackendUnavailable, OutOfDeviceMemory
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
@@ -31,11 +33,13 @@ from .plan import Launch, Plan, execute
 from .render import listing
 
 VERSION = "0.1.0"
+ENV_SUBGROUP_SIZE = "VYRE_REFERENCE_SUBGROUP_SIZE"
+DEFAULT_SUBGROUP_SIZE = 32  # CUDA's warp; any of vyre.subgroups.SIZES can be asked for
 
 FEATURES = frozenset(
     {
         F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64, F.WORKGROUP_MEMORY,
-        F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH,
+        F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH, F.SUBGROUP,
     }
 )
 LIMITS = {
@@ -57,13 +61,27 @@ class ReferenceBackend(BaseBackend):
     kind = "reference"
 
     def __init__(
-        self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset()
+        self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
+        subgroup_size: int | None = None,
     ) -> None:
         """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
-        exactly with a backend whose device flushes them; vyre.tools.testing picks it)."""
+        exactly with a backend whose device flushes them; vyre.tools.testing picks it).
+        `subgroup_size`: the subgroup size this instance reports and runs with (a power of
+        two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
+        picks the compared backend's."""
         super().__init__(instance_id)
         self.version = VERSION
         self.flush_subnormals = frozenset(flush_subnormals)
+        if subgroup_size is None:
+            raw = os.environ.get(ENV_SUBGROUP_SIZE, "").strip()
+            try:
+                subgroup_size = int(raw) if raw else DEFAULT_SUBGROUP_SIZE
+                subgroups.check_size(subgroup_size)
+            except ValueError:
+                raise BackendUnavailable(
+                    instance_id, f"${ENV_SUBGROUP_SIZE}={raw!r} is not a subgroup size; use "
+                    f"one of {subgroups.SIZES}") from None
+        self.subgroup_size = subgroups.check_size(subgroup_size)
         self._caps = Capabilities(
             backend=self.id,
             kind=self.kind,
@@ -76,6 +94,7 @@ class ReferenceBackend(BaseBackend):
                 "atomics": "colliding atomics of one statement apply in lane order",
                 "workgroup_memory_init": "zero",
                 "flushes_subnormals": sorted(t.value for t in self.flush_subnormals),
+                "subgroup_size": self.subgroup_size,
             },
         )
 
@@ -104,7 +123,8 @@ class ReferenceBackend(BaseBackend):
 
     # ------------------------------------------------------------ compile / run
     def _compile(self, program: Program, key: Any) -> Plan:
-        return Plan.prepare(program)
+        subgroups.check_fits(program, self.subgroup_size, self.id)
+        return Plan.prepare(program, subgroup_size=self.subgroup_size)
 
     def source(self, program: Program) -> str:
         return listing(program)

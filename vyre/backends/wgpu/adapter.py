@@ -50,6 +50,7 @@ OPTIONAL_FEATURES = (
     "shader-int64",
     "shader-float32-atomic",
     "timestamp-query",
+    "subgroup",
 )
 LIMITS_WANTED = (
     "max-storage-buffer-binding-size",
@@ -232,6 +233,8 @@ class DeviceInfo:
     bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
     loop_limit: int | None = None  # the driver ends loops after this many iterations
     all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
+    subgroup_size: int | None = None  # probed (None: no subgroups vyre can use)
+    subgroup_note: str = "no: the adapter has no 'subgroup' feature"  # what the probe found
 
 
 def open_device(adapter: Any) -> DeviceInfo:
@@ -257,6 +260,11 @@ def open_device(adapter: Any) -> DeviceInfo:
         div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
         fma_fused = _fma_rounds_once(device)
         loop_limit = _probe_loop_limit(device)
+        sg_size, sg_note = (None, "no: the adapter has no 'subgroup' feature")
+        if "subgroup" in dev_feats:
+            sg_size, sg_note = _probe_subgroups(device)
+    if sg_size is not None:
+        proven.add(F.SUBGROUP)
     mode = os.environ.get(ENV_DIV_SQRT, "")
     return DeviceInfo(
         fma_fused=fma_fused,
@@ -268,6 +276,8 @@ def open_device(adapter: Any) -> DeviceInfo:
         bad_estimate=mode == "exact-bad-estimate",
         loop_limit=loop_limit,
         all_fences=os.environ.get(ENV_FENCES, "") == "all",
+        subgroup_size=sg_size,
+        subgroup_note=sg_note,
         adapter=adapter,
         device=device,
         name=adapter_name(adapter),
@@ -400,6 +410,48 @@ def _probe_div_sqrt(device: Any, flush: bool) -> tuple[bool, bool]:
         same_bits(got_div, expected_div(a, b, flush), flush),
         same_bits(got_sqrt, expected_sqrt(x, flush), flush),
     )
+
+
+# workgroup shapes the subgroup probe runs: docs/IR.md's lane mapping must hold in each
+_SUBGROUP_PROBE_SHAPES = ((64, 1, 1), (256, 1, 1), (1024, 1, 1), (8, 4, 2), (16, 16, 4))
+
+
+def _probe_subgroups(device: Any) -> tuple[int | None, str]:
+    """(subgroup size, note). docs/IR.md defines lane l of subgroup s as local_index
+    s * S + l; Vulkan does not promise that mapping, nor one size for every pipeline, so
+    both are measured over several workgroup shapes: each invocation records the size it
+    sees and whether shuffles from lane local_index mod size and from lane 0 read the
+    local_index that mapping says."""
+    # (naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups, so
+    # vyre never uses it: the lane is local_index mod size, checked here through shuffles)
+    sizes: set[int] = set()
+    for x, y, z in _SUBGROUP_PROBE_SHAPES:
+        n = x * y * z
+        code = (
+            "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+            f"@compute @workgroup_size({x}, {y}, {z}) fn main(\n"
+            "    @builtin(local_invocation_index) li: u32,\n"
+            "    @builtin(subgroup_size) size: u32) {\n"
+            "  let lane = li % size;\n"
+            "  let ok = subgroupShuffle(li, lane) == li && subgroupShuffle(li, 0u) == li - lane;\n"
+            "  b[li] = select(0u, size, ok);\n}"
+        )
+        try:
+            out = struct.unpack(f"<{n}I", _run_probe(device, code, bytes(4 * n)))
+        except Exception as exc:
+            return None, f"no: the subgroup probe failed ({str(exc)[:120]})"
+        got = set(out)
+        if 0 in got:
+            return None, (f"no: in a workgroup of {(x, y, z)} the driver's subgroup lanes are "
+                          "not local_index mod subgroup_size (docs/IR.md's lane mapping)")
+        sizes |= got
+    if len(sizes) != 1:
+        return None, (f"no: the driver picks different subgroup sizes {sorted(sizes)} for "
+                      "different pipelines, so no single size can be reported")
+    size = sizes.pop()
+    if size not in (1, 2, 4, 8, 16, 32, 64, 128):
+        return None, f"no: subgroup size {size} is not a power of two up to 128"
+    return size, f"yes: {size} lanes (measured in workgroups of {_SUBGROUP_PROBE_SHAPES})"
 
 
 def _compiles(device: Any, code: str) -> bool:

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
-from vyre.ir.analysis import atomic_buffers, types_used
+from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
+from vyre.subgroups import identity as sg_identity
 
 from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
@@ -873,6 +874,10 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Builtin):
         if e.name == "local_index":
             return "vy_lidx"
+        if e.name == "subgroup_size":
+            return "vy_sgsize"
+        if e.name == "subgroup_lane":
+            return "(vy_lidx & (vy_sgsize - 1u))"
         return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
     if isinstance(e, N.Load):
         return _raw_load(ctx, e, sub[0])
@@ -899,7 +904,58 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
     if isinstance(e, N.Native):
         return _native(ctx, e, sub)
+    if isinstance(e, N.Subgroup):
+        return _subgroup(ctx, e, sub)
     raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+
+# ------------------------------------------------------------------ subgroups
+#
+# docs/IR.md ("Subgroups") fixes the order of every reduction and scan; WGSL's own
+# subgroupAdd / subgroupInclusiveAdd leave it to the driver, so they are spelled here with
+# shuffles, step by step, combining with the IR's own operators (fenced floats, exact
+# min / max). The steps are unrolled up to the largest subgroup size Vulkan allows (128);
+# a step is skipped where the pipeline's size (the subgroup_size builtin, read at run
+# time) is smaller, so the code is right for whatever size the driver picks.
+
+_SG_STEPS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _sg_combine(ctx: _Ctx, combine: N.SubgroupCombine, ty: ScalarType, a: str, b: str) -> str:
+    node = N.Binary(op=combine, a=N.Var(name="a", ty=ty), b=N.Var(name="b", ty=ty), ty=ty)
+    return _binary(ctx, node, a, b)
+
+
+def _subgroup(ctx: _Ctx, e: N.Subgroup, sub: list[str]) -> str:
+    if e.op in ("shuffle", "broadcast"):
+        return f"subgroupShuffle({sub[0]}, {sub[1]} & (vy_sgsize - 1u))"
+    t = wgsl_type(e.ty)
+    assert e.combine is not None
+    name = f"vy_sg_{e.op}_{e.combine}_{t}"
+    if name not in ctx.helpers:
+        comb = _sg_combine(ctx, e.combine, e.ty, "o", "v")
+        lines = [f"fn {name}(x: {t}, lane: u32, size: u32) -> {t} {{", "    var v = x;"]
+        if e.op == "reduce":  # descending butterfly: lane l combines with lane l ^ d
+            lines.insert(1, "    // docs/IR.md: x[l] op x[l ^ d] for d = S/2 .. 1")
+            for d in reversed(_SG_STEPS):
+                lines.append(f"    if ({d}u < size) {{ let o = subgroupShuffleXor(v, {d}u); "
+                             f"v = {comb}; }}")
+        else:  # Hillis-Steele: lane l >= d becomes x[l - d] op x[l], d = 1 .. S/2
+            lines.insert(1, "    // docs/IR.md: x[l - d] op x[l] for lanes l >= d, d = 1 .. S/2")
+            for d in _SG_STEPS:
+                lines.append(
+                    f"    if ({d}u < size) {{ let o = subgroupShuffle(v, (lane - {d}u) & "
+                    f"(size - 1u)); v = select(v, {comb}, lane >= {d}u); }}"
+                )
+            if e.op == "exclusive_scan":
+                ident = literal(ctx, N.Const(ty=e.ty, value=sg_identity(e.combine, e.ty)))
+                lines.append("    let o = subgroupShuffle(v, (lane - 1u) & (size - 1u));")
+                lines.append(f"    v = select(o, {ident}, lane == 0u);")
+        lines += ["    return v;", "}"]
+        _helper(ctx, name, "\n".join(lines))
+    return f"{name}({sub[0]}, vy_lidx & (vy_sgsize - 1u), vy_sgsize)"
+
+
 
 
 def _unlowered(what: str) -> InvalidProgram:
@@ -1375,6 +1431,10 @@ _MAIN_PARAMS = (
     ("vy_nwg", "num_workgroups", "vec3<u32>"),
     ("vy_lidx", "local_invocation_index", "u32"),
 )
+# only where the program uses subgroups (the device then has wgpu's "subgroup" feature).
+# The lane is local_index mod size (docs/IR.md; the adapter probe checks the driver agrees):
+# naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups.
+_SUBGROUP_PARAMS = (("vy_sgsize", "subgroup_size", "u32"),)
 
 
 def generate(
@@ -1457,26 +1517,27 @@ def generate(
         )
 
     x, y, z = program.workgroup_size
+    params = _MAIN_PARAMS + (_SUBGROUP_PARAMS if uses_subgroups(program) else ())
     head = [f"// vyre program {program.name!r} ({user_hash[:16]})"]
     if T.F16 in types_used(program):
         head.append("enable f16;")
     entry = [
         f"@compute @workgroup_size({x}, {y}, {z})",
         "fn main(",
-        *[f"    @builtin({b}) {n}: {t}," for n, b, t in _MAIN_PARAMS],
+        *[f"    @builtin({b}) {n}: {t}," for n, b, t in params],
         ") {",
     ]
     if status is None:
         entry += [*body, "}"]
     else:  # the program as a function (its `return`s end it), then the sentinel
         entry += [
-            f"    vy_program({', '.join(n for n, _, _ in _MAIN_PARAMS)});",
+            f"    vy_program({', '.join(n for n, _, _ in params)});",
             "    vy_loop_sentinel();",
             "}",
             "",
             _LOOP_SENTINEL,
             "",
-            f"fn vy_program({', '.join(f'{n}: {t}' for n, _, t in _MAIN_PARAMS)}) {{",
+            f"fn vy_program({', '.join(f'{n}: {t}' for n, _, t in params)}) {{",
             *body,
             "}",
         ]

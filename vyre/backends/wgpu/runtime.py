@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from vyre import features as F
+from vyre import subgroups
 from vyre.backend import BaseBackend, Capabilities, Pending
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
@@ -205,6 +206,9 @@ class WgpuBackend(BaseBackend):
                 # loops silently end after this many iterations per invocation (probed);
                 # vyre detects it and raises DispatchError
                 "loop_iteration_limit": self._info.loop_limit,
+                # subgroup operations (docs/IR.md, "Subgroups"): the probed size, or None
+                "subgroup_size": self._info.subgroup_size,
+                "subgroups": self._info.subgroup_note,
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
                 # honest about f64: the device may run f64 add/mul/div, but the backend
@@ -412,6 +416,7 @@ class WgpuBackend(BaseBackend):
     def generate(self, program: Program, key: Any = None) -> wgsl.WgslModule:
         """The WGSL module for `program` (`key`: a specialisation from _specialisation)."""
         info = self._info
+        subgroups.check_fits(program, info.subgroup_size, self.id)
         return wgsl.generate(
             program, key or frozenset(), self._allowed_types, info.fma_fused,
             info.flush_subnormals, exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
