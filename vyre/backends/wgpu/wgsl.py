@@ -823,17 +823,19 @@ def _exp_log_f32(ctx: _Ctx, fn: str) -> str:
 def _fma_f32(ctx: _Ctx) -> str:
     """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
     f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
-    is correct."""
+    is correct. Each TwoSum step is fenced: llvmpipe reassociates f64 arithmetic, folding
+    the error term of s = p + c to 0 (fma(-2147483904, 3, 1e-30) then rounded to even)."""
+    f = _fence_fn(ctx, T.F64, 0)
     return _helper(
         ctx, "vy_fma_f32",
         "fn vy_fma_f32(a: f32, b: f32, c: f32) -> f32 {\n"
         "    let p = f64(a) * f64(b);\n"
         "    let cd = f64(c);\n"
-        "    let s = p + cd;\n"
+        f"    let s = {f}(p + cd);\n"
         "    var bits = bitcast<u64>(s);\n"
         "    if ((bits & 0x7ff0000000000000lu) != 0x7ff0000000000000lu) {  // finite\n"
-        "        let bb = s - p;\n"
-        "        let e = (p - (s - bb)) + (cd - bb);\n"
+        f"        let bb = {f}(s - p);\n"
+        f"        let e = {f}(p - {f}(s - bb)) + {f}(cd - bb);\n"
         "        if (e != 0.0lf && (bits & 1lu) == 0lu) {\n"
         "            if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }\n"
         "        }\n"
