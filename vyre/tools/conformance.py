@@ -120,9 +120,14 @@ def _approx_ops() -> list[Callable[[Any, Any], Any]]:
             lambda x, y: exp(x / 64), lambda x, y: log(abs_(x))]
 
 
-def _cast_case(src: ScalarType) -> Case:
-    dsts = [ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64]
-    k = ProgramBuilder(f"cast_from_{src}", workgroup_size=128)
+def _cast_case(src: ScalarType, to_f64: bool = False) -> Case:
+    """Casts from `src` to every other type (without f64, so a backend without it runs
+    them), or (`to_f64`) to f64 only."""
+    dsts = [ST.F64] if to_f64 else [
+        t for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)
+        if t is not ST.F64 or src is ST.F64]
+    k = ProgramBuilder(f"cast_{src}_to_f64" if to_f64 else f"cast_from_{src}",
+                       workgroup_size=128)
     a = k.buffer("a", src)
     outs = {d: k.buffer(f"o_{d}", d, "write") for d in dsts}
     ob = k.buffer("o_bool", ST.U32, "write")
@@ -283,6 +288,7 @@ def cases() -> list[Case]:
         *conformance_exact.cases(),
         *_float_cases(),
         *(_cast_case(t) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)),
+        *(_cast_case(t, to_f64=True) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.I64, ST.U64)),
         _control_case(), _builtins_case(), _vector_case(0), _vector_case(3),
     ]
 

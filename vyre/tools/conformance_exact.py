@@ -396,6 +396,7 @@ def _float_ops(ty: ScalarType) -> list[tuple[IrFn, PyFn]]:
         un(lambda x: -x, np.negative), un(abs_, np.abs), un(sqrt, np.sqrt),
         un(floor, np.floor), un(ceil, np.ceil), un(trunc, np.trunc),
         un(round_, np.rint),  # half to even
+        un(lambda x: (x != 0).cast(ty), lambda x: (x != 0).astype(np.float64)),  # bool -> float
         (lambda r: fma(r["a"], r["b"], r["c"]),
          lambda c: [_fma_exact(x, y, z, ty) for x, y, z in
                     zip(c["a"].tolist(), c["b"].tolist(), c["c"].tolist())]),
@@ -529,7 +530,8 @@ def float_float_case(src: ScalarType, dsts: tuple[ScalarType, ...]) -> Case:
                                           else v for v in c["x"].tolist()]))])
         for d in dsts
     ]
-    return elementwise_case(f"ir_cast_from_{src}", {"x": src}, outputs, data)
+    return elementwise_case(f"ir_cast_{src}_to_{'_'.join(str(d) for d in dsts)}", {"x": src},
+                            outputs, data)
 
 
 def bitcast_case(width: int) -> Case:
@@ -896,7 +898,8 @@ def workgroup_case() -> Case:
 # ------------------------------------------------------------------ atomics
 
 
-_RMW: dict[str, Callable[[int, int, ScalarType], int]] = {
+#: The read-modify-write atomics: (old value, operand, type) -> new value.
+RMW_OPS: dict[str, Callable[[int, int, ScalarType], int]] = {
     "add": lambda a, b, t: wrap(a + b, t), "min": lambda a, b, t: min(a, b),
     "max": lambda a, b, t: max(a, b), "and": lambda a, b, t: wrap(a & b, t),
     "or": lambda a, b, t: wrap(a | b, t), "xor": lambda a, b, t: wrap(a ^ b, t),
@@ -925,7 +928,7 @@ def atomic_rmw_case(ty: ScalarType) -> Case:
     expected: Arrays = {}
     mems = {}
     with k.if_(i < vb.length()):
-        for op in _RMW:
+        for op in RMW_OPS:
             h = k.buffer(f"h_{op}", ty, "read_write")
             o = k.buffer(f"old_{op}", ty, "write")
             o[i] = getattr(h, f"atomic_{op}")(kb[i], vb[i])
@@ -934,24 +937,24 @@ def atomic_rmw_case(ty: ScalarType) -> Case:
             mem = list(init)
             for v, key in zip(vals, keys):
                 if key < bins:
-                    mem[key] = _RMW[op](mem[key], v, ty)
+                    mem[key] = RMW_OPS[op](mem[key], v, ty)
             mems[op] = mem
             if op != "exchange":
                 expected[f"h_{op}"] = np.array(mem, dtype=object).astype(ty.numpy)
     prog = k.build()
 
     def step(op: str) -> Callable[[int, int], int]:
-        return lambda a, b: _RMW[op](a, b, ty)
+        return lambda a, b: RMW_OPS[op](a, b, ty)
 
     def invariant(ins: Arrays, out: Arrays) -> str | None:
-        for op in _RMW:
+        for op in RMW_OPS:
             why = atomic_chain(init, keys, vals, ints(out[f"old_{op}"]), ints(out[f"h_{op}"]),
                                step(op))
             if why:
                 return f"atomic {op}: {why}"
         return None
 
-    dep = frozenset({f"old_{op}" for op in _RMW} | {"h_exchange"})
+    dep = frozenset({f"old_{op}" for op in RMW_OPS} | {"h_exchange"})
     return _case(prog, inputs, DispatchConfig(grid=n // 64), expected, dep, invariant)
 
 
@@ -1080,7 +1083,8 @@ def cases() -> list[Case]:
         *(float_to_int_case(t) for t in FLOAT_TYPES),
         int_to_float_case((F32, F16), "ir_int_to_f32_f16"),
         int_to_float_case((F64,), "ir_int_to_f64"),
-        float_float_case(F32, (F16, F64)), float_float_case(F16, (F32,)),
+        float_float_case(F32, (F16,)), float_float_case(F32, (F64,)),
+        float_float_case(F16, (F32,)),
         float_float_case(F64, (F32, F16)),
         bitcast_case(32), bitcast_case(64),
         approx_case(F32), approx_case(F64),
@@ -1093,7 +1097,7 @@ def cases() -> list[Case]:
     ]
 
 
-__all__ = ["atomic_chain", "c_div", "c_rem", "cases", "round_exact", "wrap"]
+__all__ = ["RMW_OPS", "atomic_chain", "c_div", "c_rem", "cases", "round_exact", "wrap"]
 
 
 def atomic_chain(init: Sequence[Any], keys: Sequence[int], vals: Sequence[Any],
