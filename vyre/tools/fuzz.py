@@ -2,8 +2,12 @@
 reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing). This is the one
 random-program generator: `cases(options)` (a Hypothesis strategy of `FuzzCase` values: a
 Program, its host inputs and its DispatchConfig) and `programs(options)` (their Programs) are
-what the fuzz, wire-format, CUDA-compile and reference tests draw from. Every generated
-Program is valid and deterministic by construction:
+what the fuzz, wire-format, CUDA-compile and reference tests draw from; `operator_cases`
+(the operator sweep) draws one Program that applies every operator, function, cast and
+bitcast to every value type over every pair of edge values, so that a single wrong
+operator fails every draw (random programs reach a given operator on a given type with a
+telling operand pair too rarely). Every generated Program is valid and deterministic by
+construction:
 
 - expressions over every operator, cast, bitcast, select and call, on i32/u32/f32 (plus
   f16/f64/i64/u64 where every backend under test reports the feature); float constants and
