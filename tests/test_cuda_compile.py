@@ -253,6 +253,23 @@ def test_random_programs_compile() -> None:
     check()
 
 
+def test_operator_sweep_compiles() -> None:
+    """The fuzz generator's operator sweep over every type (every operator, function, cast
+    and bitcast) compiles with NVRTC, coarsened or not (CI: no GPU)."""
+    from hypothesis import given
+
+    from vyre.backends.cuda import compile_program
+    from vyre.tools import fuzz
+
+    @fuzz.fuzz_settings(1, use_database=False)
+    @given(fuzz.operator_cases(fuzz.GenOptions(types=_ALL_TYPES)))
+    def check(case: fuzz.FuzzCase) -> None:
+        for coarsen in (1, 4):
+            assert compile_program(case.program, "sm_90", coarsen=coarsen).cubin[:4] == b"\x7fELF"
+
+    check()
+
+
 def test_saved_regression_programs_compile() -> None:
     from vyre.backends.cuda import compile_program
     from vyre.tools import fuzz

@@ -59,6 +59,23 @@ def test_backend_agrees_with_reference(name: str, reference: BaseBackend) -> Non
         other.close()
 
 
+@pytest.mark.parametrize("name", _others() or ["reference"])
+def test_operator_sweep_agrees_with_reference(name: str, reference: BaseBackend) -> None:
+    """The generator's operator sweep (every operator, function, cast and bitcast on every
+    type both backends run, over every pair of edge values) agrees with the reference."""
+    other = vyre.get_backend(name)
+    try:
+        @fuzz.fuzz_settings(max_examples=3)
+        @given(fuzz.operator_cases(fuzz.options_for([reference, other])))
+        def one(case: fuzz.FuzzCase) -> None:
+            bad = fuzz.check_case(case, reference, [other])
+            assert not bad, "; ".join(str(b) for b in bad)
+
+        one()
+    finally:
+        other.close()
+
+
 @fuzz.fuzz_settings(max_examples=25)
 @given(fuzz.cases(fuzz.GenOptions()))
 def test_generated_programs_are_valid_and_round_trip(case: fuzz.FuzzCase) -> None:

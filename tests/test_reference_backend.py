@@ -1,10 +1,13 @@
 """The reference backend as a vyre backend: provider, capabilities, resident buffers,
-pipelines, indirect dispatch, ownership errors, chunking and a 1M-element timing."""
+pipelines, indirect dispatch, ownership errors, chunking, a 1M-element timing, and its own
+choice among the orders docs/IR.md allows for colliding atomics (lane order). Its semantics
+are checked against docs/IR.md's values by the conformance table (tests/test_conformance.py)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,7 +34,10 @@ from vyre.errors import (
 )
 from vyre.features import IR_FEATURES, LIMIT_KEYS
 from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
 from vyre.registry import Availability
+from vyre.tools.conformance import CASES, inputs_of
+from vyre.tools.conformance_exact import RMW_OPS
 from vyre.tools.testing import HostShimBuffer
 
 
@@ -359,3 +365,56 @@ def test_chunks_bound_workgroup_memory(be: ReferenceBackend) -> None:
     n = 20000
     got = be.dispatch(prog, {"out": n}, DispatchConfig(grid=n))["out"]
     assert got.tolist() == list(range(n))
+
+
+# ------------------------------------------------------------------ atomics: lane order
+
+
+def _in_lane_order(init: list[Any], keys: list[int], vals: list[Any],
+                   step: Callable[[Any, Any], Any]) -> tuple[list[Any], list[Any]]:
+    """Final memory and old values of the atomics applied one lane after another."""
+    mem, olds = list(init), []
+    for key, v in zip(keys, vals):
+        if key < len(mem):
+            olds.append(mem[key])
+            mem[key] = step(mem[key], v)
+        else:
+            olds.append(0)  # out of range: reads 0, changes nothing
+    return mem, olds
+
+
+@pytest.mark.parametrize("ty", ["i32", "u32", "i64", "u64"])
+def test_colliding_atomics_apply_in_lane_order(be: ReferenceBackend, ty: str) -> None:
+    """The reference's own choice among docs/IR.md's valid orders (the conformance case
+    ir_atomic_rmw_* accepts any order): colliding atomics apply in lane order."""
+    case = CASES[f"ir_atomic_rmw_{ty}"]
+    ins = inputs_of(case)
+    res = be.dispatch(case.program, ins, case.config)
+    keys, vals = ins["keys"].tolist(), ins["vals"].tolist()
+    for op, f in RMW_OPS.items():
+        mem, olds = _in_lane_order(ins[f"h_{op}"].tolist(), keys, vals,
+                                   lambda a, b, f=f: f(a, b, ScalarType(ty)))
+        assert res[f"h_{op}"].tolist() == mem, op
+        assert res[f"old_{op}"].tolist() == olds, op
+
+
+def test_colliding_compare_exchanges_apply_in_lane_order(be: ReferenceBackend) -> None:
+    """Random colliding compare-exchanges, and a chain where lane j expects j and stores
+    j + 1: in lane order every lane of the chain succeeds."""
+    case = CASES["ir_compare_exchange"]
+    ins = inputs_of(case)
+    res = be.dispatch(case.program, ins, case.config)
+
+    def cas(old: int, cv: tuple[int, int]) -> int:
+        return cv[1] if old == cv[0] else old
+
+    mem, olds = _in_lane_order(ins["mem2"].tolist(), ins["idx"].tolist(),
+                               list(zip(ins["cmp"].tolist(), ins["val"].tolist())), cas)
+    assert res["mem2"].tolist() == mem
+    assert res["olds2"].tolist() == olds
+    n = ins["idx"].size
+    chain = {**ins, "idx": np.zeros(n, np.uint32), "cmp": np.arange(n, dtype=np.int32),
+             "val": np.arange(1, n + 1, dtype=np.int32), "mem2": np.zeros(1, np.int32)}
+    res = be.dispatch(case.program, chain, case.config)
+    assert res["mem2"].tolist() == [n]
+    assert res["olds2"].tolist() == list(range(n))

@@ -1,6 +1,9 @@
 """Random integer programs from the one generator (vyre.tools.fuzz.cases, i32/u32 without
 atomics or workgroup memory): the vectorised, masked reference interpreter against a tiny
-scalar interpreter written here (one invocation at a time, plain Python ints).
+scalar interpreter written here (one invocation at a time, plain Python ints). The
+generator's operator sweep (vyre.tools.fuzz.operator_cases) applies every operator to every
+pair of edge values in each draw; a planted wrong xor, max or i32 shr in the reference is
+caught by every draw (test_planted_operator_bugs_are_caught_every_time).
 
 The programs use locals, if/else, for loops with break/continue, bounded while loops,
 return, loads (some out of bounds) and stores into each invocation's own slots, so their
@@ -11,12 +14,15 @@ the invocations one after another. It must never import the reference's own eval
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 
 from vyre.backend import BaseBackend
+from vyre.backends.reference import numeric
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 from vyre.tools import fuzz
@@ -176,3 +182,61 @@ def test_reference_matches_scalar_interpreter(reference: BaseBackend,
     expected = scalar_results(case)
     for name, exp in expected.items():
         assert got[name].tolist() == exp, (name, reference.source(case.program))
+
+
+@fuzz.fuzz_settings(max_examples=8)
+@given(fuzz.operator_cases(OPTIONS))
+def test_operator_sweep_matches_scalar_interpreter(reference: BaseBackend,
+                                                   case: fuzz.FuzzCase) -> None:
+    got = reference.dispatch(case.program, case.inputs, case.config)
+    for name, exp in scalar_results(case).items():
+        assert got[name].tolist() == exp, name
+
+
+def _wrong_xor(op: str, a: Any, b: Any, ty: ScalarType) -> Any:
+    return np.bitwise_or(a, b) if op == "xor" else None  # right unless bits overlap
+
+
+def _wrong_max(op: str, a: Any, b: Any, ty: ScalarType) -> Any:
+    if op != "max" or not ty.is_signed:
+        return None
+    u = np.dtype(ty.numpy.str.replace("i", "u"))  # compared as unsigned: wrong on mixed signs
+    return np.where(np.asarray(a).view(u) >= np.asarray(b).view(u), a, b).astype(ty.numpy)
+
+
+def _wrong_shr(op: str, a: Any, b: Any, ty: ScalarType) -> Any:
+    if op != "shr" or ty is not I32:
+        return None
+    s = np.asarray(b, np.uint32) % 32  # logical instead of arithmetic: wrong when a < 0
+    return (np.asarray(a).view(np.uint32) >> s).view(np.int32)
+
+
+PLANTED: dict[str, Callable[[str, Any, Any, ScalarType], Any]] = {
+    "xor": _wrong_xor, "max": _wrong_max, "i32_shr": _wrong_shr,
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_operator_bugs_are_caught_every_time(reference: BaseBackend, bug: str) -> None:
+    """A reference with one wrong operator (planted by patching its numeric kernel)
+    disagrees with the scalar interpreter on every operator-sweep draw."""
+    planted = PLANTED[bug]
+    right = numeric._binary
+    draws: list[bool] = []
+
+    def patched(op: str, a: Any, b: Any, ty: ScalarType, operand_ty: ScalarType) -> Any:
+        wrong = planted(op, a, b, operand_ty)
+        return right(op, a, b, ty, operand_ty) if wrong is None else wrong
+
+    @fuzz.fuzz_settings(max_examples=6, use_database=False)
+    @given(fuzz.operator_cases(OPTIONS))
+    def one(case: fuzz.FuzzCase) -> None:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(numeric, "_binary", patched)
+            got = reference.dispatch(case.program, case.inputs, case.config)
+        expected = scalar_results(case)
+        draws.append(any(got[n].tolist() != e for n, e in expected.items()))
+
+    one()
+    assert draws and all(draws), f"planted wrong {bug} missed in {draws.count(False)} of " \
+        f"{len(draws)} operator-sweep draws"

@@ -9,6 +9,7 @@ Skips with the probe's reason when no WebGPU adapter exists (never silently).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from vyre import (
     InvalidDispatch,
     ProgramBuilder,
     ReadRange,
+    ScalarType,
     Step,
     UnsupportedFeature,
     f32,
@@ -551,3 +553,22 @@ def test_lost_device_is_reported_and_backend_can_be_recreated(wg: BaseBackend) -
         np.testing.assert_array_equal(out, x + 1)
     finally:
         b2.close()
+
+
+def test_f64_transcendental_is_refused_not_wrong(wg: BaseBackend) -> None:
+    """WGSL has no f64 exp/log/sin/...: 'f64' is not reported, and the generator refuses
+    such calls rather than emitting what drivers compute wrongly (or crash on)."""
+    from vyre.backends.wgpu import render as wgsl
+    from vyre.builder import exp2, sqrt
+
+    def one(name: str, fn: Any) -> Program:
+        k = ProgramBuilder(name, workgroup_size=64)
+        x, y = k.buffer("x", ScalarType.F64), k.buffer("y", ScalarType.F64, "write")
+        i = k.global_id()
+        y[i] = fn(x[i])
+        return k.build()
+
+    assert not wg.supports("f64")
+    with pytest.raises(UnsupportedFeature, match="f64 exp2"):
+        wgsl.generate(one("exp2_f64", exp2))
+    assert "sqrt(" in wgsl.generate(one("sqrt_f64", sqrt)).source

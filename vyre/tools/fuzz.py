@@ -2,8 +2,12 @@
 reference under the IR's comparison rules (docs/IR.md, vyre.tools.testing). This is the one
 random-program generator: `cases(options)` (a Hypothesis strategy of `FuzzCase` values: a
 Program, its host inputs and its DispatchConfig) and `programs(options)` (their Programs) are
-what the fuzz, wire-format, CUDA-compile and reference tests draw from. Every generated
-Program is valid and deterministic by construction:
+what the fuzz, wire-format, CUDA-compile and reference tests draw from; `operator_cases`
+(the operator sweep) draws one Program that applies every operator, function, cast and
+bitcast to every value type over every pair of edge values, so that a single wrong
+operator fails every draw (random programs reach a given operator on a given type with a
+telling operand pair too rarely). Every generated Program is valid and deterministic by
+construction:
 
 - expressions over every operator, cast, bitcast, select and call, on i32/u32/f32 (plus
   f16/f64/i64/u64 where every backend under test reports the feature); float constants and
@@ -1190,6 +1194,164 @@ class _Gen:
         )
 
 
+# ------------------------------------------------------------------ the operator sweep
+
+_SWEEP_ORDER = ("i32", "u32", "f32", "f16", "f64", "i64", "u64")
+
+
+def sweep_edges(ty: ScalarType) -> np.ndarray:
+    """The edge values the operator sweep pairs with each other: the generator's integer
+    specials, or its float specials (zeros of both signs, +-inf, NaN, the exponent limits,
+    halves, values at the int <-> float limits) rounded to `ty`."""
+    if ty.is_int:
+        lo, hi = _range(ty)
+        return np.array([v for v in _INT_SPECIALS[ty] if lo <= v <= hi], dtype=ty.numpy)
+    with np.errstate(over="ignore"):
+        return np.unique(np.array(_FLOAT_SPECIALS, dtype=np.float64).astype(ty.numpy))
+
+
+def _sweep_ops(ty: ScalarType, gen: _Gen, x: N.ExprNode, y: N.ExprNode, z: N.ExprNode,
+               lx: N.ExprNode) -> dict[str, list[N.ExprNode]]:
+    """Every operator and function that accepts `ty`, applied to x, y (and z), grouped by
+    the output buffer kind they are stored into: "out" (exact), "open" (float min/max/clamp:
+    docs/IR.md leaves a zero result's sign open), "approx" (ulp-bounded), "flags" (bools, as
+    u32). `lx` is x as loaded (bitcasts from floats read loaded values only)."""
+    def b(op: str, a: N.ExprNode, c: N.ExprNode, t: ScalarType = ty) -> N.ExprNode:
+        return N.Binary(op=cast(Any, op), a=a, b=c, ty=t)
+
+    def call(fn: str, *args: N.ExprNode) -> N.ExprNode:
+        return N.Call(fn=cast(Any, fn), args=args, ty=ty)
+
+    groups: dict[str, list[N.ExprNode]] = {"out": [], "open": [], "approx": [], "flags": []}
+    exact, open_ = groups["out"], groups["open"]
+    for op in ("add", "sub", "mul", "div", "rem"):
+        exact += [b(op, x, y), b(op, y, x)]
+    exact += [b("div", x, x), b("rem", x, x)]
+    (open_ if ty.is_float else exact).extend(
+        [b("min", x, y), b("max", x, y), call("clamp", x, y, z)])
+    exact.append(N.Call(fn="abs", args=(x,), ty=ty))
+    if ty.is_signed or ty.is_float:
+        exact.append(N.Unary(op="neg", a=x, ty=ty))
+    if ty.is_int:
+        amount = N.Cast(a=y, ty=U32)  # the edges hold 0, 1, 31..33, 63, 64 and -1 (all ones)
+        exact += [b("and", x, y), b("or", x, y), b("xor", x, y),
+                  b("shl", x, amount), b("shr", x, amount),
+                  N.Unary(op="bit_not", a=x, ty=ty)]
+    else:
+        exact += [call(fn, x) for fn in ("floor", "ceil", "trunc", "round", "sqrt")]
+        exact += [call("fma", x, y, z), call("fma", x, x, y)]
+        groups["approx"] += [
+            call(fn, *(x, y)[:N.FN_ARITY[fn]]) for fn in sorted(gen.o.approx_fns)
+        ]
+    for op in sorted(N.COMPARISON_OPS):
+        groups["flags"].append(N.Cast(a=b(op, x, y, BOOL), ty=U32))
+    lt, eq = b("lt", x, y, BOOL), b("eq", x, y, BOOL)
+    groups["flags"] += [
+        N.Cast(a=b(op, lt, eq, BOOL), ty=U32)
+        for op in ("logical_and", "logical_or", "eq", "ne")
+    ]
+    groups["flags"] += [N.Cast(a=N.Unary(op="not", a=lt, ty=BOOL), ty=U32),
+                        N.Cast(a=N.Cast(a=x, ty=BOOL), ty=U32)]
+    exact.append(N.Select(cond=lt, a=x, b=y, ty=ty))
+    for other in gen.types:  # bitcasts to and from the same-width types
+        if other is not ty and other.bits == ty.bits and (ty.is_int or other.is_int):
+            groups.setdefault(f"bits_{other}", []).append(N.Bitcast(a=lx, ty=other))
+    return groups
+
+
+def _sweep_program(gen: _Gen, workgroup_size: tuple[int, int, int]) -> N.Program:
+    """One Program that applies every operator, function, cast and bitcast to every value
+    type of `gen` (docs/IR.md), on the pairs of `sweep_inputs`: invocation g reads x, y, z
+    of each type from in_<ty>[3g .. 3g + 2] and stores each result at `g * count + j` of
+    the output buffer of its type and kind."""
+    wx, wy, wz = workgroup_size
+    lin = N.Binary(op="add", a=N.Binary(op="mul", a=N.Builtin(name="workgroup_id", axis=0),
+                                        b=gen.lit(U32, wx * wy * wz), ty=U32),
+                   b=N.Builtin(name="local_index"), ty=U32)  # the grid is (n, 1, 1)
+    body: list[N.StmtNode] = [N.Let(name="gid", value=lin)]
+    results: dict[tuple[str, ScalarType], list[N.ExprNode]] = {}
+    loaded: dict[ScalarType, N.Var] = {}
+    for ty in gen.types:
+        src = f"in_{ty}"
+
+        def at(k: int, name: str = src, t: ScalarType = ty) -> N.Load:
+            idx = N.Binary(op="add", a=N.Binary(op="mul", a=gen.gid, b=gen.lit(U32, 3),
+                                                ty=U32), b=gen.lit(U32, k), ty=U32)
+            return N.Load(buffer=name, index=idx, ty=t)
+
+        names = [f"x_{ty}", f"y_{ty}", f"z_{ty}"]
+        for k, name in enumerate(names):
+            body.append(N.Let(name=name, value=at(k)))
+        x, y, z = (N.Var(name=n, ty=ty) for n in names)
+        loaded[ty] = x
+        for kind, exprs in _sweep_ops(ty, gen, x, y, z, at(0)).items():
+            if kind.startswith("bits_"):
+                dst = ScalarType(kind[5:])
+                results.setdefault(("out", dst), []).extend(exprs)
+            elif exprs:
+                results.setdefault((kind, U32 if kind == "flags" else ty), []).extend(exprs)
+    for src, v in loaded.items():  # every cast between two value types
+        for dst in gen.types:
+            if dst is not src:
+                results.setdefault(("out", dst), []).append(N.Cast(a=v, ty=dst))
+    buffers = [N.BufferDecl(name=f"in_{ty}", ty=ty, access="read") for ty in gen.types]
+    for (kind, ty), exprs in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        name = "flags" if kind == "flags" else f"{kind}_{ty}"
+        buffers.append(N.BufferDecl(name=name, ty=ty, access="write"))
+        stride = len(exprs)
+        base = N.Binary(op="mul", a=gen.gid, b=gen.lit(U32, stride), ty=U32)
+        for j, e in enumerate(exprs):
+            idx = N.Binary(op="add", a=base, b=gen.lit(U32, j), ty=U32)
+            body.append(N.Store(buffer=name, index=idx, value=e))
+    return N.Program(name="operator_sweep", workgroup_size=workgroup_size,
+                     buffers=tuple(buffers), body=tuple(body))
+
+
+def sweep_inputs(types: Sequence[ScalarType], rng: np.random.Generator,
+                 extra: int) -> tuple[dict[str, np.ndarray], int]:
+    """The read buffers of a sweep Program: for each type, every ordered pair of its edge values
+    (`sweep_edges`, the third operand drawn from them too) followed by `extra` random
+    triples (`fuzz_array`), padded to one invocation count for all types; returns the
+    inputs and that count. The pairs' order is shuffled by `rng`."""
+    triples: dict[ScalarType, np.ndarray] = {}
+    for ty in types:
+        e = sweep_edges(ty)
+        xs, ys = np.meshgrid(e, e, indexing="ij")
+        zs = e[rng.integers(0, e.size, xs.size)]
+        t = np.stack([xs.ravel(), ys.ravel(), zs], axis=1)
+        t = t[rng.permutation(len(t))]
+        triples[ty] = np.concatenate([t, fuzz_array(rng, ty, 3 * extra).reshape(-1, 3)])
+    total = max(len(t) for t in triples.values())
+    inputs: dict[str, np.ndarray] = {}
+    for ty, t in triples.items():
+        pad = fuzz_array(rng, ty, 3 * (total - len(t))).reshape(-1, 3)
+        inputs[f"in_{ty}"] = np.concatenate([t, pad]).reshape(-1).astype(ty.numpy)
+    return inputs, total
+
+
+@st.composite
+def _sweep_cases(draw: st.DrawFn, opts: GenOptions) -> FuzzCase:
+    g = _Gen(draw, opts)
+    ws = draw(st.sampled_from(opts.workgroup_sizes))
+    program = _sweep_program(g, ws)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    inputs, total = sweep_inputs(g.types, rng, extra=draw(st.integers(0, 64)))
+    inv = ws[0] * ws[1] * ws[2]
+    for d in program.buffers:  # every output slot starts as data the program overwrites
+        if d.access == "write":
+            stride = sum(1 for s in program.body if isinstance(s, N.Store) and s.buffer == d.name)
+            inputs[d.name] = fuzz_array(rng, d.ty, total * stride)
+    return FuzzCase(program, inputs, (-(-total // inv), 1, 1))
+
+
+def operator_cases(opts: GenOptions | None = None) -> st.SearchStrategy[FuzzCase]:
+    """The operator sweep: each drawn case applies every unary and binary operator, every
+    function, cast and bitcast to every value type of `opts` (`sweep_edges` x `sweep_edges`,
+    plus random values), so one wrong operator on one type fails every draw. Draws vary
+    the workgroup size, the pairs' order, the random tail and the initial output data."""
+    return _sweep_cases(opts or GenOptions())
+
+
 def fuzz_array(rng: np.random.Generator, ty: ScalarType, n: int) -> np.ndarray:
     """`testing.random_array`, but floats also span the whole exponent range: about a third
     of the elements have a uniformly drawn exponent (subnormals to the largest finite value,
@@ -1365,6 +1527,7 @@ __all__ = [
     "GenOptions",
     "approximate_buffers", "available_instances", "buffer_tolerance", "buffers_computed_with", "case_from_json", "case_to_json", "cases",
     "check_case", "count_loop_iterations", "fuzz_array", "fuzz_backends", "fuzz_settings",
-    "load_case", "loop_limit", "max_loop_iterations", "names_loop_limit", "options_for",
-    "programs", "regressions_dir", "run_case", "save_case",
+    "load_case", "loop_limit", "max_loop_iterations", "names_loop_limit", "operator_cases",
+    "options_for", "programs", "regressions_dir", "run_case", "save_case", "sweep_edges",
+    "sweep_inputs",
 ]

@@ -690,11 +690,16 @@ def _tan_big(ctx: _Ctx) -> None:
 
 
 def _tan_f32(ctx: _Ctx) -> str:
-    _tan_big(ctx)
-    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
     """Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
     ulp tolerance near the poles; this is Cephes tanf (Cody-Waite reduction by pi/4, about
-    3 ulp) for |x| <= 8192, the driver's tan beyond."""
+    3 ulp) for |x| <= 8192, the driver's tan beyond. Next to a pole (x within 2^-12 of an
+    odd multiple of pi/2) the reduced argument is a few ulp of x, and the f32 Cody-Waite
+    constants leave it 5-50 ulp off (tan(f32(3 pi / 2))); with i64/f64 on the device those
+    arguments take the exact reduction of vy_tan_big."""
+    _tan_big(ctx)
+    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
+    near_pole = ("    if ((j & 2u) != 0u && abs(z) < 2.44140625e-4f && x > 2.0f)"
+                 " { return vy_tan_big(xx); }\n") if ctx.wide_ok else ""
     return _helper(
         ctx, "vy_tan_f32",
         "fn vy_tan_f32(xx: f32) -> f32 {\n"
@@ -709,6 +714,7 @@ def _tan_f32(ctx: _Ctx) -> str:
         f"    let z1 = {f0}(x - {f1}(y * 0.78515625f));\n"
         f"    let z2 = {f0}(z1 - {f1}(y * 2.4187564849853515625e-4f));\n"
         f"    let z = {f0}(z2 - {f1}(y * 3.77489497744594108e-8f));\n"
+        f"{near_pole}"
         "    let zz = z * z;\n"
         "    var r = z;\n"
         "    if (x > 1.0e-4f) {\n"
@@ -832,17 +838,19 @@ def _exp_log_f32(ctx: _Ctx, fn: str) -> str:
 def _fma_f32(ctx: _Ctx) -> str:
     """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
     f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
-    is correct."""
+    is correct. Each TwoSum step is fenced: llvmpipe reassociates f64 arithmetic, folding
+    the error term of s = p + c to 0 (fma(-2147483904, 3, 1e-30) then rounded to even)."""
+    f = _fence_fn(ctx, T.F64, 0)
     return _helper(
         ctx, "vy_fma_f32",
         "fn vy_fma_f32(a: f32, b: f32, c: f32) -> f32 {\n"
         "    let p = f64(a) * f64(b);\n"
         "    let cd = f64(c);\n"
-        "    let s = p + cd;\n"
+        f"    let s = {f}(p + cd);\n"
         "    var bits = bitcast<u64>(s);\n"
         "    if ((bits & 0x7ff0000000000000lu) != 0x7ff0000000000000lu) {  // finite\n"
-        "        let bb = s - p;\n"
-        "        let e = (p - (s - bb)) + (cd - bb);\n"
+        f"        let bb = {f}(s - p);\n"
+        f"        let e = {f}(p - {f}(s - bb)) + {f}(cd - bb);\n"
         "        if (e != 0.0lf && (bits & 1lu) == 0lu) {\n"
         "            if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }\n"
         "        }\n"
