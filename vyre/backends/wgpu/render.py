@@ -1202,6 +1202,13 @@ def _storage_ref(ctx: _Ctx, name: str) -> tuple[str, ScalarType]:
     return f"b_{mangle(name)}", ctx.program.buffers[slot].ty
 
 
+def _index(ctx: _Ctx, index: N.ExprNode) -> str:
+    """A store's or atomic's index; a literal one hidden from naga, which rejects a constant
+    index it thinks is too large even under the index test that never runs it (as `expr`
+    does for a load's)."""
+    return expr(ctx, index, isinstance(index, N.Const))
+
+
 def _raw_ref(ctx: _Ctx, node: N.Load | N.Store, index: str) -> str:
     """`var[index]` of a raw access of the core (vyre.lower made sure it is in range)."""
     if not isinstance(node, (N.RawLoad, N.RawStore)):
@@ -1274,7 +1281,7 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
         ctx.flow.assign(s.name, ctx.flow.bound_kinds(s.value))
         return [f"{ind}{ctx.lookup(s.name)} = {value};"]
     if isinstance(s, N.Store):
-        return [f"{ind}{_raw_store(ctx, s, expr(ctx, s.index), _stored_value(ctx, s.value))}"]
+        return [f"{ind}{_raw_store(ctx, s, _index(ctx, s.index), _stored_value(ctx, s.value))}"]
     if isinstance(s, N.If):
         out = [f"{ind}if ({expr(ctx, s.cond)}) {{"]
         other = ctx.flow.copy()
@@ -1400,7 +1407,7 @@ def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str) -> str:
 
 def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
     fn = _atomic_fn(ctx, s)
-    args = [expr(ctx, s.index), expr(ctx, s.value)]
+    args = [_index(ctx, s.index), expr(ctx, s.value)]
     if s.comparand is not None:
         args.append(expr(ctx, s.comparand))
     call = f"{fn}({', '.join(args)})"
