@@ -1185,12 +1185,9 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
         wide = "i64" if src.is_signed else "u64"
         inner = f"{_sext64(ctx)}({a})" if src.is_signed else f"{wide}({a})"
         return inner if wide == d else f"bitcast<{d}>({inner})"
-    # 64 -> 32: the low bits, in the source's signedness, then reinterpret. Plus a uniform 0,
-    # because NVIDIA's compiler folds u32(u64(f)) into one saturating f32 -> u32 conversion
-    # (u32(u64(4294967296.0)) came back 0xffffffff, not 0: a fuzz case on the H100)
+    # 64 -> 32: the low bits, in the source's signedness, then reinterpret
     narrow = "i32" if src.is_signed else "u32"
-    wide = "i64" if src.is_signed else "u64"
-    inner = f"{narrow}(({a}) + {wide}({U_VAR}.{ZERO_FIELD}))"
+    inner = f"{narrow}({a})"
     return inner if narrow == d else f"bitcast<{d}>({inner})"
 
 
