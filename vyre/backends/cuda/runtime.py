@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import NO_TIMING, BaseBackend, Capabilities, Pending
+from vyre.backend import BaseBackend, Capabilities, Pending
 from vyre.backends.cuda.render import SUBGROUP_SIZE
-from vyre.binding import BoundDispatch, BufferArg
+from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
-from vyre.config import DispatchConfig, Timing
+from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
 from vyre.interrupts import interrupt_safe
 from vyre.ir.nodes import Program
@@ -581,38 +581,6 @@ class CudaBackend(BaseBackend):
         self._interop_active = bool(value)
         self._launch_threads = frozenset() if value else self._state.current_threads
 
-    def dispatch_with_device_buffers(
-        self,
-        program: Program | BoundDispatch,
-        inputs: BufferArg = (),
-        outputs: BufferArg = (),
-        config: DispatchConfig | None = None,
-    ) -> Timing:
-        """BaseBackend.dispatch_with_device_buffers, with its commonest case inlined: a
-        BoundDispatch checked in this epoch (nothing freed or lost since), launched from a
-        thread where the context is current and no buffer is shared with a framework
-        stream, is one cuLaunchKernel between two clock reads (the launch overhead `vyre
-        bench --workloads dispatch` measures; a method call less than _launch_record).
-        Everything else, first launches and profiled ones included, is the base's.
-
-        No Ctrl-C guard is needed here: the only native call is cuLaunchKernel, and a
-        KeyboardInterrupt lands between bytecodes, so before the launch (nothing enqueued)
-        or after it (enqueued; only the Timing is lost), never inside driver state."""
-        if type(program) is BoundDispatch:
-            launch = program.launch
-            if launch.epoch == self._epoch and _get_ident() in self._launch_threads:
-                untimed = launch.untimed
-                t0 = 0 if untimed else _perf_ns()
-                rec = launch.record
-                (err,) = rec.launch(*rec.args)
-                if err:
-                    self._raise("cuLaunchKernel", err)
-                if untimed:
-                    return NO_TIMING
-                ns = _perf_ns() - t0
-                return _new_timing(Timing, (ns, ns, 0, None))
-        return _base_dispatch(self, program, inputs, outputs, config)  # cheaper than super()
-
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         """One cuLaunchKernel of the packed record, lock-free (the record is immutable, the
         driver thread-safe, and CUDA graphs are captured on a private stream, so a launch
@@ -997,7 +965,6 @@ class CudaBackend(BaseBackend):
         return (rec.function, rec.grid, rec.block, rec.params_ptr)
 
 
-_base_dispatch = BaseBackend.dispatch_with_device_buffers
 
 
 def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
