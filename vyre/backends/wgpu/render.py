@@ -971,9 +971,34 @@ def _unlowered(what: str) -> InvalidProgram:
                           "lowers every Program first)")
 
 
+def _f32_to_64(ctx: _Ctx, ty: ScalarType) -> str:
+    """An in-range f32 truncated to u64 / i64 through two 32-bit halves: NVIDIA's Vulkan
+    driver converts f32 to u64 wrong from 2^32 up (u64(4294967296.0) came back 0xffffffff,
+    an H100 fuzz case). Both halves are exact: t * 2^-32 is a power-of-two scaling of an
+    integer below 2^64, and t - hi * 2^32 is a multiple of ulp(t) below 2^32."""
+    u = _helper(
+        ctx, "vy_f2u64",
+        "fn vy_f2u64(x: f32) -> u64 {  // 0 <= x < 2^64\n"
+        "    let t = trunc(x);\n"
+        "    let hi = floor(t * 2.3283064365386963e-10f);\n"
+        "    let lo = t - hi * 4294967296.0f;\n"
+        "    return (u64(u32(hi)) << 32u) | u64(u32(lo));\n}",
+    )
+    if ty is T.U64:
+        return u
+    return _helper(
+        ctx, "vy_f2i64",
+        "fn vy_f2i64(x: f32) -> i64 {  // -2^63 <= x < 2^63 (-(-2^63) wraps back to itself)\n"
+        f"    let m = bitcast<i64>({u}(abs(x)));\n"
+        "    return select(m, -m, x < 0.0f);\n}",
+    )
+
+
 def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
     """The core's in-domain operations (vyre.lower guarantees the domain)."""
     if e.op == "f2i":  # an in-range float: WGSL's truncating conversion is exact
+        if e.args[0].ty is T.F32 and e.ty.bits == 64:
+            return f"{_f32_to_64(ctx, e.ty)}({args[0]})"
         return f"{wgsl_type(e.ty)}({args[0]})"
     a, b = args
     if e.op == "rem" and e.ty.is_signed:
