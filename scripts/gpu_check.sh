@@ -37,6 +37,22 @@ run_section() {
     tail -n 40 "$OUT/$name.log" >&2
 }
 
+start_long_fuzz() {  # cuda and wgpu fuzzed in parallel background processes for $1 minutes
+    local be
+    for be in cuda wgpu; do
+        ( timeout 590 "$PY" scripts/fuzz_long.py --examples 10000000 --batch 100 --backends "$be" \
+            --minutes "$1" --save-dir "$OUT/fuzz-cases/$be" 2>&1 \
+            | sed -e "s/^\[fuzz\] done/[long-fuzz] $be done/" ) > "$OUT/fuzz-long-$be.log" &
+    done
+}
+
+finish_long_fuzz() {  # waits for start_long_fuzz's processes; fails unless both found nothing
+    wait
+    cat "$OUT/fuzz-long-cuda.log" "$OUT/fuzz-long-wgpu.log"
+    grep -q "long-fuzz\] cuda done: 0 " "$OUT/fuzz-long-cuda.log" \
+        && grep -q "long-fuzz\] wgpu done: 0 " "$OUT/fuzz-long-wgpu.log"
+}
+
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader >&2
 
 for s in "${sections[@]}"; do
@@ -88,38 +104,18 @@ for s in "${sections[@]}"; do
                 cat "$2/cache-growth-cuda.log" "$2/cache-growth-wgpu.log"
                 exit $((rc | rw))' "$PY" "${GPU_CHECK_CACHE_PROGRAMS:-10000}" "$OUT" ;;
         fuzz-long)
-            SUMMARY_LINES=2 run_section fuzz-long timeout 590 bash -c '
-                m="$1"
-                for be in cuda wgpu; do
-                    ( "$0" scripts/fuzz_long.py --examples 10000000 --batch 100 --backends "$be" \
-                        --minutes "$m" --save-dir "$2/fuzz-cases/$be" 2>&1 \
-                        | sed -e "s/^\[fuzz\] done/[long-fuzz] $be done/" ) \
-                        > "$2/fuzz-long-$be.log" & 
-                done
-                rc=0; for j in $(jobs -p); do wait "$j" || rc=1; done
-                cat "$2/fuzz-long-cuda.log" "$2/fuzz-long-wgpu.log"
-                grep -q "long-fuzz\] cuda done: 0 " "$2/fuzz-long-cuda.log" \
-                    && grep -q "long-fuzz\] wgpu done: 0 " "$2/fuzz-long-wgpu.log" || rc=1
-                exit $rc' "$PY" "${GPU_CHECK_LONG_FUZZ_MINUTES:-8}" "$OUT" ;;
+            start_long_fuzz "${GPU_CHECK_LONG_FUZZ_MINUTES:-8}"
+            SUMMARY_LINES=2 run_section fuzz-long finish_long_fuzz ;;
         soak)
-            # fuzz-long (cuda and wgpu, GPU_CHECK_LONG_FUZZ_MINUTES) in the background while
-            # the whole test suite runs with a JUnit file, then the exactness table from both:
-            # everything but the timings in one 10-minute device command
-            m="${GPU_CHECK_LONG_FUZZ_MINUTES:-8}"
-            for be in cuda wgpu; do
-                ( "$PY" scripts/fuzz_long.py --examples 10000000 --batch 100 --backends "$be" \
-                    --minutes "$m" --save-dir "$OUT/fuzz-cases/$be" 2>&1 \
-                    | sed -e "s/^\[fuzz\] done/[long-fuzz] $be done/" ) > "$OUT/fuzz-long-$be.log" &
-            done
+            # fuzz-long in the background while the whole test suite runs with a JUnit file,
+            # then the exactness table from both: everything but the timings in one
+            # 10-minute device command
+            start_long_fuzz "${GPU_CHECK_LONG_FUZZ_MINUTES:-8}"
             # SIGINT at the limit: pytest still writes its summary and the JUnit file
             run_section tests timeout -s INT -k 30 "${GPU_CHECK_TESTS_SECONDS:-480}" "$PY" -m pytest -q \
                 -p no:cacheprovider -o faulthandler_timeout=240 -rfE \
                 --junitxml="$OUT/tests.xml" tests
-            wait
-            SUMMARY_LINES=2 run_section fuzz-long cat "$OUT/fuzz-long-cuda.log" "$OUT/fuzz-long-wgpu.log"
-            grep -q "long-fuzz\] cuda done: 0 " "$OUT/fuzz-long-cuda.log" \
-                && grep -q "long-fuzz\] wgpu done: 0 " "$OUT/fuzz-long-wgpu.log" \
-                || rows+=("fuzz-long   FAILED (see fuzz-long-*.log)")
+            SUMMARY_LINES=2 run_section fuzz-long finish_long_fuzz
             "$PY" scripts/exactness_table.py --junit "$OUT/tests.xml" \
                 --fuzz-log "$OUT/fuzz-long-cuda.log" --fuzz-log "$OUT/fuzz-long-wgpu.log" \
                 | tee "$OUT/exactness.txt" >&2 ;;

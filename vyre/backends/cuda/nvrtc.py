@@ -269,7 +269,12 @@ def _not_an_entry(p: Path) -> bool:
         st = os.lstat(p)
     except OSError:
         return False
-    return not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES
+    return not _entry_shaped(st)
+
+
+def _entry_shaped(st: os.stat_result) -> bool:
+    """Whether `st` can be an entry: a regular file of at most MAX_ENTRY_BYTES."""
+    return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_ENTRY_BYTES
 
 
 def _read_entry(p: Path) -> bytes | None:
@@ -282,7 +287,7 @@ def _read_entry(p: Path) -> bytes | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+        if not _entry_shaped(st):
             return None
         chunks, left = [], st.st_size
         while left > 0:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import workloads as W
-from .runner import NotApplicable, TimedCase
+from .runner import NotApplicable, TimedCase, wall
 
 WG = 256
 
@@ -92,14 +92,12 @@ class NumpyPeer(Peer):
         y = data.small_y0.copy()
         count = [0]
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             for _ in range(k):
                 np.add(y, 1, out=y)
             count[0] += k
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_inc(y, data.small_y0, count[0]), "wall",
+        return TimedCase(lambda: wall(work), lambda: W.check_inc(y, data.small_y0, count[0]), "wall",
                          extra={"how": "np.add(y, 1, out=y) per dispatch"})
 
     def _dispatch_launch(self, data: W.Data) -> TimedCase:
@@ -112,12 +110,10 @@ class NumpyPeer(Peer):
         x = data.unit_f32
         o = np.full_like(x, np.nan)
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             np.copyto(o, x)
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_copy(o, x), "wall")
+        return TimedCase(lambda: wall(work), lambda: W.check_copy(o, x), "wall")
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         x, y = data.saxpy_x, data.saxpy_y0.copy()
@@ -125,71 +121,59 @@ class NumpyPeer(Peer):
         count = [0]
         a = np.float32(W.SAXPY_A)
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             np.multiply(x, a, out=tmp)
             np.add(y, tmp, out=y)
             count[0] += 1
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_saxpy(y, x, data.saxpy_y0, count[0]), "wall")
+        return TimedCase(lambda: wall(work), lambda: W.check_saxpy(y, x, data.saxpy_y0, count[0]), "wall")
 
     def _sum(self, data: W.Data) -> TimedCase:
         x = data.unit_f32
         out = [np.float32(np.nan)]
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             out[0] = x.sum()
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_sum(float(out[0]), data), "wall")
+        return TimedCase(lambda: wall(work), lambda: W.check_sum(float(out[0]), data), "wall")
 
     def _scan(self, data: W.Data) -> TimedCase:
         x = data.unit_f32
         o = np.full_like(x, np.nan)
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             np.cumsum(x, out=o)
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_scan(o, data), "wall")
+        return TimedCase(lambda: wall(work), lambda: W.check_scan(o, data), "wall")
 
     def _histogram(self, data: W.Data) -> TimedCase:
         x = data.hist_u32
         out: list[np.ndarray] = [np.zeros(0)]
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             out[0] = np.bincount(x, minlength=W.HIST_BINS)
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_histogram(out[0], data), "wall",
+        return TimedCase(lambda: wall(work), lambda: W.check_histogram(out[0], data), "wall",
                          extra={"how": "np.bincount"})
 
     def _sort(self, data: W.Data) -> TimedCase:
         x = data.sort_keys
         out: list[np.ndarray] = [np.zeros(0)]
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             out[0] = np.sort(x)
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_sort(out[0], data), "wall",
+        return TimedCase(lambda: wall(work), lambda: W.check_sort(out[0], data), "wall",
                          extra={"how": "np.sort (a new array each run)"})
 
     def _matmul(self, data: W.Data) -> TimedCase:
         a, b = data.matmul_ab
         c = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
 
-        def run() -> float:
-            t0 = time.perf_counter_ns()
+        def work() -> None:
             np.matmul(a, b, out=c)
-            return (time.perf_counter_ns() - t0) / 1e9
 
-        return TimedCase(run, lambda: W.check_matmul(c, data), "wall")
+        return TimedCase(lambda: wall(work), lambda: W.check_matmul(c, data), "wall")
 
 
 # ----------------------------------------------------------------------------- CuPy
