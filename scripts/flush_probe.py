@@ -59,8 +59,15 @@ def straddling(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray
             b[i] = np.nextafter(b[i], np.float32(np.inf if step[i] > 0 else 0))
     sign = np.where(rng.random(n) < 0.5, -1.0, 1.0).astype(np.float32)
     x, y = a * sign, b
-    q = rng.random(n) < 0.3  # quotients: x = FLT_MIN * y (+- ulps), then x / y straddles
-    x[q] = (TINY.astype(np.float64) * y[q].astype(np.float64)).astype(np.float32) * sign[q]
+    q = np.flatnonzero(rng.random(n) < 0.3)  # quotients: x = FLT_MIN * a (+- ulps), y = a
+    a = np.abs(a)
+    a[q] = np.maximum(a[q], np.float32(1.0))  # keeps FLT_MIN * a normal
+    y[q] = a[q]
+    x[q] = (TINY.astype(np.float64) * a[q].astype(np.float64)).astype(np.float32)
+    for i in q:
+        for _ in range(abs(int(step[i]))):
+            x[i] = np.nextafter(x[i], np.float32(np.inf if step[i] > 0 else 0))
+    x[q] *= sign[q]
     z = np.where(rng.random(n) < 0.5, TINY, -TINY).astype(np.float32)
     z[rng.random(n) < 0.5] = 0.0
     return x, y, z
@@ -87,17 +94,42 @@ def program(n: int, ops: list[str]) -> object:
 
 
 def place(v: Fraction) -> str:
+    """Where |v| lies: the bands in which tininess before rounding, IEEE tininess after
+    rounding (unbounded exponent) and 'round to the subnormal grid, then flush' differ."""
     t = Fraction(float(TINY))
     m = abs(v)
     if m == 0:
         return "exact 0"
     if m >= t:
         return ">= FLT_MIN"
-    half_ulp = t * Fraction(1, 2**24)
-    return "below, rounds to FLT_MIN" if m >= t - half_ulp else "below, subnormal"
+    if m >= t * (1 - Fraction(1, 2**25)):
+        return "A: [1-2^-25, 1) FLT_MIN"
+    if m >= t * (1 - Fraction(1, 2**24)):
+        return "B: [1-2^-24, 1-2^-25) FLT_MIN"
+    return "C: below, subnormal"
+
+
+def band_table(op: str, got: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+    """For every element whose exact result lies just below FLT_MIN: what the device gave."""
+    tally: dict[tuple[str, str], int] = {}
+    near = np.flatnonzero((np.abs(got) <= TINY) | ~np.isfinite(got))
+    for j in near:
+        v = exact_value(op, float(x[j]), float(y[j]), float(z[j]))
+        if v is None or v == 0:
+            continue
+        p = place(v)
+        if p[0] not in "AB":
+            continue
+        g = float(got[j])
+        kind = "0" if g == 0 else ("FLT_MIN" if abs(g) == float(TINY) else repr(g))
+        tally[(p, kind)] = tally.get((p, kind), 0) + 1
+    for (p, kind), c in sorted(tally.items()):
+        print(f"    band {p:32s} device gave {kind:8s} x{c}")
 
 
 def exact_value(op: str, x: float, y: float, z: float) -> Fraction | None:
+    if not all(np.isfinite([x, y, z])):
+        return None
     fx, fy, fz = Fraction(x), Fraction(y), Fraction(z)
     try:
         return {"mul": fx * fy, "cast_f64": fx * fy, "div": fx / fy if y else None,
@@ -141,6 +173,8 @@ def main() -> None:
             p = place(v) if v is not None else "-"
             places[p] = places.get(p, 0) + 1
         print(f"{nm:9s} {bad.size:5d} of {n} differ  {places}")
+        if nm in ("mul", "fma", "div"):
+            band_table(nm, got[key], x, y, z)
         for j in bad[:4]:
             print(f"    x={x[j]!r} y={y[j]!r} z={z[j]!r} got={got[key][j]!r} "
                   f"want={want[key][j]!r}")

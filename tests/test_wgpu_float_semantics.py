@@ -1,5 +1,5 @@
 """Float semantics of the wgpu backend that a Vulkan driver is allowed to break, and that
-the WGSL generator therefore enforces itself (docs/IR.md, "Float arithmetic", "Subnormals").
+the WGSL generator therefore enforces itself (docs/IR.md, "Float arithmetic", "Subnormals and flush mode").
 
 - No NaN/inf/-0-unsafe rewriting (x * 0 -> 0, x - x -> 0, (0 - x) + x -> 0, x == x ->
   true, !(a < b) -> a >= b, -(a - b) -> b - a): Mesa's NIR does these without

@@ -42,3 +42,13 @@ LIMIT_KEYS = (
     "max_buffer_bytes",
     "max_buffers_per_program",
 )
+
+# Flush mode's tininess rules (docs/IR.md, "Subnormals and flush mode"), the value of
+# Capabilities.details["flush_tininess"] of a backend whose "flushes_subnormals" is not
+# empty: a nonzero result is tiny, and flushes to a zero of its sign, when
+TININESS_AFTER_ROUNDING = "after rounding"  # rounded to the type's precision with an
+# unbounded exponent it is below the smallest normal (IEEE 754; NVIDIA's Vulkan driver)
+TININESS_BEFORE_ROUNDING = "before rounding"  # its exact value is below the smallest normal
+TININESS_SUBNORMAL_RESULT = "subnormal result"  # its IEEE result (rounded to the subnormal
+# grid) is subnormal (a device that keeps subnormals, flushed by the generated code)
+TININESS_RULES = (TININESS_AFTER_ROUNDING, TININESS_BEFORE_ROUNDING, TININESS_SUBNORMAL_RESULT)

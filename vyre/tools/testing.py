@@ -147,33 +147,44 @@ def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
     return frozenset(ScalarType(n) for n in names)
 
 
+def flush_tininess(backend: BaseBackend) -> str:
+    """Which results next to the smallest normal `backend` flushes in flush mode (one of
+    `vyre.backends.reference.numeric.TININESS_RULES`; docs/IR.md)."""
+    from vyre.backends.reference.numeric import AFTER_ROUNDING
+
+    return str(backend.capabilities().details.get("flush_tininess", AFTER_ROUNDING))
+
+
 def subgroup_size(backend: BaseBackend) -> int | None:
     """The subgroup size `backend` reports (None: no subgroups)."""
     size = backend.capabilities().details.get("subgroup_size")
     return int(size) if isinstance(size, int) else None
 
 
-_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], int | None], BaseBackend] = {}
+_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], str, int | None], BaseBackend] = {}
 _MODE_LOCK = threading.Lock()
 
 
 def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
     """The reference to compare `backend` with: `reference` itself, or (if `backend` flushes
-    subnormals and `reference` does not, or runs another subgroup size) a reference backend
-    in the same flush mode with the same subgroup size."""
+    subnormals and `reference` does not, flushes by another tininess rule, or runs another
+    subgroup size) a reference backend in the same flush mode with the same subgroup size."""
     want = flushed_types(backend)
+    rule = flush_tininess(backend)
     size = subgroup_size(backend) or subgroup_size(reference)
-    if want == flushed_types(reference) and size == subgroup_size(reference):
+    if (want == flushed_types(reference) and (not want or rule == flush_tininess(reference))
+            and size == subgroup_size(reference)):
         return reference
     from vyre.backends.reference import ReferenceBackend
 
     with _MODE_LOCK:
-        ref = _MODE_REFERENCES.get((want, size))
+        ref = _MODE_REFERENCES.get((want, rule, size))
         if ref is None:
             label = ",".join(sorted(t.value for t in want)) or "none"
-            ref = ReferenceBackend(f"reference[flush {label}, subgroup {size}]",
-                                   flush_subnormals=want, subgroup_size=size)
-            _MODE_REFERENCES[(want, size)] = ref
+            ref = ReferenceBackend(f"reference[flush {label} ({rule}), subgroup {size}]",
+                                   flush_subnormals=want, subgroup_size=size,
+                                   flush_tininess=rule)
+            _MODE_REFERENCES[(want, rule, size)] = ref
         return ref
 
 

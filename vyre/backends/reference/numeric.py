@@ -7,11 +7,13 @@ the operand type and returns an array of the result type. This module must never
 about statements, masks, buffers or backends, and must never let NumPy's own promotion or
 warnings decide a result: types are explicit and evaluation runs under `quiet()`.
 
-Flush mode (docs/IR.md, "Subnormals"): inside `flushing(types)`, float arithmetic of
-those types treats a subnormal operand as a zero of its sign and turns a subnormal result
-into a zero of its sign; moves (select, bitcast, loads/stores) and the sign-bit
-operations `neg` and `abs` never flush. It exists so a backend whose device flushes can be
-compared exactly; the default (no types) is IEEE.
+Flush mode (docs/IR.md, "Subnormals and flush mode"): inside `flushing(types, tininess)`,
+float arithmetic of those types treats a subnormal operand as a zero of its sign and turns
+a tiny result into a zero of its sign, "tiny" by one of `TININESS_RULES` (they differ only
+for products, fma and narrowing casts whose exact value lies within half an ulp below the
+smallest normal); moves (select, bitcast, loads/stores) and the sign-bit operations `neg`
+and `abs` never flush. It exists so a backend whose device flushes can be compared exactly;
+the default (no types) is IEEE.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from vyre import features as F
 from vyre.ir.types import ScalarType
 
 Array = np.ndarray
@@ -35,16 +38,27 @@ _UNSIGNED_OF: dict[np.dtype, np.dtype] = {
 }
 
 
+AFTER_ROUNDING = F.TININESS_AFTER_ROUNDING
+BEFORE_ROUNDING = F.TININESS_BEFORE_ROUNDING
+SUBNORMAL_RESULT = F.TININESS_SUBNORMAL_RESULT
+TININESS_RULES = F.TININESS_RULES  # (vyre.features says what each rule flushes)
+
 _FLUSH: ContextVar[frozenset[ScalarType]] = ContextVar("vyre_flush_subnormals", default=frozenset())
+_TININESS: ContextVar[str] = ContextVar("vyre_flush_tininess", default=AFTER_ROUNDING)
 
 
 @contextmanager
-def flushing(types: Iterable[ScalarType]) -> Iterator[None]:
-    """Evaluate with float arithmetic of `types` in flush mode (see the module docstring)."""
+def flushing(types: Iterable[ScalarType], tininess: str = AFTER_ROUNDING) -> Iterator[None]:
+    """Evaluate with float arithmetic of `types` in flush mode, tiny results decided by
+    `tininess` (one of `TININESS_RULES`; see the module docstring)."""
+    if tininess not in TININESS_RULES:
+        raise ValueError(f"unknown tininess rule {tininess!r}; use one of {TININESS_RULES}")
     token = _FLUSH.set(frozenset(types))
+    rule = _TININESS.set(tininess)
     try:
         yield
     finally:
+        _TININESS.reset(rule)
         _FLUSH.reset(token)
 
 
@@ -65,7 +79,35 @@ def _flush_in(args: list[Array], ty: ScalarType) -> list[Array]:
 
 
 def _flush_out(r: Array, ty: ScalarType) -> Array:
+    """Flush a result whose tiny results are exact (sums, differences, quotients: see
+    `_flush_rounded`), so every tininess rule flushes exactly its subnormal results."""
     return flush_subnormals(r, ty) if ty in _FLUSH.get() else r
+
+
+def _flush_rounded(r: Array, wide: Array, ty: ScalarType) -> Array:
+    """Flush result `r` of float type `ty`, rounded from the f64 values `wide` (the exact
+    value, or its round-to-odd 53-bit approximation: either gives every rule's decision),
+    by the tininess rule in force. Products, fma, narrowing casts and approximate functions
+    come here; a sum or difference that is tiny is exact, and a quotient of two normal
+    floats never lies within an ulp below the smallest normal, so `_flush_out` decides those.
+    f64 results have no wider value here: they flush when subnormal."""
+    if ty not in _FLUSH.get():
+        return r
+    rule = _TININESS.get()
+    if rule == SUBNORMAL_RESULT or ty is ScalarType.F64:
+        return flush_subnormals(r, ty)
+    info = np.finfo(ty.numpy)
+    w = np.asarray(wide, dtype=np.float64)
+    if rule == BEFORE_ROUNDING:
+        mag = np.abs(w)
+    else:  # scaled into the normal range (exact in f64), rounded there, scaled back
+        k = float(2 ** (int(info.nmant) + 2))
+        mag = np.abs((w * k).astype(ty.numpy).astype(np.float64)) / k
+    tiny = (w != 0) & (mag < float(info.tiny))  # NaN: False
+    if not np.any(tiny):
+        return flush_subnormals(r, ty)  # (an operand's own flush already made it exact)
+    zero = np.copysign(np.zeros_like(w), w).astype(ty.numpy)
+    return np.where(tiny, zero, r).astype(ty.numpy, copy=False)
 
 
 def quiet() -> np.errstate:
@@ -121,7 +163,8 @@ def _float_rem(a: Array, b: Array, ty: ScalarType) -> Array:
     dt = ty.numpy
     q = _flush_out(np.divide(a, b).astype(dt, copy=False), ty)  # (flush mode: each step)
     t = np.trunc(q).astype(dt, copy=False)
-    m = _flush_out(np.multiply(b, t).astype(dt, copy=False), ty)
+    m = _flush_rounded(np.multiply(b, t).astype(dt, copy=False),
+                       np.asarray(b, np.float64) * np.asarray(t, np.float64), ty)
     return np.subtract(a, m).astype(dt, copy=False)
 
 
@@ -147,6 +190,11 @@ def _fma(a: Array, b: Array, c: Array, ty: ScalarType) -> Array:
     dt = ty.numpy
     if ty is ScalarType.F64:
         return _fma_f64(a, b, c)
+    return _fma_wide(a, b, c).astype(dt, copy=False)
+
+
+def _fma_wide(a: Array, b: Array, c: Array) -> Array:
+    """a*b + c of f32 or f16 operands, rounded to odd in f64 (see `_round_to_odd_sum`)."""
     # a*b is exact in f64 (at most 2x24 significant bits, exponent in range), then one
     # round-to-odd addition in f64 and one rounding to the type: a single correct rounding.
     a64, b64, c64 = np.broadcast_arrays(
@@ -155,7 +203,7 @@ def _fma(a: Array, b: Array, c: Array, ty: ScalarType) -> Array:
     shape = a64.shape
     p = (a64 * b64).reshape(-1)
     s = _round_to_odd_sum(p, np.ascontiguousarray(c64).reshape(-1))
-    return s.reshape(shape).astype(dt, copy=False)
+    return s.reshape(shape)
 
 
 def _fma_f64(a: Array, b: Array, c: Array) -> Array:
@@ -205,7 +253,10 @@ def binary(op: str, a: Array, b: Array, ty: ScalarType, operand_ty: ScalarType) 
     """`a op b`; `ty` is the result type, `operand_ty` the type of `a`."""
     if operand_ty.is_float and _FLUSH.get():
         a, b = _flush_in([a, b], operand_ty)
-        return _flush_out(_binary(op, a, b, ty, operand_ty), ty)
+        r = _binary(op, a, b, ty, operand_ty)
+        if op == "mul" and ty is not ScalarType.F64:  # exact in f64: 2 x 24 bits
+            return _flush_rounded(r, np.asarray(a, np.float64) * np.asarray(b, np.float64), ty)
+        return _flush_out(r, ty)
     return _binary(op, a, b, ty, operand_ty)
 
 
@@ -263,7 +314,14 @@ def unary(op: str, a: Array, ty: ScalarType) -> Array:
 
 def call(fn: str, args: list[Array], ty: ScalarType) -> Array:
     if ty.is_float and fn != "abs" and _FLUSH.get():  # abs clears the sign bit: no flush
-        return _flush_out(_call(fn, _flush_in(args, ty), ty), ty)
+        args = _flush_in(args, ty)
+        if ty is not ScalarType.F64 and fn == "fma":
+            wide = _fma_wide(*args)
+            return _flush_rounded(wide.astype(ty.numpy, copy=False), wide, ty)
+        if ty is not ScalarType.F64 and fn in _APPROX:
+            wide = np.asarray(_APPROX[fn](*(np.asarray(x, np.float64) for x in args)))
+            return _flush_rounded(wide.astype(ty.numpy, copy=False), wide, ty)
+        return _flush_out(_call(fn, args, ty), ty)
     return _call(fn, args, ty)
 
 
@@ -308,6 +366,8 @@ def cast(a: Array, src: ScalarType, dst: ScalarType) -> Array:
         if src.is_float:
             a = flush_subnormals(a, src) if src in _FLUSH.get() else a
         r = _cast(a, src, dst)
+        if src.is_float and dst.is_float and src.bits > dst.bits:  # a narrowing rounding
+            return _flush_rounded(r, np.asarray(a, np.float64), dst)
         return _flush_out(r, dst) if dst.is_float else r
     return _cast(a, src, dst)
 

@@ -62,16 +62,21 @@ class ReferenceBackend(BaseBackend):
 
     def __init__(
         self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
-        subgroup_size: int | None = None,
+        subgroup_size: int | None = None, flush_tininess: str = numeric.AFTER_ROUNDING,
     ) -> None:
         """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
-        exactly with a backend whose device flushes them; vyre.tools.testing picks it).
+        exactly with a backend whose device flushes them; vyre.tools.testing picks it), with
+        tiny results decided by `flush_tininess` (one of `numeric.TININESS_RULES`).
         `subgroup_size`: the subgroup size this instance reports and runs with (a power of
         two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
         picks the compared backend's."""
         super().__init__(instance_id)
         self.version = VERSION
         self.flush_subnormals = frozenset(flush_subnormals)
+        if flush_tininess not in numeric.TININESS_RULES:
+            raise ValueError(f"flush_tininess={flush_tininess!r}: use one of "
+                             f"{numeric.TININESS_RULES}")
+        self.flush_tininess = flush_tininess
         if subgroup_size is None:
             raw = os.environ.get(ENV_SUBGROUP_SIZE, "").strip()
             try:
@@ -94,6 +99,7 @@ class ReferenceBackend(BaseBackend):
                 "atomics": "colliding atomics of one statement apply in lane order",
                 "workgroup_memory_init": "zero",
                 "flushes_subnormals": sorted(t.value for t in self.flush_subnormals),
+                "flush_tininess": self.flush_tininess,
                 "subgroup_size": self.subgroup_size,
             },
         )
@@ -135,7 +141,7 @@ class ReferenceBackend(BaseBackend):
     def _run(self, launch: Launch, buffers: Sequence[Any]) -> int:
         """Execute one prepared dispatch now; returns the nanoseconds it took."""
         t0 = time.perf_counter_ns()
-        with numeric.flushing(self.flush_subnormals):
+        with numeric.flushing(self.flush_subnormals, self.flush_tininess):
             execute(launch, buffers)
         return time.perf_counter_ns() - t0
 

@@ -226,6 +226,7 @@ class DeviceInfo:
     vyre_features: frozenset[str]  # IR features that probe shaders proved
     fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
     flush_subnormals: bool = False  # f32 subnormals flushed: measured, or forced by ENV_FLUSH
+    flush_tininess: str = F.TININESS_SUBNORMAL_RESULT  # which results flush (measured)
     div_correct: bool = True  # the driver's f32 division is correctly rounded (measured)
     sqrt_correct: bool = True  # the driver's f32 sqrt is correctly rounded (measured)
     exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
@@ -256,7 +257,8 @@ def open_device(adapter: Any) -> DeviceInfo:
         for vf, (wf, code) in _PROBES.items():
             if wf in dev_feats and _compiles(device, code):
                 proven.add(vf)
-        flush = os.environ.get(ENV_FLUSH, "") == "1" or _flushes_f32_subnormals(device)
+        native_flush, tininess = _flushes_f32_subnormals(device)
+        flush = os.environ.get(ENV_FLUSH, "") == "1" or native_flush
         div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
         fma_fused = _fma_rounds_once(device)
         loop_limit = _probe_loop_limit(device)
@@ -269,6 +271,7 @@ def open_device(adapter: Any) -> DeviceInfo:
     return DeviceInfo(
         fma_fused=fma_fused,
         flush_subnormals=flush,
+        flush_tininess=tininess,
         div_correct=div_ok,
         sqrt_correct=sqrt_ok,
         exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
@@ -315,22 +318,41 @@ def _run_probe(device: Any, code: str, data: bytes, groups: int = 1) -> bytes:
         buf.destroy()
 
 
-def _flushes_f32_subnormals(device: Any) -> bool:
+# Two products of normal f32 whose exact values lie just below FLT_MIN (0x00800000):
+# 0x205187f6 * 0x1f9c6325 = FLT_MIN (1 - 0.46 * 2^-24) rounds to FLT_MIN with an unbounded
+# exponent; 0x205d6025 * 0x1f94051b = FLT_MIN (1 - 0.77 * 2^-24) rounds below it. Which of
+# them a flushing device flushes is its tininess rule (docs/IR.md).
+_TINY_PRODUCTS = (0x205187F6, 0x1F9C6325, 0x205D6025, 0x1F94051B)
+_TININESS_OF = {  # (first product, second product) -> the rule
+    (0x00800000, 0): F.TININESS_AFTER_ROUNDING,
+    (0, 0): F.TININESS_BEFORE_ROUNDING,
+    (0x00800000, 0x00800000): F.TININESS_SUBNORMAL_RESULT,
+}
+
+
+def _flushes_f32_subnormals(device: Any) -> tuple[bool, str]:
     """Vulkan lets f32 arithmetic flush subnormals (NVIDIA's driver does, lavapipe does
-    not); measure a subnormal input (x * 1) and a subnormal result (min normal * 0.5)."""
+    not); measure a subnormal input (x * 1) and a subnormal result (min normal * 0.5), and
+    on a flushing device which products just below FLT_MIN flush (`_TINY_PRODUCTS`).
+    Returns (flushes, tininess rule); a device that keeps subnormals gets flush mode only
+    from vyre's own code, which flushes subnormal results (TININESS_SUBNORMAL_RESULT)."""
     code = (
         "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
         "@compute @workgroup_size(1) fn main() {\n"
         "  b[3] = bitcast<u32>(bitcast<f32>(b[0]) * bitcast<f32>(b[2]));\n"
-        "  b[4] = bitcast<u32>(bitcast<f32>(b[1]) * 0.5f * bitcast<f32>(b[2]));\n}"
+        "  b[4] = bitcast<u32>(bitcast<f32>(b[1]) * 0.5f * bitcast<f32>(b[2]));\n"
+        "  b[9] = bitcast<u32>(bitcast<f32>(b[5]) * bitcast<f32>(b[6]));\n"
+        "  b[10] = bitcast<u32>(bitcast<f32>(b[7]) * bitcast<f32>(b[8]));\n}"
     )
+    data = struct.pack("<11I", 0x00000001, 0x00800000, 0x3F800000, 0, 0, *_TINY_PRODUCTS, 0, 0)
     try:
-        out = struct.unpack("<5I", _run_probe(
-            device, code, struct.pack("<5I", 0x00000001, 0x00800000, 0x3F800000, 0, 0)
-        ))
-    except Exception:
-        return False  # could not measure: IEEE (the comparisons then show any flushing)
-    return out[3] != 0x00000001 or out[4] != 0x00400000
+        out = struct.unpack("<11I", _run_probe(device, code, data))
+    except Exception:  # could not measure: IEEE (the comparisons then show any flushing)
+        return False, F.TININESS_SUBNORMAL_RESULT
+    if out[3] == 0x00000001 and out[4] == 0x00400000:
+        return False, F.TININESS_SUBNORMAL_RESULT
+    pair = (out[9] & 0x7FFFFFFF, out[10] & 0x7FFFFFFF)
+    return True, _TININESS_OF.get(pair, f"unknown: products just below FLT_MIN gave {pair}")
 
 
 # fma(-2.5, 1e10, 1e10) rounded once is f32(-1.5e10) = -15000000512.0; rounding the

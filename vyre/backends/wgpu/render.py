@@ -627,7 +627,8 @@ def _pow(ctx: _Ctx, ty: ScalarType) -> str:
 
 def _atan2_f32(ctx: _Ctx) -> str:
     """Vulkan allows 4096 ulp for atan/atan2 (llvmpipe is ~20 ulp off); this is the
-    Cephes atanf polynomial (about 2 ulp) with IEEE atan2's special cases."""
+    Cephes atanf polynomial (about 2 ulp) with IEEE atan2's special cases, on |y| / |x|
+    scaled first (NVIDIA's Vulkan driver returned 0 for atan2(1e38, 1e38))."""
     nan = _isnan(ctx, T.F32)
     _helper(
         ctx, "vy_atan_f32",
@@ -663,7 +664,11 @@ def _atan2_f32(ctx: _Ctx) -> str:
         "    else if (xinf) { r = select(0.0f, pi, xneg); }\n"
         "    else if (yinf) { r = 1.57079637f; }\n"
         "    else {\n"
-        "        let a = vy_atan_f32(abs(y) / abs(x));\n"
+        "        // both scaled by one power of two (exact) so the larger is in [1, 4): NVIDIA's\n"
+        "        // division underflows in its reciprocal (1 / 3e38 is subnormal, flushed)\n"
+        "        let e = (max(bitcast<u32>(abs(x)), bitcast<u32>(abs(y))) >> 23u);\n"
+        "        let s = bitcast<f32>(clamp(254u - min(e, 254u), 1u, 254u) << 23u);\n"
+        "        let a = vy_atan_f32((abs(y) * s) / (abs(x) * s));\n"
         "        r = select(a, (pi_lo - a) + pi, xneg);\n"
         "    }\n"
         "    return bitcast<f32>(bitcast<u32>(r) | ys);  // the sign of y\n}",

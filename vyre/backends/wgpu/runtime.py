@@ -211,6 +211,7 @@ class WgpuBackend(BaseBackend):
                 "subgroups": self._info.subgroup_note,
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
+                "flush_tininess": self._info.flush_tininess,
                 # honest about f64: the device may run f64 add/mul/div, but the backend
                 # does not report the 'f64' feature, so f64 Programs raise UnsupportedFeature
                 "f64_arithmetic": (
