@@ -42,6 +42,9 @@ ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
 # Measurement only (scripts/wgpu_matmul_sweep.py): "all" fences every f32 operand, as vyre
 # did before fences.py decided which ones a driver could fold (both are exact).
 ENV_FENCES = "VYRE_WGPU_FENCES"
+# Measurement only (scripts/wgpu_scan_sweep.py): "storage" spells every Barrier with a
+# storageBarrier too, as vyre did before barriers.py decided where one is observable.
+ENV_BARRIERS = "VYRE_WGPU_BARRIERS"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -234,6 +237,7 @@ class DeviceInfo:
     bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
     loop_limit: int | None = None  # the driver ends loops after this many iterations
     all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
+    all_barriers: bool = False  # ENV_BARRIERS=storage: storageBarrier everywhere (measurement)
     subgroup_size: int | None = None  # probed (None: no subgroups vyre can use)
     subgroup_note: str = "no: the adapter has no 'subgroup' feature"  # what the probe found
 
@@ -279,6 +283,7 @@ def open_device(adapter: Any) -> DeviceInfo:
         bad_estimate=mode == "exact-bad-estimate",
         loop_limit=loop_limit,
         all_fences=os.environ.get(ENV_FENCES, "") == "all",
+        all_barriers=os.environ.get(ENV_BARRIERS, "") == "storage",
         subgroup_size=sg_size,
         subgroup_note=sg_note,
         adapter=adapter,

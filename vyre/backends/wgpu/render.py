@@ -28,6 +28,7 @@ from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
+from .barriers import needs_storage_barrier
 from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 
@@ -102,6 +103,9 @@ class _Ctx:
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
     # fence only the f32 operands a driver could fold (fences.py); False: every one
     minimal: bool = False
+    # Barrier also orders storage memory (barriers.py: only where an invocation can touch a
+    # written storage buffer before a barrier; naga's storageBarrier fences the whole GPU)
+    storage_barrier: bool = True
     flow: FenceFlow = field(default_factory=FenceFlow)  # what the compiler sees of f32 vars
 
     def fresh(self, prefix: str) -> str:
@@ -1340,7 +1344,9 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
     if isinstance(s, N.Return):
         return [f"{ind}return;"]
     if isinstance(s, N.Barrier):
-        return [f"{ind}storageBarrier(); workgroupBarrier();"]
+        if ctx.storage_barrier:
+            return [f"{ind}storageBarrier(); workgroupBarrier();"]
+        return [f"{ind}workgroupBarrier();"]
     if isinstance(s, N.Atomic):
         return _atomic(ctx, s, ind)
     raise InvalidProgram(f"unknown statement {type(s).__name__}")
@@ -1493,6 +1499,7 @@ def generate(
     loop_limited: bool = False,
     bad_base: bool = False,
     all_fences: bool = False,
+    storage_barriers: bool = False,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -1502,7 +1509,9 @@ def generate(
     rounded). `loop_limited`: the driver silently ends long loops; detect it (see
     _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
     paths start from a deliberately worse estimate, to test their correction. `all_fences`
-    (measurement only): fence every f32 operand instead of only those fences.py requires."""
+    (measurement only): fence every f32 operand instead of only those fences.py requires.
+    `storage_barriers` (measurement only): every Barrier also a storageBarrier, instead of
+    only where barriers.py finds one observable."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     program = lower(program, TRAITS)
@@ -1525,6 +1534,7 @@ def generate(
         exact_sqrt=exact_sqrt,
         bad_base=bad_base,
         minimal=not (all_fences or flush_subnormals),
+        storage_barrier=storage_barriers or needs_storage_barrier(program, read_write_slots),
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),

@@ -422,7 +422,7 @@ class WgpuBackend(BaseBackend):
             program, key or frozenset(), self._allowed_types, info.fma_fused,
             info.flush_subnormals, exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
             loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
-            all_fences=info.all_fences,
+            all_fences=info.all_fences, storage_barriers=info.all_barriers,
         )
 
     def source(self, program: Program) -> str:
