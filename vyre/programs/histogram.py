@@ -2,6 +2,10 @@
 memory (atomic add), then adds its non-zero bins into the global bins with one atomic add
 each.
 
+Each invocation loads all of its elements of a block before it counts any (the loads in
+flight together), and a workgroup may count several blocks (`max_groups`) before it adds
+its bins to the global ones.
+
 Integer input (u32 / i32): a value v counts in bin v when 0 <= v < nbins, else nowhere.
 f32 input: bin floor((x - lo) * scale) when that is in [0, nbins) (params lo, scale; NaN
 counts nowhere); the arithmetic is plain f32 (no fma), so every backend bins identically.
@@ -13,12 +17,13 @@ use float atomics or read the counts back to the host between passes.
 from __future__ import annotations
 
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder
+from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -44,27 +49,54 @@ PER_THREAD = 8
 MAX_BINS = 2048  # 8 KiB of workgroup memory
 
 
+class HistShape(NamedTuple):
+    """A histogram kernel's shape; every shape counts the same (counts are exact)."""
+
+    workgroup_size: int = WORKGROUP
+    per_thread: int = PER_THREAD
+    # 0: one workgroup per block of workgroup_size * per_thread elements; else at most this
+    # many workgroups, each counting every max_groups-th block (fewer global atomics)
+    max_groups: int = 0
+
+
+#: The shape histogram_device / plan_histogram use on a backend of this kind when the
+#: caller names none (scripts/wgpu_scan_sweep.py times the candidates); others: HistShape().
+TUNED: dict[str, HistShape] = {}
+
+
+def shape_for(backend: BaseBackend) -> HistShape:
+    """The kernel shape the library histogram uses on `backend` by default."""
+    return TUNED.get(backend.kind, HistShape())
+
+
 @cache
 def histogram_program(
     nbins: int, ty: ScalarType = u32, workgroup_size: int = WORKGROUP,
-    per_thread: int = PER_THREAD,
+    per_thread: int = PER_THREAD, strided: bool = False,
 ) -> Program:
-    """bins[b] += number of src[:n] elements in bin b (bins is read_write: accumulates)."""
+    """bins[b] += number of src[:n] elements in bin b (bins is read_write: accumulates).
+
+    Each invocation loads its `per_thread` elements of a block first (all in flight), then
+    counts them into the workgroup's bins. `strided`: workgroup g counts blocks g,
+    g + stride, ... (param `stride`: the number of workgroups launched) before adding its
+    bins to the global ones, so a grid of fewer workgroups issues fewer global atomics."""
     ty = check_type(ty, NUMERIC, "histogram")
     if not 1 <= nbins <= MAX_BINS:
         raise ValueError(f"nbins must be in 1..{MAX_BINS}, got {nbins}")
     wg, per = workgroup_size, per_thread
-    k = ProgramBuilder(f"histogram_{ty}_{nbins}_{wg}x{per}", wg)
+    block = wg * per
+    k = ProgramBuilder(f"histogram_{ty}_{nbins}_{wg}x{per}{'_strided' if strided else ''}", wg)
     src = k.buffer("src", ty)
     bins = k.buffer("bins", u32, "read_write")
     n = k.param("n", u32)
+    stride = k.param("stride", u32) if strided else None
     lo = scale = None
     if ty is f32:
         lo = k.param("lo", f32)
         scale = k.param("scale", f32)
     local = k.shared("local_bins", u32, nbins)
     t = k.let(k.local_index())
-    base = k.let(k.workgroup_linear_id() * (wg * per))
+    g = k.let(k.workgroup_linear_id())
     rounds = ceil_div(nbins, wg)
     for r in range(rounds):
         b = t + r * wg
@@ -74,19 +106,33 @@ def histogram_program(
             with k.if_(b < nbins):
                 local[b] = 0
     k.barrier()
-    with k.for_range(0, per) as j:
-        i = k.let(base + j * wg + t)
-        with k.if_(i < n):
-            x = k.let(src[i])
+
+    def count(blk: Value) -> None:
+        base = k.let(blk * block)
+        loaded = []
+        for j in range(per):  # every load in flight before the first atomic
+            i = k.let(base + j * wg + t)
+            loaded.append((i, k.let(select(i < n, src[i], k.lit(0, ty)))))
+        for i, x in loaded:
             if ty is f32:
                 assert lo is not None and scale is not None
                 f = k.let((x - lo) * scale)
-                with k.if_((f >= 0.0) & (f < float(nbins))):
+                with k.if_((i < n) & (f >= 0.0) & (f < float(nbins))):
                     local.atomic_add(f.cast(u32), 1)
             else:
-                v = x if ty is u32 else x.bitcast(u32)  # negatives become huge: no bin
-                with k.if_(v < nbins):
+                v = k.let(x if ty is u32 else x.bitcast(u32))  # negatives: huge, no bin
+                with k.if_((i < n) & (v < nbins)):
                     local.atomic_add(v, 1)
+
+    if stride is None:
+        count(g)
+    else:
+        nblocks = k.let(n / block + select(n % block != 0, k.lit(1, u32), k.lit(0, u32)))
+        # (a folded grid may launch more than `stride` workgroups: the extra ones count none)
+        blk = k.let(select(g < stride, g, nblocks))
+        with k.while_(blk < nblocks):
+            count(blk)
+            blk.set(blk + stride)
     k.barrier()
     for r in range(rounds):
         b = k.let(t + r * wg)
@@ -106,12 +152,18 @@ def plan_histogram(
     lo: float = 0.0,
     scale: float = 1.0,
     accumulate: bool = False,
-    workgroup_size: int = WORKGROUP,
-    per_thread: int = PER_THREAD,
+    workgroup_size: int | None = None,
+    per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
+    max_groups: int | None = None,
 ) -> Plan:
-    """Zero `bins` (unless `accumulate`), then count src[:n] into it."""
+    """Zero `bins` (unless `accumulate`), then count src[:n] into it. The kernel shape
+    (workgroup_size, per_thread, max_groups) defaults to shape_for(backend)."""
     ty = ScalarType(ty)
+    tuned = shape_for(backend)
+    wg = tuned.workgroup_size if workgroup_size is None else workgroup_size
+    per = tuned.per_thread if per_thread is None else per_thread
+    cap = tuned.max_groups if max_groups is None else max_groups
     plan = Plan()
     if not accumulate:
         plan.add(fill(u32), {}, {"out": bins}, grid(nbins, 256, max_per_dim, n=nbins, value=0))
@@ -120,12 +172,16 @@ def plan_histogram(
     params: dict[str, float | int] = {"n": n}
     if ty is f32:
         params.update(lo=lo, scale=scale)
-    groups = ceil_div(n, workgroup_size * per_thread)
+    groups = ceil_div(n, wg * per)
+    strided = 0 < cap < groups
+    if strided:
+        groups = cap
+        params["stride"] = cap
     plan.add(
-        histogram_program(nbins, ty, workgroup_size, per_thread),
+        histogram_program(nbins, ty, wg, per, strided),
         {"src": src},
         {"bins": bins},
-        blocks_grid(groups, workgroup_size, max_per_dim, **params),
+        blocks_grid(groups, wg, max_per_dim, **params),
     )
     return plan
 
