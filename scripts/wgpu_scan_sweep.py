@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Time the library scan, histogram and sum on CUDA and wgpu per variant, in one run.
+
+  python3 scripts/wgpu_scan_sweep.py [--backends cuda:0,wgpu] [--n 67108864] [--reps 10]
+
+The workloads are `vyre bench`'s (2^26 elements): the inclusive f32 scan of uniform [0, 1)
+(GB/s counted as 8 bytes per element), the u32 histogram into 256 bins (4 bytes per
+element) and the f32 sum (4 bytes per element), each as one recorded pipeline, the median
+device time of --reps runs after one warm-up (wall time where a backend has no timers).
+
+Backends: each named one, and for wgpu also a second instance `wgpu+sb` that spells every
+Barrier with storageBarrier() too (VYRE_WGPU_BARRIERS=storage: how vyre did before
+vyre/backends/wgpu/barriers.py; naga gives it Device memory scope), so the barrier
+spelling and the program changes show separately.
+
+Variants:
+- scan: order `hillis_steele` 256x16 (the library before; `wgpu+sb` with it is exactly the
+  old kernel) and the `segmented` order (the default now) for several workgroup sizes x
+  elements per invocation. A float order depends on (order, wg, per), so every backend
+  must give the same bits for the same variant (checked: the first backend's output is the
+  baseline, itself checked against float64 like the bench).
+- histogram: `before` (the library's kernel before: one load then one atomic per loop
+  iteration, built here), then the loads-first kernel per shape, and the strided one (at
+  most G workgroups, each counting every G-th block). Every result must equal np.bincount.
+- sum: the library's default, to show what the barrier spelling does to reduce.
+- passes: each pass of the default scan plan (old and new) timed alone.
+
+Prints one line per measurement as it goes, then one table per workload with wgpu / CUDA
+ratios. This script never changes vyre's defaults; it only measures. Budget: ~60 s on the
+H100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import sys
+import time
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+import vyre
+from vyre import features as F
+from vyre.backend import BaseBackend
+from vyre.builder import ProgramBuilder
+from vyre.ir.nodes import Program
+from vyre.pipeline import Step
+from vyre.programs import histogram as H
+from vyre.programs._common import Plan, blocks_grid, ceil_div, upload
+from vyre.programs.reduce import plan_reduce
+from vyre.programs.scan import plan_scan
+from vyre.tools.bench import workloads as W
+
+u32, f32 = vyre.u32, vyre.f32
+
+SCAN_VARIANTS = [("hillis_steele", 256, 16), ("segmented", 256, 16), ("segmented", 256, 8),
+                 ("segmented", 256, 32), ("segmented", 512, 16), ("segmented", 1024, 8),
+                 ("segmented", 512, 8), ("segmented", 128, 32)]
+SB_SCAN_VARIANTS = [("hillis_steele", 256, 16), ("segmented", 256, 16)]
+# (label, workgroup_size, per_thread, max_groups); "before" is the old kernel
+HIST_VARIANTS = [("before", 256, 8, 0), ("new", 256, 8, 0), ("new", 256, 16, 0),
+                 ("new", 256, 32, 0), ("new", 512, 16, 0), ("new", 1024, 8, 0),
+                 ("strided", 256, 16, 1024), ("strided", 256, 16, 2048),
+                 ("strided", 256, 8, 4096), ("strided", 512, 16, 1024),
+                 ("strided", 1024, 8, 528)]
+SB_HIST_VARIANTS = [("before", 256, 8, 0), ("new", 256, 16, 0), ("strided", 256, 16, 2048)]
+
+
+@cache
+def histogram_before(nbins: int, wg: int = 256, per: int = 8) -> Program:
+    """The library's u32 histogram kernel before 17.1 (for timing only): a loop of `per`
+    iterations, each one load then one workgroup atomic."""
+    k = ProgramBuilder(f"histogram_before_{nbins}_{wg}x{per}", wg)
+    src = k.buffer("src", u32)
+    bins = k.buffer("bins", u32, "read_write")
+    n = k.param("n", u32)
+    local = k.shared("local_bins", u32, nbins)
+    t = k.let(k.local_index())
+    base = k.let(k.workgroup_linear_id() * (wg * per))
+    for r in range(ceil_div(nbins, wg)):
+        if (r + 1) * wg <= nbins:
+            local[t + r * wg] = 0
+        else:
+            with k.if_(t + r * wg < nbins):
+                local[t + r * wg] = 0
+    k.barrier()
+    with k.for_range(0, per) as j:
+        i = k.let(base + j * wg + t)
+        with k.if_(i < n):
+            x = k.let(src[i])
+            with k.if_(x < nbins):
+                local.atomic_add(x, 1)
+    k.barrier()
+    for r in range(ceil_div(nbins, wg)):
+        b = k.let(t + r * wg)
+        c = k.let(local[b])
+        with k.if_((b < nbins) & (c != 0)):
+            bins.atomic_add(b, c)
+    return k.build()
+
+
+def _open(spec: str) -> BaseBackend:
+    """`spec`, or for "wgpu+sb" a wgpu backend that keeps every storage barrier."""
+    if spec != "wgpu+sb":
+        return vyre.get_backend(spec)
+    old = os.environ.get("VYRE_WGPU_BARRIERS")
+    os.environ["VYRE_WGPU_BARRIERS"] = "storage"
+    try:
+        return vyre.get_backend("wgpu")
+    finally:
+        if old is None:
+            os.environ.pop("VYRE_WGPU_BARRIERS", None)
+        else:
+            os.environ["VYRE_WGPU_BARRIERS"] = old
+
+
+class Timer:
+    def __init__(self, b: BaseBackend, reps: int) -> None:
+        self.b, self.reps = b, reps
+        self.timers = b.supports(F.DEVICE_TIMERS)
+
+    def steps(self, steps: list[Step]) -> float:
+        """Median seconds of `steps` as one pipeline (device time where there is some)."""
+        cfg = (lambda c: c.model_copy(update={"profile": True})) if self.timers else (lambda c: c)
+        pipe = self.b.pipeline([Step(s.program, s.inputs, s.outputs, cfg(s.config))
+                                for s in steps])
+        pipe.run()  # compile, first touch
+        ts = []
+        t_end = time.perf_counter() + 0.05  # a little more warm-up (clocks)
+        while time.perf_counter() < t_end:
+            pipe.run()
+        for _ in range(self.reps):
+            t = pipe.run().timing
+            ts.append(t.device_ns if t.device_ns else t.wall_ns)
+        return float(statistics.median(ts)) / 1e9
+
+
+def _free(b: BaseBackend, plan: Plan) -> None:
+    b.synchronize()
+    for t in plan.temporaries:
+        b.free(t)
+
+
+def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: list[Any],
+               base: dict[Any, bytes], rows: dict[Any, dict[str, float]],
+               passes: dict[str, list[tuple[str, float]]]) -> None:
+    x = data.unit_f32
+    n = x.size
+    xb = upload(b, x, "sweep_scan_src")
+    db = upload(b, np.full(n, np.nan, np.float32), "sweep_scan_dst")
+    try:
+        for order, wg, per in variants:
+            key = (order, wg, per)
+            label = f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d}"
+            try:
+                plan = plan_scan(b, xb, db, n, f32, True, wg, per, order=order)
+                sec = tm.steps(plan.steps)
+                got = b.read(db, dtype=np.float32)
+                if key not in base:
+                    bad = W.check_scan(got, data)
+                    base[key] = got.tobytes()
+                    same = "checked vs f64" if bad is None else f"CHECK FAILED: {bad}"
+                else:
+                    same = "same bits" if got.tobytes() == base[key] else "DIFFERENT BITS"
+                if wg == 256 and per == 16:  # each pass alone
+                    passes[f"{name} {order}"] = [
+                        (s.program.name, tm.steps([s])) for s in plan.steps]
+                _free(b, plan)
+                rows.setdefault(key, {})[name] = 8 * n / sec / 1e9
+                print(f"{label}: {8 * n / sec / 1e9:8.1f} GB/s ({sec * 1e3:.3f} ms, "
+                      f"{len(plan.steps)} passes)  {same}", flush=True)
+            except Exception as exc:  # a variant a device refuses is a result, not a crash
+                print(f"{label}: failed: {exc!r}"[:400], flush=True)
+    finally:
+        b.free(xb)
+        b.free(db)
+
+
+def sweep_hist(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: list[Any],
+               rows: dict[Any, dict[str, float]]) -> None:
+    x = data.hist_u32
+    n = x.size
+    xb = upload(b, x, "sweep_hist_src")
+    bins = upload(b, np.zeros(W.HIST_BINS, np.uint32), "sweep_hist_bins")
+    try:
+        for kind, wg, per, cap in variants:
+            key = (kind, wg, per, cap)
+            label = f"hist {name:8s} {kind:8s} {wg:4d}x{per:<3d} G={cap or '-':<5}"
+            try:
+                if kind == "before":
+                    plan = H.plan_histogram(b, xb, n, bins, W.HIST_BINS, u32,
+                                            workgroup_size=wg, per_thread=per, max_groups=0)
+                    s = plan.steps[1]
+                    cfg = blocks_grid(ceil_div(n, wg * per), wg, n=n)
+                    plan.steps[1] = Step(histogram_before(W.HIST_BINS, wg, per), s.inputs,
+                                         s.outputs, cfg)
+                else:
+                    plan = H.plan_histogram(b, xb, n, bins, W.HIST_BINS, u32,
+                                            workgroup_size=wg, per_thread=per, max_groups=cap)
+                sec = tm.steps(plan.steps)
+                bad = W.check_histogram(b.read(bins, dtype=np.uint32), data)
+                _free(b, plan)
+                rows.setdefault(key, {})[name] = 4 * n / sec / 1e9
+                print(f"{label}: {4 * n / sec / 1e9:8.1f} GB/s ({sec * 1e3:.3f} ms)  "
+                      f"{'exact' if bad is None else 'CHECK FAILED: ' + bad}", flush=True)
+            except Exception as exc:
+                print(f"{label}: failed: {exc!r}"[:400], flush=True)
+    finally:
+        b.free(xb)
+        b.free(bins)
+
+
+def sweep_sum(b: BaseBackend, name: str, tm: Timer, data: W.Data,
+              rows: dict[Any, dict[str, float]]) -> None:
+    x = data.unit_f32
+    xb = upload(b, x, "sweep_sum_src")
+    ob = upload(b, np.full(1, np.nan, np.float32), "sweep_sum_out")
+    try:
+        plan = plan_reduce(b, xb, x.size, "sum", f32, ob)
+        sec = tm.steps(plan.steps)
+        bad = W.check_sum(float(b.read(ob, dtype=np.float32)[0]), data)
+        _free(b, plan)
+        rows.setdefault(("sum",), {})[name] = 4 * x.size / sec / 1e9
+        print(f"sum  {name:8s}: {4 * x.size / sec / 1e9:8.1f} GB/s  "
+              f"{'ok' if bad is None else 'CHECK FAILED: ' + bad}", flush=True)
+    except Exception as exc:
+        print(f"sum  {name}: failed: {exc!r}"[:400], flush=True)
+    finally:
+        b.free(xb)
+        b.free(ob)
+
+
+def _table(title: str, rows: dict[Any, dict[str, float]], names: list[str]) -> None:
+    cuda = next((x for x in names if x.startswith("cuda")), None)
+    print(f"\n== {title} (GB/s; ratio = that column / {cuda or 'no cuda'}) ==")
+    print(f"{'variant':34s}" + "".join(f"{x:>12s}" for x in names)
+          + "".join(f"{x + '/cu':>12s}" for x in names if x != cuda and cuda))
+    for key, vals in rows.items():
+        line = f"{' '.join(str(v) for v in key):34s}"
+        line += "".join(f"{vals[x]:12.1f}" if x in vals else f"{'-':>12s}" for x in names)
+        if cuda:
+            for x in names:
+                if x != cuda:
+                    ok = x in vals and cuda in vals
+                    line += f"{vals[x] / vals[cuda]:12.2f}" if ok else f"{'-':>12s}"
+        print(line)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backends", default="cuda:0,wgpu",
+                    help="comma-separated; wgpu also runs as wgpu+sb (storage barriers)")
+    ap.add_argument("--n", type=int, default=1 << 26, help="elements (default 2^26)")
+    ap.add_argument("--reps", type=int, default=10, help="timed runs per variant (median)")
+    args = ap.parse_args()
+    data = W.Data(dataclasses.replace(W.Sizes(), stream=args.n))
+    specs: list[str] = []
+    for s in args.backends.split(","):
+        specs.append(s)
+        if s == "wgpu":
+            specs.append("wgpu+sb")
+    t0 = time.perf_counter()
+    scan_rows: dict[Any, dict[str, float]] = {}
+    hist_rows: dict[Any, dict[str, float]] = {}
+    sum_rows: dict[Any, dict[str, float]] = {}
+    passes: dict[str, list[tuple[str, float]]] = {}
+    base: dict[Any, bytes] = {}
+    names: list[str] = []
+    for spec in specs:
+        try:
+            b = _open(spec)
+        except vyre.BackendError as exc:
+            print(f"{spec}: unavailable ({exc})")
+            continue
+        name = spec.split(":")[0]
+        names.append(name)
+        d = b.capabilities().details
+        print(f"{spec}: {b.capabilities().device}; subgroup size {d.get('subgroup_size')}; "
+              f"device timers {b.supports(F.DEVICE_TIMERS)}", flush=True)
+        tm = Timer(b, args.reps)
+        sb = spec == "wgpu+sb"
+        try:
+            sweep_scan(b, name, tm, data, SB_SCAN_VARIANTS if sb else SCAN_VARIANTS, base,
+                       scan_rows, passes)
+            sweep_hist(b, name, tm, data, SB_HIST_VARIANTS if sb else HIST_VARIANTS,
+                       hist_rows)
+            sweep_sum(b, name, tm, data, sum_rows)
+        finally:
+            b.close()
+        print(f"  ({time.perf_counter() - t0:.0f} s so far)", flush=True)
+    _table(f"scan f32 inclusive, n={args.n}, 8 B/element", scan_rows, names)
+    _table(f"histogram u32 {W.HIST_BINS} bins, n={args.n}, 4 B/element", hist_rows, names)
+    _table(f"sum f32, n={args.n}", sum_rows, names)
+    print("\n== scan passes alone (256x16), us ==")
+    for label, ps in passes.items():
+        print(f"{label:28s} " + "  ".join(f"{p}={sec * 1e6:.1f}" for p, sec in ps))
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
