@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Time the library scan, histogram and sum on CUDA and wgpu per variant, in one run.
 
-  python3 scripts/wgpu_scan_sweep.py [--backends cuda:0,wgpu] [--n 67108864] [--reps 10]
+  python3 scripts/wgpu_scan_sweep.py [--backends wgpu,cuda:0] [--n 67108864] [--reps 10]
+                                     [--budget 80]
 
 The workloads are `vyre bench`'s (2^26 elements): the inclusive f32 scan of uniform [0, 1)
 (GB/s counted as 8 bytes per element), the u32 histogram into 256 bins (4 bytes per
 element) and the f32 sum (4 bytes per element), each as one recorded pipeline, the median
 device time of --reps runs after one warm-up (wall time where a backend has no timers).
 
-Backends: each named one, and for wgpu also a second instance `wgpu+sb` that spells every
+Backends: each named one, and for wgpu also (last) a second instance `wgpu+sb` that spells every
 Barrier with storageBarrier() too (VYRE_WGPU_BARRIERS=storage: how vyre did before
 vyre/backends/wgpu/barriers.py; naga gives it Device memory scope), so the barrier
 spelling and the program changes show separately.
@@ -27,7 +28,7 @@ Variants:
 
 Prints one line per measurement as it goes, then one table per workload with wgpu / CUDA
 ratios. This script never changes vyre's defaults; it only measures. Budget: ~60 s on the
-H100.
+H100; no variant starts after --budget seconds (those are listed as skipped).
 """
 
 from __future__ import annotations
@@ -118,13 +119,21 @@ def _open(spec: str) -> BaseBackend:
             os.environ["VYRE_WGPU_BARRIERS"] = old
 
 
+class OverBudget(Exception):
+    """The run's --budget is spent: the remaining variants are skipped (and said so)."""
+
+
 class Timer:
+    deadline = float("inf")  # perf_counter() past which no new variant starts
+
     def __init__(self, b: BaseBackend, reps: int) -> None:
         self.b, self.reps = b, reps
         self.timers = b.supports(F.DEVICE_TIMERS)
 
     def steps(self, steps: list[Step]) -> float:
         """Median seconds of `steps` as one pipeline (device time where there is some)."""
+        if time.perf_counter() > self.deadline:
+            raise OverBudget("skipped: --budget spent")
         cfg = (lambda c: c.model_copy(update={"profile": True})) if self.timers else (lambda c: c)
         pipe = self.b.pipeline([Step(s.program, s.inputs, s.outputs, cfg(s.config))
                                 for s in steps])
@@ -173,6 +182,8 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
                 rows.setdefault(key, {})[name] = 8 * n / sec / 1e9
                 print(f"{label}: {8 * n / sec / 1e9:8.1f} GB/s ({sec * 1e3:.3f} ms, "
                       f"{len(plan.steps)} passes)  {same}", flush=True)
+            except OverBudget as exc:
+                print(f"{label}: {exc}", flush=True)
             except Exception as exc:  # a variant a device refuses is a result, not a crash
                 print(f"{label}: failed: {exc!r}"[:400], flush=True)
     finally:
@@ -207,6 +218,8 @@ def sweep_hist(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
                 rows.setdefault(key, {})[name] = 4 * n / sec / 1e9
                 print(f"{label}: {4 * n / sec / 1e9:8.1f} GB/s ({sec * 1e3:.3f} ms)  "
                       f"{'exact' if bad is None else 'CHECK FAILED: ' + bad}", flush=True)
+            except OverBudget as exc:
+                print(f"{label}: {exc}", flush=True)
             except Exception as exc:
                 print(f"{label}: failed: {exc!r}"[:400], flush=True)
     finally:
@@ -252,18 +265,19 @@ def _table(title: str, rows: dict[Any, dict[str, float]], names: list[str]) -> N
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backends", default="cuda:0,wgpu",
+    ap.add_argument("--backends", default="wgpu,cuda:0",
                     help="comma-separated; wgpu also runs as wgpu+sb (storage barriers)")
     ap.add_argument("--n", type=int, default=1 << 26, help="elements (default 2^26)")
     ap.add_argument("--reps", type=int, default=10, help="timed runs per variant (median)")
+    ap.add_argument("--budget", type=float, default=80.0,
+                    help="seconds after which no new variant starts (default 80)")
     args = ap.parse_args()
     data = W.Data(dataclasses.replace(W.Sizes(), stream=args.n))
-    specs: list[str] = []
-    for s in args.backends.split(","):
-        specs.append(s)
-        if s == "wgpu":
-            specs.append("wgpu+sb")
+    specs = args.backends.split(",")
+    if "wgpu" in specs:  # last: the old barrier spelling matters least if time runs out
+        specs.append("wgpu+sb")
     t0 = time.perf_counter()
+    Timer.deadline = t0 + args.budget
     scan_rows: dict[Any, dict[str, float]] = {}
     hist_rows: dict[Any, dict[str, float]] = {}
     sum_rows: dict[Any, dict[str, float]] = {}
