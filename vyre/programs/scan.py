@@ -168,23 +168,33 @@ def scan_block_program(
 def _hillis_steele_carry(k: ProgramBuilder, s: Value, t: Value, acc: Variable, wg: int
                          ) -> None:
     """acc += the exclusive scan of the run totals `s` at t: Hillis-Steele over all wg of
-    them in workgroup memory (ping-pong, one barrier per level), then acc + scan[t-1]."""
-    ping = k.shared("totals", s.ty, wg)
-    pong = k.shared("totals2", s.ty, wg)
-    ping[t] = s
+    them in workgroup memory, then acc + scan[t-1]."""
+    cur = _hillis_steele_in_memory(k, s, t, t, wg, wg, "totals")
+    with k.if_(t > 0):
+        acc.set(acc + cur[t - 1])
+
+
+def _hillis_steele_in_memory(k: ProgramBuilder, x: Value, t: Value, pos: Value, width: int,
+                             wg: int, name: str) -> Any:
+    """Inclusive Hillis-Steele scans of `x` over runs of `width` consecutive invocations
+    (`pos`: t's place in its run): for d = 1, 2, .. width/2, x_t = x_(t-d) + x_t where
+    pos >= d, ping-ponging between two workgroup arrays, one barrier per level. Returns
+    the array holding the scans (read after its last barrier)."""
+    ping = k.shared(name, x.ty, wg)
+    pong = k.shared(name + "2", x.ty, wg)
+    ping[t] = x
     k.barrier()
     cur, other = ping, pong
-    off = 1
-    while off < wg:
+    d = 1
+    while d < width:
         v = k.let(cur[t])
-        with k.if_(t >= off):
-            v.set(cur[t - off] + v)
+        with k.if_(pos >= d):
+            v.set(cur[t - d] + v)
         other[t] = v
         k.barrier()
         cur, other = other, cur
-        off *= 2
-    with k.if_(t > 0):
-        acc.set(acc + cur[t - 1])
+        d *= 2
+    return cur
 
 
 def _segmented_carry(k: ProgramBuilder, s: Value, t: Value, acc: Variable, wg: int,
@@ -227,22 +237,9 @@ def _segmented_carry(k: ProgramBuilder, s: Value, t: Value, acc: Variable, wg: i
 
 def _segmented_in_memory(k: ProgramBuilder, t: Value, lane_w: Value, inc: Variable,
                          prev: Variable, w: int, wg: int) -> None:
-    """The segment scan of _segmented_carry in workgroup memory (ping-pong, one barrier per
-    level): the same additions as the subgroup shuffles, for any subgroup size."""
-    ping = k.shared("seg_scan", inc.ty, wg)
-    pong = k.shared("seg_scan2", inc.ty, wg)
-    ping[t] = inc
-    k.barrier()
-    cur, other = ping, pong
-    d = 1
-    while d < w:
-        v = k.let(cur[t])
-        with k.if_(lane_w >= d):
-            v.set(cur[t - d] + v)
-        other[t] = v
-        k.barrier()
-        cur, other = other, cur
-        d *= 2
+    """The segment scan of _segmented_carry in workgroup memory: the same additions as the
+    subgroup shuffles, for any subgroup size."""
+    cur = _hillis_steele_in_memory(k, inc, t, lane_w, w, wg, "seg_scan")
     inc.set(cur[t])
     with k.if_(lane_w > 0):
         prev.set(cur[t - 1])
