@@ -15,9 +15,11 @@ vyre/backends/wgpu/barriers.py; naga gives it Device memory scope), so the barri
 spelling and the program changes show separately.
 
 Variants:
-- scan: order `hillis_steele` 256x16 (the library before; `wgpu+sb` with it is exactly the
-  old kernel) and the `segmented` order (the default now) for several workgroup sizes x
-  elements per invocation. A float order depends on (order, wg, per), so every backend
+- scan: order `hillis_steele` 256x16 (the library before; `wgpu+sb` with it is the old
+  scan's arithmetic and barriers) and the `segmented` order (the default now) for several
+  workgroup sizes x elements per invocation, with the upper levels in blocks of wg x 64
+  totals read directly (`up 64`: 3 passes at 2^26, the default now) or in the first
+  level's shape (`up -`: 5 passes, as before). A float order depends on (order, wg, per), so every backend
   must give the same bits for the same variant (checked: the first backend's output is the
   baseline, itself checked against float64 like the bench).
 - histogram: `before` (the library's kernel before: one load then one atomic per loop
@@ -58,10 +60,13 @@ from vyre.tools.bench import workloads as W
 
 u32, f32 = vyre.u32, vyre.f32
 
-SCAN_VARIANTS = [("hillis_steele", 256, 16), ("segmented", 256, 16), ("segmented", 256, 8),
-                 ("segmented", 256, 32), ("segmented", 512, 16), ("segmented", 1024, 8),
-                 ("segmented", 512, 8), ("segmented", 128, 32)]
-SB_SCAN_VARIANTS = [("hillis_steele", 256, 16), ("segmented", 256, 16)]
+# (order, workgroup_size, per_thread, upper_per_thread: 0 = the first level's shape)
+SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64),
+                 ("segmented", 256, 16, 0), ("segmented", 256, 8, 64),
+                 ("segmented", 256, 32, 64), ("segmented", 512, 16, 64),
+                 ("segmented", 1024, 8, 64), ("segmented", 512, 8, 64),
+                 ("segmented", 128, 32, 64), ("segmented", 128, 16, 128)]
+SB_SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64)]
 # (label, workgroup_size, per_thread, max_groups); "before" is the old kernel
 HIST_VARIANTS = [("before", 256, 8, 0), ("new", 256, 8, 0), ("new", 256, 16, 0),
                  ("new", 256, 32, 0), ("new", 512, 16, 0), ("new", 1024, 8, 0),
@@ -162,11 +167,12 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
     xb = upload(b, x, "sweep_scan_src")
     db = upload(b, np.full(n, np.nan, np.float32), "sweep_scan_dst")
     try:
-        for order, wg, per in variants:
-            key = (order, wg, per)
-            label = f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d}"
+        for order, wg, per, up in variants:
+            key = (order, wg, per, up)
+            label = f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d} up {up or '-':<3}"
             try:
-                plan = plan_scan(b, xb, db, n, f32, True, wg, per, order=order)
+                plan = plan_scan(b, xb, db, n, f32, True, wg, per, order=order,
+                                 upper_per_thread=up or None)
                 sec = tm.steps(plan.steps)
                 got = b.read(db, dtype=np.float32)
                 if key not in base:
@@ -176,7 +182,7 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
                 else:
                     same = "same bits" if got.tobytes() == base[key] else "DIFFERENT BITS"
                 if wg == 256 and per == 16:  # each pass alone
-                    passes[f"{name} {order}"] = [
+                    passes[f"{name} {order} up {up or '-'}"] = [
                         (s.program.name, tm.steps([s])) for s in plan.steps]
                 _free(b, plan)
                 rows.setdefault(key, {})[name] = 8 * n / sec / 1e9
@@ -311,7 +317,7 @@ def main() -> int:
     _table(f"sum f32, n={args.n}", sum_rows, names)
     print("\n== scan passes alone (256x16), us ==")
     for label, ps in passes.items():
-        print(f"{label:28s} " + "  ".join(f"{p}={sec * 1e6:.1f}" for p, sec in ps))
+        print(f"{label:34s} " + "  ".join(f"{p}={sec * 1e6:.1f}" for p, sec in ps))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -157,6 +157,36 @@ def test_scan_without_subgroups_same_bits(backend: BaseBackend, no_subgroups: No
     assert S.scan_host(backend, x).tobytes() == with_sg.tobytes()
 
 
+@pytest.mark.parametrize("ty", [f32, i32])
+def test_direct_runs_same_bits_as_transposed(backend: BaseBackend, ty: ScalarType) -> None:
+    """Runs read straight from memory (the upper levels' programs) or through the
+    workgroup transposition: the same runs and additions, so the same bits."""
+    x = _data(ty, 64 * 4 * 9 + 17, 13)
+    kw = {"workgroup_size": 64, "per_thread": 4, "upper_per_thread": None}
+    for inclusive in (True, False):
+        a = S.scan_host(backend, x, inclusive, **kw)
+        b = S.scan_host(backend, x, inclusive, direct=True, **kw)
+        assert a.tobytes() == b.tobytes()
+
+
+def test_upper_levels(backend: BaseBackend, reference: BaseBackend) -> None:
+    """Three levels, the two upper ones direct (blocks of 32 x 2 totals), ragged at each."""
+    kw = {"workgroup_size": 32, "per_thread": 2, "upper_per_thread": 2}
+    n = 64 * 64 * 3 + 64 * 5 + 3
+    src = reference.allocate_device_buffer(4 * n)
+    dst = reference.allocate_device_buffer(4 * n)
+    names = [s.program.name for s in S.plan_scan(reference, src, dst, n, f32, **kw).steps]
+    reference.free(src)
+    reference.free(dst)
+    assert len(names) == 5 and sum(x.endswith("_direct") for x in names) == 2, names
+    for ty in (f32, u32):
+        x = _data(ty, n, 17)
+        got = S.scan_host(backend, x, **kw)
+        assert_agree(got, S.scan_host(reference, x, **kw), EXACT, f"{ty} on {backend.id}")
+        if ty is u32:
+            np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))
+
+
 def test_scan_order_is_checked() -> None:
     with pytest.raises(ValueError, match="scan order 'zigzag'"):
         S.scan_block_program(f32, True, order="zigzag")

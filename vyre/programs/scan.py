@@ -27,8 +27,9 @@ Step 2 is the IR's subgroup inclusive scan over 32 lanes (docs/IR.md), so backen
 subgroups hold whole segments (CUDA, NVIDIA's Vulkan, the reference: 32 lanes; 64-lane
 subgroups by masked shuffles) spell it with shuffles and 3 barriers per block, the others
 in workgroup memory (8 barriers), with the same additions either way. The carries c come
-from the block totals of pass 1 (the reduce order, vyre.programs.reduce), scanned by the
-same order one level up. `order="hillis_steele"` is the order of vyre before 17.1 (step 2
+from the block totals of pass 1 (the reduce order, vyre.programs.reduce), scanned
+exclusively by the same order one level up with blocks of W_G x 64 (UPPER_PER_THREAD:
+runs of 64 totals, read directly; 2^26 elements are then 3 passes, not 5). `order="hillis_steele"` is the order of vyre before 17.1 (step 2
 a Hillis-Steele scan over all W_G totals in workgroup memory, one barrier per level, and
 step 3 c + that scan at t-1): kept to reproduce earlier results bit for bit.
 
@@ -80,6 +81,9 @@ PER_THREAD = 16  # elements per invocation: 4096-element blocks, 16 loads in fli
 SEGMENT = 32  # invocations per segment of the "segmented" order (at most the workgroup)
 ORDERS = ("segmented", "hillis_steele")
 ORDER = "segmented"
+# elements per invocation of the upper levels (the block totals, read directly): one
+# 16,384-total block covers 2^26 elements of 4096-element blocks, so 3 passes, not 5
+UPPER_PER_THREAD = 64
 
 Predicate = Callable[[Value], Value]
 
@@ -99,6 +103,7 @@ def scan_block_program(
     carry_in: bool = False,
     subgroups: bool = False,
     order: str = ORDER,
+    direct: bool = False,
 ) -> Program:
     """Scan each block of src[:n] into dst, starting from offsets[b] for block b when
     `carry_in` (the exclusive scan of the block totals), else from 0.
@@ -112,6 +117,11 @@ def scan_block_program(
     where the backend's subgroups hold a whole segment (the same operations as the
     workgroup-memory steps, so the same bits for every subgroup size); "hillis_steele"
     never uses subgroups.
+
+    `direct`: invocation t reads its run straight from src and writes it straight to dst
+    (no transposition through workgroup memory, so uncoalesced, but a block may be larger
+    than workgroup memory): how the small upper levels run. The same runs and additions,
+    so the same bits as the transposed program of the same shape.
     """
     ty = check_type(ty, NUMERIC, "scan")
     check_pow2(workgroup_size, "workgroup_size")
@@ -122,26 +132,32 @@ def scan_block_program(
     carry = "_carry" if carry_in else ""
     subgroups = subgroups and order == "segmented"
     tag = ("_seg" + ("_sg" if subgroups else "")) if order == "segmented" else ""
+    tag += "_direct" if direct else ""
     k = ProgramBuilder(f"scan_block_{kind}_{ty}_{wg}x{per}{carry}{tag}", wg)
     src = k.buffer("src", ty)
     offsets = k.buffer("offsets", ty) if carry_in else None
     dst = k.buffer("dst", ty, "write")
     n = k.param("n", u32)
     block = wg * per
-    data = k.shared("data", ty, _pad(block - 1) + 1)
+    data = None if direct else k.shared("data", ty, _pad(block - 1) + 1)
     t = k.let(k.local_index() & (wg - 1))
     g = k.let(k.workgroup_linear_id())
     base = k.let(g * block)
     zero = k.lit(0, ty)
-    loaded = []
-    for j in range(per):  # coalesced, every load in flight before the first store
-        i = k.let(base + j * wg + t)
-        loaded.append(k.let(select(i < n, src[i], zero)))
-    for j in range(per):
-        data[_pad(t + j * wg)] = loaded[j]
-    k.barrier()
-    start = k.let(t * per)
-    run = [k.let(data[_pad(start + j)]) for j in range(per)]
+    if data is None:  # each run straight from src, all its loads in flight
+        start = k.let(base + t * per)
+        places = [k.let(start + j) for j in range(per)]
+        run = [k.let(select(i < n, src[i], zero)) for i in places]
+    else:
+        loaded = []
+        for j in range(per):  # coalesced, every load in flight before the first store
+            i = k.let(base + j * wg + t)
+            loaded.append(k.let(select(i < n, src[i], zero)))
+        for j in range(per):
+            data[_pad(t + j * wg)] = loaded[j]
+        k.barrier()
+        start = k.let(t * per)
+        run = [k.let(data[_pad(start + j)]) for j in range(per)]
     s = k.let(run[0])
     for j in range(1, per):
         s.set(s + run[j])
@@ -150,6 +166,15 @@ def scan_block_program(
         _segmented_carry(k, s, t, acc, wg, subgroups)
     else:
         _hillis_steele_carry(k, s, t, acc, wg)
+    if data is None:
+        for j in range(per):
+            if inclusive:
+                acc.set(acc + run[j])
+            with k.if_(places[j] < n):
+                dst[places[j]] = acc
+            if not inclusive:
+                acc.set(acc + run[j])
+        return k.build()
     for j in range(per):
         if inclusive:
             acc.set(acc + run[j])
@@ -256,10 +281,16 @@ def plan_scan(
     per_thread: int = PER_THREAD,
     max_per_dim: int = MAX_GRID_DIM,
     order: str = ORDER,
+    upper_per_thread: int | None = UPPER_PER_THREAD,
+    direct: bool = False,
 ) -> Plan:
     """Passes scanning src[:n] into dst[:n] (distinct buffers). n == 0 gives no steps.
+
     `order`: how block results combine (module docstring); "hillis_steele" reproduces
-    the bits of vyre before the segmented order."""
+    the bits of vyre before the segmented order. `upper_per_thread` (segmented order):
+    the block totals are scanned with blocks of workgroup_size x upper_per_thread,
+    `direct` (None: the first level's shape, transposed). `direct`: this level too (the
+    upper levels' programs; vyre.distributed scans gathered block totals so)."""
     ty = ScalarType(ty)
     if src is dst:
         raise ValueError("scan src and dst must be distinct buffers")
@@ -271,17 +302,19 @@ def plan_scan(
     cfg = blocks_grid(groups, wg, max_per_dim, n=n)
     sg = subgroups_for(backend, wg)
     if groups == 1:
-        plan.add(scan_block_program(ty, inclusive, wg, per, subgroups=sg, order=order),
+        plan.add(scan_block_program(ty, inclusive, wg, per, subgroups=sg, order=order,
+                                    direct=direct),
                  {"src": src}, {"dst": dst}, cfg)
         return plan
     sums = alloc(backend, ty, groups, "scan_block_sums")
     offsets = alloc(backend, ty, groups, "scan_block_offsets")
     plan.temporaries += [sums, offsets]
     plan.add(reduce_program("sum", ty, wg, per, sg), {"src": src}, {"dst": sums}, cfg)
-    plan.extend(plan_scan(backend, sums, offsets, groups, ty, False, wg, per, max_per_dim,
-                          order))
+    up = upper_per_thread if order == "segmented" and upper_per_thread else None
+    plan.extend(plan_scan(backend, sums, offsets, groups, ty, False, wg, up or per,
+                          max_per_dim, order, upper_per_thread, direct or up is not None))
     plan.add(scan_block_program(ty, inclusive, wg, per, carry_in=True, subgroups=sg,
-                                order=order),
+                                order=order, direct=direct),
              {"src": src, "offsets": offsets}, {"dst": dst}, cfg)
     return plan
 
