@@ -25,7 +25,10 @@ Variants:
 - histogram: `before` (the library's kernel before: one load then one atomic per loop
   iteration, built here), then the loads-first kernel per shape, and the strided one (at
   most G workgroups, each counting every G-th block). Every result must equal np.bincount.
-- sum: the library's default, to show what the barrier spelling does to reduce.
+- copy (the bench's copy kernel: what a plain streaming kernel gets on that backend) and
+  sum (the library's default: what the barrier spelling does to reduce).
+- scan again with subgroups off (`no subgroups`: the segments in workgroup memory): the
+  same bits as with them (checked), and what the shuffles save.
 - passes: each pass of the default scan plan (old and new) timed alone.
 
 Prints one line per measurement as it goes, then one table per workload with wgpu / CUDA
@@ -47,13 +50,16 @@ from typing import Any
 import numpy as np
 
 import vyre
+import vyre.programs._common as common
 from vyre import features as F
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder
+from vyre.config import DispatchConfig
 from vyre.ir.nodes import Program
 from vyre.pipeline import Step
 from vyre.programs import histogram as H
 from vyre.programs._common import Plan, blocks_grid, ceil_div, upload
+from vyre.programs.elementwise import map_program
 from vyre.programs.reduce import plan_reduce
 from vyre.programs.scan import plan_scan
 from vyre.tools.bench import workloads as W
@@ -67,6 +73,9 @@ SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64),
                  ("segmented", 1024, 8, 64), ("segmented", 512, 8, 64),
                  ("segmented", 128, 32, 64), ("segmented", 128, 16, 128)]
 SB_SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64)]
+# also timed with vyre.programs._common.USE_SUBGROUPS off (segments in workgroup memory):
+# must give the bits of the subgroup variant
+NOSG_SCAN_VARIANTS = [("segmented", 256, 16, 64)]
 # (label, workgroup_size, per_thread, max_groups); "before" is the old kernel
 HIST_VARIANTS = [("before", 256, 8, 0), ("new", 256, 8, 0), ("new", 256, 16, 0),
                  ("new", 256, 32, 0), ("new", 512, 16, 0), ("new", 1024, 8, 0),
@@ -159,9 +168,29 @@ def _free(b: BaseBackend, plan: Plan) -> None:
         b.free(t)
 
 
+def sweep_copy(b: BaseBackend, name: str, tm: Timer, data: W.Data,
+               rows: dict[Any, dict[str, float]]) -> None:
+    """The bench's copy kernel: the bandwidth a plain streaming kernel gets here."""
+    x = data.unit_f32
+    n = x.size
+    xb = upload(b, x, "sweep_copy_src")
+    ob = upload(b, np.full(n, np.nan, np.float32), "sweep_copy_dst")
+    try:
+        prog = map_program(lambda v: v, [f32], f32, name="bench_copy_f32")
+        sec = tm.steps([Step(prog, {"x0": xb}, {"out": ob},
+                             DispatchConfig.for_elements(n, 256, params={"n": n}))])
+        rows.setdefault(("copy",), {})[name] = 8 * n / sec / 1e9
+        print(f"copy {name:8s}: {8 * n / sec / 1e9:8.1f} GB/s", flush=True)
+    except Exception as exc:
+        print(f"copy {name}: failed: {exc!r}"[:400], flush=True)
+    finally:
+        b.free(xb)
+        b.free(ob)
+
+
 def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: list[Any],
                base: dict[Any, bytes], rows: dict[Any, dict[str, float]],
-               passes: dict[str, list[tuple[str, float]]]) -> None:
+               passes: dict[str, list[tuple[str, float]]], nosg: bool = False) -> None:
     x = data.unit_f32
     n = x.size
     xb = upload(b, x, "sweep_scan_src")
@@ -169,10 +198,13 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
     try:
         for order, wg, per, up in variants:
             key = (order, wg, per, up)
-            label = f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d} up {up or '-':<3}"
+            label = (f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d} up {up or '-':<3}"
+                     + (" no subgroups" if nosg else ""))
             try:
+                common.USE_SUBGROUPS = not nosg
                 plan = plan_scan(b, xb, db, n, f32, True, wg, per, order=order,
                                  upper_per_thread=up or None)
+                common.USE_SUBGROUPS = True
                 sec = tm.steps(plan.steps)
                 got = b.read(db, dtype=np.float32)
                 if key not in base:
@@ -181,11 +213,11 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
                     same = "checked vs f64" if bad is None else f"CHECK FAILED: {bad}"
                 else:
                     same = "same bits" if got.tobytes() == base[key] else "DIFFERENT BITS"
-                if wg == 256 and per == 16:  # each pass alone
+                if wg == 256 and per == 16 and not nosg:  # each pass alone
                     passes[f"{name} {order} up {up or '-'}"] = [
                         (s.program.name, tm.steps([s])) for s in plan.steps]
                 _free(b, plan)
-                rows.setdefault(key, {})[name] = 8 * n / sec / 1e9
+                rows.setdefault((*key, "nosg") if nosg else key, {})[name] = 8 * n / sec / 1e9
                 print(f"{label}: {8 * n / sec / 1e9:8.1f} GB/s ({sec * 1e3:.3f} ms, "
                       f"{len(plan.steps)} passes)  {same}", flush=True)
             except OverBudget as exc:
@@ -304,8 +336,12 @@ def main() -> int:
         tm = Timer(b, args.reps)
         sb = spec == "wgpu+sb"
         try:
+            sweep_copy(b, name, tm, data, sum_rows)
             sweep_scan(b, name, tm, data, SB_SCAN_VARIANTS if sb else SCAN_VARIANTS, base,
                        scan_rows, passes)
+            if not sb:
+                sweep_scan(b, name, tm, data, NOSG_SCAN_VARIANTS, base, scan_rows, passes,
+                           nosg=True)
             sweep_hist(b, name, tm, data, SB_HIST_VARIANTS if sb else HIST_VARIANTS,
                        hist_rows)
             sweep_sum(b, name, tm, data, sum_rows)
@@ -314,7 +350,7 @@ def main() -> int:
         print(f"  ({time.perf_counter() - t0:.0f} s so far)", flush=True)
     _table(f"scan f32 inclusive, n={args.n}, 8 B/element", scan_rows, names)
     _table(f"histogram u32 {W.HIST_BINS} bins, n={args.n}, 4 B/element", hist_rows, names)
-    _table(f"sum f32, n={args.n}", sum_rows, names)
+    _table(f"copy and sum f32, n={args.n} (copy: 8 B/element)", sum_rows, names)
     print("\n== scan passes alone (256x16), us ==")
     for label, ps in passes.items():
         print(f"{label:34s} " + "  ".join(f"{p}={sec * 1e6:.1f}" for p, sec in ps))
