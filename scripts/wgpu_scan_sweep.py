@@ -2,34 +2,30 @@
 """Time the library scan, histogram and sum on CUDA and wgpu per variant, in one run.
 
   python3 scripts/wgpu_scan_sweep.py [--backends wgpu,cuda:0] [--n 67108864] [--reps 10]
-                                     [--budget 80]
+                                     [--warmup 0.3] [--budget 80]
 
 The workloads are `vyre bench`'s (2^26 elements): the inclusive f32 scan of uniform [0, 1)
 (GB/s counted as 8 bytes per element), the u32 histogram into 256 bins (4 bytes per
 element) and the f32 sum (4 bytes per element), each as one recorded pipeline, the median
-device time of --reps runs after one warm-up (wall time where a backend has no timers).
+device time of --reps runs after --warmup seconds of runs (wall time where a backend has no
+timers). The warm-up matters on NVIDIA's Vulkan driver: its clocks drop while the host
+checks a result, and with 0.05 s every wgpu row after the first ran 2-3x slow (H100).
 
-Backends: each named one, and for wgpu also (last) a second instance `wgpu+sb` that spells every
-Barrier with storageBarrier() too (VYRE_WGPU_BARRIERS=storage: how vyre did before
-vyre/backends/wgpu/barriers.py; naga gives it Device memory scope), so the barrier
-spelling and the program changes show separately.
+Backends: each named one, and for wgpu also (last) a second instance `wgpu+sb` that spells
+every Barrier with storageBarrier() too (VYRE_WGPU_BARRIERS=storage: how vyre did before
+vyre/backends/wgpu/barriers.py; naga gives it Device memory scope).
 
 Variants:
-- scan: order `hillis_steele` 256x16 (the library before; `wgpu+sb` with it is the old
-  scan's arithmetic and barriers) and the `segmented` order (the default now) for several
-  workgroup sizes x elements per invocation, with the upper levels in blocks of wg x 64
-  totals read directly (`up 64`: 3 passes at 2^26, the default now) or in the first
-  level's shape (`up -`: 5 passes, as before). A float order depends on (order, wg, per), so every backend
-  must give the same bits for the same variant (checked: the first backend's output is the
-  baseline, itself checked against float64 like the bench).
-- histogram: `before` (the library's kernel before: one load then one atomic per loop
+- scan: the library's scan per workgroup size x elements per invocation. The f32 order
+  depends on the shape, so every backend must give the same bits for the same shape
+  (checked: the first backend's output is the baseline, itself checked against float64
+  like the bench); once more with subgroups off (the same bits).
+- histogram: `before` (the library's kernel before 17.1: one load then one atomic per loop
   iteration, built here), then the loads-first kernel per shape, and the strided one (at
   most G workgroups, each counting every G-th block). Every result must equal np.bincount.
 - copy (the bench's copy kernel: what a plain streaming kernel gets on that backend) and
   sum (the library's default: what the barrier spelling does to reduce).
-- scan again with subgroups off (`no subgroups`: the segments in workgroup memory): the
-  same bits as with them (checked), and what the shuffles save.
-- passes: each pass of the default scan plan (old and new) timed alone.
+- passes: each pass of the 256x16 scan timed alone.
 
 Prints one line per measurement as it goes, then one table per workload with wgpu / CUDA
 ratios. This script never changes vyre's defaults; it only measures. Budget: ~60 s on the
@@ -66,16 +62,12 @@ from vyre.tools.bench import workloads as W
 
 u32, f32 = vyre.u32, vyre.f32
 
-# (order, workgroup_size, per_thread, upper_per_thread: 0 = the first level's shape)
-SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64),
-                 ("segmented", 256, 16, 0), ("segmented", 256, 8, 64),
-                 ("segmented", 256, 32, 64), ("segmented", 512, 16, 64),
-                 ("segmented", 1024, 8, 64), ("segmented", 512, 8, 64),
-                 ("segmented", 128, 32, 64), ("segmented", 128, 16, 128)]
-SB_SCAN_VARIANTS = [("hillis_steele", 256, 16, 0), ("segmented", 256, 16, 64)]
-# also timed with vyre.programs._common.USE_SUBGROUPS off (segments in workgroup memory):
-# must give the bits of the subgroup variant
-NOSG_SCAN_VARIANTS = [("segmented", 256, 16, 64)]
+# (workgroup_size, per_thread): the f32 order depends on the shape, so each shape must give
+# the same bits on every backend
+SCAN_VARIANTS = [(256, 16), (256, 8), (512, 8), (128, 32)]
+SB_SCAN_VARIANTS = [(256, 16)]
+# also timed with vyre.programs._common.USE_SUBGROUPS off: must give the same bits
+NOSG_SCAN_VARIANTS = [(256, 16)]
 # (label, workgroup_size, per_thread, max_groups); "before" is the old kernel
 HIST_VARIANTS = [("before", 256, 8, 0), ("new", 256, 8, 0), ("new", 256, 16, 0),
                  ("new", 256, 32, 0), ("new", 512, 16, 0), ("new", 1024, 8, 0),
@@ -139,6 +131,7 @@ class OverBudget(Exception):
 
 class Timer:
     deadline = float("inf")  # perf_counter() past which no new variant starts
+    warmup_s = 0.3  # seconds of back-to-back runs before each timing (--warmup)
 
     def __init__(self, b: BaseBackend, reps: int) -> None:
         self.b, self.reps = b, reps
@@ -153,7 +146,9 @@ class Timer:
                                 for s in steps])
         pipe.run()  # compile, first touch
         ts = []
-        t_end = time.perf_counter() + 0.05  # a little more warm-up (clocks)
+        # keep the GPU busy before timing: on NVIDIA's Vulkan driver the clocks drop while
+        # the host checks results, and a short warm-up timed later rows 2-3x slow (H100)
+        t_end = time.perf_counter() + self.warmup_s
         while time.perf_counter() < t_end:
             pipe.run()
         for _ in range(self.reps):
@@ -196,14 +191,12 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
     xb = upload(b, x, "sweep_scan_src")
     db = upload(b, np.full(n, np.nan, np.float32), "sweep_scan_dst")
     try:
-        for order, wg, per, up in variants:
-            key = (order, wg, per, up)
-            label = (f"scan {name:8s} {order:13s} {wg:4d}x{per:<3d} up {up or '-':<3}"
-                     + (" no subgroups" if nosg else ""))
+        for wg, per in variants:
+            key = (wg, per)
+            label = f"scan {name:8s} {wg:4d}x{per:<3d}" + (" no subgroups" if nosg else "")
             try:
                 common.USE_SUBGROUPS = not nosg
-                plan = plan_scan(b, xb, db, n, f32, True, wg, per, order=order,
-                                 upper_per_thread=up or None)
+                plan = plan_scan(b, xb, db, n, f32, True, wg, per)
                 common.USE_SUBGROUPS = True
                 sec = tm.steps(plan.steps)
                 got = b.read(db, dtype=np.float32)
@@ -214,7 +207,7 @@ def sweep_scan(b: BaseBackend, name: str, tm: Timer, data: W.Data, variants: lis
                 else:
                     same = "same bits" if got.tobytes() == base[key] else "DIFFERENT BITS"
                 if wg == 256 and per == 16 and not nosg:  # each pass alone
-                    passes[f"{name} {order} up {up or '-'}"] = [
+                    passes[name] = [
                         (s.program.name, tm.steps([s])) for s in plan.steps]
                 _free(b, plan)
                 rows.setdefault((*key, "nosg") if nosg else key, {})[name] = 8 * n / sec / 1e9
@@ -307,6 +300,8 @@ def main() -> int:
                     help="comma-separated; wgpu also runs as wgpu+sb (storage barriers)")
     ap.add_argument("--n", type=int, default=1 << 26, help="elements (default 2^26)")
     ap.add_argument("--reps", type=int, default=10, help="timed runs per variant (median)")
+    ap.add_argument("--warmup", type=float, default=0.3,
+                    help="seconds of runs before each timing (default 0.3)")
     ap.add_argument("--budget", type=float, default=80.0,
                     help="seconds after which no new variant starts (default 80)")
     args = ap.parse_args()
@@ -316,6 +311,7 @@ def main() -> int:
         specs.append("wgpu+sb")
     t0 = time.perf_counter()
     Timer.deadline = t0 + args.budget
+    Timer.warmup_s = args.warmup
     scan_rows: dict[Any, dict[str, float]] = {}
     hist_rows: dict[Any, dict[str, float]] = {}
     sum_rows: dict[Any, dict[str, float]] = {}

@@ -132,7 +132,7 @@ def test_scan_wraps_and_big(backend: BaseBackend, reference: BaseBackend) -> Non
     with the default blocks."""
     n = 1024 * 1024 + 3 if backend.kind != "reference" else 70_000
     x = np.full(n, 0xFFFF_FFF0, dtype=np.uint32)
-    got = S.scan_host(backend, x, per_thread=4, upper_per_thread=4)
+    got = S.scan_host(backend, x, per_thread=4)
     np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))
     got = S.scan_host(backend, x)
     np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))

@@ -1,21 +1,17 @@
-"""The scan's segmented order and the histogram's kernel shapes (issue 17.1).
+"""Scan and histogram kernel shapes (issue 17.1).
 
-Scans: the documented f32 order (vyre/programs/scan.py's docstring, both orders) against a
-NumPy model of it, bit for bit; the same bits for every subgroup size the reference can
-take (the segment scan by shuffles, masked shuffles or workgroup memory) and with subgroups
-off; every backend against the reference for sizes around the block, 0 and 1, u32 / i32 /
-f32, inclusive and exclusive, several workgroup shapes. Histograms: every shape (loads
-first, strided over blocks, folded grids) counts exactly like NumPy on every backend.
+Scans: the documented f32 order (vyre/programs/scan.py's docstring) against a NumPy model
+of it, bit for bit; every backend against the reference for sizes around the block, 0 and
+1, u32 / i32 / f32, inclusive and exclusive, several workgroup shapes. Histograms: every
+shape (loads first, strided over blocks, folded grids, each backend's default) counts
+exactly like NumPy on every backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
-import vyre.programs._common as common
 from vyre.backend import BaseBackend
 from vyre.backends.reference import ReferenceBackend
 from vyre.ir.types import ScalarType
@@ -33,8 +29,10 @@ def _data(ty: ScalarType, n: int, seed: int) -> np.ndarray:
     return rng.integers(-(2**31) if ty is i32 else 0, 2**31, n).astype(ty.numpy)
 
 
-def _block_model(x: np.ndarray, wg: int, per: int, inclusive: bool, order: str) -> np.ndarray:
-    """One block (x.size <= wg * per) scanned in the documented order, in float32 NumPy."""
+def _block_model(x: np.ndarray, wg: int, per: int, inclusive: bool) -> np.ndarray:
+    """One block (x.size <= wg * per) scanned in the documented order, in float32 NumPy:
+    runs summed left to right, Hillis-Steele over the run totals, each run rewritten from
+    0 + the scan at t-1."""
     f = np.float32
     runs = np.zeros(wg * per, np.float32)
     runs[: x.size] = x
@@ -43,22 +41,15 @@ def _block_model(x: np.ndarray, wg: int, per: int, inclusive: bool, order: str) 
     for t in range(wg):
         for j in range(1, per):
             s[t] = f(s[t] + runs[t, j])
-    w = min(S.SEGMENT, wg) if order == "segmented" else wg
-    inc = list(s)
     d = 1
-    while d < w:  # Hillis-Steele within segments of w (all reads before the writes)
-        inc = [f(inc[t - d] + inc[t]) if t % w >= d else inc[t] for t in range(wg)]
+    while d < wg:  # all reads before the writes
+        s = [f(s[t - d] + s[t]) if t >= d else s[t] for t in range(wg)]
         d *= 2
     out = np.zeros(wg * per, np.float32)
     for t in range(wg):
         acc = f(0.0)
-        if order == "segmented":
-            for j in range(t // w):
-                acc = f(acc + inc[j * w + w - 1])
-            if t % w:
-                acc = f(acc + inc[t - 1])
-        elif t:
-            acc = f(acc + inc[t - 1])
+        if t:
+            acc = f(acc + s[t - 1])
         for j in range(per):
             if inclusive:
                 acc = f(acc + runs[t, j])
@@ -69,55 +60,14 @@ def _block_model(x: np.ndarray, wg: int, per: int, inclusive: bool, order: str) 
     return out[: x.size]
 
 
-@pytest.fixture
-def no_subgroups() -> Iterator[None]:
-    common.USE_SUBGROUPS = False
-    try:
-        yield
-    finally:
-        common.USE_SUBGROUPS = True
-
-
-@pytest.mark.parametrize("order", S.ORDERS)
 @pytest.mark.parametrize("inclusive", [True, False])
 @pytest.mark.parametrize("wg,per,n", [(64, 3, 192), (64, 3, 150), (16, 2, 31), (128, 1, 128),
                                       (256, 2, 300)])
-def test_block_order_is_the_documented_one(order: str, inclusive: bool, wg: int, per: int,
-                                           n: int) -> None:
+def test_block_order_is_the_documented_one(backend: BaseBackend, inclusive: bool, wg: int,
+                                           per: int, n: int) -> None:
     x = _data(f32, n, n + wg)
-    want = _block_model(x, wg, per, inclusive, order)
-    ref = ReferenceBackend()
-    try:
-        got = S.scan_host(ref, x, inclusive, workgroup_size=wg, per_thread=per, order=order)
-    finally:
-        ref.close()
-    assert got.tobytes() == want.tobytes()
-
-
-@pytest.mark.parametrize("ty", [f32, i32, u32])
-def test_segmented_same_bits_for_every_subgroup_size(ty: ScalarType) -> None:
-    """Shuffles (S = 32), masked shuffles (S = 64, 128), workgroup memory (S = 4, 8, 16, and
-    with subgroups off): one result. Three levels of blocks, a ragged last block."""
-    x = _data(ty, 3 * 64 * 4 * 5 + 37, 7)
-    kw = {"workgroup_size": 64, "per_thread": 4}
-    seen = {}
-    for size in (4, 8, 16, 32, 64, 128):
-        ref = ReferenceBackend(subgroup_size=size)
-        try:
-            seen[size] = S.scan_host(ref, x, **kw).tobytes()
-        finally:
-            ref.close()
-    common.USE_SUBGROUPS = False
-    try:
-        ref = ReferenceBackend()
-        seen[0] = S.scan_host(ref, x, **kw).tobytes()
-        ref.close()
-    finally:
-        common.USE_SUBGROUPS = True
-    assert len(set(seen.values())) == 1, {k: hash(v) for k, v in seen.items()}
-    if ty.is_int:
-        got = np.frombuffer(seen[32], ty.numpy)
-        np.testing.assert_array_equal(got, np.cumsum(x, dtype=ty.numpy))
+    got = S.scan_host(backend, x, inclusive, workgroup_size=wg, per_thread=per)
+    assert got.tobytes() == _block_model(x, wg, per, inclusive).tobytes()
 
 
 @pytest.mark.parametrize("ty", [u32, i32, f32])
@@ -135,61 +85,16 @@ def test_scan_matches_reference(backend: BaseBackend, reference: BaseBackend,
         np.testing.assert_array_equal(got, c if inclusive else c - x)
 
 
-@pytest.mark.parametrize("order", S.ORDERS)
 @pytest.mark.parametrize("wg,per", [(32, 1), (64, 5), (128, 4), (512, 2), (1024, 1)])
 def test_scan_shapes_match_reference(backend: BaseBackend, reference: BaseBackend,
-                                     order: str, wg: int, per: int) -> None:
+                                     wg: int, per: int) -> None:
     n = wg * per * 3 + wg // 2 + 1  # two levels, a ragged last block
-    for ty in (f32, u32):
+    for ty in (f32, i32, u32):
         x = _data(ty, n, wg + per)
-        kw = {"workgroup_size": wg, "per_thread": per, "order": order}
+        kw = {"workgroup_size": wg, "per_thread": per}
         got = S.scan_host(backend, x, False, **kw)
         assert_agree(got, S.scan_host(reference, x, False, **kw), EXACT,
-                     f"scan {ty} {wg}x{per} {order} on {backend.id}")
-
-
-def test_scan_without_subgroups_same_bits(backend: BaseBackend, no_subgroups: None) -> None:
-    """A backend's workgroup-memory path gives the bits its subgroup path gives."""
-    x = _data(f32, 20_000, 5)
-    common.USE_SUBGROUPS = True
-    with_sg = S.scan_host(backend, x)
-    common.USE_SUBGROUPS = False
-    assert S.scan_host(backend, x).tobytes() == with_sg.tobytes()
-
-
-@pytest.mark.parametrize("ty", [f32, i32])
-def test_direct_runs_same_bits_as_transposed(backend: BaseBackend, ty: ScalarType) -> None:
-    """Runs read straight from memory (the upper levels' programs) or through the
-    workgroup transposition: the same runs and additions, so the same bits."""
-    x = _data(ty, 64 * 4 * 9 + 17, 13)
-    kw = {"workgroup_size": 64, "per_thread": 4, "upper_per_thread": None}
-    for inclusive in (True, False):
-        a = S.scan_host(backend, x, inclusive, **kw)
-        b = S.scan_host(backend, x, inclusive, direct=True, **kw)
-        assert a.tobytes() == b.tobytes()
-
-
-def test_upper_levels(backend: BaseBackend, reference: BaseBackend) -> None:
-    """Three levels, the two upper ones direct (blocks of 32 x 2 totals), ragged at each."""
-    kw = {"workgroup_size": 32, "per_thread": 2, "upper_per_thread": 2}
-    n = 64 * 64 * 3 + 64 * 5 + 3
-    src = reference.allocate_device_buffer(4 * n)
-    dst = reference.allocate_device_buffer(4 * n)
-    names = [s.program.name for s in S.plan_scan(reference, src, dst, n, f32, **kw).steps]
-    reference.free(src)
-    reference.free(dst)
-    assert len(names) == 5 and sum(x.endswith("_direct") for x in names) == 2, names
-    for ty in (f32, u32):
-        x = _data(ty, n, 17)
-        got = S.scan_host(backend, x, **kw)
-        assert_agree(got, S.scan_host(reference, x, **kw), EXACT, f"{ty} on {backend.id}")
-        if ty is u32:
-            np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.uint32))
-
-
-def test_scan_order_is_checked() -> None:
-    with pytest.raises(ValueError, match="scan order 'zigzag'"):
-        S.scan_block_program(f32, True, order="zigzag")
+                     f"scan {ty} {wg}x{per} on {backend.id}")
 
 
 # ------------------------------------------------------------------ histogram

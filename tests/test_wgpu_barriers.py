@@ -91,8 +91,8 @@ def test_analysis() -> None:
 
 
 @pytest.mark.parametrize("program", [
-    scan_block_program(f32, True, 256, 16, True, True),
-    scan_block_program(u32, False, 256, 16, False, False, "hillis_steele"),
+    scan_block_program(f32, True, 256, 16, True),
+    scan_block_program(u32, False, 256, 16, False, True),
     histogram_program(256, u32, 256, 16, True),
     reduce_program("sum", f32, 256, 16, True),
     arg_reduce_program("argmax", f32, False),

@@ -281,9 +281,8 @@ class Sharded:
         ho = head.allocate_device_buffer(sums.nbytes, label="scan_block_offsets")
         try:
             head.write(hs, sums)
-            # the block totals as the library's upper levels scan them (same bits)
             _scan.scan_device(cast(BaseBackend, head), cast(Any, hs), cast(Any, ho), sums.size, ty,
-                              inclusive=False, per_thread=_scan.UPPER_PER_THREAD, direct=True)
+                              inclusive=False)
             offsets = head.read(ho, dtype=ty.numpy)
         finally:
             hs.free()

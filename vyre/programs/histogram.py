@@ -59,14 +59,19 @@ class HistShape(NamedTuple):
     max_groups: int = 0
 
 
-#: The shape histogram_device / plan_histogram use on a backend of this kind when the
-#: caller names none (scripts/wgpu_scan_sweep.py times the candidates); others: HistShape().
-TUNED: dict[str, HistShape] = {}
+#: The shape plan_histogram uses when the caller names none, per backend kind (H100, 2^26
+#: u32 into 256 bins, scripts/wgpu_scan_sweep.py, docs/perf-notes.md): CUDA 1024 x 8 over at
+#: most 528 workgroups 2,868 GB/s (the kernel before: 747); wgpu on NVIDIA's Vulkan driver
+#: 256 x 8 over at most 4096 workgroups within 2% of its best row (1024 x 8, G = 528, which
+#: needs 1024 invocations per workgroup, above WebGPU's default limit of 256), 2.6x the
+#: kernel before (that run's wgpu clocks were down: ratios only).
+DEFAULT = HistShape(256, 8, 4096)
+TUNED: dict[str, HistShape] = {"cuda": HistShape(1024, 8, 528)}
 
 
 def shape_for(backend: BaseBackend) -> HistShape:
     """The kernel shape the library histogram uses on `backend` by default."""
-    return TUNED.get(backend.kind, HistShape())
+    return TUNED.get(backend.kind, DEFAULT)
 
 
 @cache
