@@ -1,25 +1,39 @@
-"""Stable LSD radix sort of u32 keys, optionally carrying 32-bit values, 4 bits per pass.
+"""Stable LSD radix sort of u32 keys, optionally carrying 32-bit values.
 
-Each pass over blocks of `workgroup_size * per_thread` keys: (1) count the digits of every
-block into counts[digit * blocks + block]; (2) exclusive-scan the counts, which gives each
-(digit, block) its first output slot; (3) scatter. Within a block the rank of a key among
-equal digits is computed deterministically, never from atomic ordering: invocation t owns
-the consecutive keys [t*per, (t+1)*per) of its block and counts its digits in its own column
-of a digit-major table in workgroup memory; an exclusive scan of that table gives every
-(digit, invocation) the number of equal digits before it in the block. Keys keep their
-input order among equal digits, so the sort is stable and the values of equal keys keep
-their input order. Results are bit-exact on every backend.
+Two designs, both exact and stable on every backend, chosen with `digit_bits`:
+
+- 8 bits per pass (the default; 4 passes for 32-bit keys). Each pass: (1) count the digits
+  of every block of `workgroup_size * per_thread` keys into counts[digit * blocks + block]
+  (workgroup-memory atomics: counting is order-free); (2) exclusive-scan the counts, which
+  gives each (digit, block) its first output slot; (3) one scatter program loads its block
+  coalesced into workgroup memory, sorts it there stably by the digit in two 4-bit ranking
+  rounds, then writes it out coalesced within each digit's run. A ranking round: invocation
+  t takes the consecutive keys [t*per, (t+1)*per) of the block and counts their 4-bit
+  nibbles in its own column of a table held as 8 words per invocation, nibble v in the low
+  (v < 8) or high (v >= 8) 16-bit half of word v mod 8; its rank among equal nibbles in its
+  own run is the count before its increment. One exclusive scan of the table (words, then
+  invocations: the low halves give the nibbles 0..7 their starts, the high halves 8..15
+  theirs after all low ones) turns the columns into each key's new slot. Where the backend
+  has subgroups of a size that divides the workgroup, that scan combines the invocations'
+  totals with subgroup scans (integer sums: the same bits as the workgroup-memory scan).
+- 4 bits per pass (8 passes): the same three steps with a 16-digit table of one word per
+  (digit, invocation) and no local reordering; it needs far less workgroup memory.
+
+Ranks are computed deterministically, never from atomic ordering, and keys keep their input
+order among equal digits, so the sort is stable and the values of equal keys keep their
+input order. Results are bit-exact on every backend.
 
 Values are moved as raw 32-bit words (declared u32), so any 32-bit payload (u32, i32, f32
 bits) works. i32 and f32 keys are sorted through an order-preserving map to u32 (flip the
 sign bit; for floats flip every bit of negatives), so floats sort by their IEEE total order:
--NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN. This module must never use atomics to decide where a key goes, and never read
-back to the host between passes.
+-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN. This module must never use atomics to
+decide where a key goes, and never read back to the host between passes.
 """
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -43,16 +57,24 @@ from ._common import (
     i32,
     read_elems,
     run_plan,
+    subgroups_for,
     u32,
     upload,
 )
 from .elementwise import convert, map_program
-from .scan import plan_scan
+from .scan import _subgroup_exclusive_total, plan_scan
 
-RADIX_BITS = 4
+RADIX_BITS = 4  # the 4-bit design's digit
 RADIX = 1 << RADIX_BITS
 WORKGROUP = 128
 PER_THREAD = 8
+
+DIGIT_BITS = 8  # the default design's digit: 4 passes for 32-bit keys
+DIGITS = 1 << DIGIT_BITS
+WORKGROUP8 = 256
+PER_THREAD8 = 16  # keys per invocation (8 when values move too: workgroup memory)
+PER_THREAD8_VALUES = 8
+_WORDS = RADIX // 2  # table words per invocation in a ranking round: two 16-bit counts each
 
 
 @cache
@@ -136,6 +158,192 @@ def radix_scatter_program(
     return k.build()
 
 
+def _pad(i: Any) -> Any:
+    """Workgroup-memory slot of block element i: one spare slot per 32, so the runs that
+    invocations read serially (per_thread apart) fall in distinct banks."""
+    return i + (i >> 5)
+
+
+def _check_digit_shape(wg: int, per: int) -> None:
+    check_pow2(wg, "workgroup_size")
+    if per < 1:
+        raise ValueError(f"per_thread must be >= 1, got {per}")
+    if wg * per > 1 << 16:  # the ranking table counts in 16-bit halves
+        raise ValueError(f"radix sort blocks hold at most 65536 keys, got workgroup_size "
+                         f"{wg} * per_thread {per}")
+
+
+@cache
+def radix8_count_program(workgroup_size: int = WORKGROUP8,
+                         per_thread: int = PER_THREAD8) -> Program:
+    """counts[d * num_blocks + b] = number of keys[:n] in block b whose digit
+    (key >> shift) & mask is d (d < 256)."""
+    wg, per = workgroup_size, per_thread
+    _check_digit_shape(wg, per)
+    k = ProgramBuilder(f"radix8_count_{wg}x{per}", wg)
+    keys = k.buffer("keys", u32)
+    counts = k.buffer("counts", u32, "write")
+    n = k.param("n", u32)
+    shift = k.param("shift", u32)
+    mask = k.param("mask", u32)
+    nb = k.param("num_blocks", u32)
+    hist = k.shared("digit_counts", u32, DIGITS)
+    t = k.let(k.local_index())
+    g = k.let(k.workgroup_linear_id())
+    base = k.let(g * (wg * per))
+    for c in range(ceil_div(DIGITS, wg)):
+        with k.if_(t + c * wg < DIGITS):
+            hist[t + c * wg] = 0
+    k.barrier()
+    loaded = []
+    for j in range(per):  # coalesced, every load in flight before the first atomic
+        i = k.let(base + j * wg + t)
+        loaded.append((i, k.let(keys[i])))
+    for i, key in loaded:
+        with k.if_(i < n):
+            hist.atomic_add((key >> shift) & mask, 1)
+    k.barrier()
+    for c in range(ceil_div(DIGITS, wg)):
+        d = k.let(t + c * wg)
+        with k.if_((d < DIGITS) & (base < n)):  # (a folded grid has spare workgroups)
+            counts[d * nb + g] = hist[d]
+    return k.build()
+
+
+def _scan_columns(k: ProgramBuilder, table: Any, totals: Any, total_out: Any, wg: int,
+                  t: Value, subgroups: bool) -> Value:
+    """Exclusive scan, in place, of the ranking table (wg * _WORDS words, word-major);
+    returns the table's total (packed halves). Invocation t scans words [t*_WORDS, ...)
+    serially; the run totals are combined by subgroup scans (`subgroups`) or Hillis-Steele
+    in workgroup memory. Integer sums: both give the same bits. Starts after a barrier,
+    ends with one."""
+    start = k.let(t * _WORDS)
+    run = [k.let(table[start + j]) for j in range(_WORDS)]
+    s = k.let(run[0])
+    for j in range(1, _WORDS):
+        s.set(s + run[j])
+    if subgroups:
+        acc = k.let(_subgroup_exclusive_total(k, s, t, totals, wg))
+    else:
+        totals[t] = s
+        k.barrier()
+        off = 1
+        while off < wg:
+            v = k.let(totals[t])
+            with k.if_(t >= off):
+                v.set(totals[t - off] + v)
+            k.barrier()
+            totals[t] = v
+            k.barrier()
+            off *= 2
+        acc = k.let(k.lit(0, u32))
+        with k.if_(t > 0):
+            acc.set(totals[t - 1])
+    with k.if_(t == wg - 1):
+        total_out[0] = acc + s
+    for j in range(_WORDS):
+        table[start + j] = acc
+        acc.set(acc + run[j])
+    k.barrier()
+    return k.let(total_out[0])
+
+
+@cache
+def radix8_scatter_program(
+    with_values: bool,
+    workgroup_size: int = WORKGROUP8,
+    per_thread: int = PER_THREAD8,
+    subgroups: bool = False,
+) -> Program:
+    """Stable scatter of keys[:n] (and values) by the digit (key >> shift) & mask (< 256)
+    to keys_out / values_out, given offsets = exclusive scan of the radix8_count_program
+    counts: the block is sorted in workgroup memory by two 4-bit ranking rounds, then
+    written out in that order (module docstring)."""
+    wg, per = workgroup_size, per_thread
+    _check_digit_shape(wg, per)
+    block = wg * per
+    kind = "kv" if with_values else "k"
+    k = ProgramBuilder(f"radix8_scatter_{kind}_{wg}x{per}{'_sg' if subgroups else ''}", wg)
+    keys = k.buffer("keys", u32)
+    values = k.buffer("values", u32) if with_values else None
+    offsets = k.buffer("offsets", u32)
+    keys_out = k.buffer("keys_out", u32, "write")
+    values_out = k.buffer("values_out", u32, "write") if with_values else None
+    n = k.param("n", u32)
+    shift = k.param("shift", u32)
+    mask = k.param("mask", u32)
+    nb = k.param("num_blocks", u32)
+    bk = k.shared("block_keys", u32, _pad(block - 1) + 1)
+    bv = k.shared("block_values", u32, _pad(block - 1) + 1) if with_values else None
+    table = k.shared("rank_table", u32, _WORDS * wg)  # [nibble mod 8][invocation], 2 halves
+    totals = k.shared("scan_totals", u32, wg)
+    total = k.shared("table_total", u32, 1)
+    digit_base = k.shared("digit_base", u32, DIGITS)
+    t = k.let(k.local_index())
+    g = k.let(k.workgroup_linear_id())
+    base = k.let(g * block)
+    # keys past n are all ones: the largest digit, after every real key (stable), so the
+    # first n - base slots of the sorted block are the real keys
+    ones = np.uint32(0xFFFFFFFF)
+    lk = []
+    for j in range(per):  # coalesced, every load in flight before the first store
+        i = k.let(base + j * wg + t)
+        lk.append((k.let(select(i < n, keys[i], ones)),
+                   k.let(values[i]) if values is not None else None))
+    for j, (key, val) in enumerate(lk):
+        bk[_pad(t + j * wg)] = key
+        if bv is not None:
+            bv[_pad(t + j * wg)] = val
+    k.barrier()
+    for r in range(2):  # low nibble of the digit, then the high one: a stable LSD sort
+        run = [k.let(bk[_pad(t * per + j)]) for j in range(per)]
+        vrun = [k.let(bv[_pad(t * per + j)]) for j in range(per)] if bv is not None else []
+        for w in range(_WORDS):
+            table[w * wg + t] = 0
+        slots, halves, ranks = [], [], []
+        for j in range(per):
+            nib = k.let((((run[j] >> shift) & mask) >> (4 * r)) & (RADIX - 1))
+            slot = k.let((nib & (_WORDS - 1)) * wg + t)
+            half = k.let((nib >> 3) << 4)  # 0: low 16 bits, 16: high
+            old = k.let(table[slot])
+            table[slot] = old + (k.lit(1, u32) << half)
+            slots.append(slot)
+            halves.append(half)
+            ranks.append(k.let((old >> half) & 0xFFFF))
+        k.barrier()
+        low_total = k.let(_scan_columns(k, table, totals, total, wg, t, subgroups) & 0xFFFF)
+        for j in range(per):
+            before = k.let((table[slots[j]] >> halves[j]) & 0xFFFF)
+            pos = k.let(before + ranks[j] + select(halves[j] == 0, k.lit(0, u32), low_total))
+            bk[_pad(pos)] = run[j]
+            if bv is not None:
+                bv[_pad(pos)] = vrun[j]
+        k.barrier()
+    # the block is sorted by digit: each digit's run starts where the digit changes
+    out = []
+    for j in range(per):
+        p = k.let(t + j * wg)
+        key = k.let(bk[_pad(p)])
+        d = k.let((key >> shift) & mask)
+        prev = k.let((bk[_pad(select(p > 0, p - 1, k.lit(0, u32)))] >> shift) & mask)
+        with k.if_((p == 0) | (prev != d)):
+            digit_base[d] = p
+        out.append((p, key, d))
+    k.barrier()
+    for c in range(ceil_div(DIGITS, wg)):  # digit_base[d] = global slot of block slot 0
+        d = k.let(t + c * wg)
+        with k.if_(d < DIGITS):
+            digit_base[d] = offsets[d * nb + g] - digit_base[d]
+    k.barrier()
+    for p, key, d in out:
+        with k.if_(base + p < n):
+            dst = k.let(digit_base[d] + p)
+            keys_out[dst] = key
+            if bv is not None and values_out is not None:
+                values_out[dst] = bv[_pad(p)]
+    return k.build()
+
+
 KEY_TYPES = (u32, i32, f32)
 
 
@@ -164,6 +372,27 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
     return map_program(back, [u32], ty, name)
 
 
+def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | None,
+                  workgroup_size: int | None, per_thread: int | None
+                  ) -> tuple[int, int, int, bool]:
+    """(digit bits, workgroup size, keys per invocation, subgroups) for this backend: 8-bit
+    digits unless asked for 4 or the 8-bit scatter's workgroup memory does not fit the
+    backend's max_workgroup_bytes (then 4, which needs far less)."""
+    if digit_bits not in (None, 4, 8):
+        raise ValueError(f"digit_bits must be 4 or 8, got {digit_bits}")
+    if digit_bits is None:
+        wg = workgroup_size or WORKGROUP8
+        per = per_thread or (PER_THREAD8_VALUES if with_values else PER_THREAD8)
+        prog = radix8_scatter_program(with_values, wg, per, False)
+        limit = backend.capabilities().limits.get("max_workgroup_bytes")
+        digit_bits = 8 if limit is None or prog.workgroup_bytes <= limit else 4
+    if digit_bits == 4:
+        return 4, workgroup_size or WORKGROUP, per_thread or PER_THREAD, False
+    wg = workgroup_size or WORKGROUP8
+    per = per_thread or (PER_THREAD8_VALUES if with_values else PER_THREAD8)
+    return 8, wg, per, subgroups_for(backend, wg)
+
+
 def plan_radix_sort(
     backend: BaseBackend,
     keys: BufferBase,
@@ -171,14 +400,17 @@ def plan_radix_sort(
     values: BufferBase | None = None,
     key_bits: int = 32,
     key_type: ScalarType = u32,
-    workgroup_size: int = WORKGROUP,
-    per_thread: int = PER_THREAD,
+    workgroup_size: int | None = None,
+    per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
+    digit_bits: int | None = None,
 ) -> Plan:
     """Passes sorting keys[:n] in place, stably, moving values[:n] (any 32-bit type) along.
 
     u32 keys sort by their low `key_bits` bits; i32 / f32 keys (`key_type`) by value, through
-    the order-preserving map of `key_map_program` (all 32 bits). n == 0 gives no steps."""
+    the order-preserving map of `key_map_program` (all 32 bits). `digit_bits` 8 or 4 picks
+    the design (module docstring; None: 8 where its workgroup memory fits the backend).
+    n == 0 gives no steps."""
     if not 1 <= key_bits <= 32:
         raise ValueError(f"key_bits must be in 1..32, got {key_bits}")
     key_type = check_type(key_type, KEY_TYPES, "radix sort keys")
@@ -192,28 +424,37 @@ def plan_radix_sort(
         cfg = grid(n, to_bits.workgroup_size[0], max_per_dim, n=n)
         plan.add(to_bits, {"x0": keys}, {"out": bits}, cfg)
         plan.extend(plan_radix_sort(backend, bits, n, values, 32, u32, workgroup_size,
-                                    per_thread, max_per_dim))
+                                    per_thread, max_per_dim, digit_bits))
         plan.add(from_bits, {"x0": bits}, {"out": keys}, cfg)
         return plan
-    block = workgroup_size * per_thread
-    nb = ceil_div(n, block)
-    counts = alloc(backend, u32, RADIX * nb, "radix_counts")
-    offsets = alloc(backend, u32, RADIX * nb, "radix_offsets")
+    bits_per, wg, per, sg = _digit_design(backend, values is not None, digit_bits,
+                                          workgroup_size, per_thread)
+    digits = 1 << bits_per
+    nb = ceil_div(n, wg * per)
+    counts = alloc(backend, u32, digits * nb, "radix_counts")
+    offsets = alloc(backend, u32, digits * nb, "radix_offsets")
     tmp_keys = alloc(backend, u32, n, "radix_tmp_keys")
     plan.temporaries += [counts, offsets, tmp_keys]
     tmp_values = None
     if values is not None:
         tmp_values = alloc(backend, u32, n, "radix_tmp_values")
         plan.temporaries.append(tmp_values)
-    count_prog = radix_count_program(workgroup_size, per_thread)
-    scatter_prog = radix_scatter_program(values is not None, workgroup_size, per_thread)
+    if bits_per == 8:
+        count_prog = radix8_count_program(wg, per)
+        scatter_prog = radix8_scatter_program(values is not None, wg, per, sg)
+    else:
+        count_prog = radix_count_program(wg, per)
+        scatter_prog = radix_scatter_program(values is not None, wg, per)
     src_k, dst_k, src_v, dst_v = keys, tmp_keys, values, tmp_values
-    passes = ceil_div(key_bits, RADIX_BITS)
+    passes = ceil_div(key_bits, bits_per)
     for p in range(passes):
-        params = {"n": n, "shift": p * RADIX_BITS, "num_blocks": nb}
-        cfg = blocks_grid(nb, workgroup_size, max_per_dim, **params)
+        shift = p * bits_per
+        params = {"n": n, "shift": shift, "num_blocks": nb}
+        if bits_per == 8:  # the last digit may be narrower: only the low key_bits count
+            params["mask"] = (1 << min(bits_per, key_bits - shift)) - 1
+        cfg = blocks_grid(nb, wg, max_per_dim, **params)
         plan.add(count_prog, {"keys": src_k}, {"counts": counts}, cfg)
-        plan.extend(plan_scan(backend, counts, offsets, RADIX * nb, u32, False,
+        plan.extend(plan_scan(backend, counts, offsets, digits * nb, u32, False,
                               max_per_dim=max_per_dim))
         ins = {"keys": src_k, "offsets": offsets}
         outs = {"keys_out": dst_k}
