@@ -34,7 +34,7 @@ from vyre.programs.radix_sort import plan_radix_sort
 
 N = int(os.environ.get("VYRE_SORT_N", 1 << 24))
 RUNS = 10
-BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 75))  # then skip the rest
+BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 70))  # then skip the rest
 
 # (label, values moved too, plan_radix_sort keywords, subgroups allowed)
 VARIANTS: list[tuple[str, bool, dict[str, Any], bool]] = [
@@ -61,7 +61,7 @@ def _median_s(pipe: Any) -> float:
 
 
 def _vyre(b: Any, keys0: np.ndarray, vals0: np.ndarray, order: np.ndarray, with_values: bool,
-          kw: dict[str, Any], sg: bool) -> str:
+          kw: dict[str, Any], sg: bool, breakdown: bool = False) -> str:
     common.USE_SUBGROUPS = sg
     n = keys0.size
     bufs = [b.allocate_device_buffer(keys0.nbytes) for _ in range(4 if with_values else 2)]
@@ -88,7 +88,20 @@ def _vyre(b: Any, keys0: np.ndarray, vals0: np.ndarray, order: np.ndarray, with_
             return "WRONG values (not stable)"
         s = _median_s(pipe)
         names = sorted({st.program.name for st in plan.steps if "radix" in st.program.name})
-        return f"{n / s / 1e6:9.0f}  [{len(steps)} steps: {', '.join(names)}]"
+        out = f"{n / s / 1e6:9.0f}  [{len(steps)} steps: {', '.join(names)}]"
+        if breakdown:  # each step of the first pass alone, on the unsorted keys (idempotent)
+            prof = [Step(st.program, st.inputs, st.outputs,
+                         st.config.model_copy(update={"profile": True})) for st in steps]
+            b.pipeline(prof[:1]).run()  # the unsorted keys back in place
+            parts = []
+            for st in prof[1 + with_values:]:  # up to the first scatter
+                one = b.pipeline([st])
+                one.run()
+                parts.append(f"{st.program.name} {_median_s(one) * 1e6:.1f}")
+                if "scatter" in st.program.name:
+                    break
+            out += "\n      first pass, us per step: " + "; ".join(parts)
+        return out
     finally:
         for buf in [*bufs, *plan.temporaries]:
             b.free(buf)
@@ -141,7 +154,8 @@ def main(specs: list[str]) -> None:
                 table[label][b.id] = "skipped (time budget)"
             else:
                 try:
-                    table[label][b.id] = _vyre(b, keys0, vals0, order, with_values, kw, sg)
+                    table[label][b.id] = _vyre(b, keys0, vals0, order, with_values, kw, sg,
+                                               breakdown="before" in label or "new" in label)
                 except vyre.BackendError as exc:
                     table[label][b.id] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
             print(f"  {b.id:8} {label:32} {table[label][b.id]}", flush=True)
