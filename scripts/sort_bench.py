@@ -5,9 +5,10 @@
 Times, per backend, the sort the bench's `sort` workload measures (copy 2^24 unsorted u32
 keys uniform below 2^31 into the sorted buffer, then vyre.programs.radix_sort's plan, as
 one recorded pipeline; median device time of 10 runs, wall time where the backend has no
-device timers) for each design in VARIANTS: the 4-bit design (the sort before issue 17.2)
-and the 8-bit design over workgroup shapes, with and without subgroups, keys only and
-key-value. Every result is checked bit for bit against NumPy's stable sort before it is
+device timers) for each design in VARIANTS: the 4-bit design (the fallback; at commit
+e93c7df exactly the sort before issue 17.2, since then with the 8-bit design's count
+program) and the 8-bit design over workgroup shapes, with and without subgroups, keys only
+and key-value. Every result is checked bit for bit against NumPy's stable sort before it is
 timed (a wrong result prints WRONG and no time). CuPy's cp.sort of the same keys (no
 copy) is the peer. Prints one table: Mkeys/s per (variant, backend), the ratios wgpu /
 cuda and cuda / CuPy. Decides the default (workgroup_size, per_thread) of the 8-bit design
@@ -38,9 +39,9 @@ BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 70))  # then skip the rest
 
 # (label, values moved too, plan_radix_sort keywords, subgroups allowed)
 VARIANTS: list[tuple[str, bool, dict[str, Any], bool]] = [
-    ("4-bit 128x8 (before)", False, {"digit_bits": 4}, True),
+    ("4-bit 128x8 (fallback)", False, {"digit_bits": 4}, True),
     ("8-bit 256x16 sg (new default)", False, {"digit_bits": 8}, True),
-    ("kv 4-bit 128x8 (before)", True, {"digit_bits": 4}, True),
+    ("kv 4-bit 128x8 (fallback)", True, {"digit_bits": 4}, True),
     ("kv 8-bit 256x8 sg (new default)", True, {"digit_bits": 8}, True),
     ("8-bit 256x16 no sg", False, {"digit_bits": 8}, False),
     ("8-bit 128x16 sg", False, {"digit_bits": 8, "workgroup_size": 128, "per_thread": 16}, True),
@@ -155,7 +156,7 @@ def main(specs: list[str]) -> None:
             else:
                 try:
                     table[label][b.id] = _vyre(b, keys0, vals0, order, with_values, kw, sg,
-                                               breakdown="before" in label or "new" in label)
+                                               breakdown="fallback" in label or "new" in label)
                 except vyre.BackendError as exc:
                     table[label][b.id] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
             print(f"  {b.id:8} {label:32} {table[label][b.id]}", flush=True)

@@ -165,7 +165,7 @@ def test_bad_shapes_are_refused(reference: BaseBackend) -> None:
     with pytest.raises(ValueError, match="at most 65536 keys"):
         RS.radix8_scatter_program(False, 1024, 128)
     with pytest.raises(ValueError, match="power of two"):
-        RS.radix8_count_program(96, 4)
+        RS.radix_count_program(96, 4)
 
 
 def test_library_sort_programs_compile_for_cuda() -> None:
@@ -174,7 +174,7 @@ def test_library_sort_programs_compile_for_cuda() -> None:
     nvrtc = pytest.importorskip("vyre.backends.cuda")
     shapes = [(256, 16), (128, 16), (256, 8), (256, 12), (512, 8), (128, 32)]
     for wg, per in shapes:
-        nvrtc.compile_program(RS.radix8_count_program(wg, per), "sm_90")
+        nvrtc.compile_program(RS.radix_count_program(wg, per), "sm_90")
         for kv in (False, True):
             for sg in (False, True):
                 prog = RS.radix8_scatter_program(kv, wg, per, sg)

@@ -113,6 +113,6 @@ def demo_cases() -> list[DemoCase]:
         DemoCase("histogram 1M f32 -> 256 bins", _histogram,
                  _tol(histogram.histogram_program(256, f32))),
         DemoCase("radix sort 256K u32 key-value", _radix_sort,
-                 _tol(radix_sort.radix_scatter_program(True))),
+                 _tol(radix_sort.radix8_scatter_program(True))),
         DemoCase("matmul 200x300 @ 300x250 f32", _matmul, _tol(matmul.matmul_program())),
     ]

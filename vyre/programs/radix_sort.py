@@ -62,7 +62,7 @@ from ._common import (
     upload,
 )
 from .elementwise import convert, map_program
-from .scan import _subgroup_exclusive_total, plan_scan
+from .scan import _pad, _subgroup_exclusive_total, plan_scan
 
 RADIX_BITS = 4  # the 4-bit design's digit
 RADIX = 1 << RADIX_BITS
@@ -77,54 +77,30 @@ PER_THREAD8_VALUES = 8
 _WORDS = RADIX // 2  # table words per invocation in a ranking round: two 16-bit counts each
 
 
-@cache
-def radix_count_program(workgroup_size: int = WORKGROUP, per_thread: int = PER_THREAD) -> Program:
-    """counts[d * num_blocks + b] = number of keys[:n] in block b whose digit at `shift` is d."""
-    wg, per = workgroup_size, per_thread
-    if wg < RADIX:
-        raise ValueError(f"radix sort needs workgroup_size >= {RADIX}")
-    k = ProgramBuilder(f"radix_count_{wg}x{per}", wg)
+def _scatter_io(k: ProgramBuilder, with_values: bool) -> tuple[Any, ...]:
+    """The buffers and params every scatter program declares, in this order: keys, values,
+    offsets, keys_out, values_out (values: None without them), n, shift, mask, num_blocks."""
     keys = k.buffer("keys", u32)
-    counts = k.buffer("counts", u32, "write")
-    n = k.param("n", u32)
-    shift = k.param("shift", u32)
-    nb = k.param("num_blocks", u32)
-    hist = k.shared("digit_counts", u32, RADIX)
-    t = k.let(k.local_index())
-    g = k.let(k.workgroup_linear_id())
-    base = k.let(g * (wg * per))
-    with k.if_(t < RADIX):
-        hist[t] = 0
-    k.barrier()
-    with k.for_range(0, per) as j:
-        i = k.let(base + j * wg + t)
-        with k.if_(i < n):
-            hist.atomic_add((keys[i] >> shift) & (RADIX - 1), 1)
-    k.barrier()
-    with k.if_((t < RADIX) & (base < n)):
-        counts[t * nb + g] = hist[t]
-    return k.build()
+    values = k.buffer("values", u32) if with_values else None
+    offsets = k.buffer("offsets", u32)
+    keys_out = k.buffer("keys_out", u32, "write")
+    values_out = k.buffer("values_out", u32, "write") if with_values else None
+    return (keys, values, offsets, keys_out, values_out, k.param("n", u32),
+            k.param("shift", u32), k.param("mask", u32), k.param("num_blocks", u32))
 
 
 @cache
 def radix_scatter_program(
     with_values: bool, workgroup_size: int = WORKGROUP, per_thread: int = PER_THREAD
 ) -> Program:
-    """Stable scatter of keys[:n] (and values) by the digit at `shift` to keys_out / values_out,
-    given offsets = exclusive scan of the radix_count_program counts."""
+    """Stable scatter of keys[:n] (and values) by the digit (key >> shift) & mask (< 16) to
+    keys_out / values_out, given offsets = exclusive scan of the radix_count_program counts."""
     wg, per = workgroup_size, per_thread
     check_pow2(wg, "workgroup_size")
     if wg < RADIX:
         raise ValueError(f"radix sort needs workgroup_size >= {RADIX}")
     k = ProgramBuilder(f"radix_scatter_{'kv' if with_values else 'k'}_{wg}x{per}", wg)
-    keys = k.buffer("keys", u32)
-    values = k.buffer("values", u32) if with_values else None
-    offsets = k.buffer("offsets", u32)
-    keys_out = k.buffer("keys_out", u32, "write")
-    values_out = k.buffer("values_out", u32, "write") if with_values else None
-    n = k.param("n", u32)
-    shift = k.param("shift", u32)
-    nb = k.param("num_blocks", u32)
+    keys, values, offsets, keys_out, values_out, n, shift, mask, nb = _scatter_io(k, with_values)
     table = k.shared("rank_table", u32, RADIX * wg)  # [digit][invocation]
     totals = k.shared("scan_totals", u32, wg)
     digit_start = k.shared("digit_start", u32, RADIX)
@@ -136,7 +112,7 @@ def radix_scatter_program(
     with k.for_range(0, per) as j:
         i = k.let(own + j)
         with k.if_(i < n):
-            slot = k.let(((keys[i] >> shift) & (RADIX - 1)) * wg + t)
+            slot = k.let(((keys[i] >> shift) & mask) * wg + t)
             table[slot] = table[slot] + 1
     k.barrier()
     emit_block_scan(k, table, totals, wg, RADIX, u32, t, inclusive=False)
@@ -147,7 +123,7 @@ def radix_scatter_program(
         i = k.let(own + j)
         with k.if_(i < n):
             key = k.let(keys[i])
-            dig = k.let((key >> shift) & (RADIX - 1))
+            dig = k.let((key >> shift) & mask)
             slot = k.let(dig * wg + t)
             r = k.let(table[slot])
             table[slot] = r + 1
@@ -156,12 +132,6 @@ def radix_scatter_program(
             if values is not None and values_out is not None:
                 values_out[pos] = values[i]
     return k.build()
-
-
-def _pad(i: Any) -> Any:
-    """Workgroup-memory slot of block element i: one spare slot per 32, so the runs that
-    invocations read serially (per_thread apart) fall in distinct banks."""
-    return i + (i >> 5)
 
 
 def _check_digit_shape(wg: int, per: int) -> None:
@@ -174,25 +144,25 @@ def _check_digit_shape(wg: int, per: int) -> None:
 
 
 @cache
-def radix8_count_program(workgroup_size: int = WORKGROUP8,
-                         per_thread: int = PER_THREAD8) -> Program:
+def radix_count_program(workgroup_size: int = WORKGROUP8, per_thread: int = PER_THREAD8,
+                        digits: int = DIGITS) -> Program:
     """counts[d * num_blocks + b] = number of keys[:n] in block b whose digit
-    (key >> shift) & mask is d (d < 256)."""
+    (key >> shift) & mask is d (mask < digits: 256 or 16)."""
     wg, per = workgroup_size, per_thread
     _check_digit_shape(wg, per)
-    k = ProgramBuilder(f"radix8_count_{wg}x{per}", wg)
+    k = ProgramBuilder(f"radix_count{digits}_{wg}x{per}", wg)
     keys = k.buffer("keys", u32)
     counts = k.buffer("counts", u32, "write")
     n = k.param("n", u32)
     shift = k.param("shift", u32)
     mask = k.param("mask", u32)
     nb = k.param("num_blocks", u32)
-    hist = k.shared("digit_counts", u32, DIGITS)
+    hist = k.shared("digit_counts", u32, digits)
     t = k.let(k.local_index())
     g = k.let(k.workgroup_linear_id())
     base = k.let(g * (wg * per))
-    for c in range(ceil_div(DIGITS, wg)):
-        with k.if_(t + c * wg < DIGITS):
+    for c in range(ceil_div(digits, wg)):
+        with k.if_(t + c * wg < digits):
             hist[t + c * wg] = 0
     k.barrier()
     loaded = []
@@ -203,9 +173,9 @@ def radix8_count_program(workgroup_size: int = WORKGROUP8,
         with k.if_(i < n):
             hist.atomic_add((key >> shift) & mask, 1)
     k.barrier()
-    for c in range(ceil_div(DIGITS, wg)):
+    for c in range(ceil_div(digits, wg)):
         d = k.let(t + c * wg)
-        with k.if_((d < DIGITS) & (base < n)):  # (a folded grid has spare workgroups)
+        with k.if_((d < digits) & (base < n)):  # (a folded grid has spare workgroups)
             counts[d * nb + g] = hist[d]
     return k.build()
 
@@ -215,30 +185,16 @@ def _scan_columns(k: ProgramBuilder, table: Any, totals: Any, total_out: Any, wg
     """Exclusive scan, in place, of the ranking table (wg * _WORDS words, word-major);
     returns the table's total (packed halves). Invocation t scans words [t*_WORDS, ...)
     serially; the run totals are combined by subgroup scans (`subgroups`) or Hillis-Steele
-    in workgroup memory. Integer sums: both give the same bits. Starts after a barrier,
-    ends with one."""
+    in workgroup memory (emit_block_scan). Integer sums: both give the same bits. Starts
+    after a barrier, ends with one."""
+    if not subgroups:
+        return emit_block_scan(k, table, totals, wg, _WORDS, u32, t, inclusive=False)
     start = k.let(t * _WORDS)
     run = [k.let(table[start + j]) for j in range(_WORDS)]
     s = k.let(run[0])
     for j in range(1, _WORDS):
         s.set(s + run[j])
-    if subgroups:
-        acc = k.let(_subgroup_exclusive_total(k, s, t, totals, wg))
-    else:
-        totals[t] = s
-        k.barrier()
-        off = 1
-        while off < wg:
-            v = k.let(totals[t])
-            with k.if_(t >= off):
-                v.set(totals[t - off] + v)
-            k.barrier()
-            totals[t] = v
-            k.barrier()
-            off *= 2
-        acc = k.let(k.lit(0, u32))
-        with k.if_(t > 0):
-            acc.set(totals[t - 1])
+    acc = k.let(_subgroup_exclusive_total(k, s, t, totals, wg))
     with k.if_(t == wg - 1):
         total_out[0] = acc + s
     for j in range(_WORDS):
@@ -256,7 +212,7 @@ def radix8_scatter_program(
     subgroups: bool = False,
 ) -> Program:
     """Stable scatter of keys[:n] (and values) by the digit (key >> shift) & mask (< 256)
-    to keys_out / values_out, given offsets = exclusive scan of the radix8_count_program
+    to keys_out / values_out, given offsets = exclusive scan of the radix_count_program
     counts: the block is sorted in workgroup memory by two 4-bit ranking rounds, then
     written out in that order (module docstring)."""
     wg, per = workgroup_size, per_thread
@@ -264,15 +220,7 @@ def radix8_scatter_program(
     block = wg * per
     kind = "kv" if with_values else "k"
     k = ProgramBuilder(f"radix8_scatter_{kind}_{wg}x{per}{'_sg' if subgroups else ''}", wg)
-    keys = k.buffer("keys", u32)
-    values = k.buffer("values", u32) if with_values else None
-    offsets = k.buffer("offsets", u32)
-    keys_out = k.buffer("keys_out", u32, "write")
-    values_out = k.buffer("values_out", u32, "write") if with_values else None
-    n = k.param("n", u32)
-    shift = k.param("shift", u32)
-    mask = k.param("mask", u32)
-    nb = k.param("num_blocks", u32)
+    keys, values, offsets, keys_out, values_out, n, shift, mask, nb = _scatter_io(k, with_values)
     bk = k.shared("block_keys", u32, _pad(block - 1) + 1)
     bv = k.shared("block_values", u32, _pad(block - 1) + 1) if with_values else None
     table = k.shared("rank_table", u32, _WORDS * wg)  # [nibble mod 8][invocation], 2 halves
@@ -439,19 +387,18 @@ def plan_radix_sort(
     if values is not None:
         tmp_values = alloc(backend, u32, n, "radix_tmp_values")
         plan.temporaries.append(tmp_values)
+    count_prog = radix_count_program(wg, per, digits)
     if bits_per == 8:
-        count_prog = radix8_count_program(wg, per)
         scatter_prog = radix8_scatter_program(values is not None, wg, per, sg)
     else:
-        count_prog = radix_count_program(wg, per)
         scatter_prog = radix_scatter_program(values is not None, wg, per)
     src_k, dst_k, src_v, dst_v = keys, tmp_keys, values, tmp_values
     passes = ceil_div(key_bits, bits_per)
     for p in range(passes):
         shift = p * bits_per
-        params = {"n": n, "shift": shift, "num_blocks": nb}
-        if bits_per == 8:  # the last digit may be narrower: only the low key_bits count
-            params["mask"] = (1 << min(bits_per, key_bits - shift)) - 1
+        # (the last digit may be narrower: only the low key_bits bits count)
+        params = {"n": n, "shift": shift, "num_blocks": nb,
+                  "mask": (1 << min(bits_per, key_bits - shift)) - 1}
         cfg = blocks_grid(nb, wg, max_per_dim, **params)
         plan.add(count_prog, {"keys": src_k}, {"counts": counts}, cfg)
         plan.extend(plan_scan(backend, counts, offsets, digits * nb, u32, False,
