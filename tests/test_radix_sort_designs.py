@@ -92,12 +92,14 @@ def test_default_shape_many_blocks_with_payload(backend: BaseBackend,
     _check(backend, reference, keys)
 
 
+@pytest.mark.parametrize("digit_bits", DESIGNS)
 @pytest.mark.parametrize("key_bits", [1, 4, 7, 8, 9, 12, 20, 31])
-def test_low_key_bits(backend: BaseBackend, key_bits: int) -> None:
+def test_low_key_bits(backend: BaseBackend, digit_bits: int, key_bits: int) -> None:
     """Only the low key_bits bits order the keys (a narrower last digit), stably."""
     keys = _keys(np.uint32, 2500, key_bits)
     idx = np.arange(keys.size, dtype=np.uint32)
-    got_k, got_i = RS.radix_sort_host(backend, keys, idx, key_bits=key_bits, **SMALL)
+    got_k, got_i = RS.radix_sort_host(backend, keys, idx, key_bits=key_bits,
+                                      digit_bits=digit_bits, **SMALL)
     order = np.argsort(keys & np.uint32((1 << key_bits) - 1), kind="stable")
     assert got_k.tobytes() == keys[order].tobytes()
     assert got_i is not None and got_i.tobytes() == order.astype(np.uint32).tobytes()
