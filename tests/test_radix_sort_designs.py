@@ -184,3 +184,22 @@ def test_library_sort_programs_compile_for_cuda() -> None:
                     continue  # too big for CUDA: the sweep never asks for it there
                 c = nvrtc.compile_program(prog, "sm_90")
                 assert c.cubin.startswith(b"\x7fELF")
+
+
+def test_eight_bit_plan_has_four_passes(reference: BaseBackend) -> None:
+    """32-bit keys: 4 count + 4 scatter dispatches (the 4-bit design: 8 + 8), no final copy;
+    12-bit keys: 2 passes, the second over a 4-bit digit."""
+    kb = common.upload(reference, np.arange(5000, dtype=np.uint32), "k")
+    try:
+        for bits, digit_bits, passes in ((32, 8, 4), (32, 4, 8), (12, 8, 2)):
+            plan = RS.plan_radix_sort(reference, kb, 5000, key_bits=bits, digit_bits=digit_bits)
+            scatters = [s for s in plan.steps if "scatter" in s.program.name]
+            counts = [s for s in plan.steps if s.program.name.startswith("radix_count")]
+            assert len(scatters) == len(counts) == passes
+            assert [s.config.params["mask"] for s in scatters][-1] == \
+                (1 << (bits - (passes - 1) * digit_bits)) - 1
+            assert not any(s.program.name.startswith("convert") for s in plan.steps)
+            for t in plan.temporaries:
+                reference.free(t)
+    finally:
+        reference.free(kb)
