@@ -5,14 +5,16 @@
 Times, per backend, the sort the bench's `sort` workload measures (copy 2^24 unsorted u32
 keys uniform below 2^31 into the sorted buffer, then vyre.programs.radix_sort's plan, as
 one recorded pipeline; median device time of 10 runs, wall time where the backend has no
-device timers) for each design in VARIANTS: the 4-bit design (the fallback; at commit
-e93c7df exactly the sort before issue 17.2, since then with the 8-bit design's count
-program) and the 8-bit design over workgroup shapes, with and without subgroups, keys only
-and key-value. Every result is checked bit for bit against NumPy's stable sort before it is
-timed (a wrong result prints WRONG and no time). CuPy's cp.sort of the same keys (no
-copy) is the peer. Prints one table: Mkeys/s per (variant, backend), the ratios wgpu /
-cuda and cuda / CuPy. Decides the default (workgroup_size, per_thread) of the 8-bit design
-and whether it keeps subgroups on each backend: the fastest correct row wins.
+device timers) for each design in VARIANTS: the library's default on that backend (the
+8-bit design in its TUNED shape), the 4-bit fallback, and the 8-bit design over workgroup
+shapes, with and without subgroups, keys only and key-value. Backend "wgpu+sb" is wgpu
+with a storage barrier at every Barrier (VYRE_WGPU_BARRIERS=storage, where the wgpu
+backend knows it), timed for the defaults only. Every result is checked bit for bit
+against NumPy's stable sort before it is timed (a wrong result prints WRONG and no time).
+CuPy's cp.sort of the same keys (no copy) is the peer. Prints one table: Mkeys/s per
+(variant, backend), the ratios wgpu / cuda and cuda / CuPy, and the first pass's time per
+step for the defaults. Decides the TUNED (workgroup_size, per_thread) of the 8-bit design
+per backend kind and whether it keeps subgroups: the fastest correct row wins.
 """
 
 from __future__ import annotations
@@ -37,20 +39,45 @@ N = int(os.environ.get("VYRE_SORT_N", 1 << 24))
 RUNS = 10
 BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 70))  # then skip the rest
 
-# (label, values moved too, plan_radix_sort keywords, subgroups allowed)
+
+
+def _shape(wg: int, per: int) -> dict[str, Any]:
+    return {"digit_bits": 8, "workgroup_size": wg, "per_thread": per}
+
+
+# (label, values moved too, plan_radix_sort keywords, subgroups allowed); most important
+# first. "default": the library's own choice on that backend (radix_sort.TUNED).
 VARIANTS: list[tuple[str, bool, dict[str, Any], bool]] = [
+    ("8-bit default", False, {}, True),
+    ("kv 8-bit default", True, {}, True),
     ("4-bit 128x8 (fallback)", False, {"digit_bits": 4}, True),
-    ("8-bit 256x16 sg (new default)", False, {"digit_bits": 8}, True),
-    ("kv 4-bit 128x8 (fallback)", True, {"digit_bits": 4}, True),
-    ("kv 8-bit 256x8 sg (new default)", True, {"digit_bits": 8}, True),
-    ("8-bit 256x16 no sg", False, {"digit_bits": 8}, False),
-    ("8-bit 128x16 sg", False, {"digit_bits": 8, "workgroup_size": 128, "per_thread": 16}, True),
-    ("8-bit 256x8 sg", False, {"digit_bits": 8, "workgroup_size": 256, "per_thread": 8}, True),
-    ("8-bit 128x32 sg", False, {"digit_bits": 8, "workgroup_size": 128, "per_thread": 32}, True),
-    ("8-bit 512x8 sg", False, {"digit_bits": 8, "workgroup_size": 512, "per_thread": 8}, True),
-    ("8-bit 256x12 sg", False, {"digit_bits": 8, "workgroup_size": 256, "per_thread": 12}, True),
-    ("kv 8-bit 128x16 sg", True, {"digit_bits": 8, "workgroup_size": 128, "per_thread": 16}, True),
+    ("8-bit 128x32 sg", False, _shape(128, 32), True),
+    ("8-bit 256x16 sg", False, _shape(256, 16), True),
+    ("8-bit 64x32 sg", False, _shape(64, 32), True),
+    ("8-bit 128x16 sg", False, _shape(128, 16), True),
+    ("8-bit 256x12 sg", False, _shape(256, 12), True),
+    ("8-bit 512x8 sg", False, _shape(512, 8), True),
+    ("8-bit 128x32 no sg", False, _shape(128, 32), False),
+    ("kv 8-bit 128x16 sg", True, _shape(128, 16), True),
+    ("kv 8-bit 64x32 sg", True, _shape(64, 32), True),
+    ("kv 8-bit 256x8 sg", True, _shape(256, 8), True),
 ]
+
+
+def _open(spec: str) -> Any:
+    """`spec`, or for "wgpu+sb" a wgpu backend whose every Barrier is also a storage barrier
+    (VYRE_WGPU_BARRIERS=storage, where the wgpu backend knows it: measurement only)."""
+    if spec != "wgpu+sb":
+        return vyre.get_backend(spec)
+    old = os.environ.get("VYRE_WGPU_BARRIERS")
+    os.environ["VYRE_WGPU_BARRIERS"] = "storage"
+    try:
+        return vyre.get_backend("wgpu")
+    finally:
+        if old is None:
+            os.environ.pop("VYRE_WGPU_BARRIERS", None)
+        else:
+            os.environ["VYRE_WGPU_BARRIERS"] = old
 
 
 def _median_s(pipe: Any) -> float:
@@ -136,31 +163,33 @@ def main(specs: list[str]) -> None:
     vals0 = np.arange(N, dtype=np.uint32)
     order = np.argsort(keys0, kind="stable")
     table: dict[str, dict[str, str]] = {label: {} for label, *_ in VARIANTS}
-    backends = []
+    backends: list[tuple[str, Any]] = []  # (name, backend)
     for spec in specs:
         try:
-            b = vyre.get_backend(spec)
+            b = _open(spec)
         except vyre.BackendError as exc:
             print(f"{spec}: unavailable ({exc})")
             continue
         d = b.capabilities().details
-        print(f"{b.id} ({b.capabilities().device}): subgroup {b.supports('subgroup')} size "
-              f"{d.get('subgroup_size')}, max_workgroup_bytes "
+        print(f"{spec} = {b.id} ({b.capabilities().device}): subgroup {b.supports('subgroup')} "
+              f"size {d.get('subgroup_size')}, max_workgroup_bytes "
               f"{b.capabilities().limits.get('max_workgroup_bytes')}", flush=True)
-        backends.append(b)
-    ids = [b.id for b in backends]
+        backends.append((spec, b))
+    ids = [name for name, _ in backends]
     for label, with_values, kw, sg in VARIANTS:  # most important first: stop at BUDGET_S
-        for b in backends:
+        for name, b in backends:
+            if name.endswith("+sb") and "default" not in label:
+                continue  # storage barriers: only the library's defaults, for the difference
             if time.perf_counter() - t0 > BUDGET_S:
-                table[label][b.id] = "skipped (time budget)"
+                table[label][name] = "skipped (time budget)"
             else:
                 try:
-                    table[label][b.id] = _vyre(b, keys0, vals0, order, with_values, kw, sg,
-                                               breakdown="fallback" in label or "new" in label)
+                    table[label][name] = _vyre(b, keys0, vals0, order, with_values, kw, sg,
+                                               breakdown="default" in label)
                 except vyre.BackendError as exc:
-                    table[label][b.id] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
-            print(f"  {b.id:8} {label:32} {table[label][b.id]}", flush=True)
-    for b in backends:
+                    table[label][name] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
+            print(f"  {name:8} {label:32} {table[label][name]}", flush=True)
+    for _, b in backends:
         b.close()
     cupy = _cupy(keys0)
     print(f"\nMkeys/s, n = {N}, copy-in timed (CuPy: cp.sort, no copy): CuPy {cupy}")

@@ -87,7 +87,7 @@ def test_duplicates_and_presorted(backend: BaseBackend, reference: BaseBackend,
 
 def test_default_shape_many_blocks_with_payload(backend: BaseBackend,
                                                 reference: BaseBackend) -> None:
-    """The library's own block shape (4096 keys, 2048 with values) over a partial block."""
+    """The library's own (tuned) block shapes over a partial block."""
     keys = _keys(np.uint32, 3 * 4096 + 17, 5) % np.uint32(5000)  # many duplicates
     _check(backend, reference, keys)
 

@@ -72,8 +72,22 @@ PER_THREAD = 8
 DIGIT_BITS = 8  # the default design's digit: 4 passes for 32-bit keys
 DIGITS = 1 << DIGIT_BITS
 WORKGROUP8 = 256
-PER_THREAD8 = 16  # keys per invocation (8 when values move too: workgroup memory)
-PER_THREAD8_VALUES = 8
+PER_THREAD8 = 16  # keys per invocation
+
+#: (workgroup_size, per_thread) of the 8-bit design on a backend of this kind, keys alone
+#: and key-value, when the caller names none (H100 sweep, scripts/sort_bench.py, 2^24 u32
+#: keys, Mkeys/s with the copy-in). Other kinds use the "cuda" shapes.
+TUNED: dict[tuple[str, bool], tuple[int, int]] = {
+    # 23,438 (0.78x CuPy's 30,173); 512x8 24,176, 256x8 21,685, 128x16 20,502
+    ("cuda", False): (256, 16),
+    # 14,266; 256x8 13,430
+    ("cuda", True): (128, 16),
+    # NVIDIA Vulkan: 12,793; 256x12 11,441, 128x16 11,220, 256x16 9,557 (with a storage
+    # barrier at every Barrier)
+    ("wgpu", False): (128, 32),
+    # 7,444; 256x8 5,338
+    ("wgpu", True): (128, 16),
+}
 _WORDS = RADIX // 2  # table words per invocation in a ranking round: two 16-bit counts each
 
 
@@ -320,6 +334,11 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
     return map_program(back, [u32], ty, name)
 
 
+def shape_for(backend: BaseBackend, with_values: bool) -> tuple[int, int]:
+    """The (workgroup_size, per_thread) the 8-bit design uses on `backend` by default."""
+    return TUNED.get((backend.kind, with_values), TUNED[("cuda", with_values)])
+
+
 def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | None,
                   workgroup_size: int | None, per_thread: int | None
                   ) -> tuple[int, int, int, bool]:
@@ -328,16 +347,14 @@ def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | Non
     backend's max_workgroup_bytes (then 4, which needs far less)."""
     if digit_bits not in (None, 4, 8):
         raise ValueError(f"digit_bits must be 4 or 8, got {digit_bits}")
+    tuned_wg, tuned_per = shape_for(backend, with_values)
+    wg, per = workgroup_size or tuned_wg, per_thread or tuned_per
     if digit_bits is None:
-        wg = workgroup_size or WORKGROUP8
-        per = per_thread or (PER_THREAD8_VALUES if with_values else PER_THREAD8)
         prog = radix8_scatter_program(with_values, wg, per, False)
         limit = backend.capabilities().limits.get("max_workgroup_bytes")
         digit_bits = 8 if limit is None or prog.workgroup_bytes <= limit else 4
     if digit_bits == 4:
         return 4, workgroup_size or WORKGROUP, per_thread or PER_THREAD, False
-    wg = workgroup_size or WORKGROUP8
-    per = per_thread or (PER_THREAD8_VALUES if with_values else PER_THREAD8)
     return 8, wg, per, subgroups_for(backend, wg)
 
 
