@@ -75,19 +75,20 @@ WORKGROUP8 = 256
 PER_THREAD8 = 16  # keys per invocation
 
 #: (workgroup_size, per_thread) of the 8-bit design on a backend of this kind, keys alone
-#: and key-value, when the caller names none (H100 sweep, scripts/sort_bench.py, 2^24 u32
-#: keys, Mkeys/s with the copy-in). Other kinds use the "cuda" shapes.
+#: and key-value, when the caller names none (H100 sweeps, scripts/sort_bench.py, 2^24 u32
+#: keys, Mkeys/s with the copy-in, the second round). Other kinds use UNTUNED.
 TUNED: dict[tuple[str, bool], tuple[int, int]] = {
-    # 23,438 (0.78x CuPy's 30,173); 512x8 24,176, 256x8 21,685, 128x16 20,502
-    ("cuda", False): (256, 16),
-    # 14,266; 256x8 13,430
+    # 24,229 (0.80x CuPy's 30,408); 256x16 23,664, 128x16 20,549, 256x12 20,622
+    ("cuda", False): (512, 8),
+    # 14,275; 256x8 13,178, 64x32 12,567
     ("cuda", True): (128, 16),
-    # NVIDIA Vulkan: 12,793; 256x12 11,441, 128x16 11,220, 256x16 9,557 (with a storage
-    # barrier at every Barrier)
-    ("wgpu", False): (128, 32),
-    # 7,444; 256x8 5,338
+    # NVIDIA Vulkan: 17,211 (0.71x CUDA's 512x8); 128x32 16,428, 128x16 15,581, 512x8 14,459
+    ("wgpu", False): (256, 12),
+    # 10,509-10,706; 256x8 8,453, 64x32 8,027
     ("wgpu", True): (128, 16),
 }
+#: The shapes of kinds without a sweep (27 and 22 KiB of workgroup memory).
+UNTUNED: dict[bool, tuple[int, int]] = {False: (WORKGROUP8, PER_THREAD8), True: (128, 16)}
 _WORDS = RADIX // 2  # table words per invocation in a ranking round: two 16-bit counts each
 
 
@@ -336,7 +337,7 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
 
 def shape_for(backend: BaseBackend, with_values: bool) -> tuple[int, int]:
     """The (workgroup_size, per_thread) the 8-bit design uses on `backend` by default."""
-    return TUNED.get((backend.kind, with_values), TUNED[("cuda", with_values)])
+    return TUNED.get((backend.kind, with_values), UNTUNED[with_values])
 
 
 def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | None,
