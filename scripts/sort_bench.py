@@ -35,6 +35,10 @@ from vyre.programs._common import grid, u32
 from vyre.programs.elementwise import convert
 from vyre.programs.radix_sort import plan_radix_sort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# "wgpu+sb": wgpu with a storage barrier at every Barrier (VYRE_WGPU_BARRIERS=storage)
+from wgpu_scan_sweep import _open
+
 N = int(os.environ.get("VYRE_SORT_N", 1 << 24))
 RUNS = 10
 BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 70))  # then skip the rest
@@ -62,22 +66,6 @@ VARIANTS: list[tuple[str, bool, dict[str, Any], bool]] = [
     ("kv 8-bit 64x32 sg", True, _shape(64, 32), True),
     ("kv 8-bit 256x8 sg", True, _shape(256, 8), True),
 ]
-
-
-def _open(spec: str) -> Any:
-    """`spec`, or for "wgpu+sb" a wgpu backend whose every Barrier is also a storage barrier
-    (VYRE_WGPU_BARRIERS=storage, where the wgpu backend knows it: measurement only)."""
-    if spec != "wgpu+sb":
-        return vyre.get_backend(spec)
-    old = os.environ.get("VYRE_WGPU_BARRIERS")
-    os.environ["VYRE_WGPU_BARRIERS"] = "storage"
-    try:
-        return vyre.get_backend("wgpu")
-    finally:
-        if old is None:
-            os.environ.pop("VYRE_WGPU_BARRIERS", None)
-        else:
-            os.environ["VYRE_WGPU_BARRIERS"] = old
 
 
 def _median_s(pipe: Any) -> float:
