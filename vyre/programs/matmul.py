@@ -151,6 +151,10 @@ def matmul_program(
     a_ok = k.let(row0 + a_r < m)
     a_base = k.let((row0 + a_r) * kk)
     b_col = k.let(col0 + b_c)
+    # the edge padding: a named 0 (not a literal), so every staged value is a load or this
+    # variable and the WGSL printer stores it unfenced (wgpu/fences.py: a fence there made
+    # NVIDIA's Vulkan compiler wait for the prefetch right away, H100 sweep of session 17.1)
+    zero = k.let(0.0)
     pa = [k.let(0.0) for _ in range(loads_a)]
     pb = [k.let(0.0) for _ in range(loads_b)]
 
@@ -161,9 +165,9 @@ def matmul_program(
         b_ok = k.let(kb < kk)
         if not split:
             for e in range(loads_a):
-                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], zero))
             for e in range(loads_b):
-                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], zero))
             return
         # a run wholly inside the matrix (all but the edge tiles) is read without the
         # per-element tests: the same values, and consecutive unguarded loads a backend
@@ -173,13 +177,13 @@ def matmul_program(
                 pa[e].set(a[a_base + ka + e])
         with k.else_():
             for e in range(loads_a):
-                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], zero))
         with k.if_(b_ok & (b_col + (loads_b - 1) < n)):
             for e in range(loads_b):
                 pb[e].set(b[b_base + e])
         with k.else_():
             for e in range(loads_b):
-                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], zero))
 
     acc = [[k.let(0.0) for _ in range(pn)] for _ in range(pm)]
     fetch(k.lit(0, u32))
