@@ -76,6 +76,10 @@ class Ranges:
             return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
         if isinstance(e, N.Binary):
             return self._binary(e, limits)
+        if isinstance(e, N.Native) and e.op in ("div", "rem", "shr"):
+            # the target's own operation, used only inside its domain: the IR's result there
+            x, y = e.args
+            return self._binary(N.Binary(op=e.op, a=x, b=y, ty=e.ty), limits)
         return None
 
     def _binary(self, e: N.Binary, limits: Range) -> Range | None:

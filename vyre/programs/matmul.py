@@ -54,6 +54,7 @@ class Tiles(NamedTuple):
     per_thread: Side = PER_THREAD
     block_k: int = BLOCK_K
     split: bool = True
+    unroll: bool = True
 
 
 #: The shape matmul_device / matmul_host use on a backend of this kind when the caller
@@ -104,18 +105,21 @@ def _check_shape(block: Side, per_thread: Side, block_k: int) -> int:
 @cache
 def matmul_program(
     block: Side = BLOCK, per_thread: Side = PER_THREAD, block_k: int = BLOCK_K,
-    split: bool = True,
+    split: bool = True, unroll: bool = True,
 ) -> Program:
     """C[M, N] = A[M, K] @ B[K, N] (params M, N, K; grid (ceil(N/block_n), ceil(M/block_m))).
     `block` / `per_thread`: the tile of C per workgroup / per invocation, square (an int)
     or (rows, columns). `split`: loads of runs wholly inside A / B skip the per-element
-    edge tests. Both are tuning knobs: the results are the same bits either way."""
+    edge tests. `unroll`: the block_k steps of a K slab written out (False: an IR loop over
+    them, a shader block_k times shorter). All are tuning knobs: the results are the same
+    bits either way."""
     wg = _check_shape(block, per_thread, block_k)
     (bm, bn), (pm, pn) = _pair(block), _pair(per_thread)
     side_m, side_n = bm // pm, bn // pn  # invocations along the tile's rows / columns
     loads_a = bm * block_k // wg  # elements of A each invocation stages per step
     loads_b = bn * block_k // wg  # and of B
     name = f"{bm}x{pm}x{block_k}" if (bm, pm) == (bn, pn) else f"{bm}x{bn}_{pm}x{pn}x{block_k}"
+    name += "" if unroll else "_rolled"
     k = ProgramBuilder(f"matmul_f32_{name}", wg)
     a = k.buffer("a", f32)
     b = k.buffer("b", f32)
@@ -138,15 +142,19 @@ def matmul_program(
 
     # what invocation t stages: `loads_a` consecutive elements of one row of A (columns
     # a_k .. of slab row a_r) and `loads_b` of one row of B (slab row b_k, columns b_c ..)
-    first_a = k.let(t * loads_a)
-    a_r = k.let(first_a // block_k)
-    a_k = k.let(first_a & (block_k - 1))
-    first_b = k.let(t * loads_b)
-    b_k = k.let(first_b // bn)
-    b_c = k.let(first_b & (bn - 1))
+    # (t * loads_a = a_r * block_k + a_k, spelled so the ranges show a_k <= block_k -
+    # loads_a: every staging store is then proven in bounds, and a run of them aligned)
+    a_r = k.let(t // (block_k // loads_a))
+    a_k = k.let((t & (block_k // loads_a - 1)) * loads_a)
+    b_k = k.let(t // (bn // loads_b))
+    b_c = k.let((t & (bn // loads_b - 1)) * loads_b)
     a_ok = k.let(row0 + a_r < m)
     a_base = k.let((row0 + a_r) * kk)
     b_col = k.let(col0 + b_c)
+    # the edge padding: a named 0 (not a literal), so every staged value is a load or this
+    # variable and the WGSL printer stores it unfenced (wgpu/fences.py: a fence there made
+    # NVIDIA's Vulkan compiler wait for the prefetch right away, H100 sweep of session 17.1)
+    zero = k.let(0.0)
     pa = [k.let(0.0) for _ in range(loads_a)]
     pb = [k.let(0.0) for _ in range(loads_b)]
 
@@ -157,9 +165,9 @@ def matmul_program(
         b_ok = k.let(kb < kk)
         if not split:
             for e in range(loads_a):
-                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], zero))
             for e in range(loads_b):
-                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], zero))
             return
         # a run wholly inside the matrix (all but the edge tiles) is read without the
         # per-element tests: the same values, and consecutive unguarded loads a backend
@@ -169,13 +177,13 @@ def matmul_program(
                 pa[e].set(a[a_base + ka + e])
         with k.else_():
             for e in range(loads_a):
-                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], 0.0))
+                pa[e].set(select(a_ok & (ka + e < kk), a[a_base + ka + e], zero))
         with k.if_(b_ok & (b_col + (loads_b - 1) < n)):
             for e in range(loads_b):
                 pb[e].set(b[b_base + e])
         with k.else_():
             for e in range(loads_b):
-                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], 0.0))
+                pb[e].set(select(b_ok & (b_col + e < n), b[b_base + e], zero))
 
     acc = [[k.let(0.0) for _ in range(pn)] for _ in range(pm)]
     fetch(k.lit(0, u32))
@@ -196,7 +204,8 @@ def matmul_program(
         cur_a = k.let((s & 1) * slab_a)
         cur_b = k.let((s & 1) * slab_b)
         fetch((s + 1) * block_k)  # the next slab is in flight during the arithmetic
-        for q in range(block_k):
+
+        def k_step(q: Value | int) -> None:  # k = slab start + q, in increasing order
             av = [k.let(sa[cur_a + (ta + (q * bm + _spread(i, side_m, gm)))])
                   for i in range(pm)]
             bv = [k.let(sb[cur_b + (tb + (q * bn + _spread(j, side_n, gn)))])
@@ -204,6 +213,13 @@ def matmul_program(
             for i in range(pm):
                 for j in range(pn):
                     acc[i][j].set(fma(av[i], bv[j], acc[i][j]))
+
+        if unroll:
+            for step in range(block_k):
+                k_step(step)
+        else:
+            with k.for_range(0, block_k) as q_var:
+                k_step(q_var)
         stage(slab_a - cur_a, slab_b - cur_b)
         k.barrier()
     for i in range(pm):

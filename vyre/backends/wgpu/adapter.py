@@ -45,6 +45,9 @@ ENV_FENCES = "VYRE_WGPU_FENCES"
 # Measurement only (scripts/wgpu_scan_sweep.py): "storage" spells every Barrier with a
 # storageBarrier too, as vyre did before barriers.py decided where one is observable.
 ENV_BARRIERS = "VYRE_WGPU_BARRIERS"
+# Measurement only (scripts/wgpu_matmul_sweep.py): "scalar" keeps every workgroup-array
+# access scalar, as vyre did before vectors.py spelled aligned runs as vec4 (both exact).
+ENV_SHARED = "VYRE_WGPU_SHARED"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -238,6 +241,7 @@ class DeviceInfo:
     loop_limit: int | None = None  # the driver ends loops after this many iterations
     all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
     all_barriers: bool = False  # ENV_BARRIERS=storage: storageBarrier everywhere (measurement)
+    scalar_shared: bool = False  # ENV_SHARED=scalar: no vec4 workgroup runs (measurement)
     subgroup_size: int | None = None  # probed (None: no subgroups vyre can use)
     subgroup_note: str = "no: the adapter has no 'subgroup' feature"  # what the probe found
 
@@ -284,6 +288,7 @@ def open_device(adapter: Any) -> DeviceInfo:
         loop_limit=loop_limit,
         all_fences=os.environ.get(ENV_FENCES, "") == "all",
         all_barriers=os.environ.get(ENV_BARRIERS, "") == "storage",
+        scalar_shared=os.environ.get(ENV_SHARED, "") == "scalar",
         subgroup_size=sg_size,
         subgroup_note=sg_note,
         adapter=adapter,

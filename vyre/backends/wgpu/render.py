@@ -31,6 +31,7 @@ from vyre.subgroups import identity as sg_identity
 from .barriers import needs_storage_barrier
 from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
+from .vectors import LANES, Run, VectorPlan, plan_vectors
 
 T = ScalarType
 U_VAR = "vy_u"
@@ -107,6 +108,7 @@ class _Ctx:
     # written storage buffer before a barrier; naga's storageBarrier fences the whole GPU)
     storage_barrier: bool = True
     flow: FenceFlow = field(default_factory=FenceFlow)  # what the compiler sees of f32 vars
+    vec: VectorPlan | None = None  # workgroup arrays declared as vec4 and their runs
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -1250,7 +1252,24 @@ def _raw_ref(ctx: _Ctx, node: N.Load | N.Store, index: str) -> str:
     return f"{_storage_ref(ctx, node.buffer)[0]}[{index}]"
 
 
+def _vec_arrays(ctx: _Ctx) -> frozenset[str]:
+    return frozenset() if ctx.vec is None else ctx.vec.arrays
+
+
+def _lane_fn(ctx: _Ctx, name: str, store: bool) -> str:
+    """The helper that reads (writes) element i of vec4 workgroup array `name`."""
+    arr, ty = _storage_ref(ctx, name)
+    t = wgsl_type(ty)
+    fn = f"vy_{'st' if store else 'ld'}_{arr}"
+    code = (f"fn {fn}(i: u32, v: {t}) {{ {arr}[i >> 2u][i & 3u] = v; }}" if store
+            else f"fn {fn}(i: u32) -> {t} {{ return {arr}[i >> 2u][i & 3u]; }}")
+    return _helper(ctx, fn, code)
+
+
 def _raw_load(ctx: _Ctx, e: N.Load, index: str) -> str:
+    if e.buffer in _vec_arrays(ctx):
+        _raw_ref(ctx, e, index)  # (refuses an unlowered access)
+        return f"{_lane_fn(ctx, e.buffer, False)}({index})"
     ref = _raw_ref(ctx, e, index)
     if e.buffer not in ctx.atomic:
         return ref
@@ -1259,6 +1278,9 @@ def _raw_load(ctx: _Ctx, e: N.Load, index: str) -> str:
 
 
 def _raw_store(ctx: _Ctx, s: N.Store, index: str, value: str) -> str:
+    if s.buffer in _vec_arrays(ctx):
+        _raw_ref(ctx, s, index)
+        return f"{_lane_fn(ctx, s.buffer, True)}({index}, {value});"
     ref = _raw_ref(ctx, s, index)
     if s.buffer in ctx.wg_f32_atomic:
         return f"atomicStore(&{ref}, bitcast<u32>({value}));"
@@ -1280,10 +1302,48 @@ def _block(ctx: _Ctx, body: tuple[N.StmtNode, ...], ind: str) -> list[str]:
     ctx.scopes.append({})
     ctx.flow.enter_scope()
     out: list[str] = []
-    for s in body:
-        out.extend(_stmt(ctx, s, ind))
+    i = 0
+    while i < len(body):
+        run = None if ctx.vec is None else ctx.vec.run_at(body, i)
+        if run is not None:
+            out.extend(_vec_run(ctx, run, body[i:i + LANES], ind))
+            i += LANES
+        else:
+            out.extend(_stmt(ctx, body[i], ind))
+            i += 1
     ctx.flow.exit_scope()
     ctx.scopes.pop()
+    return out
+
+
+_LANE = "xyzw"
+
+
+def _vec_run(ctx: _Ctx, run: Run, stmts: tuple[N.StmtNode, ...], ind: str) -> list[str]:
+    """Four statements accessing elements base + c + l of a vec4 workgroup array as one
+    vec4 load / store (vectors.py says why that is their own result); each value and each
+    target goes through the fence flow as its own statement would."""
+    arr, ty = _storage_ref(ctx, run.array)
+    if run.split:  # base + c never wraps: the constant part stays an immediate offset
+        quad = f"({expr(ctx, run.base)} >> 2u)" + (f" + {run.quad}u" if run.quad else "")
+    else:
+        first = stmts[0]
+        index = first.index if isinstance(first, N.Store) else first.value.index  # type: ignore[union-attr]
+        quad = f"({_index(ctx, index)}) >> 2u"
+    if run.op == "store":
+        values = [_stored_value(ctx, s.value) for s in stmts]  # type: ignore[union-attr]
+        return [f"{ind}{arr}[{quad}] = vec4<{wgsl_type(ty)}>({', '.join(values)});"]
+    q = ctx.fresh("vy_q")
+    out = [f"{ind}let {q}: vec4<{wgsl_type(ty)}> = {arr}[{quad}];"]
+    for lane, s in enumerate(stmts):
+        assert isinstance(s, (N.Let, N.Assign))
+        kinds = ctx.flow.bound_kinds(s.value)
+        if isinstance(s, N.Let):
+            ctx.flow.declare(s.name, kinds)
+            out.append(f"{ind}var {ctx.declare(s.name)}: {wgsl_type(ty)} = {q}.{_LANE[lane]};")
+        else:
+            ctx.flow.assign(s.name, kinds)
+            out.append(f"{ind}{ctx.lookup(s.name)} = {q}.{_LANE[lane]};")
     return out
 
 
@@ -1500,6 +1560,7 @@ def generate(
     bad_base: bool = False,
     all_fences: bool = False,
     storage_barriers: bool = False,
+    vectors: bool = True,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -1511,7 +1572,9 @@ def generate(
     paths start from a deliberately worse estimate, to test their correction. `all_fences`
     (measurement only): fence every f32 operand instead of only those fences.py requires.
     `storage_barriers` (measurement only): every Barrier also a storageBarrier, instead of
-    only where barriers.py finds one observable."""
+    only where barriers.py finds one observable. `vectors`: runs of four adjacent
+    workgroup-array accesses as one vec4 (vectors.py); False (measurement only) keeps every
+    access scalar."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     program = lower(program, TRAITS)
@@ -1538,6 +1601,7 @@ def generate(
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),
+        vec=plan_vectors(program) if vectors else None,
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
@@ -1560,9 +1624,12 @@ def generate(
     for a in program.workgroup_arrays:
         t = wgsl_type(a.ty)
         elem = f"atomic<{t}>" if a.name in atomic else t
+        count = a.count
         if a.name in ctx.wg_f32_atomic:  # naga has no workgroup atomic<f32>: bits in a u32
             elem = "atomic<u32>"
-        decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {a.count}>;  // {a.name!r}")
+        if a.name in _vec_arrays(ctx):  # elements i..i+3 (i a multiple of 4) as one vec4
+            elem, count = f"vec4<{t}>", a.count // LANES
+        decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {count}>;  // {a.name!r}")
     code = "\n".join([*body, *ctx.helpers.values()])
     has_loop = "loop {" in code or "for (" in code
     status = len(program.buffers) + 1 if loop_limited and has_loop else None

@@ -423,6 +423,7 @@ class WgpuBackend(BaseBackend):
             info.flush_subnormals, exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
             loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
             all_fences=info.all_fences, storage_barriers=info.all_barriers,
+            vectors=not info.scalar_shared,
         )
 
     def source(self, program: Program) -> str:
