@@ -58,7 +58,8 @@ def launch_case(rounds: int, profile: bool) -> None:
     n = W.FULL.small
     y = b.allocate_device_buffer(4 * n)
     b.write(y, np.zeros(n, np.uint32))
-    bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, WG))
+    bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
+        n, WG, options={"timing": True}))
     untimed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
         n, WG, options={"timing": False}))
     d = b.dispatch_with_device_buffers

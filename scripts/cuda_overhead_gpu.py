@@ -11,7 +11,8 @@ vyre's stream); and vyre unbound (program, buffers, config: a launch-cache hit).
 the raw peer (NVRTC + cuModuleLoadData); vyre compile() on the default (4x coarsened)
 variant and on the plain one (coarsen=1), and the stages of the former timed one by one
 (generate, NVRTC, disk write, cuModuleLoadData). Every launch loop's output is checked.
-Takes about 30 s on an H100.
+host clock: the cost of one perf_counter_ns() read and the clocksource (the default
+Timing of a launch reads the clock twice). Takes about 30 s on an H100.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
     n, k = W.FULL.small, W.FULL.launches
     y = b.allocate_device_buffer(4 * n)
     b.write(y, np.zeros(n, np.uint32))
-    timed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, WG))
+    timed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
+        n, WG, options={"timing": True}))
     untimed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
         n, WG, options={"timing": False}))
     d = b.dispatch_with_device_buffers
@@ -102,7 +104,7 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
 
     res: dict[str, Any] = interleaved({
         "raw peer go() us/launch": lambda: wall(raw_loop, raw._sync),
-        "vyre bound, Timing on (bench) us/launch": lambda: wall(vyre_loop(timed), b.synchronize),
+        "vyre bound, Timing on us/launch": lambda: wall(vyre_loop(timed), b.synchronize),
         "vyre bound, timing=False us/launch": lambda: wall(vyre_loop(untimed), b.synchronize),
         "vyre unbound (launch cache hit) us/launch": lambda: wall(unbound_loop, b.synchronize),
         "bare cuLaunchKernel on vyre's record us/launch": lambda: wall(bare_loop, b.synchronize),
@@ -173,10 +175,28 @@ def compile_cold(spec: str, raw: RawCudaPeer) -> None:
     OUT["compile.cold"]["nvrtc options"] = " ".join(nvrtc.compile_options())
 
 
+def host_clock() -> None:
+    """What one host clock read costs here (a launch's default Timing takes two), and the
+    kernel's clocksource (a VM's without a vDSO-readable one makes each read a syscall)."""
+    import timeit
+
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            source = f.read().strip()
+    except OSError:
+        source = "unknown"
+    n = 200_000
+    per = min(timeit.repeat("p()", "import time; p = time.perf_counter_ns", number=n,
+                            repeat=5)) / n
+    empty = min(timeit.repeat("pass", number=n, repeat=5)) / n
+    OUT["host clock"] = {"clocksource": source, "perf_counter_ns() us/call": (per - empty) * 1e6}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json")
     a = ap.parse_args()
+    host_clock()
     raw = RawCudaPeer()
     b = vyre.get_backend("cuda:0")
     launch(b, raw)
