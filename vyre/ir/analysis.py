@@ -4,6 +4,7 @@ atomically. Pure functions over nodes; this module must never mutate or build Pr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from .nodes import (
     SUBGROUP_BUILTINS,
@@ -51,17 +52,46 @@ def atomic_buffers(program: Program) -> frozenset[str]:
     return frozenset(s.buffer for s in walk_stmts(program.body) if isinstance(s, Atomic))
 
 
-def types_used(program: Program) -> frozenset[ScalarType]:
+class ExprFacts(NamedTuple):
+    """What one walk over a Program's expressions finds (cached as Program.expr_facts)."""
+
+    types: frozenset[ScalarType]  # every scalar type declared or computed with
+    subgroups: bool  # a subgroup operation, or a read of a subgroup builtin
+
+
+def expr_facts(program: Program) -> ExprFacts:
+    """types_used and uses_subgroups of `program` in one walk. Callers go through the
+    cached `program.expr_facts`: compiling asks both several times (feature checks, the
+    printers), and each walk visits every expression of the tree."""
     tys: set[ScalarType] = set()
     tys.update(b.ty for b in program.buffers)
     tys.update(p.ty for p in program.params)
     tys.update(a.ty for a in program.workgroup_arrays)
-    for e in walk_all_exprs(program):
-        tys.add(e.ty)
+    stack: list[Expr] = []
     for s in walk_stmts(program.body):
         if isinstance(s, For):
             tys.add(s.ty)
-    return frozenset(tys)
+        stack.extend(stmt_exprs(s))
+    # each distinct node once (a shared subexpression adds nothing new); no class derives
+    # from Subgroup or Builtin, so their exact types are what to look for
+    subgroups = False
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        tys.add(e.ty)
+        t = type(e)
+        if t is Subgroup or (t is Builtin and e.name in SUBGROUP_BUILTINS):  # type: ignore[union-attr]
+            subgroups = True
+        stack.extend(child_exprs(e))
+    return ExprFacts(frozenset(tys), subgroups)
+
+
+def types_used(program: Program) -> frozenset[ScalarType]:
+    """Every scalar type `program` declares or computes with."""
+    return program.expr_facts.types
 
 
 def required_features(program: Program) -> frozenset[str]:
@@ -90,10 +120,7 @@ def required_features(program: Program) -> frozenset[str]:
 
 def uses_subgroups(program: Program) -> bool:
     """Whether `program` has a subgroup operation or reads a subgroup builtin."""
-    return any(
-        isinstance(e, Subgroup) or (isinstance(e, Builtin) and e.name in SUBGROUP_BUILTINS)
-        for e in walk_all_exprs(program)
-    )
+    return program.expr_facts.subgroups
 
 
 def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
@@ -109,11 +136,13 @@ def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
 
 __all__ = [
     "Const",
+    "ExprFacts",
     "Param",
     "Var",
     "atomic_buffers",
     "child_blocks",
     "child_exprs",
+    "expr_facts",
     "required_features",
     "stmt_exprs",
     "types_used",

@@ -12,16 +12,19 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .types import ScalarType, normalise_literal
 
+if TYPE_CHECKING:
+    from .analysis import ExprFacts
+
 MAX_WORKGROUP_INVOCATIONS = 1024
 MAX_WORKGROUP_DIM = (1024, 1024, 64)
 # cached_property names of Program: derived from the fields, dropped by model_copy.
-_DERIVED = ("canonical_json", "content_hash", "required_features")
+_DERIVED = ("canonical_json", "content_hash", "expr_facts", "required_features")
 
 
 class Node(BaseModel):
@@ -436,6 +439,14 @@ class Program(Node):
         return sum(a.count * a.ty.byte_size for a in self.workgroup_arrays)
 
     @cached_property
+    def expr_facts(self) -> ExprFacts:
+        """The scalar types and subgroup use of the body, found in one walk (vyre.ir.analysis
+        types_used / uses_subgroups read them from here)."""
+        from .analysis import expr_facts
+
+        return expr_facts(self)
+
+    @cached_property
     def required_features(self) -> frozenset[str]:
         from .analysis import required_features
 
@@ -460,32 +471,74 @@ class Program(Node):
         return isinstance(other, Program) and other.content_hash == self.content_hash
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[BaseModel]) -> tuple[str, ...]:
+    """`cls.model_fields`' names in order, cached: pydantic 2.14 builds that mapping on every
+    class attribute read (~0.6 us), and the hash walks read it twice per node."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(cls.model_fields)
+    return names
+
+
+# How _encode spells a value, by its type: decided once per type by the isinstance chain
+# below (isinstance against pydantic's BaseModel goes through ABCMeta, ~0.1 us a call, and
+# the hash asked it several times per field).
+_NODE, _TUPLE, _BOOL, _INT, _FLOAT, _STR, _NONE, _OTHER = range(1, 9)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(t: type) -> int:
+    k = _KINDS.get(t)
+    if k is None:
+        if issubclass(t, BaseModel):
+            k = _NODE
+        elif issubclass(t, tuple):
+            k = _TUPLE
+        elif issubclass(t, bool):
+            k = _BOOL
+        elif issubclass(t, int):
+            k = _INT
+        elif issubclass(t, float):
+            k = _FLOAT
+        elif issubclass(t, str):
+            k = _STR
+        else:
+            k = _NONE if t is type(None) else _OTHER
+        _KINDS[t] = k
+    return k
+
+
 def _children(node: BaseModel) -> list[BaseModel]:
     out: list[BaseModel] = []
-    for name in type(node).model_fields:
+    for name in _field_names(type(node)):
         v = getattr(node, name)
-        if isinstance(v, BaseModel):
+        k = _KINDS.get(type(v)) or _kind(type(v))
+        if k == _NODE:
             out.append(v)
-        elif isinstance(v, tuple):
-            out.extend(x for x in v if isinstance(x, BaseModel))
+        elif k == _TUPLE:
+            out.extend(x for x in v if (_KINDS.get(type(x)) or _kind(type(x))) == _NODE)
     return out
 
 
 def _encode(v: Any, memo: dict[int, bytes]) -> bytes:
-    if isinstance(v, BaseModel):
+    k = _KINDS.get(type(v)) or _kind(type(v))
+    if k == _NODE:
         return b"N" + memo[id(v)]
-    if isinstance(v, tuple):
-        return b"(" + b",".join(_encode(x, memo) for x in v) + b")"
-    if isinstance(v, bool):
+    if k == _TUPLE:
+        return b"(" + b",".join([_encode(x, memo) for x in v]) + b")"
+    if k == _BOOL:
         return b"b1" if v else b"b0"
-    if isinstance(v, int):
+    if k == _INT:
         return b"i" + str(v).encode()
-    if isinstance(v, float):
+    if k == _FLOAT:
         return b"f" + (b"nan" if v != v else v.hex().encode())
-    if isinstance(v, str):
+    if k == _STR:
         raw = v.encode("utf-8", "surrogatepass")
         return b"s" + str(len(raw)).encode() + b":" + raw
-    if v is None:
+    if k == _NONE:
         return b"n"
     raise TypeError(f"cannot hash a {type(v).__name__} in a vyre node")
 
@@ -509,14 +562,26 @@ def _post_order(root: BaseModel) -> list[BaseModel]:
     return out
 
 
+_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes], ...]]] = {}
+
+
 def dag_digest(root: BaseModel) -> str:
-    """sha256 over the node graph of `root`, each distinct node object hashed once."""
+    """sha256 over the node graph of `root`, each distinct node object hashed once: a node's
+    digest is sha256(class name, then "|field=" and the field's encoding per field)."""
     memo: dict[int, bytes] = {}
+    sha256 = hashlib.sha256
     for node in _post_order(root):
-        h = hashlib.sha256(type(node).__name__.encode())
-        for name in type(node).model_fields:
-            h.update(b"|" + name.encode() + b"=" + _encode(getattr(node, name), memo))
-        memo[id(node)] = h.digest()
+        cls = type(node)
+        layout = _HASH_LAYOUT.get(cls)
+        if layout is None:
+            layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
+                (name, b"|" + name.encode() + b"=") for name in _field_names(cls)))
+        head, fields = layout
+        parts = [head]
+        for name, prefix in fields:
+            parts.append(prefix)
+            parts.append(_encode(getattr(node, name), memo))
+        memo[id(node)] = sha256(b"".join(parts)).digest()
     return memo[id(root)].hex()
 
 
