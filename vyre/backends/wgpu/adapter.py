@@ -119,6 +119,18 @@ def ensure_runtime_dir() -> None:
     atexit.register(shutil.rmtree, private, True)
 
 
+class _Collect(logging.Handler):
+    """Appends each record's message to a list (one class, not a class defined per
+    compile: that was a third of the capture's cost)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 @contextlib.contextmanager
 def captured_wgpu_log() -> Iterator[list[str]]:
     """Collect what wgpu-native (naga's shader messages included) logs through wgpu-py's
@@ -126,12 +138,7 @@ def captured_wgpu_log() -> Iterator[list[str]]:
     caller puts it into the error it raises."""
     logger = logging.getLogger("wgpu")
     messages: list[str] = []
-
-    class _Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    handler = _Collect(logging.DEBUG)
+    handler = _Collect(messages)
     propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False

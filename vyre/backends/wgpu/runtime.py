@@ -112,6 +112,9 @@ class _Recorded:
     status: tuple[_Status, ...] = ()  # checked before results of this step can be seen
 
 
+_LAYOUT_CACHE_MAX = 256  # distinct binding shapes remembered (a handful in practice)
+
+
 def _align_down(x: int) -> int:
     return x & ~3
 
@@ -146,6 +149,8 @@ class WgpuBackend(BaseBackend):
         # status buffers of submitted work not yet checked (see _check_status)
         self._unchecked: dict[int, _Status] = {}
         self._grid_checks: dict[int, Any] = {}  # word offset -> pre-pass pipeline
+        # (storage access per binding, status binding) -> (bind group layout, pipeline layout)
+        self._layout_cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
@@ -436,7 +441,6 @@ class WgpuBackend(BaseBackend):
         if dump:
             with open(dump, "w") as f:
                 f.write(mod.source)
-        u = self._wgpu.ShaderStage.COMPUTE
         # what naga / wgpu-native log while compiling goes into the CompileError, never to
         # the user's terminal
         with captured_wgpu_log() as log:
@@ -448,17 +452,10 @@ class WgpuBackend(BaseBackend):
                     mod.source, "\n".join([str(exc), *log]),
                 ) from None
             try:
-                entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
-                for i, acc in enumerate(mod.storage_access):
-                    kind = "storage" if acc == "read_write" else "read-only-storage"
-                    entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
                 status = None
                 if mod.status_binding is not None:
-                    entries.append({"binding": mod.status_binding, "visibility": u,
-                                    "buffer": {"type": "storage"}})
                     status = _Status(self._status_buffer(), program.name)
-                bgl = self.device.create_bind_group_layout(entries=entries)
-                layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+                bgl, layout = self._layouts(mod.storage_access, mod.status_binding)
                 pipeline = self.device.create_compute_pipeline(
                     label=program.name,
                     layout=layout,
@@ -472,6 +469,30 @@ class WgpuBackend(BaseBackend):
         return Compiled(
             module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status
         )
+
+    def _layouts(self, access: tuple[str, ...], status_binding: int | None) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of a shader whose storage bindings have
+        `access`: made once per shape and shared by every program of that shape (a layout
+        depends on nothing else), so a cold compile creates only the module and pipeline,
+        as the raw peer does."""
+        key = (access, status_binding)
+        hit = self._layout_cache.get(key)
+        if hit is not None:
+            return hit
+        u = self._wgpu.ShaderStage.COMPUTE
+        entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
+        for i, acc in enumerate(access):
+            kind = "storage" if acc == "read_write" else "read-only-storage"
+            entries.append({"binding": i + 1, "visibility": u, "buffer": {"type": kind}})
+        if status_binding is not None:
+            entries.append({"binding": status_binding, "visibility": u,
+                            "buffer": {"type": "storage"}})
+        bgl = self.device.create_bind_group_layout(entries=entries)
+        made = (bgl, self.device.create_pipeline_layout(bind_group_layouts=[bgl]))
+        if len(self._layout_cache) >= _LAYOUT_CACHE_MAX:  # compiled programs keep theirs
+            self._layout_cache.clear()
+        self._layout_cache[key] = made
+        return made
 
     def _evict_compiled(self, compiled: Any) -> None:
         # bind groups are keyed by id(compiled): drop them so a new program compiled at the
