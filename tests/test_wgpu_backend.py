@@ -269,6 +269,47 @@ def test_compile_cache_counters(wg: BaseBackend) -> None:
     assert wg.compile_stats.hits >= before[1] + 1
 
 
+def test_programs_of_one_binding_shape_share_layouts(wg: BaseBackend) -> None:
+    """A compile makes the shader and pipeline only: programs whose bindings have the same
+    access share one bind group layout, and each still runs its own code, also across
+    evictions and with the aliased (read_write) specialisation in between."""
+    def prog(name: str, op: str) -> Program:
+        k = ProgramBuilder(f"shape_{name}", 64)
+        x, y = k.buffer("x", u32), k.buffer("y", u32, "read_write")
+        c = k.param("c", u32)
+        i = k.global_id()
+        with k.if_(i < y.length()):
+            v = {"add": x[i] + c, "mul": x[i] * c, "xor": x[i] ^ c}[op]
+            y[i] = v
+        return k.build()
+
+    progs = {op: prog(op, op) for op in ("add", "mul", "xor")}
+    fns = {"add": np.add, "mul": np.multiply, "xor": np.bitwise_xor}
+    layouts = {id(wg._compiled_for(p, None).bind_group_layout) for p in progs.values()}
+    assert len(layouts) == 1
+    limit = wg.compile_cache_limit
+    x = np.arange(64, dtype=np.uint32) * 7
+    bx, by = wg.allocate_device_buffer(x.nbytes), wg.allocate_device_buffer(x.nbytes)
+    wg.write(bx, x)
+    try:
+        wg.set_compile_cache_limit(1)  # every switch of program compiles again
+        for rnd in range(2):
+            for c, (op, p) in enumerate(progs.items(), start=3 + rnd):
+                wg.dispatch_with_device_buffers(p, [bx], [by], DispatchConfig(
+                    grid=1, params={"c": c}))
+                assert np.array_equal(wg.read(by, dtype=np.uint32),
+                                      fns[op](x, np.uint32(c)).astype(np.uint32)), op
+                wg.write(by, x)  # x read through a read_write binding: another shape
+                wg.dispatch_with_device_buffers(p, [by], [by], DispatchConfig(
+                    grid=1, params={"c": c}))
+                assert np.array_equal(wg.read(by, dtype=np.uint32),
+                                      fns[op](x, np.uint32(c)).astype(np.uint32)), op
+    finally:
+        wg.set_compile_cache_limit(limit)
+        bx.free()
+        by.free()
+
+
 # ------------------------------------------------------------------ aliasing
 
 
