@@ -112,7 +112,7 @@ def main() -> None:
                                     compute={"module": sm, "entry_point": mod.entry_point})
         t6 = _T()
         for k, ns in (("stage: create_shader_module (vyre WGSL)", t4 - t3),
-                      ("stage: bind group + pipeline layouts", t5 - t4),
+                      ("stage: bind group + pipeline layouts (vyre: once per shape)", t5 - t4),
                       ("stage: create_compute_pipeline (vyre WGSL)", t6 - t5)):
             add(k, ns)
         # the same driver work the raw peer's way (layout "auto"), on another fresh program
