@@ -490,24 +490,15 @@ _NODE, _TUPLE, _BOOL, _INT, _FLOAT, _STR, _NONE, _OTHER = range(1, 9)
 _KINDS: dict[type, int] = {}
 
 
+_KIND_BY_BASE = ((BaseModel, _NODE), (tuple, _TUPLE), (bool, _BOOL), (int, _INT),
+                 (float, _FLOAT), (str, _STR), (type(None), _NONE))  # in _encode's order
+
+
 def _kind(t: type) -> int:
     k = _KINDS.get(t)
     if k is None:
-        if issubclass(t, BaseModel):
-            k = _NODE
-        elif issubclass(t, tuple):
-            k = _TUPLE
-        elif issubclass(t, bool):
-            k = _BOOL
-        elif issubclass(t, int):
-            k = _INT
-        elif issubclass(t, float):
-            k = _FLOAT
-        elif issubclass(t, str):
-            k = _STR
-        else:
-            k = _NONE if t is type(None) else _OTHER
-        _KINDS[t] = k
+        k = _KINDS[t] = next((kind for base, kind in _KIND_BY_BASE if issubclass(t, base)),
+                             _OTHER)
     return k
 
 
