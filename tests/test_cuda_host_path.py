@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cuda_standin
 
 RECORDED = frozenset({"cuLaunchKernel", "cuCtxSetCurrent", "cuEventRecord",
-                      "cuStreamWaitEvent", "cuGraphLaunch", "cuEventSynchronize"})
+                      "cuStreamWaitEvent", "cuGraphLaunch", "cuEventSynchronize",
+                      "cuStreamSynchronize"})
 
 
 @pytest.fixture
@@ -182,14 +183,23 @@ def test_a_profiled_bound_dispatch_waits_and_times(cuda: Any, drv: Any) -> None:
         assert t.device_ns == 1000  # the stand-in's cuEventElapsedTime: 0.001 ms
 
 
-def test_a_pipeline_run_is_one_graph_launch_between_two_events(cuda: Any, drv: Any) -> None:
+def test_a_pipeline_run_is_its_graph_launches_and_one_sync(cuda: Any, drv: Any) -> None:
+    """What the raw peer's batch does (cuGraphLaunch, cuStreamSynchronize); device timing
+    only when a step asks for it, between two events."""
     y, bound = _bound(cuda)
-    pipe = cuda.pipeline([bound] * 10)
+    _yp, profiled = _bound(cuda, profile=True)
+    pipe, timed = cuda.pipeline([bound] * 10), cuda.pipeline([profiled] * 10)
     pipe.run(repeat=3)  # captures the graph of two body copies too
+    timed.run(repeat=3)
     drv.calls.clear()
     for repeat in (1, 3):
-        res = pipe.run(repeat=repeat)
         graphs = 1 if repeat == 1 else 2  # 3 = 2 + 1 body copies
+        res = pipe.run(repeat=repeat)
+        assert _names(drv) == [*["cuGraphLaunch"] * graphs, "cuStreamSynchronize"]
+        assert res.timing.device_ns is None and res.extra["graph_launches"] == graphs
+        assert res.timing.wall_ns >= res.timing.enqueue_ns + res.timing.wait_ns
+        drv.calls.clear()
+        res = timed.run(repeat=repeat)
         assert _names(drv) == ["cuEventRecord", *["cuGraphLaunch"] * graphs, "cuEventRecord",
                                "cuEventSynchronize"]
         assert res.timing.device_ns == 1000 and res.extra["graph_launches"] == graphs

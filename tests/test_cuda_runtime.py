@@ -187,9 +187,13 @@ def test_pipeline_graph_repeat_and_reads(cuda: Any) -> None:
     np.testing.assert_array_equal(r.reads[0], (np.arange(n) + 1000) * 2)
     np.testing.assert_array_equal(r.reads[1], np.arange(4, 8) + 1000)
     assert r.extra["graph_launches"] < 20, r.extra  # sublinear host work
-    assert r.timing.device_ns and r.timing.device_ns > 0
+    assert r.timing.device_ns is None  # no step asked for device timing
+    timed = cuda.pipeline([Step(_inc(), [], [a], cfg.model_copy(update={"profile": True}))])
+    t = timed.run(repeat=10).timing
+    assert t.device_ns is not None and t.device_ns > 0
+    np.testing.assert_array_equal(cuda.read(a, dtype=np.uint32), np.arange(n) + 1010)
     r2 = p.run(repeat=3, read=[(z, 0, None, np.uint32)])
-    np.testing.assert_array_equal(r2.reads[0], (np.arange(n) + 1003) * 2)
+    np.testing.assert_array_equal(r2.reads[0], (np.arange(n) + 1013) * 2)
     a.free()
     z.free()
 

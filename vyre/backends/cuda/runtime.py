@@ -807,14 +807,19 @@ class CudaBackend(BaseBackend):
             raise DispatchError(f"{self.id}: this pipeline's recording is gone; record it again")
         drv = self._drv
         stream = self._stream
+        # device timing only when a step asked for it (Timing.device_ns is None otherwise,
+        # as on wgpu): two event records and an elapsed-time query are three driver calls
+        # a run, which the raw peer's cuGraphLaunch + cuStreamSynchronize does not make
+        profiled = pipeline.profiled
         t0 = _perf_ns()
         with self._lock:
-            if self._timing_events is None:
-                self._timing_events = (self._event(True), self._event(True))
-            ev0, ev1 = self._timing_events
-            (err,) = drv.cuEventRecord(ev0, stream)
-            if err:
-                self._raise("cuEventRecord", err)
+            if profiled:
+                if self._timing_events is None:
+                    self._timing_events = (self._event(True), self._event(True))
+                ev0, ev1 = self._timing_events
+                (err,) = drv.cuEventRecord(ev0, stream)
+                if err:
+                    self._raise("cuEventRecord", err)
             # framework ordering goes around the graph launches, never into a capture
             streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
             if streams:
@@ -837,24 +842,33 @@ class CudaBackend(BaseBackend):
                 self._call(drv.cuGraphLaunch, rex, stream, what="cuGraphLaunch")
             if streams:
                 interop.signal(self, streams)
-            (err,) = drv.cuEventRecord(ev1, stream)
-            if err:
-                self._raise("cuEventRecord", err)
-            t1 = _perf_ns()
-            (err,) = drv.cuEventSynchronize(ev1)  # the one host synchronisation
-            if err:
-                self._raise("pipeline (cuEventSynchronize)", err)
-            t2 = _perf_ns()
-            err, ms = drv.cuEventElapsedTime(ev0, ev1)
-            if err:
-                self._raise("cuEventElapsedTime", err)
+            device_ns = None
+            if profiled:
+                (err,) = drv.cuEventRecord(ev1, stream)
+                if err:
+                    self._raise("cuEventRecord", err)
+                t1 = _perf_ns()
+                (err,) = drv.cuEventSynchronize(ev1)  # the one host synchronisation
+                if err:
+                    self._raise("pipeline (cuEventSynchronize)", err)
+                t2 = _perf_ns()
+                err, ms = drv.cuEventElapsedTime(ev0, ev1)
+                if err:
+                    self._raise("cuEventElapsedTime", err)
+                device_ns = int(float(ms) * 1e6)
+            else:
+                t1 = _perf_ns()
+                (err,) = drv.cuStreamSynchronize(stream)  # the one host synchronisation
+                if err:
+                    self._raise("pipeline (cuStreamSynchronize)", err)
+                t2 = _perf_ns()
             arrays = [
                 np.frombuffer(bytearray(ctypes.string_at(ptr, n)) if n else bytearray(),
                               dtype=np.dtype(r.dtype))
                 for r, (ptr, n) in zip(reads, pinned)
             ] if reads else []
         t3 = _perf_ns()
-        timing = _new_timing(Timing, (t3 - t0, t1 - t0, t2 - t1, int(float(ms) * 1e6)))
+        timing = _new_timing(Timing, (t3 - t0, t1 - t0, t2 - t1, device_ns))
         return PipelineResult(arrays, timing, {"graph_launches": launches + bool(reads)})
 
     # ------------------------------------------------------------ lifecycle
