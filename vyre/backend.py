@@ -746,8 +746,7 @@ class BaseBackend:
     # ------------------------------------------------------------ lifecycle
     def synchronize(self) -> None:
         """Block until all work enqueued on this backend has finished."""
-        self._check_open()
-        with self._lock:
+        with self._lock:  # (one check, under the lock: dispatch.roundtrip pays for each)
             self._check_open()
             self._synchronize()
 

@@ -687,7 +687,9 @@ class CudaBackend(BaseBackend):
 
     @interrupt_safe
     def _synchronize(self) -> None:
-        self._call(self._drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
+        (err,) = self._drv.cuStreamSynchronize(self._stream)  # direct: the roundtrip's path
+        if err:
+            self._raise("cuStreamSynchronize", err)
 
     # ------------------------------------------------------------ pipelines (CUDA graphs)
     def _capture(self, body: Callable[[Any], None]) -> Any:
