@@ -206,8 +206,10 @@ class Pipeline:
             raise InvalidDispatch(f"repeat must be an int >= 1, got {repeat!r}")
         if self._indexed:
             return self._unroll(repeat).run(1, [self._typed(r) for r in read])
-        self.backend._check_open()
-        reads = self._check_reads(read)
+        reads: list[ReadRange] = []
+        if read:  # checked before the reads' buffers are (a closed backend says so first)
+            self.backend._check_open()
+            reads = self._check_reads(read)
         # Under the backend's lock like every other device call: device libraries (wgpu-native)
         # abort the process when two threads submit at once.
         backend = self.backend
