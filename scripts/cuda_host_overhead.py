@@ -123,8 +123,8 @@ def launch_case(rounds: int, profile: bool) -> None:
     res: dict[str, float] = {}
     for _ in range(3):  # interleaved
         for label, f in (("stand-in call alone", stub_loop), ("raw peer go()", raw_loop),
-                         ("vyre dispatch_with_device_buffers(bound)", vyre_loop),
-                         ("vyre, bound with options timing=False", vyre_untimed),
+                         ("vyre bound, options timing=True", vyre_loop),
+                         ("vyre bound, no host Timing (default)", vyre_untimed),
                          ("vyre unbound (program, [], [y], cfg)", vyre_unbound),
                          ("raw graph replay, per dispatch of 100", raw_graph),
                          ("vyre pipeline.run(), per dispatch of 100", vyre_pipeline)):
@@ -134,7 +134,7 @@ def launch_case(rounds: int, profile: bool) -> None:
     for label, ns in res.items():
         print(f"  {label:44s} {ns / 1e3:6.3f} us/launch  ({(ns - floor) / 1e3:+.3f} over the "
               "call alone)")
-    print(f"  vyre - raw: {(res['vyre dispatch_with_device_buffers(bound)'] - res['raw peer go()']) / 1e3:+.3f} us/launch")
+    print(f"  vyre - raw: {(res['vyre bound, no host Timing (default)'] - res['raw peer go()']) / 1e3:+.3f} us/launch")
     if profile:
         pr = cProfile.Profile()
         pr.enable()

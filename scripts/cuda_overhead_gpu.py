@@ -5,14 +5,14 @@ cuda-bindings peer of `vyre bench` (the GPU half of scripts/cuda_host_overhead.p
 
 launch: the bench's dispatch.launch loop (1000 launches of the 1024-element inc kernel,
 then one stream synchronisation), interleaved rounds, median us per launch: the raw peer's
-launcher; vyre bound (Timing on, the default); vyre bound with options timing=False; and
+launcher; vyre bound with options timing=True; vyre bound untimed (the default); and
 cuLaunchKernel called bare on vyre's own packed record (the floor for vyre's kernel on
 vyre's stream); and vyre unbound (program, buffers, config: a launch-cache hit). compile: a never-seen program per round (empty disk cache), median ms:
 the raw peer (NVRTC + cuModuleLoadData); vyre compile() on the default (4x coarsened)
 variant and on the plain one (coarsen=1), and the stages of the former timed one by one
 (generate, NVRTC, disk write, cuModuleLoadData). Every launch loop's output is checked.
-host clock: the cost of one perf_counter_ns() read and the clocksource (the default
-Timing of a launch reads the clock twice). Takes about 30 s on an H100.
+host clock: the cost of one perf_counter_ns() read and the clocksource (a timed launch
+reads the clock twice). --timing-variants: the pieces of a timed launch, one by one. Takes about 30 s on an H100.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
     res: dict[str, Any] = interleaved({
         "raw peer go() us/launch": lambda: wall(raw_loop, raw._sync),
         "vyre bound, Timing on us/launch": lambda: wall(vyre_loop(timed), b.synchronize),
-        "vyre bound, timing=False us/launch": lambda: wall(vyre_loop(untimed), b.synchronize),
+        "vyre bound, timing=False (default) us/launch": lambda: wall(vyre_loop(untimed), b.synchronize),
         "vyre unbound (launch cache hit) us/launch": lambda: wall(unbound_loop, b.synchronize),
         "bare cuLaunchKernel on vyre's record us/launch": lambda: wall(bare_loop, b.synchronize),
     }, 15)
@@ -120,6 +120,84 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
     raw._free(ry)()
     b.free(y)
     OUT["launch"] = res
+
+
+def timing_variants(b: Any) -> None:
+    """What in a timed launch costs on this host: vyre's own `_launch_record` on a bound
+    dispatch's record, in loops that add one piece each (two clock reads; a Timing built
+    fresh; one interned as dispatch_with_device_buffers does; a fresh one of a constant),
+    next to the public call untimed (the default) and timed (options timing=True)."""
+    from vyre import backend as core
+
+    n, k = W.FULL.small, W.FULL.launches
+    y = b.allocate_device_buffer(4 * n)
+    b.write(y, np.zeros(n, np.uint32))
+    bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, WG))
+    timed = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(
+        n, WG, options={"timing": True}))
+    d = b.dispatch_with_device_buffers
+    d(bound)
+    d(timed)
+    rec, bufs, lr = bound.launch.record, bound.buffers, b._launch_record
+    p, tn, timing = time.perf_counter_ns, tuple.__new__, vyre.Timing
+    table, intern = core._HOST_TIMINGS, core._host_timing
+    sink: list[Any] = [None]
+
+    def none() -> None:
+        for _ in range(k):
+            lr(rec, bufs)
+
+    def clocks() -> None:
+        for _ in range(k):
+            t0 = p()
+            lr(rec, bufs)
+            sink[0] = p() - t0
+
+    def fresh() -> None:
+        for _ in range(k):
+            t0 = p()
+            lr(rec, bufs)
+            ns = p() - t0
+            sink[0] = tn(timing, (ns, ns, 0, None))
+
+    def interned() -> None:
+        for _ in range(k):
+            t0 = p()
+            lr(rec, bufs)
+            ns = p() - t0
+            sink[0] = table.get(ns) or intern(ns)
+
+    def constant() -> None:
+        for _ in range(k):
+            lr(rec, bufs)
+            sink[0] = tn(timing, (5000, 5000, 0, None))
+
+    def public(x: Any) -> Callable[[], None]:
+        def loop() -> None:
+            for _ in range(k):
+                d(x)
+        return loop
+
+    def wall(loop: Callable[[], None]) -> float:
+        t0 = time.perf_counter_ns()
+        loop()
+        b.synchronize()
+        return (time.perf_counter_ns() - t0) / k / 1e3
+
+    res: dict[str, Any] = interleaved({
+        "_launch_record alone us/launch": lambda: wall(none),
+        "+ two clock reads": lambda: wall(clocks),
+        "+ clocks + fresh Timing": lambda: wall(fresh),
+        "+ clocks + interned Timing": lambda: wall(interned),
+        "+ fresh Timing of a constant (no clock)": lambda: wall(constant),
+        "public, default (untimed)": lambda: wall(public(bound)),
+        "public, options timing=True": lambda: wall(public(timed)),
+    }, 15)
+    res["distinct launch ns in the intern table"] = len(table)
+    got = b.read(y, dtype=np.uint32)
+    res["check"] = "passed" if (got == got[0]).all() and got[0] > 0 else f"FAILED {got[:3]}"
+    b.free(y)
+    OUT["timing variants"] = res
 
 
 def compile_cold(spec: str, raw: RawCudaPeer) -> None:
@@ -195,13 +273,19 @@ def host_clock() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json")
+    ap.add_argument("--timing-variants", action="store_true",
+                    help="also time the pieces of a timed launch (see timing_variants)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile section")
     a = ap.parse_args()
     host_clock()
     raw = RawCudaPeer()
     b = vyre.get_backend("cuda:0")
     launch(b, raw)
+    if a.timing_variants:
+        timing_variants(b)
     b.close()
-    compile_cold("cuda:0", raw)
+    if not a.no_compile:
+        compile_cold("cuda:0", raw)
     raw.close()
     for section, vals in OUT.items():
         print(f"== {section}")

@@ -65,7 +65,7 @@ def _names(drv: Any) -> list[str]:
 
 
 def test_a_bound_relaunch_is_one_launch_call(cuda: Any, drv: Any) -> None:
-    _y, bound = _bound(cuda)
+    _y, bound = _bound(cuda, options={"timing": True})
     cuda.dispatch_with_device_buffers(bound)  # first: compiled and packed
     fn, grid, block, params = cuda.launch_args(bound)
     drv.calls.clear()
@@ -76,6 +76,8 @@ def test_a_bound_relaunch_is_one_launch_call(cuda: Any, drv: Any) -> None:
                and t.wait_ns == 0 and t.device_ns is None for t in ts)
     _y2, untimed = _bound(cuda, options={"timing": False})
     assert cuda.dispatch_with_device_buffers(untimed) == vyre.Timing()
+    _y3, default = _bound(cuda)  # host timing is asked for, not the default
+    assert cuda.dispatch_with_device_buffers(default) == vyre.Timing()
 
 
 def test_each_launch_times_itself(cuda: Any, drv: Any, monkeypatch: Any) -> None:
@@ -83,7 +85,7 @@ def test_each_launch_times_itself(cuda: Any, drv: Any, monkeypatch: Any) -> None
     launch still gets exactly its own, also after more distinct times than the table holds."""
     import vyre.backend as core
 
-    _y, bound = _bound(cuda)
+    _y, bound = _bound(cuda, options={"timing": True})
     cuda.dispatch_with_device_buffers(bound)
     durations = [700 + (k * 7919) % 1500 for k in range(3 * core._HOST_TIMINGS_MAX)] * 2
     reads = iter([r for k, d in enumerate(durations) for r in (10**9 * k, 10**9 * k + d)])

@@ -379,7 +379,7 @@ def test_bound_fast_path_timing_and_freed_buffers(cuda: Any) -> None:
     n = 256
     y = cuda.allocate_device_buffer(4 * n)
     cuda.write(y, np.zeros(n, np.uint32))
-    cfg = DispatchConfig.for_elements(n, 128)
+    cfg = DispatchConfig.for_elements(n, 128, options={"timing": True})
     bound = cuda.bind(_inc(), [], [y], cfg)
     ts = [cuda.dispatch_with_device_buffers(bound) for _ in range(50)]
     assert all(isinstance(t, vyre.Timing) and t.wall_ns > 0 and t.enqueue_ns == t.wall_ns
@@ -388,13 +388,15 @@ def test_bound_fast_path_timing_and_freed_buffers(cuda: Any) -> None:
     untimed = cuda.bind(_inc(), [], [y],
                         DispatchConfig.for_elements(n, 128, options={"timing": False}))
     assert cuda.dispatch_with_device_buffers(untimed).wall_ns == 0
+    default = cuda.bind(_inc(), [], [y], DispatchConfig.for_elements(n, 128))
+    assert cuda.dispatch_with_device_buffers(default) == vyre.Timing()
     prof = cuda.bind(_inc(), [], [y], DispatchConfig.for_elements(n, 128, profile=True))
     assert cuda.dispatch_with_device_buffers(prof).device_ns > 0
-    assert (cuda.read(y, dtype=np.uint32) == 52).all()
+    assert (cuda.read(y, dtype=np.uint32) == 53).all()
     other = cuda.allocate_device_buffer(16)
     other.free()  # freeing any buffer makes bound launches re-check theirs once
     cuda.dispatch_with_device_buffers(bound)
-    assert (cuda.read(y, dtype=np.uint32) == 53).all()
+    assert (cuda.read(y, dtype=np.uint32) == 54).all()
     y.free()
     with pytest.raises(vyre.BufferStateError):
         cuda.dispatch_with_device_buffers(bound)

@@ -596,12 +596,19 @@ class BaseBackend:
         an epoch comparison: its buffers are re-checked only after some buffer of this
         backend was freed (or the instance closed, or its context was lost). A (program,
         inputs, outputs, config) call is bound and prepared the first time and remembered
-        (LaunchCache) until one of its buffers is freed or dropped. The Timing holds the
-        host enqueue time; `DispatchOptions(timing=False)` returns an all-zero Timing.
+        (LaunchCache) until one of its buffers is freed or dropped. The Timing is all
+        zeros unless `DispatchOptions(timing=True)` (then it holds the host enqueue time)
+        or `profile=True` (then it waits and holds the device time too).
         No lock is taken on the hot path: records are immutable once made.
         """
+        # the hot path (a bound, untimed dispatch re-launched, checked in this epoch): a few
+        # attribute reads and one call, no clock
+        if type(program) is BoundDispatch:
+            launch = program.launch
+            if launch.untimed and launch.epoch == self._epoch:  # (never a profiled one)
+                self._launch_record(launch.record, program.buffers)
+                return NO_TIMING
         t0 = _perf_ns()
-        # the hot path (a bound dispatch re-launched): a few attribute reads and one call
         if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
             launch = program.launch
             if launch.epoch != self._epoch:  # a profiled launch is never current (_ready)

@@ -66,9 +66,9 @@ def cuda_launch(b: Any) -> dict[str, Any]:
     cfg = DispatchConfig.for_elements(n, 256)
     res: dict[str, Any] = {}
     calls = 1000
-    for label, c in (("bound, Timing on (bench default)", cfg),
-                     ("bound, options timing=False", cfg.model_copy(
-                         update={"options": DispatchOptions(timing=False)}))):
+    for label, c in (("bound, options timing=True", cfg.model_copy(
+                         update={"options": DispatchOptions(timing=True)})),
+                     ("bound, no host Timing (the default)", cfg)):
         bound = b.bind(prog, [], [y], c)
 
         def run(bound: Any = bound) -> float:
