@@ -141,13 +141,52 @@ def main() -> None:
     def unfenced_constants(src: str) -> str:
         return re.sub(r"vy_fence\d+_f32\(([-0-9.e]+f)\)", r"\1", src)
 
+    def inlined_fences(src: str) -> str:
+        """Each call of a one-line fence helper replaced by the helper's expression."""
+        helpers = dict(re.findall(
+            r"fn (vy_fence\w*)\(x: f32\) -> f32 \{\s*return ([^;\n]*);\s*\}", src))
+        for name, body in helpers.items():
+            out, i = [], 0
+            while (j := src.find(name + "(", i)) >= 0:
+                if src[max(0, j - 3):j] == "fn ":  # the definition itself
+                    out.append(src[i:j + len(name)])
+                    i = j + len(name)
+                    continue
+                k, depth = j + len(name) + 1, 1
+                while depth:
+                    depth += {"(": 1, ")": -1}.get(src[k], 0)
+                    k += 1
+                arg = src[j + len(name) + 1:k - 1]
+                out.append(src[i:j] + "(" + re.sub(r"\bx\b", f"({arg})", body) + ")")
+                i = k
+            src = "".join(out) + src[i:]
+        return src
+
+    def unchecked_loads(src: str) -> str:
+        return re.sub(r"if \(([^\n]*)\) \{\n(\s*v_\w+ = b_\w+\[[^\n]*\];)\n\s*\}", r"\2",
+                      src)
+
     variants: dict[str, Callable[[str], str]] = {
         "as generated": lambda src: src,
         "comments stripped": strip_comments,
         "unused builtins dropped": used_builtins_only,
+        "fence helpers inlined (same code)": inlined_fences,
         "constants unfenced (not exact: measurement only)": unfenced_constants,
-        "all three": lambda src: unfenced_constants(used_builtins_only(strip_comments(src))),
+        "load bounds checks dropped (not exact: measurement only)": unchecked_loads,
+        "all": lambda src: unchecked_loads(unfenced_constants(inlined_fences(
+            used_builtins_only(strip_comments(src))))),
     }
+
+    def trivial() -> None:
+        """The driver's fixed cost: a never-seen shader that stores one constant."""
+        salt[0] += 1
+        code = ("@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+                "@compute @workgroup_size(256) fn main() { o[0] = "
+                f"{salt[0] % 1000000}u; }}\n")
+        t0 = _T()
+        sm = dev.create_shader_module(code=code)
+        dev.create_compute_pipeline(layout="auto", compute={"module": sm, "entry_point": "main"})
+        add("driver on a trivial shader (fixed cost)", _T() - t0)
 
     def driver_variants() -> None:
         """The driver's time (shader module + pipeline, auto layout) on vyre's WGSL as
@@ -162,7 +201,7 @@ def main() -> None:
 
     cases: list[Callable[[], None]] = [raw_cold, vyre_cold, stages]
     if a.variants:
-        cases.append(driver_variants)
+        cases += [driver_variants, trivial]
     for f in cases:  # warm-up
         f()
     got.clear()
