@@ -58,7 +58,7 @@ from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 
 T = TypeVar("T")
 _perf_ns = time.perf_counter_ns
-NO_TIMING = Timing()  # what a dispatch with DispatchOptions(timing=False) returns
+NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (the default)
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
 _new_timing = tuple.__new__
 # A launch's host Timing (ns, ns, 0, None), interned by ns like small ints: a Timing is
