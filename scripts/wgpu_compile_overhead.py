@@ -1,6 +1,6 @@
 """Where vyre's wgpu cold compile goes, next to the raw wgpu-py peer of `vyre bench`:
 
-    python scripts/wgpu_compile_overhead.py [--rounds N] [--profile] [--json out.json]
+    python scripts/wgpu_compile_overhead.py [--rounds N] [--variants] [--json out.json]
 
 Per round, a never-seen program (bench's compile.cold probe, new salt) and a never-seen raw
 shader (the peer's saxpy with a new constant): the raw peer (create_shader_module +
@@ -23,10 +23,7 @@ few seconds on lavapipe.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
-import pstats
 import re
 import statistics
 import time
@@ -45,7 +42,6 @@ _CPU = time.thread_time_ns
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--profile", action="store_true")
     ap.add_argument("--variants", action="store_true",
                     help="also time the driver on transformed copies of vyre's WGSL")
     ap.add_argument("--json")
@@ -218,15 +214,6 @@ def main() -> None:
     if a.variants:
         for name, f in variants.items():
             print(f"  variant {name!r}: {len(f(sample))} chars")
-    if a.profile:
-        pr = cProfile.Profile()
-        pr.enable()
-        for _ in range(10):
-            vyre_cold()
-        pr.disable()
-        s = io.StringIO()
-        pstats.Stats(pr, stream=s).sort_stats("cumtime").print_stats(40)
-        print(s.getvalue())
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
