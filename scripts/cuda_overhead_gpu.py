@@ -125,10 +125,9 @@ def launch(b: Any, raw: RawCudaPeer) -> None:
 def timing_variants(b: Any) -> None:
     """What in a timed launch costs on this host: vyre's own `_launch_record` on a bound
     dispatch's record, in loops that add one piece each (two clock reads; a Timing built
-    fresh; one interned as dispatch_with_device_buffers does; a fresh one of a constant),
-    next to the public call untimed (the default) and timed (options timing=True)."""
-    from vyre import backend as core
-
+    from them; a Timing of a constant, no clock), next to the public call untimed (the
+    default) and timed (options timing=True). (An interned Timing, looked up by its
+    nanoseconds, cost more than a fresh one there: 6.64 vs 6.38 us, round 2.)"""
     n, k = W.FULL.small, W.FULL.launches
     y = b.allocate_device_buffer(4 * n)
     b.write(y, np.zeros(n, np.uint32))
@@ -140,7 +139,6 @@ def timing_variants(b: Any) -> None:
     d(timed)
     rec, bufs, lr = bound.launch.record, bound.buffers, b._launch_record
     p, tn, timing = time.perf_counter_ns, tuple.__new__, vyre.Timing
-    table, intern = core._HOST_TIMINGS, core._host_timing
     sink: list[Any] = [None]
 
     def none() -> None:
@@ -159,13 +157,6 @@ def timing_variants(b: Any) -> None:
             lr(rec, bufs)
             ns = p() - t0
             sink[0] = tn(timing, (ns, ns, 0, None))
-
-    def interned() -> None:
-        for _ in range(k):
-            t0 = p()
-            lr(rec, bufs)
-            ns = p() - t0
-            sink[0] = table.get(ns) or intern(ns)
 
     def constant() -> None:
         for _ in range(k):
@@ -188,12 +179,10 @@ def timing_variants(b: Any) -> None:
         "_launch_record alone us/launch": lambda: wall(none),
         "+ two clock reads": lambda: wall(clocks),
         "+ clocks + fresh Timing": lambda: wall(fresh),
-        "+ clocks + interned Timing": lambda: wall(interned),
         "+ fresh Timing of a constant (no clock)": lambda: wall(constant),
         "public, default (untimed)": lambda: wall(public(bound)),
         "public, options timing=True": lambda: wall(public(timed)),
     }, 15)
-    res["distinct launch ns in the intern table"] = len(table)
     got = b.read(y, dtype=np.uint32)
     res["check"] = "passed" if (got == got[0]).all() and got[0] > 0 else f"FAILED {got[:3]}"
     b.free(y)

@@ -61,25 +61,6 @@ _perf_ns = time.perf_counter_ns
 NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (the default)
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
 _new_timing = tuple.__new__
-# A launch's host Timing (ns, ns, 0, None), interned by ns like small ints: a Timing is
-# immutable, and a dict hit costs ~0.03 us here where building one costs ~0.12 (a
-# quarter of vyre's whole launch path). A host's launch times cluster in a few hundred
-# nanosecond values; the table is emptied when full, so it follows them and never holds
-# more than ~80 KB.
-_HOST_TIMINGS: dict[int, Timing] = {}
-_HOST_TIMINGS_MAX = 512
-
-
-def _host_timing(ns: int) -> Timing:
-    """The Timing of a launch that took `ns` on the host, remembered in _HOST_TIMINGS (the
-    hot path looks there first)."""
-    t: Timing = _new_timing(Timing, (ns, ns, 0, None))
-    if len(_HOST_TIMINGS) >= _HOST_TIMINGS_MAX:
-        _HOST_TIMINGS.clear()
-    _HOST_TIMINGS[ns] = t
-    return t
-
-
 _DEFAULT_CONFIG = DispatchConfig()
 
 
@@ -627,7 +608,7 @@ class BaseBackend:
         if launch.untimed:
             return NO_TIMING
         ns = _perf_ns() - t0
-        return _HOST_TIMINGS.get(ns) or _host_timing(ns)
+        return _new_timing(Timing, (ns, ns, 0, None))
 
     def dispatch(
         self,
