@@ -18,7 +18,14 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value, Variable
+from vyre.builder import (
+    ProgramBuilder,
+    Value,
+    Variable,
+    select,
+    subgroup_inclusive_scan,
+    subgroup_shuffle,
+)
 from vyre.builder import max_ as _max
 from vyre.builder import min_ as _min
 from vyre.config import MAX_GRID_DIM, DispatchConfig
@@ -225,3 +232,47 @@ def emit_block_scan(
             run.set(run + x)
     k.barrier()
     return total
+
+
+def bank_padded(i: Any) -> Any:
+    """Workgroup-memory slot of block element i: one spare slot per 32, so the runs that
+    invocations scan serially (per_thread apart) fall in distinct banks."""
+    return i + (i >> 5)
+
+
+def subgroup_exclusive_total(k: ProgramBuilder, s: Value, t: Value, tot: Any, wg: int) -> Value:
+    """The sum of the run totals `s` of invocations 0 .. t-1 (integers), with subgroups:
+    within the subgroup by an exclusive subgroup scan, plus the totals of the subgroups
+    before this one (one barrier to share them through `tot`)."""
+    ty = s.ty
+    zero = k.lit(0, ty)
+    size = k.let(k.subgroup_size())
+    lane = k.let(k.subgroup_lane())
+    sub = k.let(t / size)  # this invocation's subgroup
+    groups = k.let(k.lit(wg, u32) / size)
+    inc = k.let(subgroup_inclusive_scan(s))
+    with k.if_(lane == size - 1):
+        tot[sub] = inc
+    k.barrier()
+    before = k.let(zero)  # the totals of subgroups 0 .. sub-1
+    with k.if_(groups <= size):  # uniform: the subgroup totals fit in one subgroup
+        mine = k.let(subgroup_inclusive_scan(select(lane < groups, tot[lane], zero)))
+        # (every subgroup scanned the same totals: read subgroup sub-1's from its lane)
+        prev = k.let(subgroup_shuffle(mine, sub - 1))
+        with k.if_(sub > 0):
+            before.set(prev)
+    with k.else_():  # Hillis-Steele in place over the totals (read, barrier, write, barrier)
+        off = 1
+        while off < wg:
+            with k.if_(k.lit(off, u32) < groups):  # uniform
+                v = k.let(tot[t])
+                with k.if_((t >= off) & (t < groups)):
+                    v.set(tot[t - off] + v)
+                k.barrier()
+                with k.if_(t < groups):
+                    tot[t] = v
+                k.barrier()
+            off *= 2
+        with k.if_(sub > 0):
+            before.set(tot[sub - 1])
+    return before + (inc - s)

@@ -47,6 +47,7 @@ from vyre.ir.types import ScalarType
 from ._common import (
     Plan,
     alloc,
+    bank_padded,
     blocks_grid,
     ceil_div,
     check_pow2,
@@ -57,12 +58,13 @@ from ._common import (
     i32,
     read_elems,
     run_plan,
+    subgroup_exclusive_total,
     subgroups_for,
     u32,
     upload,
 )
 from .elementwise import convert, map_program
-from .scan import _pad, _subgroup_exclusive_total, plan_scan
+from .scan import plan_scan
 
 RADIX_BITS = 4  # the 4-bit design's digit
 RADIX = 1 << RADIX_BITS
@@ -209,7 +211,7 @@ def _scan_columns(k: ProgramBuilder, table: Any, totals: Any, total_out: Any, wg
     s = k.let(run[0])
     for j in range(1, _WORDS):
         s.set(s + run[j])
-    acc = k.let(_subgroup_exclusive_total(k, s, t, totals, wg))
+    acc = k.let(subgroup_exclusive_total(k, s, t, totals, wg))
     with k.if_(t == wg - 1):
         total_out[0] = acc + s
     for j in range(_WORDS):
@@ -236,8 +238,8 @@ def radix8_scatter_program(
     kind = "kv" if with_values else "k"
     k = ProgramBuilder(f"radix8_scatter_{kind}_{wg}x{per}{'_sg' if subgroups else ''}", wg)
     keys, values, offsets, keys_out, values_out, n, shift, mask, nb = _scatter_io(k, with_values)
-    bk = k.shared("block_keys", u32, _pad(block - 1) + 1)
-    bv = k.shared("block_values", u32, _pad(block - 1) + 1) if with_values else None
+    bk = k.shared("block_keys", u32, bank_padded(block - 1) + 1)
+    bv = k.shared("block_values", u32, bank_padded(block - 1) + 1) if with_values else None
     table = k.shared("rank_table", u32, _WORDS * wg)  # [nibble mod 8][invocation], 2 halves
     totals = k.shared("scan_totals", u32, wg)
     total = k.shared("table_total", u32, 1)
@@ -254,13 +256,13 @@ def radix8_scatter_program(
         lk.append((k.let(select(i < n, keys[i], ones)),
                    k.let(values[i]) if values is not None else None))
     for j, (key, val) in enumerate(lk):
-        bk[_pad(t + j * wg)] = key
+        bk[bank_padded(t + j * wg)] = key
         if bv is not None:
-            bv[_pad(t + j * wg)] = val
+            bv[bank_padded(t + j * wg)] = val
     k.barrier()
     for r in range(2):  # low nibble of the digit, then the high one: a stable LSD sort
-        run = [k.let(bk[_pad(t * per + j)]) for j in range(per)]
-        vrun = [k.let(bv[_pad(t * per + j)]) for j in range(per)] if bv is not None else []
+        run = [k.let(bk[bank_padded(t * per + j)]) for j in range(per)]
+        vrun = [k.let(bv[bank_padded(t * per + j)]) for j in range(per)] if bv is not None else []
         for w in range(_WORDS):
             table[w * wg + t] = 0
         slots, halves, ranks = [], [], []
@@ -278,17 +280,17 @@ def radix8_scatter_program(
         for j in range(per):
             before = k.let((table[slots[j]] >> halves[j]) & 0xFFFF)
             pos = k.let(before + ranks[j] + select(halves[j] == 0, k.lit(0, u32), low_total))
-            bk[_pad(pos)] = run[j]
+            bk[bank_padded(pos)] = run[j]
             if bv is not None:
-                bv[_pad(pos)] = vrun[j]
+                bv[bank_padded(pos)] = vrun[j]
         k.barrier()
     # the block is sorted by digit: each digit's run starts where the digit changes
     out = []
     for j in range(per):
         p = k.let(t + j * wg)
-        key = k.let(bk[_pad(p)])
+        key = k.let(bk[bank_padded(p)])
         d = k.let((key >> shift) & mask)
-        prev = k.let((bk[_pad(select(p > 0, p - 1, k.lit(0, u32)))] >> shift) & mask)
+        prev = k.let((bk[bank_padded(select(p > 0, p - 1, k.lit(0, u32)))] >> shift) & mask)
         with k.if_((p == 0) | (prev != d)):
             digit_base[d] = p
         out.append((p, key, d))
@@ -303,7 +305,7 @@ def radix8_scatter_program(
             dst = k.let(digit_base[d] + p)
             keys_out[dst] = key
             if bv is not None and values_out is not None:
-                values_out[dst] = bv[_pad(p)]
+                values_out[dst] = bv[bank_padded(p)]
     return k.build()
 
 

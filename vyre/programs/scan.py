@@ -19,19 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any
 
 import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import (
-    ProgramBuilder,
-    Value,
-    select,
-    subgroup_inclusive_scan,
-    subgroup_shuffle,
-)
+from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -40,6 +33,7 @@ from ._common import (
     NUMERIC,
     Plan,
     alloc,
+    bank_padded,
     blocks_grid,
     ceil_div,
     check_pow2,
@@ -47,6 +41,7 @@ from ._common import (
     grid,
     read_elems,
     run_plan,
+    subgroup_exclusive_total,
     subgroups_for,
     u32,
     upload,
@@ -57,12 +52,6 @@ WORKGROUP = 256
 PER_THREAD = 16  # elements per invocation: 4096-element blocks, 16 loads in flight each
 
 Predicate = Callable[[Value], Value]
-
-
-def _pad(i: Any) -> Any:
-    """Workgroup-memory slot of block element i: one spare slot per 32, so the runs that
-    invocations scan serially (per_thread apart) fall in distinct banks."""
-    return i + (i >> 5)
 
 
 @cache
@@ -99,7 +88,7 @@ def scan_block_program(
     dst = k.buffer("dst", ty, "write")
     n = k.param("n", u32)
     block = wg * per
-    data = k.shared("data", ty, _pad(block - 1) + 1)
+    data = k.shared("data", ty, bank_padded(block - 1) + 1)
     ping = k.shared("totals", ty, wg)
     pong = None if subgroups else k.shared("totals2", ty, wg)
     t = k.let(k.local_index() & (wg - 1))
@@ -111,16 +100,16 @@ def scan_block_program(
         i = k.let(base + j * wg + t)
         loaded.append(k.let(select(i < n, src[i], zero)))
     for j in range(per):
-        data[_pad(t + j * wg)] = loaded[j]
+        data[bank_padded(t + j * wg)] = loaded[j]
     k.barrier()
     start = k.let(t * per)
-    run = [k.let(data[_pad(start + j)]) for j in range(per)]
+    run = [k.let(data[bank_padded(start + j)]) for j in range(per)]
     s = k.let(run[0])
     for j in range(1, per):
         s.set(s + run[j])
     if subgroups:
         acc = k.let(offsets[g] if offsets is not None else zero)
-        acc.set(acc + _subgroup_exclusive_total(k, s, t, ping, wg))
+        acc.set(acc + subgroup_exclusive_total(k, s, t, ping, wg))
     else:
         assert pong is not None
         ping[t] = s
@@ -141,54 +130,16 @@ def scan_block_program(
     for j in range(per):
         if inclusive:
             acc.set(acc + run[j])
-            data[_pad(start + j)] = acc
+            data[bank_padded(start + j)] = acc
         else:
-            data[_pad(start + j)] = acc
+            data[bank_padded(start + j)] = acc
             acc.set(acc + run[j])
     k.barrier()
     for j in range(per):
         i = k.let(base + j * wg + t)
         with k.if_(i < n):
-            dst[i] = data[_pad(t + j * wg)]
+            dst[i] = data[bank_padded(t + j * wg)]
     return k.build()
-
-
-def _subgroup_exclusive_total(k: ProgramBuilder, s: Value, t: Value, tot: Any, wg: int) -> Value:
-    """The sum of the run totals `s` of invocations 0 .. t-1 (integers), with subgroups:
-    within the subgroup by an exclusive subgroup scan, plus the totals of the subgroups
-    before this one (one barrier to share them through `tot`)."""
-    ty = s.ty
-    zero = k.lit(0, ty)
-    size = k.let(k.subgroup_size())
-    lane = k.let(k.subgroup_lane())
-    sub = k.let(t / size)  # this invocation's subgroup
-    groups = k.let(k.lit(wg, u32) / size)
-    inc = k.let(subgroup_inclusive_scan(s))
-    with k.if_(lane == size - 1):
-        tot[sub] = inc
-    k.barrier()
-    before = k.let(zero)  # the totals of subgroups 0 .. sub-1
-    with k.if_(groups <= size):  # uniform: the subgroup totals fit in one subgroup
-        mine = k.let(subgroup_inclusive_scan(select(lane < groups, tot[lane], zero)))
-        # (every subgroup scanned the same totals: read subgroup sub-1's from its lane)
-        prev = k.let(subgroup_shuffle(mine, sub - 1))
-        with k.if_(sub > 0):
-            before.set(prev)
-    with k.else_():  # Hillis-Steele in place over the totals (read, barrier, write, barrier)
-        off = 1
-        while off < wg:
-            with k.if_(k.lit(off, u32) < groups):  # uniform
-                v = k.let(tot[t])
-                with k.if_((t >= off) & (t < groups)):
-                    v.set(tot[t - off] + v)
-                k.barrier()
-                with k.if_(t < groups):
-                    tot[t] = v
-                k.barrier()
-            off *= 2
-        with k.if_(sub > 0):
-            before.set(tot[sub - 1])
-    return before + (inc - s)
 
 
 def plan_scan(
