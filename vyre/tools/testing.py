@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre import features as F
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
 from vyre.ir.analysis import uses_float_ops
@@ -149,10 +150,8 @@ def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
 
 def flush_tininess(backend: BaseBackend) -> str:
     """Which results next to the smallest normal `backend` flushes in flush mode (one of
-    `vyre.backends.reference.numeric.TININESS_RULES`; docs/IR.md)."""
-    from vyre.backends.reference.numeric import AFTER_ROUNDING
-
-    return str(backend.capabilities().details.get("flush_tininess", AFTER_ROUNDING))
+    `vyre.features.TININESS_RULES`; docs/IR.md)."""
+    return str(backend.capabilities().details.get("flush_tininess", F.TININESS_AFTER_ROUNDING))
 
 
 def subgroup_size(backend: BaseBackend) -> int | None:

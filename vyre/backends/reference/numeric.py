@@ -9,7 +9,7 @@ warnings decide a result: types are explicit and evaluation runs under `quiet()`
 
 Flush mode (docs/IR.md, "Subnormals and flush mode"): inside `flushing(types, tininess)`,
 float arithmetic of those types treats a subnormal operand as a zero of its sign and turns
-a tiny result into a zero of its sign, "tiny" by one of `TININESS_RULES` (they differ only
+a tiny result into a zero of its sign, "tiny" by one of `vyre.features.TININESS_RULES` (they differ only
 for products, fma and narrowing casts whose exact value lies within half an ulp below the
 smallest normal); moves (select, bitcast, loads/stores) and the sign-bit operations `neg`
 and `abs` never flush. It exists so a backend whose device flushes can be compared exactly;
@@ -38,21 +38,16 @@ _UNSIGNED_OF: dict[np.dtype, np.dtype] = {
 }
 
 
-AFTER_ROUNDING = F.TININESS_AFTER_ROUNDING
-BEFORE_ROUNDING = F.TININESS_BEFORE_ROUNDING
-SUBNORMAL_RESULT = F.TININESS_SUBNORMAL_RESULT
-TININESS_RULES = F.TININESS_RULES  # (vyre.features says what each rule flushes)
-
 _FLUSH: ContextVar[frozenset[ScalarType]] = ContextVar("vyre_flush_subnormals", default=frozenset())
-_TININESS: ContextVar[str] = ContextVar("vyre_flush_tininess", default=AFTER_ROUNDING)
+_TININESS: ContextVar[str] = ContextVar("vyre_flush_tininess", default=F.TININESS_AFTER_ROUNDING)
 
 
 @contextmanager
-def flushing(types: Iterable[ScalarType], tininess: str = AFTER_ROUNDING) -> Iterator[None]:
+def flushing(types: Iterable[ScalarType], tininess: str = F.TININESS_AFTER_ROUNDING) -> Iterator[None]:
     """Evaluate with float arithmetic of `types` in flush mode, tiny results decided by
-    `tininess` (one of `TININESS_RULES`; see the module docstring)."""
-    if tininess not in TININESS_RULES:
-        raise ValueError(f"unknown tininess rule {tininess!r}; use one of {TININESS_RULES}")
+    `tininess` (one of `vyre.features.TININESS_RULES`; see the module docstring)."""
+    if tininess not in F.TININESS_RULES:
+        raise ValueError(f"unknown tininess rule {tininess!r}; use one of {F.TININESS_RULES}")
     token = _FLUSH.set(frozenset(types))
     rule = _TININESS.set(tininess)
     try:
@@ -94,11 +89,11 @@ def _flush_rounded(r: Array, wide: Array, ty: ScalarType) -> Array:
     if ty not in _FLUSH.get():
         return r
     rule = _TININESS.get()
-    if rule == SUBNORMAL_RESULT or ty is ScalarType.F64:
+    if rule == F.TININESS_SUBNORMAL_RESULT or ty is ScalarType.F64:
         return flush_subnormals(r, ty)
     info = np.finfo(ty.numpy)
     w = np.asarray(wide, dtype=np.float64)
-    if rule == BEFORE_ROUNDING:
+    if rule == F.TININESS_BEFORE_ROUNDING:
         mag = np.abs(w)
     else:  # scaled into the normal range (exact in f64), rounded there, scaled back
         k = float(2 ** (int(info.nmant) + 2))
@@ -236,8 +231,11 @@ def _fma_f64(a: Array, b: Array, c: Array) -> Array:
 
 def _approx(fn: Callable[..., Array], ty: ScalarType, *args: Array) -> Array:
     """Approximate functions: computed in f64 and rounded once to the type."""
-    wide = [np.asarray(x, dtype=np.float64) for x in args]
-    return np.asarray(fn(*wide)).astype(ty.numpy, copy=False)
+    return _approx_wide(fn, *args).astype(ty.numpy, copy=False)
+
+
+def _approx_wide(fn: Callable[..., Array], *args: Array) -> Array:
+    return np.asarray(fn(*(np.asarray(x, dtype=np.float64) for x in args)))
 
 
 _APPROX: dict[str, Callable[..., Array]] = {
@@ -319,7 +317,7 @@ def call(fn: str, args: list[Array], ty: ScalarType) -> Array:
             wide = _fma_wide(*args)
             return _flush_rounded(wide.astype(ty.numpy, copy=False), wide, ty)
         if ty is not ScalarType.F64 and fn in _APPROX:
-            wide = np.asarray(_APPROX[fn](*(np.asarray(x, np.float64) for x in args)))
+            wide = _approx_wide(_APPROX[fn], *args)
             return _flush_rounded(wide.astype(ty.numpy, copy=False), wide, ty)
         return _flush_out(_call(fn, args, ty), ty)
     return _call(fn, args, ty)

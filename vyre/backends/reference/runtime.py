@@ -62,20 +62,20 @@ class ReferenceBackend(BaseBackend):
 
     def __init__(
         self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
-        subgroup_size: int | None = None, flush_tininess: str = numeric.AFTER_ROUNDING,
+        subgroup_size: int | None = None, flush_tininess: str = F.TININESS_AFTER_ROUNDING,
     ) -> None:
         """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
         exactly with a backend whose device flushes them; vyre.tools.testing picks it), with
-        tiny results decided by `flush_tininess` (one of `numeric.TININESS_RULES`).
+        tiny results decided by `flush_tininess` (one of `F.TININESS_RULES`).
         `subgroup_size`: the subgroup size this instance reports and runs with (a power of
         two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
         picks the compared backend's."""
         super().__init__(instance_id)
         self.version = VERSION
         self.flush_subnormals = frozenset(flush_subnormals)
-        if flush_tininess not in numeric.TININESS_RULES:
+        if flush_tininess not in F.TININESS_RULES:
             raise ValueError(f"flush_tininess={flush_tininess!r}: use one of "
-                             f"{numeric.TININESS_RULES}")
+                             f"{F.TININESS_RULES}")
         self.flush_tininess = flush_tininess
         if subgroup_size is None:
             raw = os.environ.get(ENV_SUBGROUP_SIZE, "").strip()
