@@ -37,7 +37,7 @@ from vyre.programs.radix_sort import plan_radix_sort
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # "wgpu+sb": wgpu with a storage barrier at every Barrier (VYRE_WGPU_BARRIERS=storage)
-from wgpu_scan_sweep import _open
+from wgpu_scan_sweep import open_or_say
 
 N = int(os.environ.get("VYRE_SORT_N", 1 << 24))
 RUNS = 10
@@ -153,10 +153,8 @@ def main(specs: list[str]) -> None:
     table: dict[str, dict[str, str]] = {label: {} for label, *_ in VARIANTS}
     backends: list[tuple[str, Any]] = []  # (name, backend)
     for spec in specs:
-        try:
-            b = _open(spec)
-        except vyre.BackendError as exc:
-            print(f"{spec}: unavailable ({exc})")
+        b = open_or_say(spec)
+        if b is None:
             continue
         d = b.capabilities().details
         print(f"{spec} = {b.id} ({b.capabilities().device}): subgroup {b.supports('subgroup')} "

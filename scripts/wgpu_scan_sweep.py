@@ -125,6 +125,15 @@ def _open(spec: str) -> BaseBackend:
             os.environ["VYRE_WGPU_BARRIERS"] = old
 
 
+def open_or_say(spec: str) -> BaseBackend | None:
+    """`_open(spec)`, or None after printing why it is unavailable."""
+    try:
+        return _open(spec)
+    except vyre.BackendError as exc:
+        print(f"{spec}: unavailable ({exc})")
+        return None
+
+
 class OverBudget(Exception):
     """The run's --budget is spent: the remaining variants are skipped (and said so)."""
 
@@ -319,10 +328,8 @@ def main() -> int:
     base: dict[Any, bytes] = {}
     names: list[str] = []
     for spec in specs:
-        try:
-            b = _open(spec)
-        except vyre.BackendError as exc:
-            print(f"{spec}: unavailable ({exc})")
+        b = open_or_say(spec)
+        if b is None:
             continue
         name = spec.split(":")[0]
         names.append(name)
