@@ -18,6 +18,8 @@ script asks what is left, each line on the same A and B:
 - `vyre -fences`         every fence call removed (NOT exact in general; bits reported);
 - `vyre let`             every `var` that is never assigned again spelled `let`;
 - `vyre all three`       all of the above;
+- `vyre explicit flush`  flush mode spelled by vyre for every f32 operation, as before
+                         native_flush.py (only differs on a device that flushes by itself);
 - `vyre rolled`          matmul_program(unroll=False): the block_k steps of a K slab as an
                          IR loop instead of written out (a shader ~block_k times shorter
                          in its K loop; the same bits), per --tiles shape.
@@ -58,8 +60,9 @@ def no_guards(src: str) -> str:
 
 
 def no_fences(src: str) -> str:
-    """Every fence call `vy_fenceK_f32(x)` -> `(x)` (the helper definitions stay, unused)."""
-    return re.sub(r"(?<!fn )vy_fence\d_f32\(", "(", src)
+    """Every fence call `vy_fenceK_f32(x)` / `vy_fenceK_f32_ftz(x)` -> `(x)` (the helper
+    definitions stay, unused)."""
+    return re.sub(r"(?<!fn )vy_fence\d_f32(?:_ftz)?\(", "(", src)
 
 
 def lets(src: str) -> str:
@@ -82,11 +85,27 @@ REWRITES: dict[str, Rewrite | None] = {
     "vyre": None, "vyre -guards": no_guards, "vyre -fences": no_fences, "vyre let": lets,
     "vyre all three": all_three,
 }
-EXACT = {"vyre", "vyre -guards", "vyre let", "vyre rolled"}
+EXACT = {"vyre", "vyre -guards", "vyre let", "vyre rolled", "vyre explicit flush"}
 
 
-def _rewritten_backend(rewrite: Rewrite | None) -> BaseBackend:
-    b = vyre.get_backend("wgpu")
+def _rewritten_backend(rewrite: Rewrite | None, explicit_flush: bool = False) -> BaseBackend:
+    """vyre's wgpu backend with its WGSL rewritten; `explicit_flush`: flush mode spelled by
+    vyre for every operation even where the device's own add/sub/mul/fma flush
+    (VYRE_WGPU_NATIVE_FLUSH=0, as before native_flush.py)."""
+    import os
+
+    from vyre.backends.wgpu.adapter import ENV_NATIVE_FLUSH
+
+    old = os.environ.get(ENV_NATIVE_FLUSH)
+    if explicit_flush:
+        os.environ[ENV_NATIVE_FLUSH] = "0"
+    try:
+        b = vyre.get_backend("wgpu")
+    finally:
+        if old is None:
+            os.environ.pop(ENV_NATIVE_FLUSH, None)
+        else:
+            os.environ[ENV_NATIVE_FLUSH] = old
     if rewrite is not None:
         original = b.generate  # type: ignore[attr-defined]
 
@@ -138,10 +157,11 @@ def main() -> int:
     baseline: np.ndarray | None = None
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t]
     jobs = [(name, tiles[0]) for name in REWRITES]
+    jobs += [("vyre explicit flush", tiles[0])]
     jobs += [("vyre rolled", t) for t in tiles]
     jobs += [(name, t) for t in tiles[1:] for name in ("vyre", "vyre all three")]
     for name, tile in jobs:
-        b = _rewritten_backend(REWRITES.get(name))
+        b = _rewritten_backend(REWRITES.get(name), explicit_flush=name == "vyre explicit flush")
         try:
             if baseline is None:  # the peer on this (vyre's) device, once
                 pc = _peer_on(b._info.device).case("matmul", data)  # type: ignore[attr-defined]

@@ -141,3 +141,94 @@ def test_wgpu_forced_flush_mode_reports_and_follows_its_rule(
             assert_agree(got[name], _expected(rule), EXACT, f"{name} forced ({rule})")
     finally:
         forced.close()
+
+
+# ------------------------------------------------------------------ the device's own flush
+
+
+def _native_case_program() -> object:
+    """Every native_flush.CASES operation, case i on invocation i's operands (a, b, c)."""
+    from vyre.backends.wgpu import native_flush
+
+    k = ProgramBuilder("native_flush_cases", workgroup_size=32)
+    a, b, c = (k.buffer(n, F32) for n in ("a", "b", "c"))
+    op = k.buffer("op", ScalarType.U32)
+    out = k.buffer("out", F32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < a.length()):
+        x, y, z, o = k.let(a[i]), k.let(b[i]), k.let(c[i]), k.let(op[i])
+        r = k.let(fma(x, y, z))
+        for code, name in enumerate(("add", "sub", "mul")):
+            results = {"add": x + y, "sub": x - y, "mul": x * y}
+            with k.if_(o == code):
+                r.set(results[name])
+        out[i] = r
+    assert {op for op, _, _ in native_flush.CASES} == {"add", "sub", "mul", "fma"}
+    return k.build()
+
+
+def _native_case_inputs() -> dict[str, object]:
+    from vyre.backends.wgpu import native_flush
+
+    cols = [[*args, *[0] * (3 - len(args))] for _, args, _ in native_flush.CASES]
+    ops = ["add", "sub", "mul", "fma"]
+    return {"a": _f32([c[0] for c in cols]), "b": _f32([c[1] for c in cols]),
+            "c": _f32([c[2] for c in cols]), "out": len(cols),
+            "op": np.array([ops.index(o) for o, _, _ in native_flush.CASES], np.uint32)}
+
+
+@pytest.mark.parametrize("rule", F.TININESS_RULES)
+def test_native_flush_cases_are_flush_mode_by_the_reference(rule: str) -> None:
+    """The results the native-flush probe demands are the reference's flush mode under each
+    rule (so the probe cannot accept a device the conformance would then fail), and every
+    case differs from IEEE gradual underflow."""
+    from vyre.backends.wgpu import native_flush
+
+    flushing = ReferenceBackend(f"reference[{rule}]", flush_subnormals=frozenset({F32}),
+                                flush_tininess=rule)
+    got = flushing.dispatch(_native_case_program(), _native_case_inputs(), DispatchConfig(grid=1))
+    want = native_flush.expected(rule)
+    assert want is not None
+    assert got["out"].view(np.uint32).tolist() == want
+    ieee = ReferenceBackend("reference[ieee]").dispatch(
+        _native_case_program(), _native_case_inputs(), DispatchConfig(grid=1))
+    same = [i for i, (g, w) in enumerate(zip(ieee["out"].view(np.uint32).tolist(), want,
+                                             strict=True)) if g == w]
+    # only the band cases agree with IEEE, and only where the rule rounds as IEEE does
+    assert all(isinstance(native_flush.CASES[i][2], str) for i in same), same
+    assert native_flush.expected("unknown: x") is None
+
+
+@pytest.mark.wgpu
+def test_wgpu_native_flush_is_reported_only_where_the_device_flushes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The device's own arithmetic is used for flush mode only on a device that flushes by
+    itself (never in the forced mode on one that keeps subnormals, like lavapipe) and not
+    with VYRE_WGPU_NATIVE_FLUSH=0; every way, the probe's cases give flush mode's bits."""
+    from vyre.backends.wgpu import PROVIDER, native_flush
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    natively_flushes = None
+    for env in ({}, {"VYRE_WGPU_FLUSH_SUBNORMALS": "1"}, {"VYRE_WGPU_NATIVE_FLUSH": "0"}):
+        monkeypatch.delenv("VYRE_WGPU_FLUSH_SUBNORMALS", raising=False)
+        monkeypatch.delenv("VYRE_WGPU_NATIVE_FLUSH", raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        b = PROVIDER.create()
+        try:
+            native = b.capabilities().details["native_flush_ops"]
+            if natively_flushes is None:
+                natively_flushes = bool(flushed_types(b))
+            assert native in ([], ["add", "sub", "mul", "fma"]), (env, native)
+            if not natively_flushes or "VYRE_WGPU_NATIVE_FLUSH" in env:
+                assert native == [], (env, native)
+            if not flushed_types(b):
+                continue
+            got = b.dispatch(_native_case_program(), _native_case_inputs(), DispatchConfig(grid=1))
+            want = native_flush.expected(flush_tininess(b))
+            assert got["out"].view(np.uint32).tolist() == want, (env, native)
+        finally:
+            b.close()

@@ -39,8 +39,10 @@ F32, U32 = ScalarType.F32, ScalarType.U32
 OPQ, VIS = fences.OPAQUE, fences.VISIBLE
 
 
-def _fence_calls(src: str) -> int:
-    return len(re.findall(r"vy_fence\d_f32\(", src)) - len(re.findall(r"fn vy_fence\d_f32", src))
+def _fence_calls(src: str, suffix: str = "") -> int:
+    """Calls of the f32 fence helpers (suffix "_ftz": those that also flush)."""
+    call, define = rf"vy_fence\d_f32{suffix}\(", rf"fn vy_fence\d_f32{suffix}\("
+    return len(re.findall(call, src)) - len(re.findall(define, src))
 
 
 # ------------------------------------------------------------------ the rule
@@ -110,8 +112,16 @@ def test_matmul_fences_only_what_a_rewrite_could_match() -> None:
     assert _fence_calls(few) < _fence_calls(every) // 2
     fmas = re.findall(r"v_acc\w* = fma\((.*)\);", few)
     assert len(fmas) == 512 and not any("vy_fence2" in f for f in fmas)  # addends bare
-    # flush mode keeps every fence (each operand must also be flushed)
-    assert _fence_calls(generate(prog, flush_subnormals=True).source) == 1536
+    # flush mode spelled by vyre keeps every fence, each one flushing its operand, and
+    # flushes every result
+    explicit = generate(prog, flush_subnormals=True).source
+    assert _fence_calls(explicit, "_ftz") == 1536 and _fence_calls(explicit) == 0
+    assert len(re.findall(r"= vy_ftz\(fma\(", explicit)) == 512
+    # on a device whose own fma flushes (native_flush.py) the fmas are spelled as outside
+    # flush mode: the same plain fences, no flush of operands or results
+    native = generate(prog, flush_subnormals=True, native_flush=True).source
+    assert native == few
+    assert "vy_ftz" not in native and _fence_calls(native, "_ftz") == 0
 
 
 # ------------------------------------------------------------------ on a device

@@ -30,6 +30,8 @@ from vyre import features as F
 from vyre.errors import BackendUnavailable
 from vyre.ir.types import ScalarType
 
+from . import native_flush
+
 ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
 # "1": generate docs/IR.md's f32 flush mode even on a device that keeps subnormals (to get
 # bit-identical results across devices, or to test the mode on lavapipe)
@@ -48,6 +50,10 @@ ENV_BARRIERS = "VYRE_WGPU_BARRIERS"
 # Measurement only (scripts/wgpu_matmul_sweep.py): "scalar" keeps every workgroup-array
 # access scalar, as vyre did before vectors.py spelled aligned runs as vec4 (both exact).
 ENV_SHARED = "VYRE_WGPU_SHARED"
+# Measurement only (scripts/wgpu_matmul_ablation.py): "0" spells flush mode explicitly for
+# every f32 operation even where native_flush.py shows the device's add, sub, mul and fma
+# already compute it (both exact).
+ENV_NATIVE_FLUSH = "VYRE_WGPU_NATIVE_FLUSH"
 
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
@@ -240,6 +246,7 @@ class DeviceInfo:
     fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
     flush_subnormals: bool = False  # f32 subnormals flushed: measured, or forced by ENV_FLUSH
     flush_tininess: str = F.TININESS_SUBNORMAL_RESULT  # which results flush (measured)
+    native_flush: bool = False  # the device's f32 + - * fma are flush mode (native_flush.py)
     div_correct: bool = True  # the driver's f32 division is correctly rounded (measured)
     sqrt_correct: bool = True  # the driver's f32 sqrt is correctly rounded (measured)
     exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
@@ -272,8 +279,12 @@ def open_device(adapter: Any) -> DeviceInfo:
         for vf, (wf, code) in _PROBES.items():
             if wf in dev_feats and _compiles(device, code):
                 proven.add(vf)
-        native_flush, tininess = _flushes_f32_subnormals(device)
-        flush = os.environ.get(ENV_FLUSH, "") == "1" or native_flush
+        device_flushes, tininess = _flushes_f32_subnormals(device)
+        flush = os.environ.get(ENV_FLUSH, "") == "1" or device_flushes
+        native_ops = (
+            device_flushes and os.environ.get(ENV_NATIVE_FLUSH, "") != "0"
+            and _flushes_like_flush_mode(device, tininess)
+        )
         div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
         fma_fused = _fma_rounds_once(device)
         loop_limit = _probe_loop_limit(device)
@@ -287,6 +298,7 @@ def open_device(adapter: Any) -> DeviceInfo:
         fma_fused=fma_fused,
         flush_subnormals=flush,
         flush_tininess=tininess,
+        native_flush=native_ops,
         div_correct=div_ok,
         sqrt_correct=sqrt_ok,
         exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
@@ -370,6 +382,16 @@ def _flushes_f32_subnormals(device: Any) -> tuple[bool, str]:
         return False, F.TININESS_SUBNORMAL_RESULT
     pair = (out[9] & 0x7FFFFFFF, out[10] & 0x7FFFFFFF)
     return True, _TININESS_OF.get(pair, f"unknown: products just below FLT_MIN gave {pair}")
+
+
+def _flushes_like_flush_mode(device: Any, tininess: str) -> bool:
+    """Whether the device's own f32 + - * and fma, spelled bare, give docs/IR.md's flush
+    mode under `tininess` on native_flush.py's cases (then the printer leaves them to it)."""
+    try:
+        out = _run_probe(device, native_flush.PROBE_CODE, native_flush.PROBE_DATA)
+    except Exception:
+        return False  # could not measure: the explicit spelling, exact on any device
+    return native_flush.agrees(out, tininess)
 
 
 # fma(-2.5, 1e10, 1e10) rounded once is f32(-1.5e10) = -15000000512.0; rounding the

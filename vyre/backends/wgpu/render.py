@@ -98,6 +98,8 @@ class _Ctx:
     wide_ok: bool = False  # the device runs i64 and f64 (exact trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
+    # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
+    native_flush: bool = False
     exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
     exact_sqrt: bool = False  # f32 sqrt likewise
     bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
@@ -214,9 +216,12 @@ def _helper(ctx: _Ctx, name: str, code: str) -> str:
 # has more than 2*11+2 bits, so the double rounding is innocuous for + - * / sqrt). In
 # flush mode (f32 subnormals flushed, docs/IR.md) the fence also turns a subnormal input
 # into a zero of its sign and `_rounded` flushes each f32 result, so the outcome is the
-# same whether or not the driver itself flushes.
-# Outside flush mode, f32 add, mul, sub and native fma fence only what a rewrite could
-# match (fences.py says which operands and why); the rest fence every operand.
+# same whether or not the driver itself flushes; except that on a device whose own f32
+# add, sub, mul and fma compute flush mode (probed: native_flush.py) those four get plain
+# fences and no flush of their result, as outside flush mode.
+# Outside flush mode (and for those four on such a device), f32 add, mul, sub and native
+# fma fence only what a rewrite could match (fences.py says which operands and why); the
+# rest fence every operand.
 
 
 def _compute_type(ty: ScalarType) -> ScalarType:
@@ -224,11 +229,14 @@ def _compute_type(ty: ScalarType) -> ScalarType:
     return T.F32 if ty is T.F16 else ty
 
 
-def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int) -> str:
+def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -> str:
+    """The fence helper with uniform `k`; for f32 `flushing` (default: in flush mode) also
+    reads a subnormal as a zero of its sign."""
     z = f"{U_VAR}.{ZERO_FIELDS[k]}"
-    name = f"vy_fence{k}_{wgsl_type(ty)}"
+    flushing = ctx.flush if flushing is None else flushing
+    name = f"vy_fence{k}_{wgsl_type(ty)}" + ("_ftz" if ty is T.F32 and flushing else "")
     if ty is T.F32:
-        if ctx.flush:
+        if flushing:
             body = (
                 f"    let b = bitcast<u32>(x) + {z};\n"
                 "    return bitcast<f32>(select(b, b & 0x80000000u, (b & 0x7f800000u) == 0u));"
@@ -262,6 +270,18 @@ _DEF_FENCE = 2
 def _bare(ctx: _Ctx, e: N.ExprNode) -> bool:
     """Whether f32 operand `e` of an add / mul / sub may go unfenced (fences.py)."""
     return ctx.minimal and ctx.flow.kinds(e) == OPAQUE
+
+
+def _plain_fence(ctx: _Ctx, k: int) -> str:
+    """The f32 fence of the minimal spelling (fences.py): it hides a value from rewrites
+    and never flushes it (minimal is on outside flush mode, or where the device's own
+    arithmetic flushes: native_flush.py)."""
+    return _fence_fn(ctx, T.F32, k, flushing=False)
+
+
+def _left_to_device(ctx: _Ctx, op: str, ty: ScalarType) -> bool:
+    """Whether f32 `op`'s flush-mode result is the device's own (no explicit flush)."""
+    return ctx.native_flush and ty is T.F32 and op in ("add", "sub", "mul")
 
 
 def _fenced(ctx: _Ctx, ty: ScalarType, text: str, k: int) -> str:
@@ -1058,6 +1078,10 @@ def _float_binary(
     ctx: _Ctx, op: str, ty: ScalarType, a: str, b: str, bare: tuple[bool, bool] = (False, False)
 ) -> str:
     """`a op b`; `bare`: which operands go unfenced (only what fences.py allows)."""
+    if _left_to_device(ctx, op, ty):
+        fa = a if bare[0] else f"{_plain_fence(ctx, 0)}({a})"
+        fb = b if bare[1] else f"{_plain_fence(ctx, 1)}({b})"
+        return f"({fa} {_ARITH_SYM[op]} {fb})"
     fa = a if bare[0] else _fenced(ctx, ty, a, 0)
     fb = b if bare[1] else _fenced(ctx, ty, b, 1)
     ct = _compute_type(ty)
@@ -1186,10 +1210,10 @@ def _fma_minimal(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     plan = fma_plan(*(ctx.flow.kinds(x) for x in e.args))
     a, b, c = args
     if plan.mult_fence is not None:
-        f = _fence_fn(ctx, T.F32, plan.mult_fence)
+        f = _plain_fence(ctx, plan.mult_fence)
         a, b = f"{f}({a})", f"{f}({b})"
     if plan.addend_fence:
-        c = f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({c})"
+        c = f"{_plain_fence(ctx, _DEF_FENCE)}({c})"
     return f"fma({a}, {b}, {c})"
 
 
@@ -1351,7 +1375,7 @@ def _bound_value(ctx: _Ctx, value: N.ExprNode) -> str:
     """A Let / Assign value: a float constant is fenced once here (fences.py)."""
     text = expr(ctx, value)
     if ctx.minimal and isinstance(value, N.Const) and value.ty is T.F32:
-        return f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({text})"
+        return f"{_plain_fence(ctx, _DEF_FENCE)}({text})"
     return text
 
 
@@ -1359,7 +1383,7 @@ def _stored_value(ctx: _Ctx, value: N.ExprNode) -> str:
     """A stored value: fenced unless opaque, so a load the driver forwards it to is opaque."""
     text = expr(ctx, value)
     if ctx.minimal and value.ty is T.F32 and ctx.flow.kinds(value) != OPAQUE:
-        return f"{_fence_fn(ctx, T.F32, _DEF_FENCE)}({text})"
+        return f"{_plain_fence(ctx, _DEF_FENCE)}({text})"
     return text
 
 
@@ -1554,6 +1578,7 @@ def generate(
     allowed_types: frozenset[ScalarType] | None = None,
     fma_fused: bool = True,
     flush_subnormals: bool = False,
+    native_flush: bool = False,
     exact_div: bool = False,
     exact_sqrt: bool = False,
     loop_limited: bool = False,
@@ -1565,7 +1590,9 @@ def generate(
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
     types the device supports (None: all). `flush_subnormals`: generate docs/IR.md's flush
-    mode for f32 (for a device whose arithmetic flushes f32 subnormals). `exact_div` /
+    mode for f32 (for a device whose arithmetic flushes f32 subnormals); `native_flush`:
+    the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
+    are spelled as outside it. `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; detect it (see
     _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
@@ -1593,10 +1620,11 @@ def generate(
         wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
         fma_fused=fma_fused,
         flush=flush_subnormals,
+        native_flush=flush_subnormals and native_flush and not all_fences,
         exact_div=exact_div,
         exact_sqrt=exact_sqrt,
         bad_base=bad_base,
-        minimal=not (all_fences or flush_subnormals),
+        minimal=not (all_fences or (flush_subnormals and not native_flush)),
         storage_barrier=storage_barriers or needs_storage_barrier(program, read_write_slots),
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32

@@ -217,6 +217,9 @@ class WgpuBackend(BaseBackend):
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
                 "flush_tininess": self._info.flush_tininess,
+                # flush mode's f32 operations left to the device's own flushing arithmetic
+                # (probed to give the mode's bits: native_flush.py); the rest spelled by vyre
+                "native_flush_ops": ["add", "sub", "mul", "fma"] if self._info.native_flush else [],
                 # honest about f64: the device may run f64 add/mul/div, but the backend
                 # does not report the 'f64' feature, so f64 Programs raise UnsupportedFeature
                 "f64_arithmetic": (
@@ -425,7 +428,8 @@ class WgpuBackend(BaseBackend):
         subgroups.check_fits(program, info.subgroup_size, self.id)
         return wgsl.generate(
             program, key or frozenset(), self._allowed_types, info.fma_fused,
-            info.flush_subnormals, exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
+            info.flush_subnormals, native_flush=info.native_flush,
+            exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
             loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
             all_fences=info.all_fences, storage_barriers=info.all_barriers,
             vectors=not info.scalar_shared,
