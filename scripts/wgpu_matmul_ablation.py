@@ -17,6 +17,7 @@ script asks what is left, each line on the same A and B:
                          (exact here: n is a multiple of every tile, nothing is out of range);
 - `vyre -fences`         every fence call removed (NOT exact in general; bits reported);
 - `vyre let`             every `var` that is never assigned again spelled `let`;
+- `vyre -guards -fences` -guards and -fences together;
 - `vyre all three`       all of the above;
 - `vyre explicit flush`  flush mode spelled by vyre for every f32 operation, as before
                          native_flush.py (only differs on a device that flushes by itself);
@@ -83,7 +84,7 @@ def all_three(src: str) -> str:
 
 REWRITES: dict[str, Rewrite | None] = {
     "vyre": None, "vyre -guards": no_guards, "vyre -fences": no_fences, "vyre let": lets,
-    "vyre all three": all_three,
+    "vyre -guards -fences": lambda src: no_fences(no_guards(src)), "vyre all three": all_three,
 }
 EXACT = {"vyre", "vyre -guards", "vyre let", "vyre rolled", "vyre explicit flush"}
 

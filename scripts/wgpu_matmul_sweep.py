@@ -129,10 +129,20 @@ def _bare_fma(on: bool) -> Iterator[None]:
         render._fma_minimal = saved
 
 
+WARMUP_S = 0.3  # of back-to-back runs before timing: the GPU's clocks drop while it idles
+
+
 def median_time(run: Callable[[], float], reps: int) -> float:
-    """Median of `reps` runs after one warm-up (compile, first touch); reps 0: that one."""
+    """Median of `reps` runs after a warm-up (compile, first touch, and WARMUP_S of runs:
+    on the H100 a 4096^3 matmul right after a compile or a 2 s pause runs ~5x slower for
+    tens of milliseconds while the clocks come back up); reps 0: the first run alone."""
     first = run()
-    return statistics.median(run() for _ in range(reps)) if reps else first
+    if not reps:
+        return first
+    end = time.perf_counter() + WARMUP_S
+    while time.perf_counter() < end:
+        run()
+    return statistics.median(run() for _ in range(reps))
 
 
 def multiply(b: BaseBackend, a: np.ndarray, bm: np.ndarray, tile: Tile, reps: int,

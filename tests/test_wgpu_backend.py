@@ -239,6 +239,27 @@ def test_async_pending_and_profile(wg: BaseBackend) -> None:
     buf.free()
 
 
+def test_profiled_dispatches_in_flight_each_get_their_timing(wg: BaseBackend) -> None:
+    """More profiled dispatches in flight than the backend keeps timestamp sets for, waited
+    in reverse order, around a large read: each reports its own device time and the work
+    is all done (timestamp sets are reused only once read)."""
+    if not wg.supports("device_timers"):
+        pytest.skip("this adapter has no timestamp queries")
+    prog = inc_in_place()
+    buf = wg.allocate_device_buffer(4096 * 4)
+    big = wg.allocate_device_buffer(8 << 20)
+    wg.write(buf, np.zeros(4096, np.uint32))
+    cfg = DispatchConfig.for_elements(4096, 64, profile=True)
+    for _ in range(2):
+        pend = [wg.dispatch_async(prog, [], [buf], cfg) for _ in range(12)]
+        times = [p.wait() for p in reversed(pend)]
+        assert all(t.device_ns is not None and t.device_ns >= 0 for t in times)
+        assert wg.read(big, dtype=np.uint8).size == 8 << 20
+    assert np.all(wg.read(buf, dtype=np.uint32) == 2**24 - 1)  # x -> 2x + 1, 24 times
+    buf.free()
+    big.free()
+
+
 def test_host_dispatch_and_bound_reuse(wg: BaseBackend) -> None:
     prog = add_one()
     src = np.arange(10, dtype=np.uint32)

@@ -146,6 +146,10 @@ class WgpuBackend(BaseBackend):
         # not a launch cache (vyre.binding.LaunchCache is that): dropped with its buffers.
         self._bind_groups: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
         self._staging: Any = None
+        # timestamp query sets with their resolve and map buffers, reused: creating them per
+        # profiled dispatch cost ~34 ms of host time each on the H100 once a 64 MB buffer
+        # had been read back, and the GPU's clocks dropped while it idled between runs
+        self._timestamp_pool: list[_TimestampSet] = []
         # status buffers of submitted work not yet checked (see _check_status)
         self._unchecked: dict[int, _Status] = {}
         self._grid_checks: dict[int, Any] = {}  # word offset -> pre-pass pipeline
@@ -650,11 +654,22 @@ class WgpuBackend(BaseBackend):
         return "\n".join(msgs)
 
     # ------------------------------------------------------------ encoding
-    def _timestamp_set(self) -> tuple[Any, Any]:
-        qs = self.device.create_query_set(type="timestamp", count=2)
+    def _timestamp_set(self) -> _TimestampSet:
+        """A free timestamp set (give it back with _release_timestamps once read)."""
+        if self._timestamp_pool:
+            return self._timestamp_pool.pop()
         u = self._usage
-        resolve = self.device.create_buffer(size=16, usage=u.QUERY_RESOLVE | u.COPY_SRC)
-        return qs, resolve
+        return _TimestampSet(
+            self.device.create_query_set(type="timestamp", count=2),
+            self.device.create_buffer(size=16, usage=u.QUERY_RESOLVE | u.COPY_SRC),
+            self.device.create_buffer(size=16, usage=u.MAP_READ | u.COPY_DST),
+        )
+
+    def _release_timestamps(self, ts: _TimestampSet) -> None:
+        if len(self._timestamp_pool) < _TIMESTAMP_POOL:
+            self._timestamp_pool.append(ts)
+        else:
+            ts.destroy()
 
     def _encode(
         self,
@@ -821,13 +836,9 @@ class WgpuBackend(BaseBackend):
             profile = bound.config.profile and self._timestamps
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
-            self._encode(enc, [step], 1, ts[0] if ts else None)
-            staging = None
+            self._encode(enc, [step], 1, ts.queries if ts else None)
             if ts is not None:
-                enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)
-                u = self._usage
-                staging = self.device.create_buffer(size=16, usage=u.MAP_READ | u.COPY_DST)
-                enc.copy_buffer_to_buffer(ts[1], 0, staging, 0, 16)
+                ts.record_resolve(enc)
             self.queue.submit([enc.finish()])
             self._submitted([step])
         except BackendError:
@@ -848,10 +859,9 @@ class WgpuBackend(BaseBackend):
             device_ns = None
             try:
                 with self._lock:
-                    if staging is not None:
-                        raw = self._map_staging(staging, 16)
-                        device_ns = _timestamp_ns(raw)
-                        staging.destroy()
+                    if ts is not None:
+                        device_ns = _timestamp_ns(self._map_staging(ts.staging, 16))
+                        self._release_timestamps(ts)
                     else:
                         self._wait()
                     self._check_status()
@@ -888,15 +898,15 @@ class WgpuBackend(BaseBackend):
         try:
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
-            self._encode(enc, steps, repeat, ts[0] if ts else None)
+            self._encode(enc, steps, repeat, ts.queries if ts else None)
             nz = [(b, o, n) for b, o, n in ranges if n]
             plan, total = self._plan_reads(nz, 16 if ts else 0)
             staging = None
             if plan or ts:
                 staging = self._staging_buffer(total)
                 if ts:
-                    enc.resolve_query_set(ts[0], 0, 2, ts[1], 0)
-                    enc.copy_buffer_to_buffer(ts[1], 0, staging, 0, 16)
+                    enc.resolve_query_set(ts.queries, 0, 2, ts.resolve, 0)
+                    enc.copy_buffer_to_buffer(ts.resolve, 0, staging, 0, 16)
                 for gpu, a0, size, soff in plan:
                     enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
             self.queue.submit([enc.finish()])
@@ -913,7 +923,10 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error("running a pipeline", exc) from None
         t2 = time.perf_counter_ns()
-        device_ns = _timestamp_ns(raw[:16]) if ts else None
+        device_ns = None
+        if ts is not None:
+            device_ns = _timestamp_ns(raw[:16])
+            self._release_timestamps(ts)
         out = []
         it = iter(plan)
         for (_b, o, n), r in zip(ranges, reads):
@@ -940,12 +953,37 @@ class WgpuBackend(BaseBackend):
     @interrupt_safe
     def _close(self) -> None:
         self._bind_groups.clear()
+        for ts in self._timestamp_pool:
+            ts.destroy()
+        self._timestamp_pool.clear()
         if self._staging is not None:
             with contextlib.suppress(Exception):
                 self._staging.destroy()
             self._staging = None
         with contextlib.suppress(Exception):
             self.device.destroy()
+
+
+_TIMESTAMP_POOL = 8  # timestamp sets kept for reuse (more only with dispatches in flight)
+
+
+@dataclass
+class _TimestampSet:
+    """The begin/end timestamps of one profiled submission: the query set, the buffer it
+    resolves into and a mappable copy of that."""
+
+    queries: Any
+    resolve: Any
+    staging: Any
+
+    def record_resolve(self, enc: Any) -> None:
+        enc.resolve_query_set(self.queries, 0, 2, self.resolve, 0)
+        enc.copy_buffer_to_buffer(self.resolve, 0, self.staging, 0, 16)
+
+    def destroy(self) -> None:
+        for obj in (self.queries, self.resolve, self.staging):
+            with contextlib.suppress(Exception):
+                obj.destroy()
 
 
 def _timestamp_ns(raw: memoryview | bytes) -> int | None:
