@@ -64,6 +64,10 @@ TUNED: dict[str, Tiles] = {
     # H100, 4096^3: 43.5 TFLOP/s = 0.87x cuBLAS FP32 (50.0); next 128x256 8x16 bk16 43.2,
     # 128x128 bk16 42.7, the unsplit kernel 33.3 (docs/perf-notes.md)
     "cuda": Tiles(128, 8, 8, True),
+    # H100 through NVIDIA's Vulkan driver, 4096^3: 33.2 TFLOP/s = 1.64x the raw vec4 WGSL
+    # peer, 0.77x vyre CUDA; 128x8x16 30.0, 128x8x8 29.3, 64.128x4.8x8 27.0
+    # (scripts/wgpu_matmul_sweep.py, docs/perf-notes.md session 15)
+    "wgpu": Tiles((128, 256), (8, 16), 8, True),
 }
 
 
