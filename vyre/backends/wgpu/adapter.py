@@ -415,10 +415,10 @@ def _fma_rounds_once(device: Any) -> bool:
 
 
 def _probe_loop_limit(device: Any) -> int | None:
-    """The number of loop iterations a program's own loops may run in one invocation before
-    the driver silently ends them (Mesa's llvmpipe ends every loop after 65535, counted over
-    all loops of the shader; vyre's sentinel uses 2 of those, so 65533 are reported), or None.
-    The trip count comes from the buffer, so no compiler can know or shorten the loop."""
+    """The number of loop passes a program's loops may make before the driver silently ends
+    them (Mesa's llvmpipe ends every loop after 65535, counted over all loops of the shader
+    and the invocations of a SIMD group: loopcount.py), or None. The trip count comes from
+    the buffer, so no compiler can know or shorten the loop."""
     code = (
         "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
         "@compute @workgroup_size(1) fn main() {\n"
@@ -431,10 +431,7 @@ def _probe_loop_limit(device: Any) -> int | None:
         return None  # could not measure: no limit assumed
     if out[2] >= LOOP_PROBE:
         return None
-    # what user loops may use: the generated sentinel (wgsl._LOOP_SENTINEL) spends the rest
-    from .render import LOOP_SENTINEL_ITERATIONS
-
-    return int(out[2]) - LOOP_SENTINEL_ITERATIONS
+    return int(out[2])  # all of it: the generated code counts its loops, it spends none
 
 
 LOOP_PROBE = 70_000  # iterations the loop-limit probe asks for

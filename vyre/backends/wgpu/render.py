@@ -28,6 +28,7 @@ from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
+from . import loopcount
 from .barriers import needs_storage_barrier
 from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
@@ -80,8 +81,8 @@ class WgslModule:
     layout: UniformLayout
     storage_access: tuple[str, ...]  # per buffer slot: "read" or "read_write" as declared
     entry_point: str = "main"
-    # the binding of the hidden status buffer (array<atomic<u32>>, bit 0: the driver's loop
-    # budget ran out, see _LOOP_SENTINEL), or None when the shader has none
+    # the binding of the hidden status buffer (array<atomic<u32>>, bit 0: the driver ended a
+    # loop an invocation was in, see LOOP_LIMIT_FLAG), or None when the shader has none
     status_binding: int | None = None
 
 
@@ -111,6 +112,11 @@ class _Ctx:
     storage_barrier: bool = True
     flow: FenceFlow = field(default_factory=FenceFlow)  # what the compiler sees of f32 vars
     vec: VectorPlan | None = None  # workgroup arrays declared as vec4 and their runs
+    # the driver ends long loops silently: count the loops each invocation is in
+    # (loopcount.py); the exit flag of each enclosing loop, innermost last (None: no flag)
+    count_loops: bool = False
+    loop_flags: list[str | None] = field(default_factory=list)
+    returns_in_loops: bool = False  # a `return` inside a counted loop (needs loopcount.RETURNING)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -595,7 +601,7 @@ def _pow_pos_f32(ctx: _Ctx) -> str:
         "    let f = (w - n) * 0.6931471805599453lf;  // |f| <= ln(2)/2\n"
         "    var ex = 1.0lf;\n"
         "    var term = 1.0lf;\n"
-        "    for (var i = 1; i <= 13; i = i + 1) { term = term * f / f64(i); ex = ex + term; }\n"
+        f"{_exp_series(ctx)}"
         "    return ldexp(f32(ex), i32(n));\n}",
     )
 
@@ -603,6 +609,20 @@ def _pow_pos_f32(ctx: _Ctx) -> str:
 # |y| from which every float of the type is an even integer
 _ODD_LIMIT = {T.F32: "16777216.0f", T.F16: "2048.0h", T.F64: "9007199254740992.0lf"}
 _BIG = {T.F32: "3.40282347e38f", T.F16: "65504.0h", T.F64: "1.7976931348623157e308lf"}
+
+
+def _exp_series(ctx: _Ctx) -> str:
+    """vy_pow_pos_f32's Taylor series of exp(f), 13 terms (one exit, counted, on an adapter
+    with a loop limit: loopcount.py)."""
+    step = "term = term * f / f64(i); ex = ex + term;"
+    if not ctx.count_loops:
+        return f"    for (var i = 1; i <= 13; i = i + 1) {{ {step} }}\n"
+    return (
+        f"    var i = 1;\n    {loopcount.enter()}\n"
+        f"    loop {{  {loopcount.COUNTED}\n"
+        f"        let done = i > 13;\n        {loopcount.leave('done')}\n"
+        f"        if (done) {{ break; }}\n        {step}\n        i = i + 1;\n    }}\n"
+    )
 
 
 def _sign_bit(ty: ScalarType, x: str) -> str:
@@ -1412,6 +1432,8 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
         out.append(f"{ind}}}")
         return out
     if isinstance(s, N.While):
+        if ctx.count_loops:
+            return _counted_while(ctx, s, ind)
         head = loop_head(ctx.flow, s)
         ctx.flow = head.copy()
         out = [f"{ind}loop {{", f"{nxt}if (!({expr(ctx, s.cond)})) {{ break; }}"]
@@ -1422,10 +1444,15 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
     if isinstance(s, N.For):
         return _for(ctx, s, ind)
     if isinstance(s, N.Break):
+        if ctx.count_loops:  # leave through the loop's one exit (loopcount.py)
+            return [f"{ind}{ctx.loop_flags[-1]} = true; continue;"]
         return [f"{ind}break;"]
     if isinstance(s, N.Continue):
         return [f"{ind}continue;"]
     if isinstance(s, N.Return):
+        if ctx.count_loops and ctx.loop_flags:
+            ctx.returns_in_loops = True
+            return [f"{ind}{loopcount.RETURNING} = true; {ctx.loop_flags[-1]} = true; continue;"]
         return [f"{ind}return;"]
     if isinstance(s, N.Barrier):
         if ctx.storage_barrier:
@@ -1446,13 +1473,21 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
     k = ctx.fresh("")
     lo, hi, it = f"vy_lo{k}", f"vy_hi{k}", f"vy_it{k}"
     nxt, inner = ind + "    ", ind + "        "
+    counted = ctx.count_loops
+    flag = f"vy_brk{k}" if counted and loopcount.leaves_by_jump(s.body) else None
     out = [
         f"{ind}{{",
         f"{nxt}let {lo}: {t} = {expr(ctx, s.start)};",
         f"{nxt}let {hi}: {t} = {expr(ctx, s.end)};",
         f"{nxt}var {it}: {t} = {lo};",
-        f"{nxt}if ({lo} < {hi}) {{ loop {{",
     ]
+    if flag is not None:
+        out.append(f"{nxt}var {flag} = false;")
+    if counted:
+        out.append(f"{nxt}if ({lo} < {hi}) {{ {loopcount.enter()} loop {{  {loopcount.COUNTED}")
+        ctx.loop_flags.append(flag)
+    else:
+        out.append(f"{nxt}if ({lo} < {hi}) {{ loop {{")
     head = loop_head(ctx.flow, s)
     ctx.flow = head.copy()
     ctx.scopes.append({})
@@ -1464,15 +1499,60 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
     ctx.flow.exit_scope()
     ctx.scopes.pop()
     ctx.flow = head  # the loop exits at its head
+    step = f"{inner}    {it} = {it} + 1{sfx};"
+    if not counted:
+        return [*out, f"{inner}continuing {{", step, f"{inner}    break if !({it} < {hi});",
+                f"{inner}}}", f"{nxt}}} }}", f"{ind}}}"]
+    ctx.loop_flags.pop()
+    end = f"vy_end{k}"
+    done = f"!({it} < {hi})" if flag is None else f"{flag} || !({it} < {hi})"
     out += [
-        f"{inner}continuing {{",
-        f"{inner}    {it} = {it} + 1{sfx};",
-        f"{inner}    break if !({it} < {hi});",
-        f"{inner}}}",
+        f"{inner}continuing {{", step, f"{inner}    let {end} = {done};",
+        f"{inner}    {loopcount.leave(end)}", f"{inner}    break if {end};", f"{inner}}}",
         f"{nxt}}} }}",
+        *_after_counted_loop(ctx, s.body, nxt),
         f"{ind}}}",
     ]
     return out
+
+
+def _counted_while(ctx: _Ctx, s: N.While, ind: str) -> list[str]:
+    """A While on an adapter with a loop limit (loopcount.py): one exit, counted. Without
+    a break or return of its own it exits at its head, as uncounted (n + 1 passes for n
+    iterations); with one, every way out sets its flag and leaves in the continuing block
+    (one pass more)."""
+    nxt = ind + "    "
+    k = ctx.fresh("")
+    flag = f"vy_brk{k}" if loopcount.leaves_by_jump(s.body) else None
+    head = loop_head(ctx.flow, s)
+    ctx.flow = head.copy()
+    cond = expr(ctx, s.cond)
+    out = [] if flag is None else [f"{ind}var {flag} = false;"]
+    out += [f"{ind}{loopcount.enter()}", f"{ind}loop {{  {loopcount.COUNTED}"]
+    if flag is None:
+        end = f"vy_end{k}"
+        out += [f"{nxt}let {end} = !({cond});", f"{nxt}{loopcount.leave(end)}",
+                f"{nxt}if ({end}) {{ break; }}"]
+    else:
+        out.append(f"{nxt}if (!({cond})) {{ {flag} = true; continue; }}")
+    ctx.loop_flags.append(flag)
+    out += _block(ctx, s.body, nxt)
+    ctx.loop_flags.pop()
+    ctx.flow = head  # the loop exits at its head
+    if flag is not None:
+        out += [f"{nxt}continuing {{", f"{nxt}    {loopcount.leave(flag)}",
+                f"{nxt}    break if {flag};", f"{nxt}}}"]
+    out.append(f"{ind}}}")
+    return out + _after_counted_loop(ctx, s.body, ind)
+
+
+def _after_counted_loop(ctx: _Ctx, body: tuple[N.StmtNode, ...], ind: str) -> list[str]:
+    """After a counted loop a `return` inside it left: leave the enclosing loop the same
+    way (through its one exit), or return (loopcount.py: returns never leave a loop)."""
+    if not loopcount.returns(body):
+        return []
+    then = f"{ctx.loop_flags[-1]} = true; continue;" if ctx.loop_flags else "return;"
+    return [f"{ind}if ({loopcount.RETURNING}) {{ {then} }}"]
 
 
 def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
@@ -1487,7 +1567,21 @@ def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
     ptr = f"&{var}[i]"
     if s.buffer in ctx.wg_f32_atomic:
         return _wg_f32_atomic_fn(ctx, s, fn, ptr)
-    if s.op == "compare_exchange":
+    if s.op == "compare_exchange" and ctx.count_loops:  # one exit, counted (loopcount.py)
+        body = (
+            f"    var old: {t};\n"
+            f"    {loopcount.enter()}\n"
+            f"    loop {{  {loopcount.COUNTED} (the weak form may fail spuriously: retry)\n"
+            f"        let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
+            f"        old = r.old_value;\n"
+            f"        let done = r.exchanged || r.old_value != c;\n"
+            f"        {loopcount.leave('done')}\n"
+            f"        if (done) {{ break; }}\n"
+            f"    }}\n"
+            f"    return old;\n"
+        )
+        sig = f"fn {fn}(i: u32, v: {t}, c: {t}) -> {t} {{\n"
+    elif s.op == "compare_exchange":
         body = (
             f"    loop {{  // the weak form may fail spuriously: retry until decided\n"
             f"        let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
@@ -1507,6 +1601,20 @@ def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str) -> str:
     in an atomic<u32>; add is a compare-exchange loop around the IR's f32 addition."""
     if s.op == "exchange":
         body = f"    return bitcast<f32>(atomicExchange({ptr}, bitcast<u32>(v)));\n"
+    elif s.op == "add" and ctx.count_loops:  # one exit, counted (loopcount.py)
+        total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
+        body = (
+            f"    var old = atomicLoad({ptr});\n"
+            f"    {loopcount.enter()}\n"
+            f"    loop {{  {loopcount.COUNTED}\n"
+            f"        let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
+            f"        let done = r.exchanged;\n"
+            f"        {loopcount.leave('done')}\n"
+            "        if (done) { break; }\n"
+            "        old = r.old_value;\n"
+            "    }\n"
+            "    return bitcast<f32>(old);\n"
+        )
     elif s.op == "add":
         total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
         body = (
@@ -1542,15 +1650,16 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
 # ------------------------------------------------------------------ module
 
 
-# Mesa's llvmpipe ends every loop once 65535 iterations (one budget per invocation, shared
-# by all loops of the shader, vyre's helper loops included) have run, silently. Its
-# compiler cannot see that exit, so nothing inside a user loop can tell a truncated loop
-# from a finished one. This loop, run after the program, must iterate twice (its trip count
-# is a uniform the compiler cannot know); once the budget is spent the driver ends it after
-# one iteration, and the invocation records that in the status buffer (the runtime then
-# raises DispatchError). Emitted only for adapters whose probe found a limit.
+# Mesa's llvmpipe ends every loop once 65535 passes have run in a SIMD group, silently
+# (loopcount.py). Where the probe found such a limit, every loop of the module is counted
+# and an invocation that ends inside a loop flags LOOP_LIMIT_FLAG in the status buffer (the
+# runtime then raises DispatchError). A module with a loop that is not counted (none is
+# generated now; a safety net for new helper loops) ends with this sentinel instead: a
+# loop that must iterate twice (its trip count is a uniform the compiler cannot know);
+# once the budget is spent the driver ends it after one pass and the invocation flags it.
+# It cannot tell a cut loop from a spent budget, so it raises for both (never silent).
 LOOP_LIMIT_FLAG = 1
-#: iterations of the driver's budget the sentinel itself uses (so user loops get the rest)
+#: passes of the driver's budget the sentinel itself uses (only where it is emitted)
 LOOP_SENTINEL_ITERATIONS = 2
 _LOOP_SENTINEL = (
     "fn vy_loop_sentinel() {\n"
@@ -1594,8 +1703,8 @@ def generate(
     the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
     are spelled as outside it. `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
-    rounded). `loop_limited`: the driver silently ends long loops; detect it (see
-    _LOOP_SENTINEL) through a status buffer. `bad_base` (tests only): the exact fast
+    rounded). `loop_limited`: the driver silently ends long loops; count every loop
+    (loopcount.py) and flag a cut one in a status buffer (LOOP_LIMIT_FLAG). `bad_base` (tests only): the exact fast
     paths start from a deliberately worse estimate, to test their correction. `all_fences`
     (measurement only): fence every f32 operand instead of only those fences.py requires.
     `storage_barriers` (measurement only): every Barrier also a storageBarrier, instead of
@@ -1630,6 +1739,7 @@ def generate(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),
         vec=plan_vectors(program) if vectors else None,
+        count_loops=loop_limited,
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
@@ -1661,10 +1771,15 @@ def generate(
     code = "\n".join([*body, *ctx.helpers.values()])
     has_loop = "loop {" in code or "for (" in code
     status = len(program.buffers) + 1 if loop_limited and has_loop else None
+    counted = status is not None and loopcount.all_counted(code)
     if status is not None:
         decls.append(
             f"@group(0) @binding({status}) var<storage, read_write> vy_status: array<atomic<u32>>;"
         )
+    if counted:
+        decls.append(loopcount.DECLARATION)
+    if ctx.returns_in_loops:
+        body = [f"    var {loopcount.RETURNING} = false;", *body]
 
     x, y, z = program.workgroup_size
     params = _MAIN_PARAMS + (_SUBGROUP_PARAMS if uses_subgroups(program) else ())
@@ -1679,14 +1794,14 @@ def generate(
     ]
     if status is None:
         entry += [*body, "}"]
-    else:  # the program as a function (its `return`s end it), then the sentinel
+    else:  # the program as a function (its `return`s end it), then the loop check
+        cut = f"atomicOr(&vy_status[0], {LOOP_LIMIT_FLAG}u);"
         entry += [
             f"    vy_program({', '.join(n for n, _, _ in params)});",
-            "    vy_loop_sentinel();",
+            f"    {loopcount.check(cut)}" if counted else "    vy_loop_sentinel();",
             "}",
             "",
-            _LOOP_SENTINEL,
-            "",
+            *([] if counted else [_LOOP_SENTINEL, ""]),
             f"fn vy_program({', '.join(f'{n}: {t}' for n, _, t in params)}) {{",
             *body,
             "}",

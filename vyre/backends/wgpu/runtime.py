@@ -635,11 +635,13 @@ class WgpuBackend(BaseBackend):
             msgs.append(
                 f"{self.id}: program {st.program!r} ran out of this adapter's loop budget: "
                 f"{self._info.name} silently ends every loop once {limit} loop iterations "
-                "have run in one invocation (counted over all loops of the program), so its "
-                "results are truncated and were not used. Split the work so that each "
-                f"invocation runs fewer than {limit} iterations in all: more invocations (a "
-                "larger grid), or several dispatches (pipeline steps) each doing a part of "
-                "the loop; or use an adapter without the limit "
+                "have run in one SIMD group of invocations (neighbours along x; counted over "
+                "all loops of the program and every invocation of the group), and it ended "
+                "a loop an invocation was still in, so the results are truncated and were "
+                "not used. Split the work so that each invocation runs fewer than "
+                f"{limit} iterations in all: more invocations (a larger grid), or several "
+                "dispatches (pipeline steps) each doing a part of the loop; or use an "
+                "adapter without the limit "
                 "(capabilities().details['loop_iteration_limit'] is None)."
             )
         if flags & _GRID_FLAG:
