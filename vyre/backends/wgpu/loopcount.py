@@ -14,7 +14,9 @@ still in it truncates anything.
 
 That is what the accounting detects, per invocation: `vy_open` counts the loops the
 invocation is in (one more on entering a loop, one less on the pass that leaves it), and
-an invocation that ends with `vy_open != 0` was inside a loop the driver ended. It writes
+an invocation that ends with `vy_open != 0` was inside a loop the driver ended. A For with
+no `break` or `return` of its own needs no work per pass: its counter is below its end
+after the loop only where the loop was cut (`count_cut` adds one then). It writes
 the status flag (padding lanes cannot: their writes are dropped), and the runtime raises
 DispatchError. Two rules keep the count true under the driver's compiler, which does not
 know about the hidden exit:
@@ -59,6 +61,15 @@ def leave(exits: str) -> str:
     """The statement of every pass, just before the loop's one exit test `exits` (a bool
     expression, normally a name): one less once the loop is left."""
     return f"{OPEN} = {OPEN} - select(0u, 1u, {exits});"
+
+
+def count_cut(stopped_short: str) -> str:
+    """After a For with no `break` or `return` of its own (so its continuing block is its
+    one exit, and its counter is current after it even where the loop was cut):
+    `stopped_short` (the counter below the end, compared through a uniform zero so that
+    the compiler cannot fold it with the exit test) means the loop was cut. No work per
+    pass."""
+    return f"if ({stopped_short}) {{ {OPEN} = {OPEN} + 1u; }}"
 
 
 def check(flag_statement: str) -> str:

@@ -1484,7 +1484,8 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
     if flag is not None:
         out.append(f"{nxt}var {flag} = false;")
     if counted:
-        out.append(f"{nxt}if ({lo} < {hi}) {{ {loopcount.enter()} loop {{  {loopcount.COUNTED}")
+        enter = "" if flag is None else f" {loopcount.enter()}"
+        out.append(f"{nxt}if ({lo} < {hi}) {{{enter} loop {{  {loopcount.COUNTED}")
         ctx.loop_flags.append(flag)
     else:
         out.append(f"{nxt}if ({lo} < {hi}) {{ loop {{")
@@ -1504,10 +1505,13 @@ def _for(ctx: _Ctx, s: N.For, ind: str) -> list[str]:
         return [*out, f"{inner}continuing {{", step, f"{inner}    break if !({it} < {hi});",
                 f"{inner}}}", f"{nxt}}} }}", f"{ind}}}"]
     ctx.loop_flags.pop()
+    if flag is None:  # its only exit ends the count: a cut one stopped short of hi
+        short = f"{it} < {hi} + {t}({U_VAR}.{ZERO_FIELD})"
+        return [*out, f"{inner}continuing {{", step, f"{inner}    break if !({it} < {hi});",
+                f"{inner}}}", f"{nxt}}} {loopcount.count_cut(short)} }}", f"{ind}}}"]
     end = f"vy_end{k}"
-    done = f"!({it} < {hi})" if flag is None else f"{flag} || !({it} < {hi})"
     out += [
-        f"{inner}continuing {{", step, f"{inner}    let {end} = {done};",
+        f"{inner}continuing {{", step, f"{inner}    let {end} = {flag} || !({it} < {hi});",
         f"{inner}    {loopcount.leave(end)}", f"{inner}    break if {end};", f"{inner}}}",
         f"{nxt}}} }}",
         *_after_counted_loop(ctx, s.body, nxt),
