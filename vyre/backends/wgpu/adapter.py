@@ -252,7 +252,7 @@ class DeviceInfo:
     exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
     exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or ENV_DIV_SQRT)
     bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
-    loop_limit: int | None = None  # the driver ends loops after this many iterations
+    loop_limit: int | None = None  # the driver ends loops after this many passes (loopcount.py)
     all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
     all_barriers: bool = False  # ENV_BARRIERS=storage: storageBarrier everywhere (measurement)
     scalar_shared: bool = False  # ENV_SHARED=scalar: no vec4 workgroup runs (measurement)

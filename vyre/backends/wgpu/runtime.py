@@ -78,7 +78,7 @@ class Compiled:
     shader: Any
     bind_group_layout: Any
     pipeline: Any
-    status: _Status | None = None  # the loop sentinel's flag (adapters with a loop limit)
+    status: _Status | None = None  # the cut-loop flag (adapters with a loop limit: loopcount.py)
 
     @property
     def source(self) -> str:
