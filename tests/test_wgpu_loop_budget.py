@@ -13,8 +13,6 @@ adapter; the tests that need a driver limit skip with a reason on an adapter wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -32,23 +30,18 @@ pytestmark = pytest.mark.wgpu
 U32, F32 = ScalarType.U32, ScalarType.F32
 
 
-@pytest.fixture(scope="module")
-def wg() -> Iterator[BaseBackend]:
-    from vyre.backends.wgpu import PROVIDER
-
-    avail = PROVIDER.probe()
-    if not avail.available:
-        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
-    b = PROVIDER.create()
-    yield b
-    b.close()
+@pytest.fixture
+def wg(backends: dict[str, BaseBackend]) -> BaseBackend:
+    """The session's wgpu instance (tests/conftest.py); a refusal leaves it usable."""
+    if "wgpu" not in backends:
+        why = {a.name: a.reason for a in vyre.available_backends()}.get("wgpu")
+        pytest.skip(f"wgpu backend unavailable: {why}")
+    return backends["wgpu"]
 
 
-@pytest.fixture(scope="module")
-def ref() -> Iterator[BaseBackend]:
-    r = vyre.get_backend("reference")
-    yield r
-    r.close()
+@pytest.fixture
+def ref(reference: BaseBackend) -> BaseBackend:
+    return reference
 
 
 def _limit(wg: BaseBackend) -> int:
@@ -149,10 +142,10 @@ def test_invocations_of_a_group_share_the_budget(wg: BaseBackend, ref: BaseBacke
     _refused(wg, limit, prog, {"o": 8}, DispatchConfig(grid=1, params={"n": limit // 2 + 10}))
 
 
-def _left_early(kind: str) -> vyre.Program:
+def _left_early(kind: str, name: str = "left_by") -> vyre.Program:
     """A loop of n passes left by break (For, While) or return (from two loops deep) at
     pass s."""
-    k = ProgramBuilder(f"left_by_{kind}", workgroup_size=1)
+    k = ProgramBuilder(f"{name}_{kind}", workgroup_size=1)
     n = k.param("n", U32)
     s = k.param("s", U32)
     o = k.buffer("o", U32, "write", count=2)
@@ -239,10 +232,19 @@ def test_only_adapters_with_a_limit_count_loops() -> None:
     assert not loopcount.all_counted("for (var i = 0; i < 3; i++) {}")
 
 
-def test_uncounted_loop_falls_back_to_the_sentinel(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uncounted_loop_falls_back_to_the_sentinel(
+    wg: BaseBackend, ref: BaseBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module with a loop that is not counted ends with the sentinel instead, which
+    raises once the budget is spent (never silent); the module still compiles and runs."""
     monkeypatch.setattr(loopcount, "all_counted", lambda code: False)
-    mod = wgsl.generate(_left_early("for"), loop_limited=True)
-    assert "vy_loop_sentinel();" in mod.source and loopcount.DECLARATION not in mod.source
+    prog = _left_early("for", name="sentinel_fallback")  # (not compiled before: its own hash)
+    mod = wgsl.generate(prog, loop_limited=True)
+    assert "vy_loop_sentinel();" in mod.source and f"if ({loopcount.OPEN} != 0u)" not in mod.source
+    limit = _limit(wg)
+    _agree(wg, ref, prog, {"o": 2}, DispatchConfig(grid=1, params={"n": 100, "s": 50}))
+    _refused(wg, limit, prog, {"o": 2},
+             DispatchConfig(grid=1, params={"n": limit + 10, "s": limit + 5}))
 
 
 def test_counted_helpers_run_exactly(wg: BaseBackend, ref: BaseBackend) -> None:

@@ -1708,8 +1708,8 @@ def generate(
     are spelled as outside it. `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; count every loop
-    (loopcount.py) and flag a cut one in a status buffer (LOOP_LIMIT_FLAG). `bad_base` (tests only): the exact fast
-    paths start from a deliberately worse estimate, to test their correction. `all_fences`
+    (loopcount.py) and flag a cut one in a status buffer. `bad_base` (tests only): the
+    exact fast paths start from a deliberately worse estimate, to test their correction. `all_fences`
     (measurement only): fence every f32 operand instead of only those fences.py requires.
     `storage_barriers` (measurement only): every Barrier also a storageBarrier, instead of
     only where barriers.py finds one observable. `vectors`: runs of four adjacent
@@ -1780,7 +1780,7 @@ def generate(
         decls.append(
             f"@group(0) @binding({status}) var<storage, read_write> vy_status: array<atomic<u32>>;"
         )
-    if counted:
+    if status is not None:  # (the sentinel's fallback keeps the counted loops' counting)
         decls.append(loopcount.DECLARATION)
     if ctx.returns_in_loops:
         body = [f"    var {loopcount.RETURNING} = false;", *body]
