@@ -256,3 +256,12 @@ def test_counted_helpers_run_exactly(wg: BaseBackend, ref: BaseBackend) -> None:
     inputs = {"u": np.array([0, 5, 2, 9], np.uint32),
               "f": np.array([1.5, 2.0, 0.25, 3.0], np.float32)}
     _agree(wg, ref, prog, inputs, DispatchConfig(grid=1, params={"n": 12}))
+
+
+def test_the_limit_is_the_boundary_with_a_break_too(wg: BaseBackend, ref: BaseBackend) -> None:
+    """A While of n iterations makes n + 1 passes with or without a break of its own (here
+    never taken; docs/IR.md): limit - 1 iterations run exactly, limit are refused."""
+    limit = _limit(wg)
+    prog = _left_early("while")
+    _agree(wg, ref, prog, {"o": 2}, DispatchConfig(grid=1, params={"n": limit - 1, "s": 2 * limit}))
+    _refused(wg, limit, prog, {"o": 2}, DispatchConfig(grid=1, params={"n": limit, "s": 2 * limit}))
