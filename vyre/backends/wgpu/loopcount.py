@@ -14,11 +14,11 @@ still in it truncates anything.
 
 That is what the accounting detects, per invocation: `vy_open` counts the loops the
 invocation is in (one more on entering a loop, one less on the pass that leaves it), and
-an invocation that ends with `vy_open != 0` was inside a loop the driver ended. A For with
-no `break` or `return` of its own needs no work per pass: its counter is below its end
-after the loop only where the loop was cut (`count_cut` adds one then). It writes
-the status flag (padding lanes cannot: their writes are dropped), and the runtime raises
-DispatchError. Two rules keep the count true under the driver's compiler, which does not
+an invocation that ends with `vy_open != 0` was inside a loop the driver ended: it writes
+the status flag (padding lanes cannot: their writes are dropped) and the runtime raises
+DispatchError. A For with no `break` or `return` of its own needs no work per pass: after
+it, its counter is below its end only where the loop was cut (`count_cut` adds one then).
+Two rules keep the count true under the driver's compiler, which does not
 know about the hidden exit:
 - every counted loop has exactly one exit, and the decrement is computed on every pass
   before the exit test, as a loop-carried value (the compiler can neither sink it out of
@@ -31,8 +31,9 @@ know about the hidden exit:
   falls back to render.py's end-of-shader sentinel, which raises whenever the budget ran
   out (never silent, but it cannot tell a cut loop from a spent budget).
 
-This module only spells the WGSL pieces; it must never decide whether an adapter has a
-limit (the runtime's probe does) and adds nothing where there is none.
+This module spells the WGSL pieces and says which loops need an exit flag; it must never
+decide whether an adapter has a limit (the runtime's probe does), and render.py adds none
+of this where there is none.
 """
 
 from __future__ import annotations
