@@ -5,8 +5,10 @@ test shards do:
     python scripts/leak_test_contention.py
 
 The test counts vyre's own driver allocations by pointer, so it must pass both times. For
-comparison the script prints how far cuMemGetInfo's device-wide free bytes moved during
-each run: the old test failed when that moved by 8 MiB or more. Takes about 40 s on an H100.
+comparison the script prints how far cuMemGetInfo's device-wide free bytes moved while each
+run's process lived (its own CUDA context included: ~540 MiB on the H100, where the old
+test, comparing those bytes before and after its cycles, allowed 8 MiB). H100 at 469d319:
+both runs `1 passed`. Takes about 40 s on an H100.
 This script must never change the GPU's settings; it only allocates device memory.
 """
 
@@ -57,10 +59,9 @@ def main() -> None:
     finally:
         churn.kill()
         churn.wait()
-    print(f"{'run':<11} {'free bytes moved':>17}  {'old check (< 8 MiB)':<20} new test")
+    print(f"{'run':<11} {'free bytes moved':>17}  new test")
     for name, outcome, mib in rows:
-        old = "pass" if mib < 8 else "FAIL"
-        print(f"{name:<11} {mib:>13.1f} MiB  {old:<20} {outcome}")
+        print(f"{name:<11} {mib:>13.1f} MiB  {outcome}")
 
 
 if __name__ == "__main__":
