@@ -41,9 +41,9 @@ from lowering_cases import (
     memory_program,
 )
 
-# every combination, less those where lazy_select cannot matter (it only chooses the form
-# of the memory rule's loads, which checked_memory turns off)
-TRAITS = [t for t in all_traits() if not (t.checked_memory and t.lazy_select)]
+# every combination, less those where lazy_select and in_place cannot matter (they only
+# choose the form of the memory rule's accesses, which checked_memory turns off)
+TRAITS = [t for t in all_traits() if not (t.checked_memory and (t.lazy_select or t.in_place))]
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
 
 

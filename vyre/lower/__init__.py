@@ -5,7 +5,8 @@ give natively (per `Traits`) into a small core of operations the target's printe
 has to spell: ordinary IR nodes plus `Native` nodes (vyre.ir.nodes), which a printer maps
 to the target's own operator and which the lowering only applies inside their domain,
 and raw memory accesses (RawLoad / RawStore / RawAtomic, behind the IR's index tests;
-`Guarded` where a load's test stays an expression), which it only makes in range.
+`Guarded` where a load's test stays an expression), which it only makes in range (no
+test where an enclosing condition already proves the index, vyre.lower.facts).
 The reference backend interprets both with an assertion of that domain, so
 `reference(P) == reference(lower(P, traits))` checks the lowering on the CPU
 (tests/test_lowering.py). This package must never print source or know a backend's

@@ -17,7 +17,10 @@ RawAtomic (vyre.ir.nodes), which a printer spells as a plain, unchecked access:
   itself), which is the same thing because IR expressions have no side effects.
 An index into a workgroup array (whose length is declared) that vyre.lower.ranges bounds
 needs no run-time test: always in range it is the raw access itself (the library
-matmul's tile reads), never in range 0 / nothing.
+matmul's tile reads), never in range 0 / nothing. Nor does an index that an enclosing
+condition already tested against the same length (vyre.lower.facts: `if (i < len(y))
+{ y[i] = y[i] + 1 }` tests once), on a target that evaluates an access only where
+control reaches it (`Traits.in_place`).
 The index is evaluated once by the test and the access: repeated when it holds no memory
 access (a pure expression every target compiler computes once; a local would also hide
 its form from target analyses such as CUDA's stride analysis), else set in a local.
@@ -34,6 +37,7 @@ from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import Fold
 
+from .facts import Facts
 from .ranges import Ranges
 
 _BOOL = ScalarType.BOOL
@@ -49,8 +53,15 @@ class Host(Protocol):
     def fresh(self) -> str: ...
 
 
+_ZEROS: dict[ScalarType, N.Const] = {}
+
+
 def zero(ty: ScalarType) -> N.Const:
-    return N.Const(ty=ty, value=False if ty is _BOOL else 0.0 if ty.is_float else 0)
+    """The IR's 0 of `ty` (one node per type: nodes are immutable, a shared one is fine)."""
+    z = _ZEROS.get(ty)
+    if z is None:
+        z = _ZEROS[ty] = N.Const(ty=ty, value=False if ty is _BOOL else 0.0 if ty.is_float else 0)
+    return z
 
 
 def in_range(index: N.ExprNode, buffer: str) -> N.Binary:
@@ -81,9 +92,12 @@ def guarded_store(s: N.StmtNode) -> N.RawStore | None:
 class Guards:
     """The rule for one Program (its workgroup array lengths and element types)."""
 
-    def __init__(self, program: N.Program, lazy_select: bool) -> None:
+    def __init__(self, program: N.Program, lazy_select: bool, in_place: bool) -> None:
         self.lazy = lazy_select
         self.ranges = Ranges(program)
+        # the enclosing conditions' (the lowering pushes them; None: the target may
+        # evaluate an access outside them, Traits.in_place)
+        self.facts = Facts(program) if in_place else None
         self.sizes = {a.name: a.count for a in program.workgroup_arrays}
         self.elem = {b.name: b.ty for b in program.buffers}
         self.elem.update((a.name, a.ty) for a in program.workgroup_arrays)
@@ -95,12 +109,11 @@ class Guards:
         """Whether `index` (of the Program as written) is below the length whenever it
         runs, known before the run (None: only the run knows)."""
         n = self.sizes.get(buffer)
-        if n is None:
-            return None
-        r = self.ranges.of(index)
-        if r is None or r[0] < n <= r[1]:
-            return None
-        return r[1] < n
+        if n is not None:
+            r = self.ranges.of(index)
+            if r is not None and not r[0] < n <= r[1]:
+                return r[1] < n
+        return True if self.facts is not None and self.facts.proves(buffer, index) else None
 
     def index(self, host: Host, index: N.ExprNode) -> N.ExprNode:
         return host.once(index) if self.touches(index) else index

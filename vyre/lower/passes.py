@@ -17,7 +17,8 @@ Rules (docs/IR.md), each applied unless the target's `Traits` says it has it nat
   has more than 2 * 11 + 2 bits; abs and neg are sign-bit operations and stay, fma and the
   approximate functions are left to the target;
 - bounds-checked loads / stores / atomics: the index test around an unchecked access
-  (vyre.lower.memory).
+  (vyre.lower.memory), none where an enclosing condition proves it (vyre.lower.facts,
+  for an `in_place` target).
 - subgroup operations: always, each into a local of its own just before its statement, so
   every lane runs it whatever a target or a later rewrite makes of the statement.
 An operand used more than once is evaluated once into a new local (`let`, named with a
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
-from vyre.ir.visit import ExprMap, map_block, stmt_exprs, with_children, with_parts
+from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_children, with_parts
 
 from .memory import Guards
 from .traits import Traits
@@ -65,7 +66,8 @@ class _Lowering:
         # one map, its memo cleared per statement (module docstring); the subtrees with
         # nothing to lower are shared by all statements
         self.map = ExprMap(self.rewrite)
-        self.memory = None if traits.checked_memory else Guards(program, traits.lazy_select)
+        self.memory = None if traits.checked_memory else Guards(
+            program, traits.lazy_select, traits.in_place)
 
     # ------------------------------------------------------------ locals
     def fresh(self) -> str:
@@ -238,6 +240,34 @@ class _Lowering:
         return [*lets, with_parts(s, new, tuple(_blocks(s)))]
 
 
+    def block(self, body: tuple[N.StmtNode, ...]) -> tuple[N.StmtNode, ...]:
+        """map_block(body, self.stmt), with the index facts (vyre.lower.facts) in force
+        pushed while each nested block is rewritten, for the memory rule to consult."""
+        assert self.memory is not None and self.memory.facts is not None
+        facts = self.memory.facts
+        depth = len(facts.stack)
+        out: list[N.StmtNode] = []
+        for written in body:
+            s, blocks = written, child_blocks(written)
+            if blocks:
+                if isinstance(s, N.If):
+                    known = [facts.of_then(s), facts.of_else(s)]
+                elif isinstance(s, N.For):
+                    known = [facts.of_body(s)]
+                else:
+                    known = [[] for _ in blocks]
+                new = []
+                for blk, fs in zip(blocks, known, strict=True):
+                    facts.stack += fs
+                    new.append(self.block(blk))
+                    del facts.stack[len(facts.stack) - len(fs):]
+                s = with_parts(s, stmt_exprs(s), tuple(new))
+            out.extend(self.stmt(s))
+            facts.stack += facts.after(written)
+        del facts.stack[depth:]
+        return tuple(out)
+
+
 def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
     if isinstance(s, N.If):
         return [s.then, s.orelse]
@@ -249,7 +279,8 @@ def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
 def lower(program: N.Program, traits: Traits) -> N.Program:
     """`program` rewritten into the core for a target with `traits` (same declarations)."""
     lw = _Lowering(program, traits)
-    body = map_block(program.body, lw.stmt)
+    facts = lw.memory is not None and lw.memory.facts is not None
+    body = lw.block(program.body) if facts else map_block(program.body, lw.stmt)
     if len(body) == len(program.body) and all(a is b for a, b in zip(body, program.body)):
         return program
     return program.model_copy(update={"body": body})

@@ -2,8 +2,8 @@
 
 A trait set to True means the target's own operation already has the IR's semantics, so
 the lowering leaves the IR node in place for the printer; False means the lowering
-rewrites it into the core (vyre.lower.passes). `lazy_select` is a capability instead: it
-chooses the form of one rewrite. This module must never hold rules.
+rewrites it into the core (vyre.lower.passes). `lazy_select` and `in_place` are
+capabilities instead: they choose the form of one rewrite. This module must never hold rules.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ class Traits:
     # a conditional expression that evaluates only the operand it chooses (C's `?:`): a
     # guarded load stays an expression (`Guarded`); False: a local set under an `if`
     lazy_select: bool = False
+    # the printer evaluates a statement's expressions only where control reaches the
+    # statement, so an access may rely on an enclosing condition's index test
+    # (vyre.lower.facts); False: it may evaluate them ahead of the conditions around
+    # them (CUDA's lockstep coarsening), and every access keeps its own test
+    in_place: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do

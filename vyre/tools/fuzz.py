@@ -19,7 +19,8 @@ construction:
   break/continue, early returns; now and then one long loop (a For, two nested Fors or a While
   of 65,534 to 70,002 iterations per invocation, counted in an output);
 - loads and stores past the end of buffers (inputs of random size, including empty ones;
-  some buffers declare their count);
+  some buffers declare their count); accesses under a test of their own index against the
+  length (then / else branch, early exit, loop bound), which the lowering may drop;
 - workgroup memory written at every slot before a barrier and read (any slot) after it,
   barriers only in uniform control flow; workgroup atomics;
 - subgroup operations (every op and combine on i32/u32/f32) in a uniform prologue, where
@@ -800,8 +801,11 @@ class _Gen:
         if fn in ("div", "rem"):
             x = self.expr(ty, d)
             return N.Binary(op=fn, a=x, b=x if self.chance(0.5) else self.expr(ty, d), ty=ty)
+        # where drivers lost the sign of zero, -0 itself half the time a literal is drawn
+        minus_zero = fn in signed_zero_fns
         args = tuple(
-            self.lit(ty, self.pick(_APPROX_SPECIAL_ARGS)) if self.chance(0.5) else self.expr(ty, d)
+            self.lit(ty, -0.0 if minus_zero and self.chance(0.5) else self.pick(
+                _APPROX_SPECIAL_ARGS)) if self.chance(0.5) else self.expr(ty, d)
             for _ in range(N.FN_ARITY[fn])
         )
         return N.Call(fn=fn, args=args, ty=ty)
@@ -916,7 +920,7 @@ class _Gen:
             return self.long_loop(allow_return)
         if self.o.atomics:
             kinds += ["atomic", "atomic_own"]
-        kinds += ["rw"]
+        kinds += ["rw", "guarded"]
         # A long loop's one-statement body never ends the loop early (it would be short).
         if self.loop_depth:
             kinds += ["continue"] if self.in_long_loop else ["break", "continue"]
@@ -954,6 +958,8 @@ class _Gen:
             return self.atomic_own()
         if k == "rw":
             return self.rw_stmt()
+        if k == "guarded":
+            return self.guarded(allow_return)
         if k == "break":
             return [N.If(cond=self.expr(BOOL, 2), then=(N.Break(),))] if self.chance(0.7) \
                 else [N.Break()]
@@ -1096,6 +1102,70 @@ class _Gen:
         return [N.Let(name=name, value=N.Load(buffer=buf.decl.name,
                                               index=self.slot_index(buf, self.chance(0.1)),
                                               ty=ty))]
+
+    def guarded(self, allow_return: bool) -> list[N.StmtNode]:
+        """An access under a test of its own index against its buffer's length, in every
+        form vyre.lower.facts reads (then / else branch, early exit, loop bound, the
+        comparison either way round, with another condition), on the very index node or
+        an equal copy, and sometimes a local of the index reassigned in between (its test
+        must stay): the lowering drops the tests such a condition proves."""
+        ty = self.pick(self.types)
+        depth = self.o.max_expr_depth
+        pre: list[N.StmtNode] = []
+        store = self.chance(0.5)
+        if store:  # a store: the index stays one the invocation owns
+            sbuf = self.pick([self.out_buf, self.rw_buf])(ty)
+            name, idx = sbuf.decl.name, self.slot_index(sbuf, self.chance(0.2))
+
+            def access(i: N.ExprNode) -> list[N.StmtNode]:
+                return [N.Store(buffer=name, index=i, value=self.expr(ty, depth, terminal=True))]
+        else:  # a load of any index, stored where the invocation owns the slot
+            name, out = self.input_buf(ty).name, self.out_buf(ty)
+            idx = self.index(depth)
+            mutable = self.visible(U32, mutable=True)
+            if mutable and self.chance(0.3):  # the index's local changes after the test
+                loc = self.pick(mutable)
+                idx = N.Binary(op="add", a=N.Var(name=loc.name, ty=U32), b=idx, ty=U32)
+                pre = [N.Assign(name=loc.name, value=self.expr(U32, 2))]
+
+            def access(i: N.ExprNode) -> list[N.StmtNode]:
+                return [N.Store(buffer=out.decl.name, index=self.slot_index(out, False),
+                                value=N.Load(buffer=name, index=i, ty=ty))]
+        length = N.Length(buffer=name)
+        form = self.pick(["then", "else", "exit", "loop"])
+        # a load in a loop over its buffer's last 1-3 elements: v in L - min(L, k) .. L (a
+        # store there would not be at an index the invocation owns)
+        if form == "loop" and not store and not self.in_long_loop:
+            v = self.fresh("i")
+            start = N.Binary(op="sub", a=length, b=N.Binary(
+                op="min", a=length, b=self.lit(U32, self.int_(1, 3)), ty=U32), ty=U32)
+            return [N.For(var=v, ty=U32, start=start, end=length, step=1,
+                          body=tuple(access(N.Var(name=v, ty=U32))))]
+        same = idx if self.chance(0.5) else idx.model_copy(deep=True)
+        holds = self.pick([
+            N.Binary(op="lt", a=idx, b=length, ty=BOOL),
+            N.Binary(op="gt", a=length, b=idx, ty=BOOL),
+            N.Unary(op="not", a=N.Binary(op="ge", a=idx, b=length, ty=BOOL), ty=BOOL)])
+        fails = self.pick([
+            N.Binary(op="ge", a=idx, b=length, ty=BOOL),
+            N.Binary(op="le", a=length, b=idx, ty=BOOL),
+            N.Unary(op="not", a=holds, ty=BOOL)])
+        if form == "exit":
+            jumps: list[N.StmtNode] = []
+            if allow_return and not self.in_long_loop:
+                jumps.append(N.Return())
+            if self.loop_depth:
+                jumps += [N.Continue()] if self.in_long_loop else [N.Break(), N.Continue()]
+            if jumps:
+                return [N.If(cond=fails, then=(self.pick(jumps),)), *pre, *access(same)]
+        if self.chance(0.3):
+            holds = N.Binary(op="logical_and", a=holds, b=self.expr(BOOL, 2), ty=BOOL)
+            fails = N.Binary(op="logical_or", a=fails, b=self.expr(BOOL, 2), ty=BOOL)
+        if form == "else":
+            return [N.If(cond=fails, then=self.block(allow_return),
+                         orelse=(*pre, *access(same)))]
+        return [N.If(cond=holds, then=(*pre, *access(same)),
+                     orelse=self.block(allow_return) if self.chance(0.3) else ())]
 
     def workgroup_phase(self, invocations: int) -> list[N.StmtNode]:
         """Uniform prologue: write every slot, barrier, read any slot; workgroup atomics."""

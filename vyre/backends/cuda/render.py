@@ -45,7 +45,10 @@ KERNEL_NAME = "vyre_main"
 # into the core, where only in-domain `Native` operations and in-range raw accesses reach
 # this printer. C's `?:` evaluates only the operand it chooses: guarded loads stay
 # expressions (which the lockstep vectoriser merges into vector loads).
-TRAITS = Traits(lazy_select=True)
+TRAITS = Traits(lazy_select=True, in_place=True)
+# the lockstep body evaluates values, conditions and hoisted loads of every invocation
+# ahead of the conditions around them: each access keeps its own index test there
+LOCKSTEP_TRAITS = Traits(lazy_select=True)
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
 VECTOR_RUNS = True  # runs of loads of consecutive elements become one vector load
@@ -1053,13 +1056,15 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
     `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     check_fits(program, SUBGROUP_SIZE, "cuda")
-    program = lower(program, TRAITS)
+    written, program = program, lower(program, TRAITS)
     k = coarsen if coarsening_allowed(program, coarsen) else 1
     wx, wy, wz = program.workgroup_size
     bx = wx // k
     merge = 1
-    if k > 1 and LOCKSTEP and wy == wz == 1 and bx < MERGE_THREADS and lockstep_allowed(program):
-        merge = MERGE_THREADS // bx
+    if k > 1 and LOCKSTEP and lockstep_allowed(program):  # (the same for either lowering)
+        program = lower(written, LOCKSTEP_TRAITS)
+        if wy == wz == 1 and bx < MERGE_THREADS:
+            merge = MERGE_THREADS // bx
     gen = _Gen(program, restrict, k, merge)
     src = gen.kernel()
     src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
