@@ -16,6 +16,7 @@ must never decide which features a device has (the caller passes what may be emi
 from __future__ import annotations
 
 import math
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.ir.visit import children
+from vyre.ir.visit import Fold, children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
@@ -39,10 +40,11 @@ U_VAR = "vy_u"
 # WGSL's integer division, shifts, abs, float -> int conversions and memory accesses differ
 # from the IR's outside their domain: vyre.lower rewrites them into the core (in-domain
 # `Native` ops, raw accesses behind the IR's index tests; WGSL's select evaluates both
-# operands, so no lazy_select: a guarded load arrives as a local set under an `if`).
+# operands, so no lazy_select: a guarded load arrives as a local set under an `if`; none
+# where an enclosing condition already tested the index, in_place).
 # f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
 # _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
-TRAITS = Traits(f16_arith=True)
+TRAITS = Traits(f16_arith=True, in_place=True)
 
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
@@ -117,6 +119,11 @@ class _Ctx:
     count_loops: bool = False
     loop_flags: list[str | None] = field(default_factory=list)
     returns_in_loops: bool = False  # a `return` inside a counted loop (needs loopcount.RETURNING)
+    # integer expressions of builtins and constants only (the global id), printed once as
+    # a `let` at the top of the entry point: {text: (name, type)} (see _invariant)
+    hoisted: dict[str, tuple[str, ScalarType]] | None = None
+    hoisted_nodes: dict[int, tuple[N.ExprNode, str]] = field(default_factory=dict)  # by id
+    invariant: Fold[int] = field(default_factory=lambda: Fold[int](lambda e, k: 0))
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -913,9 +920,41 @@ def _fma_f32(ctx: _Ctx) -> str:
 # ------------------------------------------------------------------ expressions
 
 
+def _invariant(e: N.ExprNode, kids: tuple[int, ...]) -> int:
+    """2: an integer operation of builtins and constants, at least one builtin (the same
+    value wherever the invocation computes it); 1: a builtin or constant; 0: neither."""
+    if isinstance(e, (N.Builtin, N.Const)):
+        return 1
+    if not kids or e.ty not in (T.U32, T.I32) or not all(kids) or isinstance(
+            e, (N.Load, N.Subgroup, N.Call)):
+        return 0
+    return 2
+
+
+def _hoisted(ctx: _Ctx, e: N.ExprNode) -> str:
+    """`e` (invariant, see _invariant) as a `let` of the entry point, one per spelling:
+    the driver gets the global id's arithmetic once instead of at each access."""
+    assert ctx.hoisted is not None
+    known = ctx.hoisted_nodes.get(id(e))  # (a shared node, the global id: printed once)
+    if known is not None:
+        return known[1]
+    saved, ctx.hoisted = ctx.hoisted, None
+    try:
+        text = expr(ctx, e)
+    finally:
+        ctx.hoisted = saved
+    got = saved.get(text)
+    if got is None:
+        got = saved[text] = (f"vy_x{len(saved)}", e.ty)
+    ctx.hoisted_nodes[id(e)] = (e, got[0])
+    return got[0]
+
+
 def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Const):
         return literal(ctx, e, opaque)
+    if ctx.hoisted is not None and ctx.invariant(e) == 2:
+        return _hoisted(ctx, e)
     kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
     # rejects overflow, division by zero and a constant index past a fixed-size array (even
@@ -1679,6 +1718,7 @@ _MAIN_PARAMS = (
     ("vy_nwg", "num_workgroups", "vec3<u32>"),
     ("vy_lidx", "local_invocation_index", "u32"),
 )
+_BUILTIN_NAME = re.compile(r"\bvy_(?:gid|lid|wid|nwg|lidx|sgsize)\b")
 # only where the program uses subgroups (the device then has wgpu's "subgroup" feature).
 # The lane is local_index mod size (docs/IR.md; the adapter probe checks the driver agrees):
 # naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups.
@@ -1702,7 +1742,8 @@ def generate(
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
-    types the device supports (None: all). `flush_subnormals`: generate docs/IR.md's flush
+    types the device supports (None: all; bool, i32, u32 and f32 always).
+    `flush_subnormals`: generate docs/IR.md's flush
     mode for f32 (for a device whose arithmetic flushes f32 subnormals); `native_flush`:
     the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
     are spelled as outside it. `exact_div` /
@@ -1717,9 +1758,13 @@ def generate(
     access scalar."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
+    # the types and subgroup use of the user's Program (cached, found by the feature checks
+    # before this): the lowering adds no subgroup operation and no type beyond u32 / i32 /
+    # f32 / bool, which every device has, so the lowered Program is not walked again
+    used, subgroups = types_used(program), uses_subgroups(program)
     program = lower(program, TRAITS)
     if allowed_types is not None:
-        for missing in sorted(types_used(program) - allowed_types):
+        for missing in sorted(used - allowed_types):
             raise UnsupportedFeature(
                 missing.feature or str(missing), "wgpu",
                 f"this device/naga cannot emit {missing} in WGSL",
@@ -1744,11 +1789,16 @@ def generate(
         ),
         vec=plan_vectors(program) if vectors else None,
         count_loops=loop_limited,
+        hoisted={},
+        invariant=Fold[int](_invariant),
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
     layout = layout_for(program, mangled_params)
     body = _block(ctx, program.body, "    ")
+    assert ctx.hoisted is not None
+    body[:0] = [f"    let {name}: {wgsl_type(ty)} = {text};"
+                for text, (name, ty) in ctx.hoisted.items()]
 
     decls: list[str] = []
     decls.append(layout.struct_source())
@@ -1786,9 +1836,12 @@ def generate(
         body = [f"    var {loopcount.RETURNING} = false;", *body]
 
     x, y, z = program.workgroup_size
-    params = _MAIN_PARAMS + (_SUBGROUP_PARAMS if uses_subgroups(program) else ())
+    # only the builtins the code reads (a smaller entry point for the driver)
+    read = set(_BUILTIN_NAME.findall(code))
+    params = tuple(p for p in _MAIN_PARAMS + (_SUBGROUP_PARAMS if subgroups else ())
+                   if p[0] in read)
     head = [f"// vyre program {program.name!r} ({user_hash[:16]})"]
-    if T.F16 in types_used(program):
+    if T.F16 in used:
         head.append("enable f16;")
     entry = [
         f"@compute @workgroup_size({x}, {y}, {z})",
