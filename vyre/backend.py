@@ -143,6 +143,9 @@ class BaseBackend:
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
         self._closed = False
+        # set when close() begins: a lock-free launch racing it that the driver then
+        # refuses is reported as the closed instance it is (BackendUnavailable)
+        self._closing = False
         self._lock = threading.RLock()
         # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
         self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
@@ -277,9 +280,12 @@ class BaseBackend:
     # ------------------------------------------------------------ state
     def _check_open(self) -> None:
         if self._closed:
-            raise BackendUnavailable(
-                self.id, "this instance was closed; create a new one with vyre.get_backend()"
-            )
+            raise self._closed_error()
+
+    def _closed_error(self) -> BackendUnavailable:
+        return BackendUnavailable(
+            self.id, "this instance was closed; create a new one with vyre.get_backend()"
+        )
 
     @property
     def closed(self) -> bool:
@@ -743,6 +749,7 @@ class BaseBackend:
         with self._lock:
             if self._closed:
                 return
+            self._closing = True
             try:
                 for b in list(self._live.values()):
                     with contextlib.suppress(BackendError):

@@ -346,6 +346,8 @@ class CudaBackend(BaseBackend):
             raise
 
     def _raise(self, what: str, err: Any, requested: int | None = None) -> None:
+        if self._closing:  # a lock-free launch raced close(): its module is gone
+            raise self._closed_error() from None
         exc = D.fail(what, err, requested)
         if isinstance(exc, D.CudaError) and exc.sticky:
             self._state.kill(str(exc))
