@@ -158,10 +158,9 @@ def _native_case_program() -> object:
     with k.if_(i < a.length()):
         x, y, z, o = k.let(a[i]), k.let(b[i]), k.let(c[i]), k.let(op[i])
         r = k.let(fma(x, y, z))
-        for code, name in enumerate(("add", "sub", "mul")):
-            results = {"add": x + y, "sub": x - y, "mul": x * y}
+        for code, result in enumerate((x + y, x - y, x * y)):  # add, sub, mul
             with k.if_(o == code):
-                r.set(results[name])
+                r.set(result)
         out[i] = r
     assert {op for op, _, _ in native_flush.CASES} == {"add", "sub", "mul", "fma"}
     return k.build()

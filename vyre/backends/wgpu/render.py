@@ -619,17 +619,30 @@ _BIG = {T.F32: "3.40282347e38f", T.F16: "65504.0h", T.F64: "1.7976931348623157e3
 
 
 def _exp_series(ctx: _Ctx) -> str:
-    """vy_pow_pos_f32's Taylor series of exp(f), 13 terms (one exit, counted, on an adapter
-    with a loop limit: loopcount.py)."""
-    step = "term = term * f / f64(i); ex = ex + term;"
-    if not ctx.count_loops:
-        return f"    for (var i = 1; i <= 13; i = i + 1) {{ {step} }}\n"
-    return (
-        f"    var i = 1;\n    {loopcount.enter()}\n"
-        f"    loop {{  {loopcount.COUNTED}\n"
-        f"        let done = i > 13;\n        {loopcount.leave('done')}\n"
-        f"        if (done) {{ break; }}\n        {step}\n        i = i + 1;\n    }}\n"
-    )
+    """vy_pow_pos_f32's Taylor series of exp(f), 13 terms."""
+    return "    var i = 1;\n" + _helper_loop(
+        ctx, "    ", [], "i > 13", ["term = term * f / f64(i); ex = ex + term;", "i = i + 1;"])
+
+
+def _helper_loop(ctx: _Ctx, ind: str, before: list[str], done: str, after: list[str],
+                 note: str = "") -> str:
+    """A helper function's loop, one exit: each pass runs `before`, leaves if `done`, else
+    runs `after`. Counted on an adapter with a loop limit (loopcount.py: every loop of the
+    module is, or the module falls back to the sentinel)."""
+    inner = ind + "    "
+    counted = ctx.count_loops
+    tag = f"{loopcount.COUNTED}{f' ({note})' if note else ''}" if counted else (
+        f"// {note}" if note else "")
+    lines = [f"{ind}{loopcount.enter()}"] if counted else []
+    lines.append(f"{ind}loop {{{f'  {tag}' if tag else ''}")
+    lines += [inner + x for x in before]
+    lines.append(f"{inner}let done = {done};")
+    if counted:
+        lines.append(f"{inner}{loopcount.leave('done')}")
+    lines.append(f"{inner}if (done) {{ break; }}")
+    lines += [inner + x for x in after]
+    lines.append(f"{ind}}}")
+    return "\n".join(lines) + "\n"
 
 
 def _sign_bit(ty: ScalarType, x: str) -> str:
@@ -1610,28 +1623,12 @@ def _atomic_fn(ctx: _Ctx, s: N.Atomic) -> str:
     ptr = f"&{var}[i]"
     if s.buffer in ctx.wg_f32_atomic:
         return _wg_f32_atomic_fn(ctx, s, fn, ptr)
-    if s.op == "compare_exchange" and ctx.count_loops:  # one exit, counted (loopcount.py)
-        body = (
-            f"    var old: {t};\n"
-            f"    {loopcount.enter()}\n"
-            f"    loop {{  {loopcount.COUNTED} (the weak form may fail spuriously: retry)\n"
-            f"        let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
-            f"        old = r.old_value;\n"
-            f"        let done = r.exchanged || r.old_value != c;\n"
-            f"        {loopcount.leave('done')}\n"
-            f"        if (done) {{ break; }}\n"
-            f"    }}\n"
-            f"    return old;\n"
-        )
-        sig = f"fn {fn}(i: u32, v: {t}, c: {t}) -> {t} {{\n"
-    elif s.op == "compare_exchange":
-        body = (
-            f"    loop {{  // the weak form may fail spuriously: retry until decided\n"
-            f"        let r = atomicCompareExchangeWeak({ptr}, c, v);\n"
-            f"        if (r.exchanged || r.old_value != c) {{ return r.old_value; }}\n"
-            f"    }}\n"
-            f"    return {_zero(ty)};  // (never reached; naga wants a return)\n"
-        )
+    if s.op == "compare_exchange":
+        retry = _helper_loop(
+            ctx, "    ", [f"let r = atomicCompareExchangeWeak({ptr}, c, v);", "old = r.old_value;"],
+            "r.exchanged || r.old_value != c", [],
+            "the weak form may fail spuriously: retry until decided")
+        body = f"    var old: {t};\n{retry}    return old;\n"
         sig = f"fn {fn}(i: u32, v: {t}, c: {t}) -> {t} {{\n"
     else:
         body = f"    return {_ATOMIC_FN[s.op]}({ptr}, v);\n"
@@ -1644,31 +1641,12 @@ def _wg_f32_atomic_fn(ctx: _Ctx, s: N.Atomic, fn: str, ptr: str) -> str:
     in an atomic<u32>; add is a compare-exchange loop around the IR's f32 addition."""
     if s.op == "exchange":
         body = f"    return bitcast<f32>(atomicExchange({ptr}, bitcast<u32>(v)));\n"
-    elif s.op == "add" and ctx.count_loops:  # one exit, counted (loopcount.py)
-        total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
-        body = (
-            f"    var old = atomicLoad({ptr});\n"
-            f"    {loopcount.enter()}\n"
-            f"    loop {{  {loopcount.COUNTED}\n"
-            f"        let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
-            f"        let done = r.exchanged;\n"
-            f"        {loopcount.leave('done')}\n"
-            "        if (done) { break; }\n"
-            "        old = r.old_value;\n"
-            "    }\n"
-            "    return bitcast<f32>(old);\n"
-        )
     elif s.op == "add":
         total = _float_binary(ctx, "add", T.F32, "bitcast<f32>(old)", "v")
-        body = (
-            f"    var old = atomicLoad({ptr});\n"
-            "    loop {\n"
-            f"        let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));\n"
-            "        if (r.exchanged) { return bitcast<f32>(old); }\n"
-            "        old = r.old_value;\n"
-            "    }\n"
-            "    return 0.0f;  // (never reached; naga wants a return)\n"
-        )
+        retry = _helper_loop(
+            ctx, "    ", [f"let r = atomicCompareExchangeWeak({ptr}, old, bitcast<u32>({total}));"],
+            "r.exchanged", ["old = r.old_value;"])
+        body = f"    var old = atomicLoad({ptr});\n{retry}    return bitcast<f32>(old);\n"
     else:
         raise UnsupportedFeature(
             f"f32 atomic {s.op}", "wgpu", "only f32 atomic add (and exchange) exist in the IR"
@@ -1826,11 +1804,10 @@ def generate(
     has_loop = "loop {" in code or "for (" in code
     status = len(program.buffers) + 1 if loop_limited and has_loop else None
     counted = status is not None and loopcount.all_counted(code)
-    if status is not None:
+    if status is not None:  # (the sentinel's fallback keeps the counted loops' counting)
         decls.append(
             f"@group(0) @binding({status}) var<storage, read_write> vy_status: array<atomic<u32>>;"
         )
-    if status is not None:  # (the sentinel's fallback keeps the counted loops' counting)
         decls.append(loopcount.DECLARATION)
     if ctx.returns_in_loops:
         body = [f"    var {loopcount.RETURNING} = false;", *body]
