@@ -906,9 +906,8 @@ class WgpuBackend(BaseBackend):
             staging = None
             if plan or ts:
                 staging = self._staging_buffer(total)
-                if ts:
-                    enc.resolve_query_set(ts.queries, 0, 2, ts.resolve, 0)
-                    enc.copy_buffer_to_buffer(ts.resolve, 0, staging, 0, 16)
+                if ts:  # the times first in the shared staging buffer, then the reads
+                    ts.record_resolve(enc, staging)
                 for gpu, a0, size, soff in plan:
                     enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
             self.queue.submit([enc.finish()])
@@ -978,9 +977,11 @@ class _TimestampSet:
     resolve: Any
     staging: Any
 
-    def record_resolve(self, enc: Any) -> None:
+    def record_resolve(self, enc: Any, into: Any = None) -> None:
+        """Resolve the two timestamps and copy them to the first 16 bytes of `into`
+        (default: this set's own mappable buffer)."""
         enc.resolve_query_set(self.queries, 0, 2, self.resolve, 0)
-        enc.copy_buffer_to_buffer(self.resolve, 0, self.staging, 0, 16)
+        enc.copy_buffer_to_buffer(self.resolve, 0, self.staging if into is None else into, 0, 16)
 
     def destroy(self) -> None:
         for obj in (self.queries, self.resolve, self.staging):
