@@ -451,8 +451,9 @@ def run_case(
     except the documented loop-limit refusal: a DispatchError naming the limit the backend
     reports (`loop_limit`) when the reference shows an invocation really runs more loop
     passes than that, alone or with the rest of its workgroup (`loop_passes`). Each
-    backend is compared with the reference in its float mode (testing.reference_for), exactly (zero signs included) except buffers that hold results
-    of approximate functions (`approximate_buffers`), which get `tolerance_for`.
+    backend is compared with the reference in its float mode (testing.reference_for),
+    exactly (zero signs included) except buffers that hold results of approximate
+    functions (`approximate_buffers`), which get `tolerance_for`.
     `expected_by_reference` (reference id -> results) caches the reference's results across
     calls for the same case.
     """

@@ -68,7 +68,9 @@ CASES: tuple[tuple[str, tuple[int, ...], int | str], ...] = (
     ("fma", (*_BAND_B, _ZERO), "B"),
 )
 
-_SPELLING = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "fma": "fma({0}, {1}, {2})"}
+_SPELLING = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "fma": "fma({0}, {1}, {2})",
+}
 _WORDS = 4  # per case: three operands and the result
 
 
