@@ -41,9 +41,9 @@ from lowering_cases import (
     memory_program,
 )
 
-# every combination, less those where lazy_select and in_place cannot matter (they only
+# every combination, less those where guarded_expr and in_place cannot matter (they only
 # choose the form of the memory rule's accesses, which checked_memory turns off)
-TRAITS = [t for t in all_traits() if not (t.checked_memory and (t.lazy_select or t.in_place))]
+TRAITS = [t for t in all_traits() if not (t.checked_memory and (t.guarded_expr or t.in_place))]
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
 
 
@@ -150,7 +150,7 @@ def test_memory_edges_agree_on_every_backend(backend: Any) -> None:
         assert_agree(got[name], w, EXACT, f"{backend.id} {name}")
 
 
-@pytest.mark.parametrize("traits", [NOTHING_NATIVE, Traits(lazy_select=True)], ids=str)
+@pytest.mark.parametrize("traits", [NOTHING_NATIVE, Traits(guarded_expr=True)], ids=str)
 def test_lowered_core_has_only_raw_accesses(traits: Traits) -> None:
     """Below checked_memory every load / store / atomic is a raw one behind an index
     test (the printers refuse anything else); a target with checked memory keeps them."""
@@ -162,8 +162,8 @@ def test_lowered_core_has_only_raw_accesses(traits: Traits) -> None:
         assert not [e for e in exprs if type(e) is N.Load], p.name
         assert not [s for s in stmts if type(s) in (N.Store, N.Atomic)], p.name
         guarded = any(isinstance(e, N.Guarded) for e in exprs)  # (WGSL's select is eager)
-        assert guarded if traits.lazy_select and p.name == "lower_memory" else (
-            traits.lazy_select or not guarded), p.name
+        assert guarded if traits.guarded_expr and p.name == "lower_memory" else (
+            traits.guarded_expr or not guarded), p.name
         assert lower(p, Traits(checked_memory=True)) is p or not any(
             isinstance(x, (N.RawLoad, N.RawStore, N.RawAtomic))
             for x in [*_all_exprs(lower(p, Traits(checked_memory=True))),
@@ -222,9 +222,9 @@ def test_lowered_core_is_refused_by_the_validator() -> None:
     assert any(isinstance(e, N.Native) for e in _all_exprs(lowered))
     with pytest.raises(InvalidProgram, match="internal node of the lowered core"):
         validate(lowered)
-    # the raw accesses of the memory rule likewise (with lazy_select no local is added)
+    # the raw accesses of the memory rule likewise (with guarded_expr no local is added)
     with pytest.raises(InvalidProgram, match="RawStore is an internal node"):
-        validate(lower(k.build(), Traits(lazy_select=True)))
+        validate(lower(k.build(), Traits(guarded_expr=True)))
     # the locals the lowering adds are named so no user name can collide with them
     with pytest.raises(InvalidProgram, match="not a valid name"):
         validate(lower(edge_program(), NOTHING_NATIVE))
@@ -281,7 +281,7 @@ def test_ranges_drop_the_index_tests_of_the_matmul_tile_reads() -> None:
     from vyre.ir.analysis import walk_stmts
     from vyre.programs.matmul import matmul_program
 
-    for traits in (NOTHING_NATIVE, Traits(lazy_select=True)):
+    for traits in (NOTHING_NATIVE, Traits(guarded_expr=True)):
         core = lower(matmul_program(), traits)
         reads = [e for e in _all_exprs(core)
                  if isinstance(e, N.RawLoad) and e.buffer.startswith("tile")]

@@ -40,9 +40,17 @@ OPQ, VIS = fences.OPAQUE, fences.VISIBLE
 
 
 def _fence_calls(src: str, suffix: str = "") -> int:
-    """Calls of the f32 fence helpers (suffix "_ftz": those that also flush)."""
-    call, define = rf"vy_fence\d_f32{suffix}\(", rf"fn vy_fence\d_f32{suffix}\("
-    return len(re.findall(call, src)) - len(re.findall(define, src))
+    """f32 fences in the entry point: the plain ones spelled in place (`fence(k, x)`),
+    or with suffix "_ftz" calls of the helpers that also flush."""
+    body = src[src.index("@compute"):]
+    if suffix:
+        return len(re.findall(rf"vy_fence\d_f32{suffix}\(", body))
+    return len(re.findall(r"bitcast<f32>\(bitcast<u32>\(", body))
+
+
+def fence(k: int, x: str) -> str:
+    """The plain f32 fence with uniform k, as the printer spells it in place."""
+    return f"bitcast<f32>(bitcast<u32>({x}) + vy_u.vy_zero{k or ''})"
 
 
 # ------------------------------------------------------------------ the rule
@@ -80,10 +88,35 @@ def test_constants_sub_and_float_op_operands_are_fenced() -> None:
         out[3] = a * b  # type: ignore[index]
 
     src = generate(_one_output(body)).source
-    assert "(v_a * vy_fence1_f32(0.0f))" in src  # a constant
-    assert "(v_a - vy_fence1_f32(v_b))" in src  # sub's right operand, always
-    assert "(vy_fence0_f32((v_a * v_b)) + v_b)" in src  # a product feeding an add
+    assert f"(v_a * {fence(1, '0.0f')})" in src  # a constant
+    assert f"(v_a - {fence(1, 'v_b')})" in src  # sub's right operand, always
+    assert f"({fence(0, '(v_a * v_b)')} + v_b)" in src  # a product feeding an add
     assert "(v_a * v_b)" in src  # two loads: nothing a rewrite could match
+
+
+def test_inert_constants_and_stores_never_read_back_go_bare() -> None:
+    k = ProgramBuilder("fence_rule", 1)
+    x = k.buffer("x", F32)
+    t = k.buffer("t", F32, "read_write")
+    out = k.buffer("out", F32, "write")
+    a = k.let(x[0], name="a")
+    out[0] = a * 3.0  # no rewrite matches a constant that is not 0, +-1, 2^k or special
+    out[1] = a * 0.5  # a power of two: fenced
+    out[2] = a + 1e-40  # a subnormal: fenced
+    out[3] = 3.0 * a
+    t[0] = a * a  # read back below: a driver could forward it into the add
+    out[4] = t[0] + a
+    with k.for_range(0, 4):
+        out[5] = t[1] + a  # read at the top of the loop ...
+        t[1] = a * a  # ... so this store is read back on the next pass
+    src = generate(k.build()).source
+    body = src[src.index("@compute"):]
+    assert "(v_a * 3.0f)" in body and "(3.0f * v_a)" in body
+    assert f"(v_a * {fence(1, '0.5f')})" in body
+    assert f"(v_a + {fence(1, 'vy_bits_f32(0x000116c2u)')})" in body  # (its bits)
+    # the stores to `out` are never read back: stored bare; those to `t` fenced
+    assert "b_out[vy_id_u32(0u)] = (v_a * 3.0f);" in body
+    assert body.count(f"= {fence(2, '(v_a * v_a)')};") == 2
 
 
 def test_fma_chain_alternates_and_a_one_link_loop_fences_its_addend() -> None:
@@ -97,10 +130,10 @@ def test_fma_chain_alternates_and_a_one_link_loop_fences_its_addend() -> None:
         out[0] = acc  # type: ignore[index]
 
     src = generate(_one_output(body)).source
-    assert "var v_acc: f32 = vy_fence2_f32(0.0f);" in src  # the constant, fenced once
+    assert f"var v_acc: f32 = {fence(2, '0.0f')};" in src  # the constant, fenced once
     assert "v_acc = fma(v_a, v_b, v_acc);" in src
-    assert "v_acc = fma(vy_fence0_f32(v_a), vy_fence0_f32(v_c), v_acc);" in src
-    assert "v_acc = fma(v_b, v_c, vy_fence2_f32(v_acc));" in src
+    assert f"v_acc = fma({fence(0, 'v_a')}, {fence(0, 'v_c')}, v_acc);" in src
+    assert f"v_acc = fma(v_b, v_c, {fence(2, 'v_acc')});" in src
 
 
 def test_matmul_fences_only_what_a_rewrite_could_match() -> None:
@@ -111,7 +144,7 @@ def test_matmul_fences_only_what_a_rewrite_could_match() -> None:
     # odd K steps fence their 16 loaded values (shared by 64 fmas), stores and constants
     assert _fence_calls(few) < _fence_calls(every) // 2
     fmas = re.findall(r"v_acc\w* = fma\((.*)\);", few)
-    assert len(fmas) == 512 and not any("vy_fence2" in f for f in fmas)  # addends bare
+    assert len(fmas) == 512 and not any("vy_zero2" in f for f in fmas)  # addends bare
     # flush mode spelled by vyre keeps every fence, each one flushing its operand, and
     # flushes every result
     explicit = generate(prog, flush_subnormals=True).source
@@ -214,6 +247,7 @@ def test_bare_operands_match_the_reference(reference: BaseBackend) -> None:
         pytest.skip(f"wgpu backend unavailable: {avail.reason}")
     k = ProgramBuilder("bare_ops", 64)
     x, y = k.buffer("x", F32), k.buffer("y", F32)
+    t = k.buffer("t", F32, "read_write")
     out = k.buffer("out", F32, "write")
     i = k.let(k.global_linear_id())
     n = x.length()
@@ -225,13 +259,18 @@ def test_bare_operands_match_the_reference(reference: BaseBackend) -> None:
         out[i + 2 * n] = a - a  # inf - inf is NaN, not 0
         out[i + 3 * n] = (a - b) + b  # not a
         out[i + 4 * n] = a * b + a
+        out[i + 5 * n] = a * 3.0 + b  # a bare constant, the product fenced
+        out[i + 6 * n] = b - a * 3.0
+        t[i] = a * b  # read back: fenced, or a driver contracts the add below
+        out[i + 7 * n] = t[i] + a
     vals = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-40, 3.5, -2.0], np.float32)
     xs = np.repeat(vals, 8)
     ys = np.tile(vals, 8)
     wg = PROVIDER.create()
     try:
         check_against_reference(
-            k.build(), {"x": xs, "y": ys, "out": 5 * 64}, DispatchConfig(grid=1), [wg], reference
+            k.build(), {"x": xs, "y": ys, "t": np.zeros(64, np.float32), "out": 8 * 64}, DispatchConfig(grid=1), [wg],
+            reference
         )
     finally:
         wg.close()

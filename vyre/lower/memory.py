@@ -9,12 +9,12 @@ RawAtomic (vyre.ir.nodes), which a printer spells as a plain, unchecked access:
 - store: `if (i < len(b)) { raw b[i] = v }`;
 - atomic: the same; a `result` local is declared 0 before and assigned the old value
   inside (`let r = 0; if (i < len(b)) { raw let t = atomic(..); r = t }`);
-- load: the test must be lazy (the raw load must not run out of range), so on a target
-  with a conditional expression that evaluates only its chosen operand (`lazy_select`,
-  C's `?:`) it stays an expression, `Guarded(i < len(b), raw b[i], 0)`; elsewhere (WGSL's
-  `select` evaluates both) a local is set under an `if` just before the statement
-  (`let t = 0; if (i < len(b)) { t = raw b[i] }`, then `t`; `let x = b[i]` sets `x`
-  itself), which is the same thing because IR expressions have no side effects.
+- load: on a target where a guarded load may stay an expression (`guarded_expr`: C's
+  `?:` evaluates only its chosen operand; WGSL's `select` evaluates both, but WebGPU
+  reads any index without faulting, so the read it discards is harmless) it is
+  `Guarded(i < len(b), raw b[i], 0)`; elsewhere a local is set under an `if` just before
+  the statement (`let t = 0; if (i < len(b)) { t = raw b[i] }`, then `t`; `let x = b[i]`
+  sets `x` itself), which is the same thing because IR expressions have no side effects.
 An index into a workgroup array (whose length is declared) that vyre.lower.ranges bounds
 needs no run-time test: always in range it is the raw access itself (the library
 matmul's tile reads), never in range 0 / nothing. Nor does an index that an enclosing
@@ -92,8 +92,8 @@ def guarded_store(s: N.StmtNode) -> N.RawStore | None:
 class Guards:
     """The rule for one Program (its workgroup array lengths and element types)."""
 
-    def __init__(self, program: N.Program, lazy_select: bool, in_place: bool) -> None:
-        self.lazy = lazy_select
+    def __init__(self, program: N.Program, guarded_expr: bool, in_place: bool) -> None:
+        self.as_expr = guarded_expr
         self.ranges = Ranges(program)
         # the enclosing conditions' (the lowering pushes them; None: the target may
         # evaluate an access outside them, Traits.in_place)
@@ -125,7 +125,7 @@ class Guards:
             return N.RawLoad(buffer=e.buffer, index=e.index, ty=e.ty) if known else zero(e.ty)
         i = self.index(host, e.index)
         raw = N.RawLoad(buffer=e.buffer, index=i, ty=e.ty)
-        if self.lazy:
+        if self.as_expr:
             return N.Guarded(cond=in_range(i, e.buffer), a=raw, b=zero(e.ty), ty=e.ty)
         t = N.Var(name=host.fresh(), ty=e.ty)
         host.pending += [N.Let(name=t.name, value=zero(e.ty)),

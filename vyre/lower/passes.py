@@ -67,7 +67,7 @@ class _Lowering:
         # nothing to lower are shared by all statements
         self.map = ExprMap(self.rewrite)
         self.memory = None if traits.checked_memory else Guards(
-            program, traits.lazy_select, traits.in_place)
+            program, traits.guarded_expr, traits.in_place)
 
     # ------------------------------------------------------------ locals
     def fresh(self) -> str:
@@ -233,7 +233,7 @@ class _Lowering:
             (cond,) = new
             stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
             return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
-        if isinstance(s, N.Let) and mem is not None and not mem.lazy:
+        if isinstance(s, N.Let) and mem is not None and not mem.as_expr:
             into = mem.into_let(lets, s.name, new[0])
             if into is not None:
                 return into

@@ -2,7 +2,7 @@
 
 A trait set to True means the target's own operation already has the IR's semantics, so
 the lowering leaves the IR node in place for the printer; False means the lowering
-rewrites it into the core (vyre.lower.passes). `lazy_select` and `in_place` are
+rewrites it into the core (vyre.lower.passes). `guarded_expr` and `in_place` are
 capabilities instead: they choose the form of one rewrite. This module must never hold rules.
 """
 
@@ -33,9 +33,11 @@ class Traits:
     # loads / stores / atomics outside a buffer's length read 0 / do nothing by themselves
     # (the reference interpreter; a GPU's robust access clamps or is undefined instead)
     checked_memory: bool = False
-    # a conditional expression that evaluates only the operand it chooses (C's `?:`): a
-    # guarded load stays an expression (`Guarded`); False: a local set under an `if`
-    lazy_select: bool = False
+    # a guarded load may stay an expression (`Guarded`): the target's conditional
+    # evaluates only the operand it chooses (C's `?:`), or its select evaluates both but a
+    # raw load of any index reads some value without faulting (WebGPU's robust buffer
+    # access), so the discarded read is harmless; False: a local set under an `if`
+    guarded_expr: bool = False
     # the printer evaluates a statement's expressions only where control reaches the
     # statement, so an access may rely on an enclosing condition's index test
     # (vyre.lower.facts); False: it may evaluate them ahead of the conditions around

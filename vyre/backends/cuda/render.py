@@ -45,10 +45,10 @@ KERNEL_NAME = "vyre_main"
 # into the core, where only in-domain `Native` operations and in-range raw accesses reach
 # this printer. C's `?:` evaluates only the operand it chooses: guarded loads stay
 # expressions (which the lockstep vectoriser merges into vector loads).
-TRAITS = Traits(lazy_select=True, in_place=True)
+TRAITS = Traits(guarded_expr=True, in_place=True)
 # the lockstep body evaluates values, conditions and hoisted loads of every invocation
 # ahead of the conditions around them: each access keeps its own index test there
-LOCKSTEP_TRAITS = Traits(lazy_select=True)
+LOCKSTEP_TRAITS = Traits(guarded_expr=True)
 LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
 VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
 VECTOR_RUNS = True  # runs of loads of consecutive elements become one vector load

@@ -8,8 +8,9 @@ float operation, or (3) the same SSA value as another operand of the pattern. A 
 (the bits plus a uniform 0) hides all three. This module tracks, through the statements of
 a lowered Program, what the compiler could see each f32 value to be:
 
-- "o" (opaque): a load (the printer fences non-opaque values it stores, so a store the
-  compiler forwards to a load is opaque too; an out-of-bounds load's 0 is opaque as well),
+- "o" (opaque): a load (the printer fences non-opaque values it stores where the
+  invocation may read them back, so a store the compiler forwards to a load is opaque too;
+  a guarded load's 0 is fenced, so it is opaque as well),
   a parameter (a uniform), a negation or abs (spelled as integer operations), or a
   select of two opaque values. Nothing is known of its value or origin.
 - "v" (visible): a constant, a float operation, or anything this module does not know.
@@ -17,8 +18,10 @@ a lowered Program, what the compiler could see each f32 value to be:
   multiplicands are bare opaque values ("raw") or fenced with uniform 0 / 1.
 
 The rule the printer applies (f32, outside flush mode; everything else keeps every fence):
-- add, mul and sub's left operand: bare only if "o"; sub's right operand is always fenced
-  (NIR turns a - b into a + (-b), and (-x) + x folds to 0).
+- add, mul and sub's left operand: bare only if "o", or a constant that no rewrite
+  matches (`inert_constant`: finite, normal, not a power of two, the other operand not a
+  constant); sub's right operand is always fenced (NIR turns a - b into a + (-b), and
+  (-x) + x folds to 0).
 - fma: the multiplicands are bare if both are "o" and the addend was not itself produced
   by a bare-multiplicand fma ("fma:raw"); otherwise both are fenced with the same uniform,
   0 or 1, chosen to differ from the addend's fma (so fma(a, b, fma(a', c, d)) never shows
@@ -29,16 +32,21 @@ The rule the printer applies (f32, outside flush mode; everything else keeps eve
 - comparisons, division, min/max and every other call keep all their fences.
 - a float constant bound to a variable is fenced there, once (so `acc = 0.0` feeding an
   fma chain is opaque instead of fencing the chain's every link).
+- a stored value that is not "o" is fenced where the invocation may read the buffer again
+  (`reloaded_stores`: a later statement or an enclosing loop loads it); elsewhere no load
+  can see it, so it is stored bare.
 
 This module must never print WGSL; it only answers "fence this operand?" for render.py.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType
+from vyre.ir.visit import child_blocks, children, stmt_exprs
 
 OPAQUE = frozenset({"o"})
 VISIBLE = frozenset({"v"})
@@ -124,6 +132,9 @@ class FenceFlow:
             return OPAQUE  # an integer sign flip of the fenced bits (wgsl._unary)
         if isinstance(e, N.Call) and e.fn == "abs":
             return OPAQUE  # likewise (wgsl._float_abs)
+        if isinstance(e, N.Guarded):  # a guarded load: its 0 is fenced where printed
+            both = self.kinds(e.a) | self.bound_kinds(e.b)
+            return OPAQUE if both == OPAQUE else VISIBLE
         if isinstance(e, N.Select):
             both = self.kinds(e.a) | self.kinds(e.b)
             return OPAQUE if both == OPAQUE else VISIBLE
@@ -137,6 +148,83 @@ class FenceFlow:
         if isinstance(value, N.Const) and value.ty is ScalarType.F32:
             return OPAQUE
         return self.kinds(value)
+
+
+# ------------------------------------------------------------------ constants and stores
+
+_F32_MIN_NORMAL = 2.0**-126
+
+
+def inert_constant(e: N.ExprNode, other: N.ExprNode) -> bool:
+    """Whether f32 constant `e`, an operand of an add / mul (or sub's left operand) whose
+    other operand is `other`, may go unfenced: no known rewrite matches it. The rewrites a
+    constant operand enables alone are identities and strength reductions on 0, -0, +-1
+    and powers of two (x*0 -> 0, x+0 -> x, x*1 -> x, x*-1 -> -x, x*2 -> x+x, a
+    multiplication by 2^k spelled as an exponent change, which would not flush in flush
+    mode), and the folding of inf / NaN / subnormal operands; everything else needs a
+    second visible operation, and the other operand and the result are fenced where a
+    rewrite could see them. Two constants would be folded by WGSL's constant evaluator
+    (outside flush mode's rules), so one of them stays fenced."""
+    if not isinstance(e, N.Const) or isinstance(other, N.Const) or e.ty is not ScalarType.F32:
+        return False
+    v = abs(float(e.value))
+    if not (_F32_MIN_NORMAL <= v < float("inf")):
+        return False
+    mantissa, _ = math.frexp(v)
+    return mantissa != 0.5  # not a power of two
+
+
+def reloaded_stores(body: tuple[N.StmtNode, ...]) -> set[int]:
+    """ids of the stores after which the invocation may read the same buffer or array
+    again (a later statement loads it, or a loop around the store does): a driver may
+    forward the stored value to that load, so a value it can see must be fenced there.
+    A store outside this set is never read back by its invocation in this dispatch
+    (another invocation's load cannot be forwarded: nothing proves it is the same
+    element), so its value needs no fence. Conservative: a shared store node counts as
+    reloaded if any of its occurrences is."""
+    out: set[int] = set()
+    _reads_from(body, frozenset(), out, {})
+    return out
+
+
+def _reads_from(body: tuple[N.StmtNode, ...], after: frozenset[str], out: set[int],
+                memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    """Buffers read from the start of `body` on, given those read after it (`after`);
+    records the reloaded stores of `body` in `out`."""
+    for s in reversed(body):
+        if isinstance(s, (N.For, N.While)):
+            after = after | _reads_in(s, memo)  # the next pass may read anything it reads
+            _reads_from(s.body, after, out, memo)
+        elif isinstance(s, N.If):
+            then = _reads_from(s.then, after, out, memo)
+            orelse = _reads_from(s.orelse, after, out, memo)
+            after = then | orelse | _expr_reads(s.cond, memo)
+        else:
+            if isinstance(s, N.Store) and s.buffer in after:
+                out.add(id(s))
+            after = after | _reads_in(s, memo)
+    return after
+
+
+def _reads_in(s: N.StmtNode, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    """Buffers statement `s` (with its nested blocks) loads or updates atomically."""
+    got = frozenset({s.buffer}) if isinstance(s, N.Atomic) else frozenset()
+    for e in stmt_exprs(s):
+        got |= _expr_reads(e, memo)
+    for block in child_blocks(s):
+        for inner in block:
+            got |= _reads_in(inner, memo)
+    return got
+
+
+def _expr_reads(e: N.ExprNode, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    hit = memo.get(id(e))
+    if hit is None:
+        hit = frozenset({e.buffer}) if isinstance(e, N.Load) else frozenset()
+        for k in children(e):
+            hit |= _expr_reads(k, memo)
+        memo[id(e)] = hit
+    return hit
 
 
 # ------------------------------------------------------------------ statements (analysis)

@@ -5,7 +5,8 @@ overflowing literals, float accuracy), the generated code spells the IR's rule o
 small helper functions that are emitted only when used; integer division, shifts, abs,
 float->int casts and out-of-bounds access arrive lowered by vyre.lower (memory accesses
 as raw ones behind the IR's index tests, against the element counts passed in the
-uniform block: the code never relies on robust buffer access or `arrayLength`). Every
+uniform block: the code never relies on robust buffer access or `arrayLength` for a value;
+a guarded load's read runs where its test fails, which WebGPU defines, and is discarded). Every
 user name is mangled with a prefix, so no IR name can collide with a WGSL keyword or
 builtin.
 
@@ -31,7 +32,15 @@ from vyre.subgroups import identity as sg_identity
 
 from . import loopcount
 from .barriers import needs_storage_barrier
-from .fences import OPAQUE, VISIBLE, FenceFlow, fma_plan, loop_head
+from .fences import (
+    OPAQUE,
+    VISIBLE,
+    FenceFlow,
+    fma_plan,
+    inert_constant,
+    loop_head,
+    reloaded_stores,
+)
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 from .vectors import LANES, Run, VectorPlan, plan_vectors
 
@@ -39,12 +48,13 @@ T = ScalarType
 U_VAR = "vy_u"
 # WGSL's integer division, shifts, abs, float -> int conversions and memory accesses differ
 # from the IR's outside their domain: vyre.lower rewrites them into the core (in-domain
-# `Native` ops, raw accesses behind the IR's index tests; WGSL's select evaluates both
-# operands, so no lazy_select: a guarded load arrives as a local set under an `if`; none
-# where an enclosing condition already tested the index, in_place).
+# `Native` ops, raw accesses behind the IR's index tests; none where an enclosing
+# condition already tested the index, in_place). A guarded load stays an expression
+# (guarded_expr), printed as an eager `select` (_guarded_load): a shorter shader for the
+# driver's compiler than a local set under an `if`, and no branch.
 # f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
 # _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
-TRAITS = Traits(f16_arith=True, in_place=True)
+TRAITS = Traits(f16_arith=True, guarded_expr=True, in_place=True)
 
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
@@ -109,6 +119,7 @@ class _Ctx:
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
     # fence only the f32 operands a driver could fold (fences.py); False: every one
     minimal: bool = False
+    reloaded: set[int] = field(default_factory=set)  # ids of stores read back (fences.py)
     # Barrier also orders storage memory (barriers.py: only where an invocation can touch a
     # written storage buffer before a barrier; naga's storageBarrier fences the whole GPU)
     storage_barrier: bool = True
@@ -233,8 +244,10 @@ def _helper(ctx: _Ctx, name: str, code: str) -> str:
 # add, sub, mul and fma compute flush mode (probed: native_flush.py) those four get plain
 # fences and no flush of their result, as outside flush mode.
 # Outside flush mode (and for those four on such a device), f32 add, mul, sub and native
-# fma fence only what a rewrite could match (fences.py says which operands and why); the
-# rest fence every operand.
+# fma fence only what a rewrite could match (fences.py says which operands and why: not an
+# opaque value, not a constant no rewrite matches, not a stored value its invocation never
+# reads back); the rest fence every operand. Those plain fences are written in place
+# (_plain_fenced); the flushing and f64 ones are helper functions.
 
 
 def _compute_type(ty: ScalarType) -> ScalarType:
@@ -280,16 +293,18 @@ def _fence_f16(ctx: _Ctx, k: int) -> str:
 _DEF_FENCE = 2
 
 
-def _bare(ctx: _Ctx, e: N.ExprNode) -> bool:
-    """Whether f32 operand `e` of an add / mul / sub may go unfenced (fences.py)."""
-    return ctx.minimal and ctx.flow.kinds(e) == OPAQUE
+def _bare(ctx: _Ctx, e: N.ExprNode, other: N.ExprNode) -> bool:
+    """Whether f32 operand `e` of an add / mul (or sub's left operand), beside `other`,
+    may go unfenced (fences.py)."""
+    return ctx.minimal and (ctx.flow.kinds(e) == OPAQUE or inert_constant(e, other))
 
 
-def _plain_fence(ctx: _Ctx, k: int) -> str:
-    """The f32 fence of the minimal spelling (fences.py): it hides a value from rewrites
-    and never flushes it (minimal is on outside flush mode, or where the device's own
-    arithmetic flushes: native_flush.py)."""
-    return _fence_fn(ctx, T.F32, k, flushing=False)
+def _plain_fenced(k: int, text: str) -> str:
+    """f32 `text` behind the fence with uniform `k` that never flushes (the minimal
+    spelling's, fences.py: outside flush mode, or where the device's own arithmetic
+    flushes, native_flush.py), spelled in place: NVIDIA's compiler takes longer over a
+    call of the helper than over its three operations written out."""
+    return f"bitcast<f32>(bitcast<u32>({text}) + {U_VAR}.{ZERO_FIELDS[k]})"
 
 
 def _left_to_device(ctx: _Ctx, op: str, ty: ScalarType) -> bool:
@@ -301,6 +316,8 @@ def _fenced(ctx: _Ctx, ty: ScalarType, text: str, k: int) -> str:
     """Float operand `text` of type `ty` as an opaque value of its compute type."""
     if ty is T.F16:
         return f"{_fence_f16(ctx, k)}({text})"
+    if ty is T.F32 and not ctx.flush:
+        return _plain_fenced(k, text)
     return f"{_fence_fn(ctx, ty, k)}({text})"
 
 
@@ -1003,8 +1020,8 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return _binary(ctx, e, sub[0], sub[1])
     if isinstance(e, N.Call):
         return _call(ctx, e, sub)
-    if isinstance(e, N.Guarded):  # WGSL's select evaluates both: TRAITS says so
-        raise _unlowered("a lazy select (Guarded)")
+    if isinstance(e, N.Guarded):  # a guarded load (TRAITS): see _guarded_load
+        return _guarded_load(ctx, e, sub[0], sub[1])
     if isinstance(e, N.Select):
         return f"select({sub[2]}, {sub[1]}, {sub[0]})"
     if isinstance(e, N.Cast):
@@ -1151,8 +1168,8 @@ def _float_binary(
 ) -> str:
     """`a op b`; `bare`: which operands go unfenced (only what fences.py allows)."""
     if _left_to_device(ctx, op, ty):
-        fa = a if bare[0] else f"{_plain_fence(ctx, 0)}({a})"
-        fb = b if bare[1] else f"{_plain_fence(ctx, 1)}({b})"
+        fa = a if bare[0] else _plain_fenced(0, a)
+        fb = b if bare[1] else _plain_fenced(1, b)
         return f"({fa} {_ARITH_SYM[op]} {fb})"
     fa = a if bare[0] else _fenced(ctx, ty, a, 0)
     fb = b if bare[1] else _fenced(ctx, ty, b, 1)
@@ -1176,9 +1193,9 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
     if ty.is_float:
         bare = (False, False)
         if ty is T.F32 and op in ("add", "mul"):
-            bare = (_bare(ctx, e.a), _bare(ctx, e.b))
+            bare = (_bare(ctx, e.a, e.b), _bare(ctx, e.b, e.a))
         elif ty is T.F32 and op == "sub":  # a - b is a + (-b) to NIR: (-x) + x folds
-            bare = (_bare(ctx, e.a), False)
+            bare = (_bare(ctx, e.a, e.b), False)
         return _float_binary(ctx, op, ty, a, b, bare)
     if op in ("div", "rem", "shl", "shr"):
         raise _unlowered(f"{op} on {ty}")
@@ -1282,10 +1299,9 @@ def _fma_minimal(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     plan = fma_plan(*(ctx.flow.kinds(x) for x in e.args))
     a, b, c = args
     if plan.mult_fence is not None:
-        f = _plain_fence(ctx, plan.mult_fence)
-        a, b = f"{f}({a})", f"{f}({b})"
+        a, b = _plain_fenced(plan.mult_fence, a), _plain_fenced(plan.mult_fence, b)
     if plan.addend_fence:
-        c = f"{_plain_fence(ctx, _DEF_FENCE)}({c})"
+        c = _plain_fenced(_DEF_FENCE, c)
     return f"fma({a}, {b}, {c})"
 
 
@@ -1427,7 +1443,7 @@ def _vec_run(ctx: _Ctx, run: Run, stmts: tuple[N.StmtNode, ...], ind: str) -> li
         index = first.index if isinstance(first, N.Store) else first.value.index  # type: ignore[union-attr]
         quad = f"({_index(ctx, index)}) >> 2u"
     if run.op == "store":
-        values = [_stored_value(ctx, s.value) for s in stmts]  # type: ignore[union-attr]
+        values = [_stored_value(ctx, s) for s in stmts]  # type: ignore[arg-type]
         return [f"{ind}{arr}[{quad}] = vec4<{wgsl_type(ty)}>({', '.join(values)});"]
     q = ctx.fresh("vy_q")
     out = [f"{ind}let {q}: vec4<{wgsl_type(ty)}> = {arr}[{quad}];"]
@@ -1447,15 +1463,26 @@ def _bound_value(ctx: _Ctx, value: N.ExprNode) -> str:
     """A Let / Assign value: a float constant is fenced once here (fences.py)."""
     text = expr(ctx, value)
     if ctx.minimal and isinstance(value, N.Const) and value.ty is T.F32:
-        return f"{_plain_fence(ctx, _DEF_FENCE)}({text})"
+        return _plain_fenced(_DEF_FENCE, text)
     return text
 
 
-def _stored_value(ctx: _Ctx, value: N.ExprNode) -> str:
-    """A stored value: fenced unless opaque, so a load the driver forwards it to is opaque."""
+def _guarded_load(ctx: _Ctx, e: N.Guarded, cond: str, raw: str) -> str:
+    """A load behind its index test as WGSL's eager `select`: the raw read runs even where
+    the test fails, which WebGPU allows (an out-of-range read returns some value of the
+    binding or 0, never a fault), and its value is then discarded. The 0 is fenced like a
+    bound constant, so the select stays opaque (fences.py)."""
+    return f"select({_bound_value(ctx, e.b)}, {raw}, {cond})"
+
+
+def _stored_value(ctx: _Ctx, s: N.Store) -> str:
+    """A stored value: fenced unless opaque, so a load the driver forwards it to is opaque;
+    bare where the invocation never reads the buffer again (fences.reloaded_stores)."""
+    value = s.value
     text = expr(ctx, value)
-    if ctx.minimal and value.ty is T.F32 and ctx.flow.kinds(value) != OPAQUE:
-        return f"{_plain_fence(ctx, _DEF_FENCE)}({text})"
+    if (ctx.minimal and value.ty is T.F32 and ctx.flow.kinds(value) != OPAQUE
+            and id(s) in ctx.reloaded):
+        return _plain_fenced(_DEF_FENCE, text)
     return text
 
 
@@ -1471,7 +1498,7 @@ def _stmt(ctx: _Ctx, s: N.StmtNode, ind: str) -> list[str]:
         ctx.flow.assign(s.name, ctx.flow.bound_kinds(s.value))
         return [f"{ind}{ctx.lookup(s.name)} = {value};"]
     if isinstance(s, N.Store):
-        return [f"{ind}{_raw_store(ctx, s, _index(ctx, s.index), _stored_value(ctx, s.value))}"]
+        return [f"{ind}{_raw_store(ctx, s, _index(ctx, s.index), _stored_value(ctx, s))}"]
     if isinstance(s, N.If):
         out = [f"{ind}if ({expr(ctx, s.cond)}) {{"]
         other = ctx.flow.copy()
@@ -1761,6 +1788,7 @@ def generate(
         exact_sqrt=exact_sqrt,
         bad_base=bad_base,
         minimal=not (all_fences or (flush_subnormals and not native_flush)),
+        reloaded=reloaded_stores(program.body),
         storage_barrier=storage_barriers or needs_storage_barrier(program, read_write_slots),
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32

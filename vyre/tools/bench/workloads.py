@@ -62,7 +62,7 @@ class Sizes:
     warmup: int = 3
     repeat: int = 15
     dispatch_repeat: int = 9  # repetitions of the dispatch-overhead metrics
-    compile_repeat: int = 5
+    compile_repeat: int = 25  # (each cold compile is a new program: ~10-50 ms)
     warmup_s: float = 0.25  # keep warming up for at least this long (clocks, caches)
 
     def capped(self, max_stream_bytes: int | None) -> Sizes:
