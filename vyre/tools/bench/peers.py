@@ -51,6 +51,19 @@ CUDA_SAXPY = r"""extern "C" __global__ void saxpy(const float* x, float* y, floa
 }"""
 
 
+def cuda_compile_source(name: str, salt: int) -> str:
+    """The compile workload's kernel (vyre_impl.compile_probe_program's computation) as a
+    hand-written CUDA kernel called `name`."""
+    return CUDA_SAXPY.replace("saxpy", name).replace(
+        "y[i] = a * x[i] + y[i];", f"y[i] = (a * x[i] + y[i]) * 0.5f + {W.compile_constant(salt)}.0f;")
+
+
+def wgsl_compile_source(salt: int) -> str:
+    """The compile workload's kernel as hand-written WGSL."""
+    return WGSL_SAXPY.replace("y[i] = p.a * x[i] + y[i];",
+                              f"y[i] = (p.a * x[i] + y[i]) * 0.5 + {W.compile_constant(salt)}.0;")
+
+
 class Peer:
     """Base: a name, the device group it belongs to, and one method per metric."""
 
@@ -345,8 +358,7 @@ class CupyPeer(Peer):
 
         def run() -> float:
             salt = time.perf_counter_ns()
-            src = CUDA_SAXPY.replace("a * x[i]", f"a * x[i] + {salt % 1000}.0f")
-            ker = cp.RawKernel(src.replace("saxpy", f"saxpy_{salt}"), f"saxpy_{salt}")
+            ker = cp.RawKernel(cuda_compile_source(f"probe_{salt}", salt), f"probe_{salt}")
             t0 = time.perf_counter_ns()
             ker.compile()
             kernels.append(ker)
@@ -862,9 +874,8 @@ class RawCudaPeer(Peer):
 
         def run() -> float:
             salt = time.perf_counter_ns()
-            name = f"saxpy_{salt}"
-            src = CUDA_SAXPY.replace("saxpy", name).replace(
-                "a * x[i]", f"a * x[i] + {salt % 1000}.0f")
+            name = f"probe_{salt}"
+            src = cuda_compile_source(name, salt)
             t0 = time.perf_counter_ns()
             fns.append(self._function(src, name))
             return (time.perf_counter_ns() - t0) / 1e9
@@ -1223,8 +1234,7 @@ class RawWgpuPeer(Peer):
         made: list[Any] = []
 
         def run() -> float:
-            salt = time.perf_counter_ns() % 100000
-            code = WGSL_SAXPY.replace("p.a * x[i]", f"p.a * x[i] + {salt}.0")
+            code = wgsl_compile_source(time.perf_counter_ns())
             t0 = time.perf_counter_ns()
             mod = self.dev.create_shader_module(code=code)
             pipe = self.dev.create_compute_pipeline(

@@ -56,7 +56,7 @@ def compile_probe_program(salt: int) -> Program:
     i = k.global_linear_id()
     with k.if_(i < y.length()):
         v = k.let(a * x[i] + y[i])
-        y[i] = v * 0.5 + float(salt % 1000)
+        y[i] = v * 0.5 + float(W.compile_constant(salt))
     return k.build()
 
 
@@ -355,7 +355,8 @@ class VyreImpl:
         got = backend.dispatch(prog, {"x": x, "y": y},
                                DispatchConfig.for_elements(n, WG, params={"a": 3.0}))["y"]
         salt = int(prog.name.rsplit("_", 1)[1])
-        exp = ((np.float32(3.0) * x + y) * np.float32(0.5) + np.float32(salt % 1000))
+        exp = ((np.float32(3.0) * x + y) * np.float32(0.5)
+               + np.float32(W.compile_constant(salt)))
         if not np.array_equal(got, exp.astype(np.float32)):
             return "the compiled probe program computed a wrong result"
         return None
