@@ -45,11 +45,13 @@ def _fence_calls(src: str, suffix: str = "") -> int:
     body = src[src.index("@compute"):]
     if suffix:
         return len(re.findall(rf"vy_fence\d_f32{suffix}\(", body))
-    return len(re.findall(r"bitcast<f32>\(bitcast<u32>\(", body))
+    return len(re.findall(r"bitcast<f32>\((bitcast<u32>\(|vy_u\.vy_zero)", body))
 
 
 def fence(k: int, x: str) -> str:
     """The plain f32 fence with uniform k, as the printer spells it in place."""
+    if x == "0.0f":
+        return f"bitcast<f32>(vy_u.vy_zero{k or ''})"
     return f"bitcast<f32>(bitcast<u32>({x}) + vy_u.vy_zero{k or ''})"
 
 

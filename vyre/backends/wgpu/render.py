@@ -304,6 +304,8 @@ def _plain_fenced(k: int, text: str) -> str:
     spelling's, fences.py: outside flush mode, or where the device's own arithmetic
     flushes, native_flush.py), spelled in place: NVIDIA's compiler takes longer over a
     call of the helper than over its three operations written out."""
+    if text == "0.0f":  # +0's bits are 0: the uniform's own bits are the fenced value
+        return f"bitcast<f32>({U_VAR}.{ZERO_FIELDS[k]})"
     return f"bitcast<f32>(bitcast<u32>({text}) + {U_VAR}.{ZERO_FIELDS[k]})"
 
 
