@@ -112,6 +112,35 @@ class _Recorded:
     status: tuple[_Status, ...] = ()  # checked before results of this step can be seen
 
 
+#: runs of consecutive plain dispatches sharing a pipeline and bind group: (pipeline, bind
+#: group, the workgroup counts of each dispatch)
+_Runs = list[tuple[Any, Any, tuple[tuple[int, int, int], ...]]]
+
+
+def _plain_runs(steps: list[_Recorded]) -> _Runs | None:
+    """A recorded pipeline's steps as runs, made once when it is recorded, so each run()
+    encodes with a loop as tight as a hand-written one; None when some step needs more
+    than a plain dispatch (an indirect grid, its check)."""
+    runs: _Runs = []
+    for s in steps:
+        if s.direct is None or s.grid_check is not None or s.grid_copy is not None:
+            return None
+        if runs and runs[-1][0] is s.pipeline and runs[-1][1] is s.bind_group:
+            runs[-1] = (s.pipeline, s.bind_group, (*runs[-1][2], s.direct))
+        else:
+            runs.append((s.pipeline, s.bind_group, (s.direct,)))
+    return runs
+
+
+@dataclass
+class _PipelineState:
+    """What a recorded Pipeline holds on this backend."""
+
+    steps: list[_Recorded]
+    runs: _Runs | None  # _plain_runs(steps)
+    checked: list[_Recorded]  # the steps with status flags to check after a run
+
+
 _LAYOUT_CACHE_MAX = 256  # distinct binding shapes remembered (a handful in practice)
 
 
@@ -679,11 +708,28 @@ class WgpuBackend(BaseBackend):
         steps: list[_Recorded],
         repeat: int,
         timestamps: Any | None,
+        runs: _Runs | None = None,
     ) -> None:
         """All steps, `repeat` times, in as few compute passes as possible (a pass ends
         only where an indirect grid must first be copied out of a buffer the step binds).
-        wgpu orders dispatches inside a pass by their storage-buffer usage."""
+        wgpu orders dispatches inside a pass by their storage-buffer usage. `runs`: the
+        steps' _plain_runs, when the caller has them."""
         direct = steps[0].direct if len(steps) == 1 and repeat == 1 else None
+        if runs is not None and direct is None:  # a recorded pipeline of plain dispatches
+            tw = None
+            if timestamps is not None:
+                tw = {"query_set": timestamps, "beginning_of_pass_write_index": 0,
+                      "end_of_pass_write_index": 1}
+            cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
+            dispatch = cp.dispatch_workgroups
+            for _ in range(repeat):
+                for pipe, bg, grids in runs:
+                    cp.set_pipeline(pipe)
+                    cp.set_bind_group(0, bg)
+                    for g in grids:
+                        dispatch(*g)
+            cp.end()
+            return
         if direct is not None and timestamps is None:
             # one plain dispatch (the common launch): no pass planning
             cp = enc.begin_compute_pass()
@@ -883,7 +929,9 @@ class WgpuBackend(BaseBackend):
     def _record_pipeline(self, pipeline: Pipeline) -> None:
         try:
             own: dict[tuple[Any, ...], _Binding] = {}
-            pipeline.state = [self._record_step(s, own) for s in pipeline.steps]
+            steps = [self._record_step(s, own) for s in pipeline.steps]
+            pipeline.state = _PipelineState(steps, _plain_runs(steps),
+                                            [s for s in steps if s.status])
         except BackendError:
             raise
         except Exception as exc:
@@ -894,13 +942,14 @@ class WgpuBackend(BaseBackend):
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
     ) -> PipelineResult:
         t0 = time.perf_counter_ns()
-        steps: list[_Recorded] = pipeline.state
+        state: _PipelineState = pipeline.state
+        steps = state.steps
         profile = self._timestamps and pipeline.profiled
         ranges = [(r.buffer, r.offset, int(r.length or 0)) for r in reads]
         try:
             ts = self._timestamp_set() if profile else None
             enc = self.device.create_command_encoder()
-            self._encode(enc, steps, repeat, ts.queries if ts else None)
+            self._encode(enc, steps, repeat, ts.queries if ts else None, state.runs)
             nz = [(b, o, n) for b, o, n in ranges if n]
             plan, total = self._plan_reads(nz, 16 if ts else 0)
             staging = None
@@ -911,7 +960,7 @@ class WgpuBackend(BaseBackend):
                 for gpu, a0, size, soff in plan:
                     enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
             self.queue.submit([enc.finish()])
-            self._submitted(steps)
+            self._submitted(state.checked)
             t1 = time.perf_counter_ns()
             if staging is not None:
                 raw = self._map_staging(staging, total)
