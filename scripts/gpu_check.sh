@@ -68,7 +68,8 @@ for s in "${sections[@]}"; do
             VYRE_RESOURCE_CYCLES="${GPU_CHECK_RESOURCE_CYCLES:-10000}" \
                 VYRE_RESOURCE_REPORT="$OUT/resources.jsonl" \
                 run_section resources "$PY" -m pytest -q -p no:cacheprovider -rfEs \
-                tests/test_resources.py tests/test_cuda_runtime.py -k "leave or leak or close"
+                tests/test_resources.py tests/test_cuda_runtime.py tests/test_cuda_ledger.py \
+                -k "leave or leak or close"
             "$PY" scripts/resource_table.py "$OUT/resources.jsonl" >&2 ;;
         div-bench)
             # cost of vyre's exact f32 division / sqrt vs the driver's (wgpu)

@@ -87,7 +87,8 @@ class StandInDriver:
                  "MAX_THREADS_PER_BLOCK": 1024, "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
                  "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535,
                  "MAX_GRID_DIM_Z": 65535, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024,
-                 "MAX_BLOCK_DIM_Z": 64, "MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32}
+                 "MAX_BLOCK_DIM_Z": 64, "MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32,
+                 "ATTRIBUTE_MANAGED_MEMORY": 1}
         return OK, next((v for k, v in table.items() if attr.name.endswith(k)), 0)
 
     def _cuDeviceTotalMem(self, dev: Any) -> tuple[Any, int]:
@@ -112,6 +113,9 @@ class StandInDriver:
         return OK1
 
     def _cuMemAlloc(self, n: int) -> tuple[Any, Any]:
+        return OK, real.CUdeviceptr(self._ptr(n))
+
+    def _cuMemAllocManaged(self, n: int, flags: int) -> tuple[Any, Any]:
         return OK, real.CUdeviceptr(self._ptr(n))
 
     def _cuMemAllocHost(self, n: int) -> tuple[Any, int]:

@@ -16,6 +16,7 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ScalarType, Step
 from vyre.builder import ProgramBuilder
+from vyre.tools.testing import CudaAllocationLedger, device_resources, resources_grown
 
 ST = ScalarType
 pytestmark = pytest.mark.gpu
@@ -219,67 +220,32 @@ def test_out_of_memory_reports_sizes(cuda: Any) -> None:
         assert (cuda.read(b, dtype=np.uint32) == np.arange(16)).all()
 
 
-class AllocationLedger:
-    """vyre's own driver allocations while installed, by pointer: every cuMemAlloc /
-    cuMemAllocHost that succeeded and is not yet freed by a successful cuMemFree /
-    cuMemFreeHost. It wraps the functions of the driver module the backend calls (frees of
-    pointers allocated before are not its business), so other processes sharing the GPU
-    (parallel test shards) cannot move it, unlike cuMemGetInfo's device-wide free bytes."""
-
-    def __init__(self, cuda: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        drv = cuda._drv
-        self.device: dict[int, int] = {}  # pointer -> bytes
-        self.host: dict[int, int] = {}
-        self.allocations = 0  # device allocations seen (proves the wrapper is on vyre's path)
-        self.failed_frees: list[str] = []
-        for name, book in (("cuMemAlloc", self.device), ("cuMemAllocHost", self.host)):
-            monkeypatch.setattr(drv, name, self._alloc(getattr(drv, name), book))
-        for name, book in (("cuMemFree", self.device), ("cuMemFreeHost", self.host)):
-            monkeypatch.setattr(drv, name, self._free(name, getattr(drv, name), book))
-
-    def _alloc(self, real: Any, book: dict[int, int]) -> Any:
-        def alloc(n: int) -> Any:
-            err, ptr = real(n)
-            if int(err) == 0:
-                book[int(ptr)] = int(n)
-                self.allocations += book is self.device
-            return err, ptr
-        return alloc
-
-    def _free(self, name: str, real: Any, book: dict[int, int]) -> Any:
-        def free(ptr: Any) -> Any:
-            result = real(ptr)
-            if int(ptr) in book:
-                if int(result[0]) == 0:
-                    del book[int(ptr)]
-                else:
-                    self.failed_frees.append(f"{name}({int(ptr):#x}): {result[0]}")
-            return result
-        return free
-
-
-def test_no_leaks_over_thousands_of_cycles(cuda: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_leaks_over_thousands_of_cycles(cuda: Any) -> None:
     """3000 allocate / write / free cycles (half freed, half dropped to the finalizer) leave
-    none of vyre's device memory allocated and at most one pinned staging buffer, counted
-    at the driver calls vyre makes (AllocationLedger: immune to other processes' use)."""
+    none of vyre's device memory, pinned memory or modules allocated, counted at the driver
+    calls vyre makes (CudaAllocationLedger: immune to other processes' use of the GPU)."""
+    with cuda.allocate_device_buffer(1024) as warm:  # the staging memory of a read exists
+        cuda.write(warm, np.zeros(256, np.uint32))
+        cuda.read(warm)
     cuda.synchronize()
     gc.collect()
-    ledger = AllocationLedger(cuda, monkeypatch)
     data = np.arange(1 << 16, dtype=np.uint32)
-    for i in range(3000):
-        b = cuda.allocate_device_buffer(data.nbytes)
-        cuda.write(b, data)
-        if i % 2:
-            b.free()
-        else:
-            del b  # dropped: the finalizer frees it
-    gc.collect()
-    cuda.synchronize()
-    assert ledger.allocations == 3000, "the ledger did not see vyre's cuMemAlloc calls"
-    assert not ledger.failed_frees, ledger.failed_frees
-    leaked = sum(ledger.device.values())
-    assert not ledger.device, f"{len(ledger.device)} device allocations ({leaked} bytes) leaked"
-    assert len(ledger.host) <= 1, f"pinned host allocations not freed: {ledger.host}"
+    with CudaAllocationLedger.for_backend(cuda) as ledger:
+        before = device_resources(cuda, ledger)
+        for i in range(3000):
+            b = cuda.allocate_device_buffer(data.nbytes)
+            cuda.write(b, data)
+            if i % 2:
+                b.free()
+            else:
+                del b  # dropped: the finalizer frees it
+        gc.collect()
+        after = device_resources(cuda, ledger)
+    assert ledger.calls.get("cuMemAlloc") == 3000, \
+        f"the ledger did not see vyre's cuMemAlloc calls: {ledger.calls}"
+    assert not ledger.failed_releases, ledger.failed_releases
+    grown = resources_grown(before, after)
+    assert not grown, f"leaked: {grown}"
     assert not cuda.live_buffers()
 
 

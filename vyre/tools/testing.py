@@ -1,4 +1,5 @@
-"""Test support: HostShimBuffer and the conformance helpers that compare backends.
+"""Test support: HostShimBuffer, the conformance helpers that compare backends, and the
+device-resource counters leak tests assert on (device_resources, CudaAllocationLedger).
 
 `HostShimBuffer` is host memory that claims a backend id; it exists so tests can prove that
 no production path accepts host memory as device memory. The comparison rules here are the
@@ -239,11 +240,142 @@ def random_array(rng: np.random.Generator, ty: ScalarType, n: int) -> np.ndarray
     return arr
 
 
-def device_resources(backend: BaseBackend) -> dict[str, int]:
+# Driver functions the CUDA backend allocates with and the function that releases what each
+# returns, and the ledger's book for them: device memory (cuMemAlloc, and cuMemAllocManaged in
+# managed.py) is freed by cuMemFree, pinned host memory by cuMemFreeHost, a loaded module
+# (which holds device memory for its code and constants) by cuModuleUnload.
+_LEDGER_CALLS = (
+    ("cuMemAlloc", "cuMemFree", "device"),
+    ("cuMemAllocManaged", "cuMemFree", "device"),
+    ("cuMemAllocHost", "cuMemFreeHost", "pinned"),
+    ("cuModuleLoadData", "cuModuleUnload", "modules"),
+)
+
+
+class CudaAllocationLedger:
+    """vyre's own CUDA driver allocations while installed, by pointer or handle: each
+    successful cuMemAlloc / cuMemAllocManaged / cuMemAllocHost / cuModuleLoadData not yet
+    released by a successful cuMemFree / cuMemFreeHost / cuModuleUnload of the same pointer.
+
+    It wraps those functions on the driver module object the backend calls through
+    (`backend.driver`: the runtime, its buffers' finalizers and managed.py all call that
+    one object), so it counts every instance in the process and nothing another process
+    does: parallel test shards on one GPU cannot move it, unlike cuMemGetInfo's device-wide
+    free bytes. Releases of what was allocated before it was installed are not its
+    business; failed calls change nothing (a failed release is listed in
+    `failed_releases`). Use it as a context manager, or `install()` then `remove()`;
+    ledgers on one driver must be removed in the reverse order of installing.
+    """
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        self.device: dict[int, int] = {}  # pointer -> bytes (device and managed memory)
+        self.pinned: dict[int, int] = {}  # pointer -> bytes (page-locked host memory)
+        self.modules: dict[int, int] = {}  # module handle -> bytes of the image it loaded
+        self.calls: dict[str, int] = {}  # successful calls per wrapped function
+        self.failed_releases: list[str] = []
+        # re-entrant: a buffer's finalizer may run (and free) inside a wrapped call
+        self._lock = threading.RLock()
+        self._saved: list[tuple[str, Any, Any]] = []  # (name, original, wrapper)
+
+    @classmethod
+    def for_backend(cls, backend: BaseBackend) -> CudaAllocationLedger:
+        """A ledger (not installed) on the driver module a CUDA backend calls."""
+        if backend.kind != "cuda":
+            raise ValueError(f"{backend.id}: the allocation ledger counts CUDA driver calls")
+        return cls(backend.driver)  # type: ignore[attr-defined]
+
+    def install(self) -> CudaAllocationLedger:
+        if self._saved:
+            raise RuntimeError("this allocation ledger is installed already")
+        books = {"device": self.device, "pinned": self.pinned, "modules": self.modules}
+        wrappers: dict[str, Any] = {}
+        for alloc, release, book in _LEDGER_CALLS:
+            wrappers[alloc] = self._alloc(alloc, getattr(self.driver, alloc), books[book])
+            if release not in wrappers:
+                wrappers[release] = self._release(release, getattr(self.driver, release),
+                                                  books[book])
+        for name, wrapper in wrappers.items():
+            self._saved.append((name, getattr(self.driver, name), wrapper))
+            setattr(self.driver, name, wrapper)
+        return self
+
+    def remove(self) -> None:
+        """Put back the functions it wrapped (nothing when it is not installed)."""
+        moved = [name for name, _, w in self._saved if getattr(self.driver, name) is not w]
+        if moved:
+            raise RuntimeError(f"the driver's {', '.join(moved)} were replaced after this "
+                               "ledger was installed: remove the later wrapper first")
+        for name, original, _ in self._saved:
+            setattr(self.driver, name, original)
+        self._saved.clear()
+
+    def __enter__(self) -> CudaAllocationLedger:
+        return self.install()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+    def counters(self) -> dict[str, int]:
+        """Live allocations and bytes of each kind, as `device_resources` reports them."""
+        with self._lock:
+            return {
+                "cuda_live_device_allocations": len(self.device),
+                "cuda_live_device_bytes": sum(self.device.values()),
+                "cuda_live_pinned_allocations": len(self.pinned),
+                "cuda_live_pinned_bytes": sum(self.pinned.values()),
+                "cuda_live_modules": len(self.modules),
+            }
+
+    def allocations(self) -> int:
+        """Successful allocating calls seen (device, managed, pinned and module loads)."""
+        with self._lock:
+            return sum(self.calls.get(alloc, 0) for alloc, _, _ in _LEDGER_CALLS)
+
+    def _alloc(self, name: str, real: Any, book: dict[int, int]) -> Any:
+        def alloc(*args: Any) -> Any:
+            result = real(*args)
+            if int(result[0]) == 0:
+                first = args[0]  # the byte count, or a module's image
+                size = len(first) if hasattr(first, "__len__") else int(first)
+                with self._lock:
+                    book[int(result[1])] = size
+                    self.calls[name] = self.calls.get(name, 0) + 1
+            return result
+        return alloc
+
+    def _release(self, name: str, real: Any, book: dict[int, int]) -> Any:
+        def release(handle: Any) -> Any:
+            key = int(handle)
+            # the lock is held across the call: once the driver has released the pointer,
+            # another thread may be given it again, and must not be booked before it is
+            # taken out of the book here
+            with self._lock:
+                result = real(handle)
+                if key not in book:
+                    return result
+                if int(result[0]) == 0:
+                    del book[key]
+                    self.calls[name] = self.calls.get(name, 0) + 1
+                else:
+                    self.failed_releases.append(f"{name}({key:#x}): {result[0]}")
+            return result
+        return release
+
+
+# Counters device_resources reports for information only: cuMemGetInfo's used bytes are the
+# whole device's, which every other process on the GPU moves.
+INFORMATION_ONLY = frozenset({"cuda_device_used_bytes"})
+
+
+def device_resources(backend: BaseBackend,
+                     ledger: CudaAllocationLedger | None = None) -> dict[str, int]:
     """What the device side holds right now, as counters whose growth over many identical
     cycles means a leak: vyre's own live buffers and bytes on every backend; on CUDA the
-    device's used bytes (cuMemGetInfo, device-wide); on wgpu wgpu-py's count of each live
-    native object and the bytes of its live buffers (process-wide, every wgpu device).
+    `ledger`'s live device allocations, pinned host allocations and modules (vyre's own
+    driver calls), plus the device's used bytes (cuMemGetInfo, device-wide: information
+    only, see INFORMATION_ONLY); on wgpu wgpu-py's count of each live native object and the
+    bytes of its live buffers (process-wide, every wgpu device).
     On lavapipe the "device" is host memory, so RSS measures it as well."""
     live = backend.live_buffers()
     out = {"vyre_live_buffers": len(live), "vyre_live_bytes": sum(b.byte_len for b in live)}
@@ -251,6 +383,8 @@ def device_resources(backend: BaseBackend) -> dict[str, int]:
         backend.synchronize()
         free, total = backend.memory_info()  # type: ignore[attr-defined]
         out["cuda_device_used_bytes"] = int(total) - int(free)
+        if ledger is not None:
+            out.update(ledger.counters())
     elif backend.kind == "wgpu":
         import wgpu
 
@@ -260,6 +394,18 @@ def device_resources(backend: BaseBackend) -> dict[str, int]:
                 out[f"wgpu_{name}"] = int(entry.get("count", 0))
         out["wgpu_buffer_bytes"] = int(counts.get("Buffer", {}).get("resource_mem", 0))
     return out
+
+
+def resources_grown(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The `device_resources` counters that grew from `before` to `after` (a leak, when
+    both were taken after the same warm-up), by how much; information-only counters are
+    left out. CUDA counters without a ledger's are refused: cuMemGetInfo alone cannot tell
+    vyre's memory from other processes'."""
+    if "cuda_device_used_bytes" in after and "cuda_live_device_bytes" not in after:
+        raise ValueError("CUDA resources are checked on a CudaAllocationLedger's counters: "
+                         "pass device_resources(backend, ledger)")
+    return {k: v - before.get(k, 0) for k, v in after.items()
+            if k not in INFORMATION_ONLY and v > before.get(k, 0)}
 
 
 def div_sqrt_program(ty: ScalarType) -> Program:
