@@ -244,8 +244,13 @@ def test_the_check_catches_a_leak(cuda: Any, leak: str, monkeypatch: pytest.Monk
     kept: list[tuple[Any, Any]] = []  # (the real release, handle): called at the end
 
     def dropped(name: str) -> Callable[[Any], tuple[Any]]:
+        """`name` answering success without releasing (kept for the real release later)."""
         release = getattr(drv, name)
-        return lambda handle: (kept.append((release, handle)), (ok,))[1]
+
+        def call(handle: Any) -> tuple[Any]:
+            kept.append((release, handle))
+            return (ok,)
+        return call
 
     grown: dict[bool, dict[str, int]] = {}
     with CudaAllocationLedger.for_backend(cuda) as ledger:
