@@ -15,15 +15,10 @@ on vyre's device; plus the raw peer's own cold compile and vyre's `compile()` en
   undone; "branch +let": every local never assigned and bound to a runtime value spelled
   `let` (tried and dropped: H100 compile time unchanged, matmul 33.8 -> 33.5 TFLOP/s with
   it among the changes);
-- measurement only, not exact: "x load as clamped select" (the remaining guarded load as
-  `select(0, b_x[min(i, n - 1)], i < n)`), "constants unfenced", "both".
+(Its NOT-exact variants, the guarded load as a select and the constants unfenced, are
+priced on today's spelling by scripts/wgpu_compile_spellings.py.)
 Prints one table: median / min ms per variant and the raw peer's median over it.
---roundtrip also splits dispatch.roundtrip (one dispatch of the bench's inc program, then
-wait): the raw peer; vyre (`dispatch_with_device_buffers` + `synchronize`); vyre's own
-pipeline and bind group driven by the raw peer's calls on vyre's device (so vyre's
-Python is the difference to vyre's figure); the raw peer's pipeline on vyre's device (so
-vyre's shader and bind group are the difference to the previous line, and the device the
-difference to the raw peer). Median / min us over interleaved blocks.
+(The dispatch.roundtrip split it also had is scripts/wgpu_dispatch_split.py now.)
 --matmul N also times the library matmul (wgpu's default tile, N^3, device timers) with
 this branch's changes on and off, twice interleaved, each on a fresh backend (the compile
 cache keys on the Program, which is the same), and checks C is bit-identical: the changes
@@ -44,29 +39,13 @@ from typing import Any
 
 import vyre
 from vyre.backends.wgpu import render
-from vyre.builder import ProgramBuilder
 from vyre.ir.nodes import Program
-from vyre.ir.types import ScalarType
 from vyre.lower import facts
 from vyre.tools.bench.peers import WGSL_SAXPY, RawWgpuPeer
-from vyre.tools.bench.vyre_impl import WG
+from vyre.tools.bench.vyre_impl import compile_probe_program
 
 _T = time.perf_counter_ns
 ALL = ("facts", "builtins", "hoist")  # this branch's WGSL changes (see `undone`)
-
-
-def probe(salt: int) -> Program:
-    """vyre.tools.bench.vyre_impl.compile_probe_program with a constant unique to `salt`
-    (the bench's is salt % 1000: a driver's on-disk cache may have seen it)."""
-    k = ProgramBuilder(f"bench_compile_{salt}", workgroup_size=WG)
-    x = k.buffer("x", ScalarType.F32)
-    y = k.buffer("y", ScalarType.F32, "read_write")
-    a = k.param("a", ScalarType.F32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        v = k.let(a * x[i] + y[i])
-        y[i] = v * 0.5 + float(salt)
-    return k.build()
 
 
 class _AllBuiltins:
@@ -92,16 +71,6 @@ def undone(*changes: str) -> Iterator[None]:
          render._invariant) = saved
 
 
-def clamped_x_load(src: str) -> str:
-    m = re.search(r"var (v_\w+): f32 = ([^;]+);\n\s*if \(\((.+) < (vy_u\.n_\d+)\)\) \{\n"
-                  r"\s*\1 = (b_\w+)\[.+\];\n\s*\}", src)
-    if m is None:
-        return src
-    var, zero, i, n, buf = m.groups()
-    return src.replace(m.group(0), f"let {var}: f32 = select({zero}, {buf}[min({i}, {n} - 1u)], "
-                                   f"({i}) < {n});")
-
-
 def single_lets(src: str) -> str:
     """`var x: T = v;` -> `let` where x is never assigned again and v reads a runtime value
     (a local, a uniform, a builtin, memory; naga would fold a `let` of constants)."""
@@ -113,78 +82,6 @@ def single_lets(src: str) -> str:
             line = line.replace("var ", "let ", 1)
         out.append(line)
     return "".join(out)
-
-
-def unfenced_constants(src: str) -> str:
-    return re.sub(r"vy_fence\d+_f32\(([-0-9.e]+f)\)", r"\1", src)
-
-
-def roundtrip(b: Any, raw: RawWgpuPeer, blocks: int, per_block: int) -> dict[str, list[float]]:
-    import numpy as np
-
-    from vyre.config import DispatchConfig
-    from vyre.tools.bench.peers import WGSL_INC, _grid
-    from vyre.tools.bench.vyre_impl import inc_program
-
-    n = 1024
-    y0 = np.zeros(n, np.uint32)
-    y = b.allocate_device_buffer(n * 4)
-    b.write(y, y0)
-    bound = b.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, WG))
-    b.dispatch_with_device_buffers(bound)
-    b.synchronize()
-    rec = bound.launch.record  # (measurement only: vyre's prepared pipeline and bind group)
-    ry = raw._buffer(y0)
-    rpipe, rbg = raw._kernel(WGSL_INC, [ry])
-    g = (_grid(n), 1, 1)
-    dev = b.device
-    # the raw peer's pipeline on vyre's device
-    vy = dev.create_buffer_with_data(data=y0.tobytes(), usage=0x80 | 0x8 | 0x4)  # STORAGE|COPY_*
-    sm = dev.create_shader_module(code=WGSL_INC)
-    dpipe = dev.create_compute_pipeline(layout="auto", compute={"module": sm, "entry_point": "main"})
-    dbg = dev.create_bind_group(layout=dpipe.get_bind_group_layout(0), entries=[
-        {"binding": 0, "resource": {"buffer": vy, "offset": 0, "size": vy.size}}])
-
-    def on(d: Any, pipe: Any, bg: Any, grid: tuple[int, int, int]) -> Callable[[], None]:
-        def go() -> None:
-            enc = d.create_command_encoder()
-            cp = enc.begin_compute_pass()
-            cp.set_pipeline(pipe)
-            cp.set_bind_group(0, bg)
-            cp.dispatch_workgroups(*grid)
-            cp.end()
-            d.queue.submit([enc.finish()])
-            d._poll_wait()
-        return go
-
-    def vyre_rt() -> None:
-        b.dispatch_with_device_buffers(bound)
-        b.synchronize()
-
-    cases = {
-        "RT raw peer": on(raw.dev, rpipe, rbg, g),
-        "RT vyre dispatch + synchronize": vyre_rt,
-        "RT vyre's pipeline + bind group, raw calls": on(dev, rec.pipeline, rec.bind_group,
-                                                        rec.direct),
-        "RT raw peer's pipeline on vyre's device": on(dev, dpipe, dbg, g),
-    }
-    out: dict[str, list[float]] = {k: [] for k in cases}
-    for f in cases.values():
-        for _ in range(per_block):
-            f()
-    for r in range(blocks):
-        names = list(cases)
-        names = names[r % len(names):] + names[:r % len(names)]
-        for k in names:
-            f = cases[k]
-            t0 = _T()
-            for _ in range(per_block):
-                f()
-            out[k].append((_T() - t0) / per_block / 1e3)
-    b.free(y)
-    ry.destroy()
-    vy.destroy()
-    return out
 
 
 def matmul_check(n: int, reps: int) -> None:
@@ -219,7 +116,6 @@ def matmul_check(n: int, reps: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--roundtrip", action="store_true")
     ap.add_argument("--matmul", type=int, default=0, metavar="N")
     ap.add_argument("--matmul-reps", type=int, default=7)
     ap.add_argument("--json")
@@ -231,7 +127,7 @@ def main() -> None:
 
     def fresh() -> Program:
         salt[0] += 1
-        return probe(salt[0])
+        return compile_probe_program(salt[0])
 
     def gen(*changes: str, edit: Callable[[str], str] = lambda s: s) -> Callable[[], str]:
         def make() -> str:
@@ -257,10 +153,6 @@ def main() -> None:
         "branch +let": gen(edit=single_lets),
         "branch -builtins": gen("builtins"),
         "branch -hoist": gen("hoist"),
-        "branch, x load as clamped select (NOT exact)": gen(edit=clamped_x_load),
-        "branch, constants unfenced (NOT exact)": gen(edit=unfenced_constants),
-        "branch, both edits (NOT exact)": gen(
-            edit=lambda s: unfenced_constants(clamped_x_load(s))),
     }
     got: dict[str, list[int]] = {}
     chars: dict[str, int] = {}
@@ -309,14 +201,6 @@ def main() -> None:
         out[k] = {"median_ms": med, "min_ms": mn, "chars": chars.get(k)}
         c = str(chars[k]) if k in chars else ""
         print(f"  {k:48s} {c:>6s} {med:8.2f} {mn:8.2f} {raw_med / 1e6 / med:6.2f}")
-    if a.roundtrip:
-        rt = roundtrip(b, raw, 15, 100)
-        base = statistics.median(rt["RT raw peer"])
-        print(f"  {'dispatch.roundtrip (us)':55s} {'median':>8s} {'min':>8s} {'raw/x':>6s}")
-        for k, us in rt.items():
-            med = statistics.median(us)
-            out[k] = {"median_us": med, "min_us": min(us)}
-            print(f"  {k:55s} {med:8.1f} {min(us):8.1f} {base / med:6.2f}")
     if a.matmul:
         matmul_check(a.matmul, a.matmul_reps)
     if a.json:
