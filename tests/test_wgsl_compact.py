@@ -3,7 +3,9 @@ wgpu cold compile of issue 17), read off the public generate() output, each prog
 run on every backend against the reference:
 - the entry point declares only the builtins the code reads;
 - an integer expression of builtins and constants (the global id) is printed once, as a
-  `let` at the top of the entry point.
+  `let` at the top of the entry point;
+- a load whose index nothing proves in range is an eager `select` in a Program without
+  loops, and a local set under an `if` in one with loops (render.py STRAIGHT_TRAITS).
 """
 
 from __future__ import annotations
@@ -62,6 +64,28 @@ def test_global_id_is_printed_once() -> None:
     assert "vy_gid" not in src.split(f"let vy_x0: u32 = {gid};")[1]
 
 
+def _with_loop() -> N.Program:
+    k = ProgramBuilder("looped", workgroup_size=WG)
+    x = k.buffer("x", f32)
+    y = k.buffer("y", f32, "read_write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        acc = k.let(0.0, name="acc")
+        with k.for_range(0, 3) as j:
+            acc.set(acc + x[i + j])
+        y[i] = acc
+    return k.build()
+
+
+def test_guarded_loads_are_selects_only_without_loops() -> None:
+    straight = generate(_locals()).source
+    assert "select(bitcast<f32>(vy_u.vy_zero2), b_x[vy_x0], (vy_x0 < vy_u.n_0))" in straight
+    assert straight.count("if (") == 1  # only the program's own test
+    looped = generate(_with_loop()).source
+    assert "select(" not in looped
+    assert re.search(r"if \(\(\(vy_x0 \+ v_j\w*\) < vy_u\.n_0\)\) \{\n\s*v_lw\w* = b_x\[", looped)
+
+
 _REF = ReferenceBackend()
 
 
@@ -76,6 +100,8 @@ def test_compact_programs_agree_on_every_backend(backend: Any) -> None:
                      "y": rng.standard_normal(90).astype(np.float32)}, 100),
         # one workgroup: local indices repeat across workgroups
         (_local_index_only(), {"y": rng.integers(0, 99, 40).astype(np.uint32)}, WG),
+        (_with_loop(), {"x": rng.standard_normal(70).astype(np.float32),
+                        "y": rng.standard_normal(90).astype(np.float32)}, 100),
     ):
         cfg = DispatchConfig.for_elements(n, WG)
         want = _REF.dispatch(p, inputs, cfg)

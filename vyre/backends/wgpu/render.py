@@ -26,7 +26,7 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.ir.visit import Fold, children
+from vyre.ir.visit import Fold, child_blocks, children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
@@ -49,12 +49,16 @@ U_VAR = "vy_u"
 # WGSL's integer division, shifts, abs, float -> int conversions and memory accesses differ
 # from the IR's outside their domain: vyre.lower rewrites them into the core (in-domain
 # `Native` ops, raw accesses behind the IR's index tests; none where an enclosing
-# condition already tested the index, in_place). A guarded load stays an expression
-# (guarded_expr), printed as an eager `select` (_guarded_load): a shorter shader for the
-# driver's compiler than a local set under an `if`, and no branch.
+# condition already tested the index, in_place). A guarded load is a local set under an
+# `if`, except in a Program without loops (STRAIGHT_TRAITS), where it stays an expression
+# (guarded_expr) printed as an eager `select` (_guarded_load): a shorter shader for the
+# driver's compiler (the bench's compile program: -0.2 ms of ~7 on the H100). Not in
+# loops: there NVIDIA's compiler makes the unconditional loads slower (the library matmul's
+# K loop, 4096^3 on the H100: 24.3 TFLOP/s against 33.8 with the `if`).
 # f16 stays f16 in the core: this printer's own f16 spelling (f32 on fenced operands, see
 # _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
-TRAITS = Traits(f16_arith=True, guarded_expr=True, in_place=True)
+TRAITS = Traits(f16_arith=True, in_place=True)
+STRAIGHT_TRAITS = Traits(f16_arith=True, guarded_expr=True, in_place=True)
 
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
@@ -1022,7 +1026,7 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return _binary(ctx, e, sub[0], sub[1])
     if isinstance(e, N.Call):
         return _call(ctx, e, sub)
-    if isinstance(e, N.Guarded):  # a guarded load (TRAITS): see _guarded_load
+    if isinstance(e, N.Guarded):  # a guarded load (STRAIGHT_TRAITS): see _guarded_load
         return _guarded_load(ctx, e, sub[0], sub[1])
     if isinstance(e, N.Select):
         return f"select({sub[2]}, {sub[1]}, {sub[0]})"
@@ -1469,6 +1473,11 @@ def _bound_value(ctx: _Ctx, value: N.ExprNode) -> str:
     return text
 
 
+def _has_loop(body: tuple[N.StmtNode, ...]) -> bool:
+    return any(isinstance(s, (N.For, N.While)) or any(_has_loop(b) for b in child_blocks(s))
+               for s in body)
+
+
 def _guarded_load(ctx: _Ctx, e: N.Guarded, cond: str, raw: str) -> str:
     """A load behind its index test as WGSL's eager `select`: the raw read runs even where
     the test fails, which WebGPU allows (an out-of-range read returns some value of the
@@ -1769,7 +1778,7 @@ def generate(
     # before this): the lowering adds no subgroup operation and no type beyond u32 / i32 /
     # f32 / bool, which every device has, so the lowered Program is not walked again
     used, subgroups = types_used(program), uses_subgroups(program)
-    program = lower(program, TRAITS)
+    program = lower(program, TRAITS if _has_loop(program.body) else STRAIGHT_TRAITS)
     if allowed_types is not None:
         for missing in sorted(used - allowed_types):
             raise UnsupportedFeature(
