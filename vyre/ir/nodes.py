@@ -553,23 +553,88 @@ def _post_order(root: BaseModel) -> list[BaseModel]:
     return out
 
 
-_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes], ...]]] = {}
+_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes]], ...]]] = {}
+# a field's spelling "|name=" plus the encoding of a str value, by value, per class and field
+# (kinds, ops, types and names recur); each table stops growing at this size
+_SEGMENTS_MAX = 512
+# nesting the recursive digest follows before it hands the graph to the iterative one (a
+# validated Program nests at most MAX_DEPTH = 64 levels; an unvalidated one may nest deeper)
+_RECURSION_MAX = 200
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _hash_layout(cls: type[BaseModel]) -> tuple[bytes, tuple[tuple[str, bytes, bytes,
+                                                                    dict[str, bytes]], ...]]:
+    """(class name, per field: its name, "|name=", "|name=N" (a node follows) and its table
+    of str segments), made once per class."""
+    layout = _HASH_LAYOUT.get(cls)
+    if layout is None:
+        layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
+            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {})
+            for name in _field_names(cls)))
+    return layout
 
 
 def dag_digest(root: BaseModel) -> str:
     """sha256 over the node graph of `root`, each distinct node object hashed once: a node's
     digest is sha256(class name, then "|field=" and the field's encoding per field)."""
+    try:
+        return _dag_digest_recursive(root)
+    except (_TooDeep, RecursionError):  # (a caller already deep in its own stack)
+        return _dag_digest_iterative(root)
+
+
+def _dag_digest_recursive(root: BaseModel) -> str:
+    """dag_digest by recursion (the fast way; _TooDeep past _RECURSION_MAX levels), with the
+    common field values (str and ScalarType, nodes) spelled inline instead of by _encode."""
+    memo: dict[int, bytes] = {}
+    sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
+    scalar = ScalarType
+
+    def digest(node: BaseModel, depth: int) -> bytes:
+        if depth > _RECURSION_MAX:
+            raise _TooDeep
+        cls = type(node)
+        head, fields = layouts.get(cls) or _hash_layout(cls)
+        parts = [head]
+        values = node.__dict__
+        for name, prefix, node_prefix, segments in fields:
+            v = values[name]
+            t = type(v)
+            if t is str or t is scalar:
+                seg = segments.get(v)
+                if seg is None:
+                    seg = prefix + _encode(v, memo)
+                    if len(segments) < _SEGMENTS_MAX:
+                        segments[v] = seg
+                parts.append(seg)
+            elif (kinds.get(t) or _kind(t)) == _NODE:
+                parts.append(node_prefix)
+                parts.append(memo.get(id(v)) or digest(v, depth + 1))
+            else:
+                if (kinds.get(t) or _kind(t)) == _TUPLE:
+                    for x in v:  # the nodes of a tuple (a block, call arguments) first
+                        if id(x) not in memo and (kinds.get(type(x)) or _kind(type(x))) == _NODE:
+                            digest(x, depth + 1)
+                parts.append(prefix)
+                parts.append(_encode(v, memo))
+        d = memo[id(node)] = sha256(b"".join(parts)).digest()
+        return d
+
+    return digest(root, 0).hex()
+
+
+def _dag_digest_iterative(root: BaseModel) -> str:
+    """dag_digest over an explicit post-order (no recursion: any nesting depth)."""
     memo: dict[int, bytes] = {}
     sha256 = hashlib.sha256
     for node in _post_order(root):
-        cls = type(node)
-        layout = _HASH_LAYOUT.get(cls)
-        if layout is None:
-            layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
-                (name, b"|" + name.encode() + b"=") for name in _field_names(cls)))
-        head, fields = layout
+        head, fields = _hash_layout(type(node))
         parts = [head]
-        for name, prefix in fields:
+        for name, prefix, _, _ in fields:
             parts.append(prefix)
             parts.append(_encode(getattr(node, name), memo))
         memo[id(node)] = sha256(b"".join(parts)).digest()

@@ -122,8 +122,9 @@ class Fold(Generic[R]):
     def __init__(self, fn: Callable[[Expr, tuple[R, ...]], R]) -> None:
         self.fn = fn
         self.memo: dict[int, tuple[Expr, R]] = {}  # id -> (node kept alive, result)
+        self._go = self._walker()  # made once: folds run per node of every compile
 
-    def __call__(self, root: Expr) -> R:
+    def _walker(self) -> Callable[[Expr], R]:
         memo, fn, kids_of, leaf = self.memo, self.fn, _KIDS.get, _LEAF
 
         # Recursive: the validator bounds nesting at 64 levels (MAX_DEPTH), far inside
@@ -132,11 +133,14 @@ class Fold(Generic[R]):
             got = memo.get(id(e))
             if got is not None:
                 return got[1]
-            r = fn(e, tuple(go(k) for k in kids_of(type(e), leaf)(e)))
+            r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
             memo[id(e)] = (e, r)
             return r
 
-        return go(root)
+        return go
+
+    def __call__(self, root: Expr) -> R:
+        return self._go(root)
 
 
 class ExprMap(Fold[Expr]):
@@ -151,10 +155,10 @@ class ExprMap(Fold[Expr]):
 
     def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
                  unchanged: dict[int, Expr] | None = None) -> None:
-        super().__init__(fn)
         self.unchanged = unchanged if unchanged is not None else {}
+        super().__init__(fn)
 
-    def __call__(self, root: Expr) -> Expr:
+    def _walker(self) -> Callable[[Expr], Expr]:
         memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
 
         def go(e: Expr) -> Expr:
@@ -163,15 +167,14 @@ class ExprMap(Fold[Expr]):
             got = memo.get(id(e))
             if got is not None:
                 return got[1]
-            kids = kids_of(type(e), leaf)(e)
-            r = fn(e, tuple(go(k) for k in kids))
+            r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
             if r is e:
                 same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
             else:
                 memo[id(e)] = (e, r)
             return r
 
-        return go(root)
+        return go
 
 
 def map_block(body: tuple[Stmt, ...], fn: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:

@@ -42,6 +42,9 @@ _BOOL = T.BOOL
 _SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
 _F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
 _F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
+# the node types some rule of `rewrite` applies to (no class derives from them but Load's
+# RawLoad, which no rule takes): any other node is only rebuilt over its new operands
+_RULED = frozenset({N.Subgroup, N.Binary, N.Call, N.Cast, N.Load})
 
 
 def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
@@ -180,7 +183,10 @@ class _Lowering:
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
         written = e
-        e = with_children(e, kids)
+        if kids:
+            e = with_children(e, kids)
+        if type(e) not in _RULED:
+            return e
         t = self.t
         if isinstance(e, N.Subgroup):
             # into a local of its own, just before the statement: every lane then runs it,

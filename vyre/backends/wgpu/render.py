@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
@@ -982,9 +984,47 @@ def _hoisted(ctx: _Ctx, e: N.ExprNode) -> str:
     return got[0]
 
 
+def _var(ctx: _Ctx, e: N.Var, opaque: bool) -> str:
+    return ctx.lookup(e.name)
+
+
+def _param(ctx: _Ctx, e: N.Param, opaque: bool) -> str:
+    idx = [p.name for p in ctx.program.params].index(e.name)
+    ref = f"{U_VAR}.p_{mangle(ctx.program.params[idx].name)}"
+    return f"f16({ref})" if e.ty is T.F16 else ref
+
+
+def _builtin(ctx: _Ctx, e: N.Builtin, opaque: bool) -> str:
+    if e.name == "local_index":
+        return "vy_lidx"
+    if e.name == "subgroup_size":
+        return "vy_sgsize"
+    if e.name == "subgroup_lane":
+        return "(vy_lidx & (vy_sgsize - 1u))"
+    return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
+
+
+def _length(ctx: _Ctx, e: N.Length, opaque: bool) -> str:
+    if e.buffer in ctx.arrays:  # (a literal)
+        n = f"{ctx.arrays[e.buffer].count}u"
+        return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
+    return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
+
+
+# the expressions without operands but a Const, by their exact class (none derives from
+# them): never hoisted (_invariant gives a builtin 1, the others 0)
+_LEAVES: dict[type, Callable[[_Ctx, Any, bool], str]] = {
+    N.Var: _var, N.Param: _param, N.Builtin: _builtin, N.Length: _length,
+}
+
+
 def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
-    if isinstance(e, N.Const):
-        return literal(ctx, e, opaque)
+    t = type(e)
+    if t is N.Const:
+        return literal(ctx, e, opaque)  # type: ignore[arg-type]
+    leaf = _LEAVES.get(t)
+    if leaf is not None:
+        return leaf(ctx, e, opaque)
     if ctx.hoisted is not None and ctx.invariant(e) == 2:
         return _hoisted(ctx, e)
     kids = children(e)
@@ -992,30 +1032,15 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     # rejects overflow, division by zero and a constant index past a fixed-size array (even
     # under an index test that never runs it); hiding its literals makes it a runtime value.
     # (Float operands are fenced by the operators themselves, see _fence_fn.)
-    hide = bool(kids) and all(isinstance(k, N.Const) or (
-        isinstance(k, N.Length) and k.buffer in ctx.arrays) for k in kids)
+    hide = bool(kids)
+    for k in kids:
+        tk = type(k)
+        if not (tk is N.Const or (tk is N.Length and k.buffer in ctx.arrays)):  # type: ignore[union-attr]
+            hide = False
+            break
     sub = [expr(ctx, k, hide) for k in kids]
-    if isinstance(e, N.Var):
-        return ctx.lookup(e.name)
-    if isinstance(e, N.Param):
-        idx = [p.name for p in ctx.program.params].index(e.name)
-        ref = f"{U_VAR}.p_{mangle(ctx.program.params[idx].name)}"
-        return f"f16({ref})" if e.ty is T.F16 else ref
-    if isinstance(e, N.Builtin):
-        if e.name == "local_index":
-            return "vy_lidx"
-        if e.name == "subgroup_size":
-            return "vy_sgsize"
-        if e.name == "subgroup_lane":
-            return "(vy_lidx & (vy_sgsize - 1u))"
-        return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
     if isinstance(e, N.Load):
         return _raw_load(ctx, e, sub[0])
-    if isinstance(e, N.Length):
-        if e.buffer in ctx.arrays:  # (a literal)
-            n = f"{ctx.arrays[e.buffer].count}u"
-            return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
-        return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
     if isinstance(e, N.Unary):
         return _unary(ctx, e, sub[0])
     if isinstance(e, N.Binary):
