@@ -408,9 +408,13 @@ class Program(Node):
         Each distinct node object is hashed once (memoised by identity), so a program whose
         expression shares subexpressions (x = x + x, 60 times) hashes in time linear in its
         distinct nodes, never in its 2^60-node tree; equal programs hash equal however
-        their nodes are shared.
+        their nodes are shared. The walk also yields `expr_facts` (unless already known),
+        which compiling asks for next: one walk of the program instead of two.
         """
-        return dag_digest(self)
+        digest, facts = _program_digest(self)
+        if facts is not None:
+            self.__dict__.setdefault("expr_facts", facts)  # (as cached_property stores it)
+        return digest
 
     @property
     def invocations_per_workgroup(self) -> int:
@@ -582,27 +586,51 @@ def dag_digest(root: BaseModel) -> str:
     """sha256 over the node graph of `root`, each distinct node object hashed once: a node's
     digest is sha256(class name, then "|field=" and the field's encoding per field)."""
     try:
-        return _dag_digest_recursive(root)
+        return _dag_digest_recursive(root, None)[0]
     except (_TooDeep, RecursionError):  # (a caller already deep in its own stack)
         return _dag_digest_iterative(root)
 
 
-def _dag_digest_recursive(root: BaseModel) -> str:
+def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
+    """dag_digest of `program` and, found on the way (every node is visited), its
+    ExprFacts: the `ty` of every node that has one (declarations, For, every expression)
+    and whether a Subgroup or a subgroup builtin is among them; None past the recursion
+    bound (the iterative digest does not look)."""
+    from .analysis import ExprFacts
+
+    tys: set[Any] = set()
+    try:
+        digest, subgroups = _dag_digest_recursive(program, tys)
+    except (_TooDeep, RecursionError):
+        return _dag_digest_iterative(program), None
+    return digest, ExprFacts(frozenset(tys), subgroups)
+
+
+def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, bool]:
     """dag_digest by recursion (the fast way; _TooDeep past _RECURSION_MAX levels), with the
-    common field values (str and ScalarType, nodes) spelled inline instead of by _encode."""
+    common field values (str and ScalarType, nodes) spelled inline instead of by _encode;
+    with `tys`, also the value of every `ty` field into it and whether a subgroup
+    operation or builtin was seen."""
     memo: dict[int, bytes] = {}
     sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
-    scalar = ScalarType
+    scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
+    subgroups = False
 
     def digest(node: BaseModel, depth: int) -> bytes:
+        nonlocal subgroups
         if depth > _RECURSION_MAX:
             raise _TooDeep
         cls = type(node)
         head, fields = layouts.get(cls) or _hash_layout(cls)
         parts = [head]
         values = node.__dict__
+        if tys is not None and (cls is Subgroup or (
+                cls is Builtin and values["name"] in sg_builtins)):
+            subgroups = True
         for name, prefix, node_prefix, segments in fields:
             v = values[name]
+            if tys is not None and name == "ty":
+                tys.add(v)
             t = type(v)
             if t is str or t is scalar:
                 seg = segments.get(v)
@@ -624,7 +652,7 @@ def _dag_digest_recursive(root: BaseModel) -> str:
         d = memo[id(node)] = sha256(b"".join(parts)).digest()
         return d
 
-    return digest(root, 0).hex()
+    return digest(root, 0).hex(), subgroups
 
 
 def _dag_digest_iterative(root: BaseModel) -> str:
