@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -29,6 +29,9 @@ _DERIVED = ("canonical_json", "content_hash", "expr_facts", "required_features")
 
 class Node(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+
+
+NodeT = TypeVar("NodeT", bound=Node)
 
 
 # ---------------------------------------------------------------- expressions
@@ -473,6 +476,29 @@ class Program(Node):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Program) and other.content_hash == self.content_hash
+
+
+# ---------------------------------------------------------------- fast copies
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def copied(node: NodeT, update: Mapping[str, Any]) -> NodeT:
+    """`node.model_copy(update=update)` for an IR node other than a Program (no extra, no
+    private attributes, no derived data), without pydantic's generic path: the same
+    object (__dict__, fields set), in half the time. The lowering rebuilds a node over new
+    operands with it; like model_copy it does not validate `update`."""
+    values = node.__dict__.copy()
+    values.update(update)
+    fields_set = set(node.__pydantic_fields_set__)
+    fields_set.update(update)
+    new = _new_object(type(node))
+    _set_attribute(new, "__dict__", values)
+    _set_attribute(new, "__pydantic_fields_set__", fields_set)
+    _set_attribute(new, "__pydantic_extra__", None)
+    _set_attribute(new, "__pydantic_private__", None)
+    return new
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -62,7 +62,7 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     else:
         assert isinstance(e, N.Select)
         upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}
-    return e.model_copy(update=upd)
+    return N.copied(e, upd)
 
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
@@ -109,7 +109,7 @@ def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...],
         old = getattr(s, f)
         if len(blk) != len(old) or any(a is not b for a, b in zip(blk, old)):
             upd[f] = tuple(blk)
-    return s.model_copy(update=upd) if upd else s
+    return N.copied(s, upd) if upd else s
 
 
 class Fold(Generic[R]):
@@ -154,15 +154,20 @@ class ExprMap(Fold[Expr]):
     """
 
     def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
-                 unchanged: dict[int, Expr] | None = None) -> None:
+                 unchanged: dict[int, Expr] | None = None,
+                 kept: frozenset[type] = frozenset()) -> None:
         self.unchanged = unchanged if unchanged is not None else {}
+        # operand-less node classes `fn` returns as they are: not even asked (a rewrite's
+        # leaves are most of its nodes)
+        self.kept = kept
         super().__init__(fn)
 
     def _walker(self) -> Callable[[Expr], Expr]:
         memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
+        kept = self.kept
 
         def go(e: Expr) -> Expr:
-            if id(e) in same:
+            if type(e) in kept or id(e) in same:
                 return e
             got = memo.get(id(e))
             if got is not None:

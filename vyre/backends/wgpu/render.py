@@ -28,7 +28,7 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.ir.visit import Fold, children
+from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
@@ -136,7 +136,7 @@ class _Ctx:
     # a `let` at the top of the entry point: {text: (name, type)} (see _invariant)
     hoisted: dict[str, tuple[str, ScalarType]] | None = None
     hoisted_nodes: dict[int, tuple[N.ExprNode, str]] = field(default_factory=dict)  # by id
-    invariant: Fold[int] = field(default_factory=lambda: Fold[int](lambda e, k: 0))
+    invariant: dict[int, tuple[N.ExprNode, int]] = field(default_factory=dict)  # _invariant's
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -257,11 +257,21 @@ def _compute_type(ty: ScalarType) -> ScalarType:
     return T.F32 if ty is T.F16 else ty
 
 
+_FENCES: dict[tuple[ScalarType, int, bool], tuple[str, str]] = {}  # (name, code) by kind
+
+
 def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -> str:
     """The fence helper with uniform `k`; for f32 `flushing` (default: in flush mode) also
     reads a subnormal as a zero of its sign."""
+    key = (ty, k, ctx.flush if flushing is None else flushing)
+    got = _FENCES.get(key)
+    if got is None:
+        got = _FENCES[key] = _fence_code(*key)
+    return _helper(ctx, *got)
+
+
+def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
     z = f"{U_VAR}.{ZERO_FIELDS[k]}"
-    flushing = ctx.flush if flushing is None else flushing
     name = f"vy_fence{k}_{wgsl_type(ty)}" + ("_ftz" if ty is T.F32 and flushing else "")
     if ty is T.F32:
         if flushing:
@@ -275,7 +285,7 @@ def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -
     else:  # f64: -x differs from x in its bits even for constants, so nothing folds
         body = f"    return select(x, -x, {z} != 0u);\n"
     t = wgsl_type(ty)
-    return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}")
+    return name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}"
 
 
 def _fence_f16(ctx: _Ctx, k: int) -> str:
@@ -954,15 +964,31 @@ def _fma_f32(ctx: _Ctx) -> str:
 # ------------------------------------------------------------------ expressions
 
 
-def _invariant(e: N.ExprNode, kids: tuple[int, ...]) -> int:
+_INDEX_TYPES = frozenset({T.U32, T.I32})
+_NEVER_HOISTED = (N.Load, N.Subgroup, N.Call)
+
+
+def _invariant(ctx: _Ctx, e: N.ExprNode) -> int:
     """2: an integer operation of builtins and constants, at least one builtin (the same
-    value wherever the invocation computes it); 1: a builtin or constant; 0: neither."""
-    if isinstance(e, (N.Builtin, N.Const)):
+    value wherever the invocation computes it); 1: a builtin or constant; 0: neither.
+    Memoised by node in ctx.invariant (a fold of its own, without the generic one's
+    per-node overhead: expr asks this of every operation it prints)."""
+    t = type(e)
+    if t is N.Builtin or t is N.Const:
         return 1
-    if not kids or e.ty not in (T.U32, T.I32) or not all(kids) or isinstance(
-            e, (N.Load, N.Subgroup, N.Call)):
-        return 0
-    return 2
+    got = ctx.invariant.get(id(e))
+    if got is not None:
+        return got[1]
+    kids = children(e)
+    r = 0
+    if kids and e.ty in _INDEX_TYPES and not isinstance(e, _NEVER_HOISTED):
+        r = 2
+        for k in kids:
+            if not _invariant(ctx, k):
+                r = 0
+                break
+    ctx.invariant[id(e)] = (e, r)
+    return r
 
 
 def _hoisted(ctx: _Ctx, e: N.ExprNode) -> str:
@@ -1025,7 +1051,7 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     leaf = _LEAVES.get(t)
     if leaf is not None:
         return leaf(ctx, e, opaque)
-    if ctx.hoisted is not None and ctx.invariant(e) == 2:
+    if ctx.hoisted is not None and _invariant(ctx, e) == 2:
         return _hoisted(ctx, e)
     kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
@@ -1836,7 +1862,6 @@ def generate(
         vec=plan_vectors(program) if vectors else None,
         count_loops=loop_limited,
         hoisted={},
-        invariant=Fold[int](_invariant),
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
