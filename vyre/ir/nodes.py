@@ -583,7 +583,8 @@ def _post_order(root: BaseModel) -> list[BaseModel]:
     return out
 
 
-_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes]], ...]]] = {}
+_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes], bool],
+                                             ...]]] = {}
 # a field's spelling "|name=" plus the encoding of a str value, by value, per class and field
 # (kinds, ops, types and names recur); each table stops growing at this size
 _SEGMENTS_MAX = 512
@@ -597,13 +598,13 @@ class _TooDeep(Exception):
 
 
 def _hash_layout(cls: type[BaseModel]) -> tuple[bytes, tuple[tuple[str, bytes, bytes,
-                                                                    dict[str, bytes]], ...]]:
-    """(class name, per field: its name, "|name=", "|name=N" (a node follows) and its table
-    of str segments), made once per class."""
+                                                                    dict[str, bytes], bool], ...]]:
+    """(class name, per field: its name, "|name=", "|name=N" (a node follows), its table
+    of str segments and whether it is a `ty`), made once per class."""
     layout = _HASH_LAYOUT.get(cls)
     if layout is None:
         layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
-            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {})
+            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {}, name == "ty")
             for name in _field_names(cls)))
     return layout
 
@@ -653,9 +654,9 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
         if tys is not None and (cls is Subgroup or (
                 cls is Builtin and values["name"] in sg_builtins)):
             subgroups = True
-        for name, prefix, node_prefix, segments in fields:
+        for name, prefix, node_prefix, segments, is_ty in fields:
             v = values[name]
-            if tys is not None and name == "ty":
+            if is_ty and tys is not None:
                 tys.add(v)
             t = type(v)
             if t is str or t is scalar:
@@ -688,7 +689,7 @@ def _dag_digest_iterative(root: BaseModel) -> str:
     for node in _post_order(root):
         head, fields = _hash_layout(type(node))
         parts = [head]
-        for name, prefix, _, _ in fields:
+        for name, prefix, _, _, _ in fields:
             parts.append(prefix)
             parts.append(_encode(getattr(node, name), memo))
         memo[id(node)] = sha256(b"".join(parts)).digest()
