@@ -119,8 +119,8 @@ class Guards:
         return True if self.facts is not None and self.facts.proves(buffer, index) else None
 
     def index(self, host: Host, index: N.ExprNode) -> N.ExprNode:
-        # (only this rule makes a Guarded, and only with lazy_select: elsewhere nothing does)
-        return host.once(index) if self.lazy and self.touches(index) else index
+        # (only this rule makes a Guarded, and only with guarded_expr: elsewhere nothing does)
+        return host.once(index) if self.as_expr and self.touches(index) else index
 
     def load(self, host: Host, e: N.Load, written: N.ExprNode) -> N.ExprNode:
         """`e` (its operands lowered) whose index was `written` in the Program."""
