@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -48,6 +49,10 @@ class UniformLayout:
     _order: tuple[int, ...]  # for each packed slot, index into (counts + params)
 
     def struct_source(self) -> str:
+        return self._struct_source
+
+    @cached_property  # (layouts are shared by shape: see layout_for)
+    def _struct_source(self) -> str:
         lines = ["struct VyUniforms {"]
         for f in self.fields:
             lines.append(f"    {f.name}: {f.wgsl_type},  // offset {f.offset}")
