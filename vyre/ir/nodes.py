@@ -666,16 +666,23 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
                     if len(segments) < _SEGMENTS_MAX:
                         segments[v] = seg
                 parts.append(seg)
-            elif (kinds.get(t) or _kind(t)) == _NODE:
-                parts.append(node_prefix)
-                parts.append(memo.get(id(v)) or digest(v, depth + 1))
             else:
-                if (kinds.get(t) or _kind(t)) == _TUPLE:
-                    for x in v:  # the nodes of a tuple (a block, call arguments) first
-                        if id(x) not in memo and (kinds.get(type(x)) or _kind(type(x))) == _NODE:
-                            digest(x, depth + 1)
-                parts.append(prefix)
-                parts.append(_encode(v, memo))
+                k = kinds.get(t) or _kind(t)
+                if k == _NODE:
+                    parts.append(node_prefix)
+                    parts.append(memo.get(id(v)) or digest(v, depth + 1))
+                elif k == _TUPLE:  # _encode's spelling, a node element by its digest
+                    items = []
+                    for x in v:
+                        if (kinds.get(type(x)) or _kind(type(x))) == _NODE:
+                            items.append(b"N" + (memo.get(id(x)) or digest(x, depth + 1)))
+                        else:
+                            items.append(_encode(x, memo))
+                    parts.append(prefix)
+                    parts.append(b"(" + b",".join(items) + b")")
+                else:
+                    parts.append(prefix)
+                    parts.append(_encode(v, memo))
         d = memo[id(node)] = sha256(b"".join(parts)).digest()
         return d
 
