@@ -131,6 +131,37 @@ def test_content_hash_equal_and_different() -> None:
     assert renamed.content_hash != saxpy().content_hash
 
 
+def test_content_hash_algorithm_is_pinned() -> None:
+    """The hash keys the on-disk compile caches and heads every generated WGSL source: a
+    change of its algorithm must be deliberate (update this value, say caches are void)."""
+    assert saxpy().content_hash == (
+        "170b152f3ee6c65c4e0f2adb0a13882648143baf1a45a09d9ecc45ae819f0565")
+    assert special_floats().content_hash == N._dag_digest_iterative(special_floats())
+
+
+@SETTINGS
+@given(programs())
+def test_content_hash_fast_path_equals_the_iterative_one(p: N.Program) -> None:
+    """The recursive digest (inlined field spellings) and the iterative post-order one are
+    the same function; the latter takes over past the recursion bound."""
+    assert N.dag_digest(p) == N._dag_digest_iterative(p)
+
+
+def test_content_hash_past_the_recursion_bound_is_the_same_function() -> None:
+    def nested(depth: int) -> N.Program:
+        e: Any = N.Const(ty=N.ScalarType.I32, value=1)
+        for _ in range(depth):
+            e = N.Unary(op="neg", a=e, ty=N.ScalarType.I32)
+        return N.Program(name="deep", buffers=(N.BufferDecl(name="o", ty=N.ScalarType.I32,
+                                                            access="write"),),
+                         body=(N.Store(buffer="o", index=N.Const(ty=u32, value=0), value=e),))
+
+    for depth in (N._RECURSION_MAX - 3, N._RECURSION_MAX + 3, 5000):
+        p = nested(depth)
+        assert N.dag_digest(p) == N._dag_digest_iterative(p)
+    assert nested(1000).content_hash != nested(1001).content_hash
+
+
 # ------------------------------------------------------------------ hostile documents
 
 

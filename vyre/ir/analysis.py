@@ -15,11 +15,13 @@ from .nodes import (
     Const,
     Expr,
     For,
+    If,
     Param,
     Program,
     Stmt,
     Subgroup,
     Var,
+    While,
 )
 from .types import ScalarType
 from .visit import child_blocks, stmt_exprs
@@ -27,10 +29,23 @@ from .visit import children as child_exprs
 
 
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of `body` and of its nested blocks, each before those of its own
+    blocks (then before orelse). Collected into a list at once: a generator per nested
+    block costs more than the walk (compiling walks the statements several times)."""
+    out: list[Stmt] = []
+    _collect_stmts(body, out)
+    return iter(out)
+
+
+def _collect_stmts(body: tuple[Stmt, ...], out: list[Stmt]) -> None:
     for s in body:
-        yield s
-        for block in child_blocks(s):
-            yield from walk_stmts(block)
+        out.append(s)
+        t = type(s)  # (no class derives from If, For or While: child_blocks' blocks)
+        if t is If:
+            _collect_stmts(s.then, out)  # type: ignore[union-attr]
+            _collect_stmts(s.orelse, out)  # type: ignore[union-attr]
+        elif t is For or t is While:
+            _collect_stmts(s.body, out)  # type: ignore[union-attr]
 
 
 def walk_expr(e: Expr) -> Iterator[Expr]:

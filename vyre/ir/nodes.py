@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -29,6 +29,9 @@ _DERIVED = ("canonical_json", "content_hash", "expr_facts", "required_features")
 
 class Node(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+
+
+NodeT = TypeVar("NodeT", bound=Node)
 
 
 # ---------------------------------------------------------------- expressions
@@ -408,9 +411,13 @@ class Program(Node):
         Each distinct node object is hashed once (memoised by identity), so a program whose
         expression shares subexpressions (x = x + x, 60 times) hashes in time linear in its
         distinct nodes, never in its 2^60-node tree; equal programs hash equal however
-        their nodes are shared.
+        their nodes are shared. The walk also yields `expr_facts` (unless already known),
+        which compiling asks for next: one walk of the program instead of two.
         """
-        return dag_digest(self)
+        digest, facts = _program_digest(self)
+        if facts is not None:
+            self.__dict__.setdefault("expr_facts", facts)  # (as cached_property stores it)
+        return digest
 
     @property
     def invocations_per_workgroup(self) -> int:
@@ -469,6 +476,29 @@ class Program(Node):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Program) and other.content_hash == self.content_hash
+
+
+# ---------------------------------------------------------------- fast copies
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def copied(node: NodeT, update: Mapping[str, Any]) -> NodeT:
+    """`node.model_copy(update=update)` for an IR node other than a Program (no extra, no
+    private attributes, no derived data), without pydantic's generic path: the same
+    object (__dict__, fields set), in half the time. The lowering rebuilds a node over new
+    operands with it; like model_copy it does not validate `update`."""
+    values = node.__dict__.copy()
+    values.update(update)
+    fields_set = set(node.__pydantic_fields_set__)
+    fields_set.update(update)
+    new = _new_object(type(node))
+    _set_attribute(new, "__dict__", values)
+    _set_attribute(new, "__pydantic_fields_set__", fields_set)
+    _set_attribute(new, "__pydantic_extra__", None)
+    _set_attribute(new, "__pydantic_private__", None)
+    return new
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -553,23 +583,120 @@ def _post_order(root: BaseModel) -> list[BaseModel]:
     return out
 
 
-_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes], ...]]] = {}
+_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes], bool],
+                                             ...]]] = {}
+# a field's spelling "|name=" plus the encoding of a str value, by value, per class and field
+# (kinds, ops, types and names recur); each table stops growing at this size
+_SEGMENTS_MAX = 512
+# nesting the recursive digest follows before it hands the graph to the iterative one (a
+# validated Program nests at most MAX_DEPTH = 64 levels; an unvalidated one may nest deeper)
+_RECURSION_MAX = 200
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _hash_layout(cls: type[BaseModel]) -> tuple[bytes, tuple[tuple[str, bytes, bytes,
+                                                                    dict[str, bytes], bool], ...]]:
+    """(class name, per field: its name, "|name=", "|name=N" (a node follows), its table
+    of str segments and whether it is a `ty`), made once per class."""
+    layout = _HASH_LAYOUT.get(cls)
+    if layout is None:
+        layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
+            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {}, name == "ty")
+            for name in _field_names(cls)))
+    return layout
 
 
 def dag_digest(root: BaseModel) -> str:
     """sha256 over the node graph of `root`, each distinct node object hashed once: a node's
     digest is sha256(class name, then "|field=" and the field's encoding per field)."""
+    try:
+        return _dag_digest_recursive(root, None)[0]
+    except (_TooDeep, RecursionError):  # (a caller already deep in its own stack)
+        return _dag_digest_iterative(root)
+
+
+def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
+    """dag_digest of `program` and, found on the way (every node is visited), its
+    ExprFacts: the `ty` of every node that has one (declarations, For, every expression)
+    and whether a Subgroup or a subgroup builtin is among them; None past the recursion
+    bound (the iterative digest does not look)."""
+    from .analysis import ExprFacts
+
+    tys: set[Any] = set()
+    try:
+        digest, subgroups = _dag_digest_recursive(program, tys)
+    except (_TooDeep, RecursionError):
+        return _dag_digest_iterative(program), None
+    return digest, ExprFacts(frozenset(tys), subgroups)
+
+
+def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, bool]:
+    """dag_digest by recursion (the fast way; _TooDeep past _RECURSION_MAX levels), with the
+    common field values (str and ScalarType, nodes) spelled inline instead of by _encode;
+    with `tys`, also the value of every `ty` field into it and whether a subgroup
+    operation or builtin was seen."""
+    memo: dict[int, bytes] = {}
+    sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
+    scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
+    subgroups = False
+
+    def digest(node: BaseModel, depth: int) -> bytes:
+        nonlocal subgroups
+        if depth > _RECURSION_MAX:
+            raise _TooDeep
+        cls = type(node)
+        head, fields = layouts.get(cls) or _hash_layout(cls)
+        parts = [head]
+        values = node.__dict__
+        if tys is not None and (cls is Subgroup or (
+                cls is Builtin and values["name"] in sg_builtins)):
+            subgroups = True
+        for name, prefix, node_prefix, segments, is_ty in fields:
+            v = values[name]
+            if is_ty and tys is not None:
+                tys.add(v)
+            t = type(v)
+            if t is str or t is scalar:
+                seg = segments.get(v)
+                if seg is None:
+                    seg = prefix + _encode(v, memo)
+                    if len(segments) < _SEGMENTS_MAX:
+                        segments[v] = seg
+                parts.append(seg)
+            else:
+                k = kinds.get(t) or _kind(t)
+                if k == _NODE:
+                    parts.append(node_prefix)
+                    parts.append(memo.get(id(v)) or digest(v, depth + 1))
+                elif k == _TUPLE:  # _encode's spelling, a node element by its digest
+                    items = []
+                    for x in v:
+                        if (kinds.get(type(x)) or _kind(type(x))) == _NODE:
+                            items.append(b"N" + (memo.get(id(x)) or digest(x, depth + 1)))
+                        else:
+                            items.append(_encode(x, memo))
+                    parts.append(prefix)
+                    parts.append(b"(" + b",".join(items) + b")")
+                else:
+                    parts.append(prefix)
+                    parts.append(_encode(v, memo))
+        d = memo[id(node)] = sha256(b"".join(parts)).digest()
+        return d
+
+    return digest(root, 0).hex(), subgroups
+
+
+def _dag_digest_iterative(root: BaseModel) -> str:
+    """dag_digest over an explicit post-order (no recursion: any nesting depth)."""
     memo: dict[int, bytes] = {}
     sha256 = hashlib.sha256
     for node in _post_order(root):
-        cls = type(node)
-        layout = _HASH_LAYOUT.get(cls)
-        if layout is None:
-            layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
-                (name, b"|" + name.encode() + b"=") for name in _field_names(cls)))
-        head, fields = layout
+        head, fields = _hash_layout(type(node))
         parts = [head]
-        for name, prefix in fields:
+        for name, prefix, _, _, _ in fields:
             parts.append(prefix)
             parts.append(_encode(getattr(node, name), memo))
         memo[id(node)] = sha256(b"".join(parts)).digest()

@@ -118,6 +118,14 @@ i64 = ScalarType.I64
 u64 = ScalarType.U64
 
 
+# per type, for normalise_literal (a Const is built for every literal: np.iinfo / np.finfo
+# and a dtype per call cost more than the check)
+_INT_RANGE = {t: (int(np.iinfo(n).min), int(np.iinfo(n).max))
+              for t, n in _NUMPY.items() if t.is_int}
+_FLOAT_TYPE = {t: (np.dtype(n).type, float(np.finfo(n).max))
+               for t, n in _NUMPY.items() if t.is_float}
+
+
 def normalise_literal(value: object, ty: ScalarType) -> bool | int | float:
     """The canonical Python value of a literal of type `ty`, or ValueError saying why not.
 
@@ -142,22 +150,25 @@ def normalise_literal(value: object, ty: ScalarType) -> bool | int | float:
             value = int(value)
         if not isinstance(value, int):
             raise ValueError(f"{value!r} is not a number")
-        info = np.iinfo(ty.numpy)
-        if not int(info.min) <= value <= int(info.max):
+        lo, hi = _INT_RANGE[ty]
+        if not lo <= value <= hi:
             raise ValueError(
-                f"{_short(value)} does not fit in {ty} (range {info.min}..{info.max}); "
+                f"{_short(value)} does not fit in {ty} (range {lo}..{hi}); "
                 "use a wider type or reduce the value"
             )
         return value
     if not isinstance(value, (int, float)):
         raise ValueError(f"{value!r} is not a number; pass a Python int or float")
-    big = float(np.finfo(ty.numpy).max)
+    scalar, big = _FLOAT_TYPE[ty]
     try:
         f = float(value)
     except OverflowError:  # an int beyond any float
         f = math.inf if value > 0 else -math.inf
-    with np.errstate(over="ignore"):
-        r = float(ty.numpy.type(f))
+    if -big < f < big:  # cannot round past the largest finite value: no overflow to hide
+        r = float(scalar(f))
+    else:  # (errstate costs more than the rounding; inf, nan and the ends come here)
+        with np.errstate(over="ignore"):
+            r = float(scalar(f))
     if math.isinf(r) and not (isinstance(value, float) and math.isinf(value)):
         raise ValueError(
             f"{_short(value)} overflows {ty} (largest finite magnitude {big:g}); use a wider "

@@ -62,7 +62,7 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     else:
         assert isinstance(e, N.Select)
         upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}
-    return e.model_copy(update=upd)
+    return N.copied(e, upd)
 
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
@@ -109,7 +109,7 @@ def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...],
         old = getattr(s, f)
         if len(blk) != len(old) or any(a is not b for a, b in zip(blk, old)):
             upd[f] = tuple(blk)
-    return s.model_copy(update=upd) if upd else s
+    return N.copied(s, upd) if upd else s
 
 
 class Fold(Generic[R]):
@@ -122,8 +122,9 @@ class Fold(Generic[R]):
     def __init__(self, fn: Callable[[Expr, tuple[R, ...]], R]) -> None:
         self.fn = fn
         self.memo: dict[int, tuple[Expr, R]] = {}  # id -> (node kept alive, result)
+        self._go = self._walker()  # made once: folds run per node of every compile
 
-    def __call__(self, root: Expr) -> R:
+    def _walker(self) -> Callable[[Expr], R]:
         memo, fn, kids_of, leaf = self.memo, self.fn, _KIDS.get, _LEAF
 
         # Recursive: the validator bounds nesting at 64 levels (MAX_DEPTH), far inside
@@ -132,11 +133,14 @@ class Fold(Generic[R]):
             got = memo.get(id(e))
             if got is not None:
                 return got[1]
-            r = fn(e, tuple(go(k) for k in kids_of(type(e), leaf)(e)))
+            r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
             memo[id(e)] = (e, r)
             return r
 
-        return go(root)
+        return go
+
+    def __call__(self, root: Expr) -> R:
+        return self._go(root)
 
 
 class ExprMap(Fold[Expr]):
@@ -150,28 +154,32 @@ class ExprMap(Fold[Expr]):
     """
 
     def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
-                 unchanged: dict[int, Expr] | None = None) -> None:
-        super().__init__(fn)
+                 unchanged: dict[int, Expr] | None = None,
+                 kept: frozenset[type] = frozenset()) -> None:
         self.unchanged = unchanged if unchanged is not None else {}
+        # operand-less node classes `fn` returns as they are: not even asked (a rewrite's
+        # leaves are most of its nodes)
+        self.kept = kept
+        super().__init__(fn)
 
-    def __call__(self, root: Expr) -> Expr:
+    def _walker(self) -> Callable[[Expr], Expr]:
         memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
+        kept = self.kept
 
         def go(e: Expr) -> Expr:
-            if id(e) in same:
+            if type(e) in kept or id(e) in same:
                 return e
             got = memo.get(id(e))
             if got is not None:
                 return got[1]
-            kids = kids_of(type(e), leaf)(e)
-            r = fn(e, tuple(go(k) for k in kids))
+            r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
             if r is e:
                 same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
             else:
                 memo[id(e)] = (e, r)
             return r
 
-        return go(root)
+        return go
 
 
 def map_block(body: tuple[Stmt, ...], fn: Callable[[Stmt], list[Stmt]]) -> tuple[Stmt, ...]:

@@ -94,7 +94,8 @@ class Guards:
 
     def __init__(self, program: N.Program, guarded_expr: bool, in_place: bool) -> None:
         self.as_expr = guarded_expr
-        self.ranges = Ranges(program)
+        self.program = program
+        self._ranges: Ranges | None = None  # made at the first workgroup array access
         # the enclosing conditions' (the lowering pushes them; None: the target may
         # evaluate an access outside them, Traits.in_place)
         self.facts = Facts(program) if in_place else None
@@ -110,13 +111,16 @@ class Guards:
         runs, known before the run (None: only the run knows)."""
         n = self.sizes.get(buffer)
         if n is not None:
-            r = self.ranges.of(index)
+            if self._ranges is None:  # (most programs have no workgroup array to bound)
+                self._ranges = Ranges(self.program)
+            r = self._ranges.of(index)
             if r is not None and not r[0] < n <= r[1]:
                 return r[1] < n
         return True if self.facts is not None and self.facts.proves(buffer, index) else None
 
     def index(self, host: Host, index: N.ExprNode) -> N.ExprNode:
-        return host.once(index) if self.touches(index) else index
+        # (only this rule makes a Guarded, and only with guarded_expr: elsewhere nothing does)
+        return host.once(index) if self.as_expr and self.touches(index) else index
 
     def load(self, host: Host, e: N.Load, written: N.ExprNode) -> N.ExprNode:
         """`e` (its operands lowered) whose index was `written` in the Program."""

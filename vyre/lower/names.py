@@ -9,6 +9,7 @@ contain a `.`, which no user name can). This module must never know a target lan
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _OK = re.compile(r"[A-Za-z0-9]")
 
@@ -17,6 +18,11 @@ def mangle(name: str) -> str:
     """An identifier fragment for `name` (injective; the caller adds a prefix)."""
     if name.isascii() and name.isalnum():
         return name
+    return _mangled(name)
+
+
+@lru_cache(maxsize=4096)  # (the lowering's locals, lw.1, lw.2, ..., recur in every program)
+def _mangled(name: str) -> str:
     out = []
     for ch in name:
         if _OK.match(ch):

@@ -40,6 +40,8 @@ from .traits import Traits
 T = ScalarType
 _BOOL = T.BOOL
 _SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
+# the operand-less expressions (no class derives from them): no rule rewrites one
+_LEAVES = frozenset(_SIMPLE)
 _F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
 _F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
@@ -65,7 +67,7 @@ class _Lowering:
         self.pending: list[N.StmtNode] = []
         # one map, its memo cleared per statement (module docstring); the subtrees with
         # nothing to lower are shared by all statements
-        self.map = ExprMap(self.rewrite)
+        self.map = ExprMap(self.rewrite, kept=_LEAVES)
         self.memory = None if traits.checked_memory else Guards(
             program, traits.guarded_expr, traits.in_place)
 
@@ -180,32 +182,44 @@ class _Lowering:
     # ------------------------------------------------------------ traversal
     def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
         written = e
-        e = with_children(e, kids)
-        t = self.t
-        if isinstance(e, N.Subgroup):
+        if kids:
+            e = with_children(e, kids)
+        k, t = type(e), self.t
+        if k is N.Binary:
+            assert isinstance(e, N.Binary)
+            ty = e.a.ty
+            if ty.is_int:
+                if e.op in ("div", "rem") and not t.int_divrem:
+                    return self.divrem(e)
+                if e.op in ("shl", "shr") and not t.masked_shifts:
+                    return self.shift(e)
+            elif ty.is_float:
+                if e.op == "rem" and not t.float_rem:
+                    return self.float_rem(e)
+                if ty is T.F16 and not t.f16_arith and e.op in _F16_EXACT_BIN:
+                    return self.float_op(e.op, e.a, e.b)
+            return e
+        if k is N.Load:
+            if self.memory is None:
+                return e
+            assert isinstance(e, N.Load) and isinstance(written, N.Load)
+            return self.memory.load(self, e, written.index)
+        if k is N.Subgroup:
             # into a local of its own, just before the statement: every lane then runs it,
             # never only some (a C `?:` or `&&` evaluates one side; a later rewrite may put
             # the statement under a condition), as shuffles need (docs/IR.md, "Subgroups")
             return self.once(e)
-        if isinstance(e, N.Binary) and e.a.ty.is_int:
-            if e.op in ("div", "rem") and not t.int_divrem:
-                return self.divrem(e)
-            if e.op in ("shl", "shr") and not t.masked_shifts:
-                return self.shift(e)
-        if isinstance(e, N.Call) and e.fn == "abs" and e.ty.is_int and not t.int_abs:
-            return self.int_abs(e)
-        if isinstance(e, N.Cast) and e.a.ty.is_float and e.ty.is_int and not t.saturating_f2i:
-            return self.float_to_int(e)
-        if isinstance(e, N.Binary) and e.a.ty.is_float:
-            if e.op == "rem" and not t.float_rem:
-                return self.float_rem(e)
-            if e.a.ty is T.F16 and not t.f16_arith and e.op in _F16_EXACT_BIN:
-                return self.float_op(e.op, e.a, e.b)
-        if isinstance(e, N.Call) and e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
-            return self.float_call(e.fn, e.args, e.ty)
-        if type(e) is N.Load and self.memory is not None:
-            assert isinstance(written, N.Load)
-            return self.memory.load(self, e, written.index)
+        if k is N.Call:
+            assert isinstance(e, N.Call)
+            if e.fn == "abs" and e.ty.is_int and not t.int_abs:
+                return self.int_abs(e)
+            if e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
+                return self.float_call(e.fn, e.args, e.ty)
+            return e
+        if k is N.Cast:
+            assert isinstance(e, N.Cast)
+            if e.a.ty.is_float and e.ty.is_int and not t.saturating_f2i:
+                return self.float_to_int(e)
         return e
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
@@ -216,7 +230,7 @@ class _Lowering:
         if self.memory is not None:
             self.memory.touches.memo.clear()
         self.pending = []
-        new = tuple(self.map(e) for e in exprs)
+        new = tuple(map(self.map, exprs))
         mem = self.memory
         if mem is not None and type(s) in (N.Store, N.Atomic):
             if isinstance(s, N.Store):

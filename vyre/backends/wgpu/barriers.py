@@ -23,7 +23,7 @@ anything about a device.
 from __future__ import annotations
 
 from vyre.ir import nodes as N
-from vyre.ir.analysis import walk_expr
+from vyre.ir.analysis import walk_expr, walk_stmts
 from vyre.ir.visit import stmt_exprs
 
 
@@ -32,8 +32,8 @@ def needs_storage_barrier(program: N.Program, read_write_slots: frozenset[int] =
     """True when some invocation may touch a written storage buffer before a Barrier."""
     written = {b.name for i, b in enumerate(program.buffers)
                if b.writable or i in read_write_slots}
-    if not written:
-        return False
+    if not written or not any(isinstance(s, N.Barrier) for s in walk_stmts(program.body)):
+        return False  # (no barrier at all: none can follow a touch)
     return _Walk(frozenset(written)).block(program.body, False)[1]
 
 

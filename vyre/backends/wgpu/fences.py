@@ -206,23 +206,37 @@ def _reads_from(body: tuple[N.StmtNode, ...], after: frozenset[str], out: set[in
     return after
 
 
+_NOTHING: frozenset[str] = frozenset()
+# operand-less expressions (no class derives from them): they read no buffer
+_LEAVES = frozenset({N.Const, N.Var, N.Param, N.Builtin, N.Length})
+
+
 def _reads_in(s: N.StmtNode, memo: dict[int, frozenset[str]]) -> frozenset[str]:
     """Buffers statement `s` (with its nested blocks) loads or updates atomically."""
-    got = frozenset({s.buffer}) if isinstance(s, N.Atomic) else frozenset()
+    got = frozenset({s.buffer}) if isinstance(s, N.Atomic) else _NOTHING
     for e in stmt_exprs(s):
-        got |= _expr_reads(e, memo)
+        r = _expr_reads(e, memo)
+        if r:  # (most expressions read nothing: no new set for them)
+            got = got | r
     for block in child_blocks(s):
         for inner in block:
-            got |= _reads_in(inner, memo)
+            r = _reads_in(inner, memo)
+            if r:
+                got = got | r
     return got
 
 
 def _expr_reads(e: N.ExprNode, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    if type(e) in _LEAVES:
+        return _NOTHING
     hit = memo.get(id(e))
     if hit is None:
-        hit = frozenset({e.buffer}) if isinstance(e, N.Load) else frozenset()
+        hit = frozenset({e.buffer}) if isinstance(e, N.Load) else _NOTHING
         for k in children(e):
-            hit |= _expr_reads(k, memo)
+            if type(k) not in _LEAVES:
+                r = _expr_reads(k, memo)
+                if r:
+                    hit = hit | r
         memo[id(e)] = hit
     return hit
 

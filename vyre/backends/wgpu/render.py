@@ -19,14 +19,16 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.ir.visit import Fold, child_blocks, children
+from vyre.ir.visit import child_blocks, children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
@@ -138,7 +140,7 @@ class _Ctx:
     # a `let` at the top of the entry point: {text: (name, type)} (see _invariant)
     hoisted: dict[str, tuple[str, ScalarType]] | None = None
     hoisted_nodes: dict[int, tuple[N.ExprNode, str]] = field(default_factory=dict)  # by id
-    invariant: Fold[int] = field(default_factory=lambda: Fold[int](lambda e, k: 0))
+    invariant: dict[int, tuple[N.ExprNode, int]] = field(default_factory=dict)  # _invariant's
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -259,11 +261,21 @@ def _compute_type(ty: ScalarType) -> ScalarType:
     return T.F32 if ty is T.F16 else ty
 
 
+_FENCES: dict[tuple[ScalarType, int, bool], tuple[str, str]] = {}  # (name, code) by kind
+
+
 def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -> str:
     """The fence helper with uniform `k`; for f32 `flushing` (default: in flush mode) also
     reads a subnormal as a zero of its sign."""
+    key = (ty, k, ctx.flush if flushing is None else flushing)
+    got = _FENCES.get(key)
+    if got is None:
+        got = _FENCES[key] = _fence_code(*key)
+    return _helper(ctx, *got)
+
+
+def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
     z = f"{U_VAR}.{ZERO_FIELDS[k]}"
-    flushing = ctx.flush if flushing is None else flushing
     name = f"vy_fence{k}_{wgsl_type(ty)}" + ("_ftz" if ty is T.F32 and flushing else "")
     if ty is T.F32:
         if flushing:
@@ -277,7 +289,7 @@ def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -
     else:  # f64: -x differs from x in its bits even for constants, so nothing folds
         body = f"    return select(x, -x, {z} != 0u);\n"
     t = wgsl_type(ty)
-    return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}")
+    return name, f"fn {name}(x: {t}) -> {t} {{\n{body}}}"
 
 
 def _fence_f16(ctx: _Ctx, k: int) -> str:
@@ -956,15 +968,31 @@ def _fma_f32(ctx: _Ctx) -> str:
 # ------------------------------------------------------------------ expressions
 
 
-def _invariant(e: N.ExprNode, kids: tuple[int, ...]) -> int:
+_INDEX_TYPES = frozenset({T.U32, T.I32})
+_NEVER_HOISTED = (N.Load, N.Subgroup, N.Call)
+
+
+def _invariant(ctx: _Ctx, e: N.ExprNode) -> int:
     """2: an integer operation of builtins and constants, at least one builtin (the same
-    value wherever the invocation computes it); 1: a builtin or constant; 0: neither."""
-    if isinstance(e, (N.Builtin, N.Const)):
+    value wherever the invocation computes it); 1: a builtin or constant; 0: neither.
+    Memoised by node in ctx.invariant (a fold of its own, without the generic one's
+    per-node overhead: expr asks this of every operation it prints)."""
+    t = type(e)
+    if t is N.Builtin or t is N.Const:
         return 1
-    if not kids or e.ty not in (T.U32, T.I32) or not all(kids) or isinstance(
-            e, (N.Load, N.Subgroup, N.Call)):
-        return 0
-    return 2
+    got = ctx.invariant.get(id(e))
+    if got is not None:
+        return got[1]
+    kids = children(e)
+    r = 0
+    if kids and e.ty in _INDEX_TYPES and not isinstance(e, _NEVER_HOISTED):
+        r = 2
+        for k in kids:
+            if not _invariant(ctx, k):
+                r = 0
+                break
+    ctx.invariant[id(e)] = (e, r)
+    return r
 
 
 def _hoisted(ctx: _Ctx, e: N.ExprNode) -> str:
@@ -986,40 +1014,63 @@ def _hoisted(ctx: _Ctx, e: N.ExprNode) -> str:
     return got[0]
 
 
+def _var(ctx: _Ctx, e: N.Var, opaque: bool) -> str:
+    return ctx.lookup(e.name)
+
+
+def _param(ctx: _Ctx, e: N.Param, opaque: bool) -> str:
+    idx = [p.name for p in ctx.program.params].index(e.name)
+    ref = f"{U_VAR}.p_{mangle(ctx.program.params[idx].name)}"
+    return f"f16({ref})" if e.ty is T.F16 else ref
+
+
+def _builtin(ctx: _Ctx, e: N.Builtin, opaque: bool) -> str:
+    if e.name == "local_index":
+        return "vy_lidx"
+    if e.name == "subgroup_size":
+        return "vy_sgsize"
+    if e.name == "subgroup_lane":
+        return "(vy_lidx & (vy_sgsize - 1u))"
+    return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
+
+
+def _length(ctx: _Ctx, e: N.Length, opaque: bool) -> str:
+    if e.buffer in ctx.arrays:  # (a literal)
+        n = f"{ctx.arrays[e.buffer].count}u"
+        return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
+    return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
+
+
+# the expressions without operands but a Const, by their exact class (none derives from
+# them): never hoisted (_invariant gives a builtin 1, the others 0)
+_LEAVES: dict[type, Callable[[_Ctx, Any, bool], str]] = {
+    N.Var: _var, N.Param: _param, N.Builtin: _builtin, N.Length: _length,
+}
+
+
 def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
-    if isinstance(e, N.Const):
-        return literal(ctx, e, opaque)
-    if ctx.hoisted is not None and ctx.invariant(e) == 2:
+    t = type(e)
+    if t is N.Const:
+        return literal(ctx, e, opaque)  # type: ignore[arg-type]
+    leaf = _LEAVES.get(t)
+    if leaf is not None:
+        return leaf(ctx, e, opaque)
+    if ctx.hoisted is not None and _invariant(ctx, e) == 2:
         return _hoisted(ctx, e)
     kids = children(e)
     # An operator over literals only would be folded by WGSL's constant evaluator, which
     # rejects overflow, division by zero and a constant index past a fixed-size array (even
     # under an index test that never runs it); hiding its literals makes it a runtime value.
     # (Float operands are fenced by the operators themselves, see _fence_fn.)
-    hide = bool(kids) and all(isinstance(k, N.Const) or (
-        isinstance(k, N.Length) and k.buffer in ctx.arrays) for k in kids)
+    hide = bool(kids)
+    for k in kids:
+        tk = type(k)
+        if not (tk is N.Const or (tk is N.Length and k.buffer in ctx.arrays)):  # type: ignore[union-attr]
+            hide = False
+            break
     sub = [expr(ctx, k, hide) for k in kids]
-    if isinstance(e, N.Var):
-        return ctx.lookup(e.name)
-    if isinstance(e, N.Param):
-        idx = [p.name for p in ctx.program.params].index(e.name)
-        ref = f"{U_VAR}.p_{mangle(ctx.program.params[idx].name)}"
-        return f"f16({ref})" if e.ty is T.F16 else ref
-    if isinstance(e, N.Builtin):
-        if e.name == "local_index":
-            return "vy_lidx"
-        if e.name == "subgroup_size":
-            return "vy_sgsize"
-        if e.name == "subgroup_lane":
-            return "(vy_lidx & (vy_sgsize - 1u))"
-        return f"{_BUILTIN_VAR[e.name]}.{_AXES[e.axis]}"
     if isinstance(e, N.Load):
         return _raw_load(ctx, e, sub[0])
-    if isinstance(e, N.Length):
-        if e.buffer in ctx.arrays:  # (a literal)
-            n = f"{ctx.arrays[e.buffer].count}u"
-            return f"{_identity_fn(ctx, T.U32)}({n})" if opaque else n
-        return f"{U_VAR}.n_{ctx.buffer_slot[e.buffer]}"
     if isinstance(e, N.Unary):
         return _unary(ctx, e, sub[0])
     if isinstance(e, N.Binary):
@@ -1734,11 +1785,24 @@ _MAIN_PARAMS = (
     ("vy_nwg", "num_workgroups", "vec3<u32>"),
     ("vy_lidx", "local_invocation_index", "u32"),
 )
-_BUILTIN_NAME = re.compile(r"\bvy_(?:gid|lid|wid|nwg|lidx|sgsize)\b")
+# (no leading \b: a pattern starting with a literal is searched for that literal, 20 times
+# faster; _builtins_read checks the word boundary before it)
+_BUILTIN_NAME = re.compile(r"vy_(?:gid|lid|wid|nwg|lidx|sgsize)\b")
 # only where the program uses subgroups (the device then has wgpu's "subgroup" feature).
 # The lane is local_index mod size (docs/IR.md; the adapter probe checks the driver agrees):
 # naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups.
 _SUBGROUP_PARAMS = (("vy_sgsize", "subgroup_size", "u32"),)
+
+
+def _builtins_read(code: str) -> set[str]:
+    """The names of `_MAIN_PARAMS` / `_SUBGROUP_PARAMS` that `code` reads, as whole words
+    (no name holds a `v`, so no match can hide another one starting inside it)."""
+    read: set[str] = set()
+    for m in _BUILTIN_NAME.finditer(code):
+        i = m.start()
+        if i == 0 or not (code[i - 1].isalnum() or code[i - 1] == "_"):  # re's \w
+            read.add(m.group())
+    return read
 
 
 def generate(
@@ -1807,7 +1871,6 @@ def generate(
         vec=plan_vectors(program) if vectors else None,
         count_loops=loop_limited,
         hoisted={},
-        invariant=Fold[int](_invariant),
     )
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
@@ -1853,7 +1916,7 @@ def generate(
 
     x, y, z = program.workgroup_size
     # only the builtins the code reads (a smaller entry point for the driver)
-    read = set(_BUILTIN_NAME.findall(code))
+    read = _builtins_read(code)
     params = tuple(p for p in _MAIN_PARAMS + (_SUBGROUP_PARAMS if subgroups else ())
                    if p[0] in read)
     head = [f"// vyre program {program.name!r} ({user_hash[:16]})"]

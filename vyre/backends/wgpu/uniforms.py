@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -48,6 +49,10 @@ class UniformLayout:
     _order: tuple[int, ...]  # for each packed slot, index into (counts + params)
 
     def struct_source(self) -> str:
+        return self._struct_source
+
+    @cached_property  # (layouts are shared by shape: see layout_for)
+    def _struct_source(self) -> str:
         lines = ["struct VyUniforms {"]
         for f in self.fields:
             lines.append(f"    {f.name}: {f.wgsl_type},  // offset {f.offset}")
@@ -72,8 +77,23 @@ def count_field(slot: int) -> str:
     return f"n_{slot}"
 
 
+# layouts by shape (buffer count, param types and names): a cold compile's is usually known
+_LAYOUTS: dict[tuple[int, tuple[tuple[ScalarType, str], ...]], UniformLayout] = {}
+_LAYOUTS_MAX = 256
+
+
 def layout_for(program: Program, mangled_params: tuple[str, ...]) -> UniformLayout:
     """The uniform layout of `program` (`mangled_params`: WGSL-safe param names, in order)."""
+    key = (len(program.buffers), tuple(zip([p.ty for p in program.params], mangled_params)))
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _layout(program, mangled_params)
+    return layout
+
+
+def _layout(program: Program, mangled_params: tuple[str, ...]) -> UniformLayout:
     n_counts = len(program.buffers)
     # (align, index into counts+params, name, wgsl type, fmt)
     items: list[tuple[int, int, str, str, str]] = []

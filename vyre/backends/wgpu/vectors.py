@@ -131,7 +131,7 @@ class VectorPlan:
 
     def __init__(self, program: N.Program) -> None:
         self.program = program  # (keeps the blocks alive: runs are keyed by their id)
-        atomic = atomic_buffers(program)
+        atomic = atomic_buffers(program) if program.workgroup_arrays else frozenset()
         self.eligible = {a.name for a in program.workgroup_arrays
                          if a.ty in _ELEMENTS and a.count % LANES == 0 and a.name not in atomic}
         self.runs: dict[tuple[int, int], Run] = {}

@@ -1,0 +1,104 @@
+"""The shortcuts of vyre's own Python per cold compile give what the plain ways give.
+
+A cold compile hashes the Program (and finds its expression facts on the same walk),
+checks its features, lowers it and prints it; each shortcut below is compared with the
+straightforward computation it replaces, on random Programs. (scripts/source_digests.py
+compares every generated source between two checkouts.)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from hypothesis import HealthCheck, given, settings
+
+import vyre
+from vyre.backends.wgpu import render as wgsl
+from vyre.backends.wgpu import uniforms
+from vyre.ir import analysis
+from vyre.ir import nodes as N
+from vyre.lower import mangle
+from vyre.tools.bench.vyre_impl import compile_probe_program
+from vyre.tools.fuzz import GenOptions, programs
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(programs())
+def test_the_hash_walk_finds_the_expression_facts(p: N.Program) -> None:
+    fresh = p.model_copy()  # nothing derived yet
+    assert "expr_facts" not in fresh.__dict__
+    assert fresh.content_hash == p.content_hash
+    assert fresh.__dict__["expr_facts"] == analysis.expr_facts(p)
+    assert fresh.required_features == analysis.required_features(p)
+
+
+def test_expression_facts_past_the_recursion_bound_are_walked_as_before() -> None:
+    e: N.ExprNode = N.Builtin(name="subgroup_size")
+    for _ in range(N._RECURSION_MAX + 5):
+        e = N.Unary(op="bit_not", a=e, ty=N.ScalarType.U32)
+    p = N.Program(name="deep", buffers=(N.BufferDecl(name="o", ty=N.ScalarType.U32,
+                                                     access="write"),),
+                  body=(N.Store(buffer="o", index=N.Const(ty=N.ScalarType.U32, value=0),
+                                value=e),))
+    assert len(p.content_hash) == 64 and "expr_facts" not in p.__dict__
+    assert p.expr_facts == analysis.expr_facts(p) and p.expr_facts.subgroups
+
+
+_WHOLE_WORDS = re.compile(r"\bvy_(?:gid|lid|wid|nwg|lidx|sgsize)\b")
+
+
+@SETTINGS
+@given(programs(GenOptions(subgroup_multiple=32)))  # (core types: every one prints)
+def test_builtins_read_are_the_whole_word_matches(p: N.Program) -> None:
+    src = wgsl.generate(p).source
+    assert wgsl._builtins_read(src) == set(_WHOLE_WORDS.findall(src))
+
+
+def test_builtins_read_at_word_edges() -> None:
+    for text in ("vy_gid.x", "xvy_gid.x", "_vy_lid vy_lidx", "v_vy_nwg(vy_wid.y)",
+                 "évy_sgsize vy_sgsize1 (vy_sgsize)", "vy_lidxvy_lid", "9vy_gid", ""):
+        assert wgsl._builtins_read(text) == set(_WHOLE_WORDS.findall(text)), text
+
+
+@SETTINGS
+@given(programs())
+def test_uniform_layouts_by_shape_are_the_layouts(p: N.Program) -> None:
+    names = tuple(mangle(x.name) for x in p.params)
+    assert uniforms.layout_for(p, names) == uniforms._layout(p, names)
+
+
+def test_mangled_names_are_injective_and_cached() -> None:
+    names = ["a", "a_b", "a_1b", "lw.1", "lw_2e_1", "é", "_", "__", "x.y", "x_2e_y"]
+    assert len({mangle(n) for n in names}) == len(names)
+    assert [mangle(n) for n in names] == [mangle(n) for n in names]
+
+
+def test_cold_compiles_from_threads_agree_with_one_thread() -> None:
+    """Concurrent cold compiles (shared layout, segment and mangling tables) give the
+    sources one thread gives."""
+    progs = [compile_probe_program(70_000 + i) for i in range(24)]
+    alone = [wgsl.generate(p.model_copy()).source for p in progs]
+    ref = vyre.get_backend("reference")
+    got: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(k, len(progs), 4):
+                p = progs[i].model_copy()
+                ref.compile(p)
+                got[i] = wgsl.generate(p).source
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert [got[i] for i in range(len(progs))] == alone
