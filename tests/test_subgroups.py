@@ -346,6 +346,61 @@ def test_subgroup_ops_under_select_and_logical_ops_run_on_every_lane(backend: An
                             [backend], ReferenceBackend())
 
 
+@pytest.mark.parametrize("shape", [(8, 4, 2), (16, 2, 2), (32, 2, 1), (4, 4, 4), (2, 8, 4),
+                                   (1, 64, 1)], ids=str)
+def test_multi_dimensional_workgroups_keep_the_lane_mapping_or_are_refused(
+        backend: Any, shape: tuple[int, int, int]) -> None:
+    """docs/IR.md's lane l of subgroup s is local_index s*S + l in every workgroup shape.
+    Vulkan does not promise it (llvmpipe's subgroups run along x and it pads every row of x
+    invocations shorter than them), so wgpu measures each new shape and refuses one that
+    breaks the mapping, naming the shape; every other shape must agree with the reference."""
+    if not backend.supports("subgroup"):
+        pytest.skip(f"{backend.id} does not report 'subgroup' (a documented capability)")
+    size = backend.capabilities().details["subgroup_size"]
+    k = ProgramBuilder("sg_shape", workgroup_size=shape)
+    a = k.buffer("a", u32)
+    out = k.buffer("out", u32, "write")
+    li = k.let(k.local_index())
+    x = k.let(a[li])
+    out[li * 3] = subgroup_shuffle(x, li + 1)
+    out[li * 3 + 1] = subgroup_reduce(x)
+    out[li * 3 + 2] = subgroup_inclusive_scan(x, "max")
+    prog = k.build()
+    from vyre.tools.testing import check_against_reference
+
+    data = np.random.default_rng(5).integers(0, 1000, 64).astype(np.uint32)
+    llvmpipe = "llvmpipe" in backend.capabilities().device
+    try:
+        check_against_reference(prog, {"a": data, "out": 192}, vyre.DispatchConfig(grid=1),
+                                [backend], ReferenceBackend())
+    except vyre.UnsupportedFeature as exc:
+        assert backend.kind == "wgpu", exc
+        assert str(shape) in str(exc) and "lane mapping" in str(exc), exc
+        assert shape[0] % size, f"refused a shape whose rows are whole subgroups: {exc}"
+        return
+    assert not (llvmpipe and shape[0] % size), "llvmpipe pads these rows: it must refuse"
+
+
+def test_fuzzer_accepts_only_the_documented_shape_refusal() -> None:
+    from vyre.tools.fuzz import refuses_subgroup_shape
+
+    def prog(shape: tuple[int, int, int]) -> N.Program:
+        k = ProgramBuilder("sg", workgroup_size=shape)
+        out = k.buffer("out", u32, "write")
+        out[k.local_index()] = subgroup_reduce(k.local_index())
+        return k.build()
+
+    def refusal(shape: tuple[int, int, int]) -> vyre.UnsupportedFeature:
+        return vyre.UnsupportedFeature("subgroup", "wgpu", f"workgroups of {shape}, where "
+                                       "... (docs/IR.md's lane mapping, measured ...)")
+
+    assert refuses_subgroup_shape(refusal((4, 4, 4)), prog((4, 4, 4)))
+    assert not refuses_subgroup_shape(refusal((4, 4, 4)), prog((2, 8, 4)))  # another shape
+    assert not refuses_subgroup_shape(refusal((8, 4, 2)), prog((8, 4, 2)))  # a probed shape
+    assert not refuses_subgroup_shape(vyre.UnsupportedFeature("f64", "wgpu", "(4, 4, 4) lane "
+                                                              "mapping"), prog((4, 4, 4)))
+
+
 def test_fuzz_generator_draws_subgroup_operations() -> None:
     from hypothesis import HealthCheck, Phase, given, settings
 

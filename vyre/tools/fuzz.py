@@ -43,6 +43,10 @@ details) may refuse a case with a DispatchError naming that limit, but only when
 reference shows that an invocation, or the invocations of one workgroup together, really
 run more loop passes (`loop_passes`; docs/IR.md: llvmpipe's budget is shared by the
 invocations it runs as one SIMD group, a part of a workgroup).
+A backend may also refuse a Program with subgroup operations whose workgroup shape it
+measured to break docs/IR.md's lane mapping (UnsupportedFeature "subgroup" naming the shape
+and the mapping: llvmpipe pads rows of x invocations shorter than its subgroups), but never
+one of the shapes its probe measured to keep it (`refuses_subgroup_shape`).
 
 `run_case` runs a case on the reference and on other backends and returns the disagreements;
 `save_case` / `load_case` write and read regression files (tests/regressions/*.json: the
@@ -70,7 +74,7 @@ from hypothesis import strategies as st
 
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
-from vyre.errors import DispatchError
+from vyre.errors import DispatchError, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.serialize import from_json, to_json
@@ -368,6 +372,18 @@ def names_loop_limit(exc: BaseException, limit: int) -> bool:
     return isinstance(exc, DispatchError) and (str(limit) in msg or f"{limit:,}" in msg)
 
 
+def refuses_subgroup_shape(exc: BaseException, program: N.Program) -> bool:
+    """Whether `exc` is the documented refusal of a subgroup Program's workgroup shape: an
+    UnsupportedFeature "subgroup" that names the shape and docs/IR.md's lane mapping, for a
+    shape outside the wgpu probe's (where the mapping must hold, or no subgroups at all)."""
+    from vyre.backends.wgpu.adapter import SUBGROUP_PROBE_SHAPES
+
+    shape = tuple(program.workgroup_size)
+    return (isinstance(exc, UnsupportedFeature) and exc.name == "subgroup"
+            and str(shape) in exc.detail and "lane mapping" in exc.detail
+            and shape not in SUBGROUP_PROBE_SHAPES)
+
+
 def count_loop_iterations(program: N.Program) -> N.Program:
     """`program` plus a u32 output buffer `vyre_fuzz_loop_counts` holding, per invocation (in
     linear order), how many loop passes it ran over all its loops (docs/IR.md's loop budget:
@@ -479,6 +495,8 @@ def run_case(
                     f"than {runs} loop iterations and no workgroup more than {together} "
                     f"together, within the limit of {limit})"))
                 continue
+            if refuses_subgroup_shape(exc, case.program):
+                continue  # the documented, measured refusal
             out.append(Disagreement(b.id, None, f"{type(exc).__name__}: {exc}"))
             continue
         for name, exp in expected.items():

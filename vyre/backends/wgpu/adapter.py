@@ -471,45 +471,55 @@ def _probe_div_sqrt(device: Any, flush: bool) -> tuple[bool, bool]:
 
 
 # workgroup shapes the subgroup probe runs: docs/IR.md's lane mapping must hold in each
-_SUBGROUP_PROBE_SHAPES = ((64, 1, 1), (256, 1, 1), (1024, 1, 1), (8, 4, 2), (16, 16, 4))
+SUBGROUP_PROBE_SHAPES = ((64, 1, 1), (256, 1, 1), (1024, 1, 1), (8, 4, 2), (16, 16, 4))
+
+
+def subgroup_lanes(device: Any, shape: tuple[int, int, int]) -> int | None:
+    """The subgroup size every invocation of a workgroup of `shape` sees, if docs/IR.md's
+    lane mapping holds there (shuffles from lane local_index mod size and from lane 0 read
+    the local_index that mapping says, in every invocation), else None. Raises where the
+    pipeline itself fails. (Vulkan does not promise the mapping: llvmpipe, whose subgroups
+    are 8 lanes along x, pads each row whose x size is not a multiple of 8.)"""
+    # (naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups, so
+    # vyre never uses it: the lane is local_index mod size, checked here through shuffles)
+    x, y, z = shape
+    n = x * y * z
+    code = (
+        "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
+        f"@compute @workgroup_size({x}, {y}, {z}) fn main(\n"
+        "    @builtin(local_invocation_index) li: u32,\n"
+        "    @builtin(subgroup_size) size: u32) {\n"
+        "  let lane = li % size;\n"
+        "  let ok = subgroupShuffle(li, lane) == li && subgroupShuffle(li, 0u) == li - lane;\n"
+        "  b[li] = select(0u, size, ok);\n}"
+    )
+    got = set(struct.unpack(f"<{n}I", _run_probe(device, code, bytes(4 * n))))
+    return got.pop() if len(got) == 1 and 0 not in got else None
 
 
 def _probe_subgroups(device: Any) -> tuple[int | None, str]:
     """(subgroup size, note). docs/IR.md defines lane l of subgroup s as local_index
     s * S + l; Vulkan does not promise that mapping, nor one size for every pipeline, so
-    both are measured over several workgroup shapes: each invocation records the size it
-    sees and whether shuffles from lane local_index mod size and from lane 0 read the
-    local_index that mapping says."""
-    # (naga refuses @builtin(subgroup_invocation_id) in multi-dimensional workgroups, so
-    # vyre never uses it: the lane is local_index mod size, checked here through shuffles)
+    both are measured over several workgroup shapes (subgroup_lanes); a program of another
+    shape is measured again before it runs (runtime.py)."""
     sizes: set[int] = set()
-    for x, y, z in _SUBGROUP_PROBE_SHAPES:
-        n = x * y * z
-        code = (
-            "@group(0) @binding(0) var<storage, read_write> b: array<u32>;\n"
-            f"@compute @workgroup_size({x}, {y}, {z}) fn main(\n"
-            "    @builtin(local_invocation_index) li: u32,\n"
-            "    @builtin(subgroup_size) size: u32) {\n"
-            "  let lane = li % size;\n"
-            "  let ok = subgroupShuffle(li, lane) == li && subgroupShuffle(li, 0u) == li - lane;\n"
-            "  b[li] = select(0u, size, ok);\n}"
-        )
+    for shape in SUBGROUP_PROBE_SHAPES:
         try:
-            out = struct.unpack(f"<{n}I", _run_probe(device, code, bytes(4 * n)))
+            size = subgroup_lanes(device, shape)
         except Exception as exc:
             return None, f"no: the subgroup probe failed ({str(exc)[:120]})"
-        got = set(out)
-        if 0 in got:
-            return None, (f"no: in a workgroup of {(x, y, z)} the driver's subgroup lanes are "
+        if size is None:
+            return None, (f"no: in a workgroup of {shape} the driver's subgroup lanes are "
                           "not local_index mod subgroup_size (docs/IR.md's lane mapping)")
-        sizes |= got
+        sizes.add(size)
     if len(sizes) != 1:
         return None, (f"no: the driver picks different subgroup sizes {sorted(sizes)} for "
                       "different pipelines, so no single size can be reported")
     size = sizes.pop()
     if size not in (1, 2, 4, 8, 16, 32, 64, 128):
         return None, f"no: subgroup size {size} is not a power of two up to 128"
-    return size, f"yes: {size} lanes (measured in workgroups of {_SUBGROUP_PROBE_SHAPES})"
+    return size, (f"yes: {size} lanes (measured in workgroups of {SUBGROUP_PROBE_SHAPES}; "
+                  "a program of another shape is measured before it runs)")
 
 
 def _compiles(device: Any, code: str) -> bool:

@@ -38,14 +38,23 @@ from vyre.errors import (
     DispatchError,
     InvalidDispatch,
     OutOfDeviceMemory,
+    UnsupportedFeature,
 )
 from vyre.interrupts import interrupt_safe
+from vyre.ir.analysis import uses_subgroups
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import render as wgsl
-from .adapter import FEATURE_TYPES, DeviceInfo, captured_wgpu_log, import_wgpu
+from .adapter import (
+    FEATURE_TYPES,
+    SUBGROUP_PROBE_SHAPES,
+    DeviceInfo,
+    captured_wgpu_log,
+    import_wgpu,
+    subgroup_lanes,
+)
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
 BIND_GROUP_POOL = 256  # shared bind groups kept (least recently used dropped first)
@@ -184,6 +193,9 @@ class WgpuBackend(BaseBackend):
         self._grid_checks: dict[int, Any] = {}  # word offset -> pre-pass pipeline
         # (storage access per binding, status binding) -> (bind group layout, pipeline layout)
         self._layout_cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        # workgroup shapes where docs/IR.md's subgroup lane mapping was measured to hold
+        self._subgroup_shapes: dict[tuple[int, int, int], bool] = dict.fromkeys(
+            SUBGROUP_PROBE_SHAPES, True)
         self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
@@ -459,6 +471,7 @@ class WgpuBackend(BaseBackend):
         """The WGSL module for `program` (`key`: a specialisation from _specialisation)."""
         info = self._info
         subgroups.check_fits(program, info.subgroup_size, self.id)
+        self._check_subgroup_shape(program)
         return wgsl.generate(
             program, key or frozenset(), self._allowed_types, info.fma_fused,
             info.flush_subnormals, native_flush=info.native_flush,
@@ -467,6 +480,32 @@ class WgpuBackend(BaseBackend):
             all_fences=info.all_fences, storage_barriers=info.all_barriers,
             vectors=not info.scalar_shared,
         )
+
+    def _check_subgroup_shape(self, program: Program) -> None:
+        """UnsupportedFeature unless docs/IR.md's subgroup lane mapping holds in
+        `program`'s workgroup shape on this adapter: measured once per shape, by running
+        the probe's shuffles in a workgroup of that shape (adapter.subgroup_lanes)."""
+        size = self._info.subgroup_size
+        if size is None or not uses_subgroups(program):
+            return
+        shape = program.workgroup_size
+        ok = self._subgroup_shapes.get(shape)
+        if ok is None:
+            with self._lock:  # (the probe submits work: one thread at a time)
+                try:
+                    ok = subgroup_lanes(self.device, shape) == size
+                except Exception as exc:
+                    raise self._gpu_error("measuring the subgroup lanes", exc) from None
+                self._subgroup_shapes[shape] = ok
+        if not ok:
+            raise UnsupportedFeature(
+                "subgroup", self.id,
+                f"program {program.name!r} uses subgroup operations in workgroups of "
+                f"{shape}, where this adapter's subgroups are not runs of {size} consecutive "
+                f"local_index values (docs/IR.md's lane mapping, measured in that shape on "
+                f"{self._info.name}); use a shape whose x size is a multiple of {size}, e.g. "
+                f"({max(size, 64)}, 1, 1) (llvmpipe's subgroups run along x and it pads "
+                f"every shorter row)")
 
     def source(self, program: Program) -> str:
         return self.generate(program).source
