@@ -141,6 +141,15 @@ def _plain_runs(steps: list[_Recorded]) -> _Runs | None:
     return runs
 
 
+def _one_dispatch(enc: Any, rec: _Recorded, grid: tuple[int, int, int]) -> None:
+    """One compute pass holding `rec`'s plain dispatch of `grid` workgroups."""
+    cp = enc.begin_compute_pass()
+    cp.set_pipeline(rec.pipeline)
+    cp.set_bind_group(0, rec.bind_group)
+    cp.dispatch_workgroups(*grid)
+    cp.end()
+
+
 @dataclass
 class _PipelineState:
     """What a recorded Pipeline holds on this backend."""
@@ -770,12 +779,7 @@ class WgpuBackend(BaseBackend):
             cp.end()
             return
         if direct is not None and timestamps is None:
-            # one plain dispatch (the common launch): no pass planning
-            cp = enc.begin_compute_pass()
-            cp.set_pipeline(steps[0].pipeline)
-            cp.set_bind_group(0, steps[0].bind_group)
-            cp.dispatch_workgroups(*direct)
-            cp.end()
+            _one_dispatch(enc, steps[0], direct)  # the common launch: no pass planning
             return
         passes: list[list[_Recorded]]
         if all(s.grid_copy is None for s in steps):
@@ -907,7 +911,11 @@ class WgpuBackend(BaseBackend):
             try:
                 self._refresh_uniforms(record)
                 enc = self.device.create_command_encoder()
-                self._encode(enc, [record], 1, None)
+                direct = record.direct
+                if direct is not None:
+                    _one_dispatch(enc, record, direct)
+                else:
+                    self._encode(enc, [record], 1, None)
                 self.queue.submit([enc.finish()])
                 if record.status:  # loop-limit / indirect-grid flags: checked before reads
                     self._submitted([record])
