@@ -14,7 +14,8 @@ bench's `y[i] += 1` over 1024 u32:
 - the raw peer's pipeline on vyre's device (so vyre's shader and bind group are the
   difference to the previous line, and the device the difference to "raw").
 Blocks of each are interleaved in a rotating order; prints median / min us per dispatch
-and raw / x (the bench's ratio: above 1 is faster than raw).
+and raw / x (the bench's ratio: above 1 is faster than raw). --pair --per-block 1 times the
+raw peer and vyre alone, one repetition each in turn, as `vyre bench` does.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ COUNTS = {"launch": 1000, "roundtrip": 1, "batch100": 100}
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, default=15)
+    ap.add_argument("--per-block", type=int, default=0,
+                    help="repetitions per block (default: ~2000 dispatches per block)")
+    ap.add_argument("--pair", action="store_true",
+                    help="only the raw peer and vyre, alternating (the bench's order)")
     ap.add_argument("--json")
     a = ap.parse_args()
     b: Any = vyre.get_backend("wgpu")
@@ -106,7 +111,9 @@ def main() -> None:
                 dev, rec.pipeline, rec.bind_group, rec.direct, mode),
             "raw peer's pipeline on vyre's device": raw_calls(dev, dpipe, dbg, g, mode),
         }
-        per_block = max(1, 2000 // (COUNTS[mode] * 10))
+        if a.pair:
+            cases = {k: cases[k] for k in ("raw peer", "vyre")}
+        per_block = a.per_block or max(1, 2000 // (COUNTS[mode] * 10))
         got: dict[str, list[float]] = {k: [] for k in cases}
         for f in cases.values():  # warm-up
             t0 = time.perf_counter()
