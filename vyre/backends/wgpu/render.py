@@ -25,10 +25,10 @@ from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
-from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups
+from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups, walk_stmts
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
-from vyre.ir.visit import child_blocks, children
+from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
@@ -1524,11 +1524,6 @@ def _bound_value(ctx: _Ctx, value: N.ExprNode) -> str:
     return text
 
 
-def _has_loop(body: tuple[N.StmtNode, ...]) -> bool:
-    return any(isinstance(s, (N.For, N.While)) or any(_has_loop(b) for b in child_blocks(s))
-               for s in body)
-
-
 def _guarded_load(ctx: _Ctx, e: N.Guarded, cond: str, raw: str) -> str:
     """A load behind its index test as WGSL's eager `select`: the raw read runs even where
     the test fails, which WebGPU allows (an out-of-range read returns some value of the
@@ -1842,7 +1837,8 @@ def generate(
     # before this): the lowering adds no subgroup operation and no type beyond u32 / i32 /
     # f32 / bool, which every device has, so the lowered Program is not walked again
     used, subgroups = types_used(program), uses_subgroups(program)
-    program = lower(program, TRAITS if _has_loop(program.body) else STRAIGHT_TRAITS)
+    looped = any(isinstance(s, (N.For, N.While)) for s in walk_stmts(program.body))
+    program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
     if allowed_types is not None:
         for missing in sorted(used - allowed_types):
             raise UnsupportedFeature(
