@@ -130,6 +130,28 @@ def test_peer_figures_checked_and_derived_numbers(quick_run: dict[str, Any]) -> 
         assert isinstance(c["vyre_slower"], bool)
 
 
+def test_dispatch_rows_share_the_device_and_time_many_rounds(quick_run: dict[str, Any]
+                                                             ) -> None:
+    """The raw wgpu peer's dispatch workloads run on vyre's own wgpu device (two devices of
+    one GPU differ in submit cost), and a roundtrip / batch repetition does several rounds,
+    each checked: the peer's check counts every dispatch it made."""
+    doc = quick_run["doc"]
+    sizes = W.QUICK
+    rows = {(r["metric"], r["implementation"]): r for r in doc["results"]
+            if r["group"] == "wgpu" and r["metric"].startswith("dispatch.")}
+    if not rows:
+        pytest.skip("no wgpu adapter here (the dispatch rows of the wgpu group need one)")
+    for metric in ("dispatch.launch", "dispatch.roundtrip", "dispatch.batch100"):
+        raw = rows[(metric, "raw wgpu-py")]
+        assert raw["status"] == OK and raw["check"] == "passed", raw
+        assert raw["extra"]["device"] == "vyre's wgpu device"
+    assert rows[("dispatch.roundtrip", "vyre wgpu")]["size"]["rounds"] == sizes.roundtrips
+    assert rows[("dispatch.batch100", "vyre wgpu")]["size"]["rounds"] == sizes.batch_runs
+    assert W.dispatch_rounds("roundtrip", sizes) == sizes.roundtrips > 1
+    assert W.dispatch_rounds("batch", sizes) == sizes.batch_runs > 1
+    assert W.dispatch_rounds("launch", sizes) == 1
+
+
 def test_chart_written_or_skip_explained(quick_run: dict[str, Any]) -> None:
     doc, out, proc = quick_run["doc"], quick_run["out"], quick_run["proc"]
     if importlib.util.find_spec("matplotlib") is not None:

@@ -12,6 +12,7 @@ never report a figure itself (the runner checks outputs first).
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import struct
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import workloads as W
-from .runner import NotApplicable, TimedCase, wall
+from .runner import NotApplicable, TimedCase, wall, wall_rounds
 
 WG = 256
 
@@ -32,13 +33,6 @@ class PeerUnavailable(Exception):
 
 def _grid(n: int) -> int:
     return -(-n // WG)
-
-
-def _wall_sync(fn: Callable[[], Any], sync: Callable[[], Any]) -> float:
-    t0 = time.perf_counter_ns()
-    fn()
-    sync()
-    return (time.perf_counter_ns() - t0) / 1e9
 
 
 CUDA_INC = r"""extern "C" __global__ void inc(unsigned* y, unsigned n) {
@@ -233,6 +227,7 @@ class CupyPeer(Peer):
         return self._inc_k
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        rounds = W.dispatch_rounds(mode, data.sizes)
         cp = self.cp
         n = data.sizes.small
         y = cp.asarray(data.small_y0)
@@ -268,7 +263,7 @@ class CupyPeer(Peer):
                 count[0] += nb
 
         def run() -> float:
-            return _wall_sync(work, sync)
+            return wall_rounds(work, sync, rounds)
 
         return TimedCase(run, lambda: W.check_inc(cp.asnumpy(y), data.small_y0, count[0]),
                          "wall", extra=extra)
@@ -419,6 +414,7 @@ class TorchPeer(Peer):
         return run
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        rounds = W.dispatch_rounds(mode, data.sizes)
         torch = self.torch
         y = self._dev(data.small_y0.astype(np.int32))
         count = [0]
@@ -455,7 +451,7 @@ class TorchPeer(Peer):
                 count[0] += nb
 
         def run() -> float:
-            return _wall_sync(work, sync)
+            return wall_rounds(work, sync, rounds)
 
         def check() -> str | None:
             got = y.cpu().numpy().astype(np.uint32)
@@ -579,6 +575,7 @@ class TritonPeer(TorchPeer):
         return (-(-n // self.BLOCK),)
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        rounds = W.dispatch_rounds(mode, data.sizes)
         torch = self.torch
         y = self._dev(data.small_y0.astype(np.int32))
         n = int(y.numel())
@@ -600,7 +597,7 @@ class TritonPeer(TorchPeer):
 
         how = ("kernel[grid](...) per dispatch" if mode != "batch"
                else f"{k} kernel[grid](...) calls in a row (no graph)")
-        return TimedCase(lambda: _wall_sync(work, torch.cuda.synchronize), check, "wall",
+        return TimedCase(lambda: wall_rounds(work, torch.cuda.synchronize, rounds), check, "wall",
                          extra={"how": how})
 
     def _copy(self, data: W.Data) -> TimedCase:
@@ -784,6 +781,7 @@ class RawCudaPeer(Peer):
         self._cu(self.drv.cuStreamSynchronize, self.stream)
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        rounds = W.dispatch_rounds(mode, data.sizes)
         drv = self.drv
         n = data.sizes.small
         y = self._alloc(data.small_y0)
@@ -822,7 +820,7 @@ class RawCudaPeer(Peer):
 
         def run() -> float:
             _ = keep  # the packed argument array must outlive every launch
-            return _wall_sync(work, self._sync)
+            return wall_rounds(work, self._sync, rounds)
 
         return TimedCase(run, lambda: W.check_inc(self._read(y, data.small_y0), data.small_y0,
                                                   count[0]),
@@ -996,12 +994,13 @@ class RawWgpuPeer(Peer):
 
     name = "raw wgpu-py"
 
-    def __init__(self, device_name: str) -> None:
+    def __init__(self, device_name: str, dispatch_device: Any = None) -> None:
         try:
             import wgpu
         except Exception as exc:
             raise PeerUnavailable(f"wgpu-py is not importable: {exc}") from None
         self.wgpu = wgpu
+        self.shared = False  # this object's device is vyre's (never destroyed here)
         adapter = None
         try:
             for a in wgpu.gpu.enumerate_adapters_sync():
@@ -1024,6 +1023,14 @@ class RawWgpuPeer(Peer):
         self.timestamps = "timestamp-query" in feats
         self.encoder_timestamps = "timestamp-query-inside-encoders" in feats
         self.U = wgpu.BufferUsage
+        # The dispatch workloads run on `dispatch_device` (vyre's wgpu device in the bench)
+        # so their rows compare two code paths on one device: two wgpu devices of one GPU
+        # differ by up to 28% in what a submit costs (docs/perf-notes.md, session 17).
+        self._on_dispatch_device: RawWgpuPeer | None = None
+        if dispatch_device is not None:
+            twin = copy.copy(self)
+            twin.dev, twin.shared = dispatch_device, True
+            self._on_dispatch_device = twin
 
     def not_applicable(self, metric: str) -> str:
         if metric in ("sum", "scan", "histogram", "sort"):
@@ -1108,6 +1115,7 @@ class RawWgpuPeer(Peer):
         return None
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
+        rounds = W.dispatch_rounds(mode, data.sizes)
         n = data.sizes.small
         y = self._buffer(data.small_y0)
         pipe, bg = self._kernel(WGSL_INC, [y])
@@ -1132,7 +1140,7 @@ class RawWgpuPeer(Peer):
                 count[0] += nb
 
         def run() -> float:
-            return _wall_sync(work, self._wait)
+            return wall_rounds(work, self._wait, rounds)
 
         how = {"launch": "one encoder + pass + submit per dispatch",
                "roundtrip": "one encoder + pass + submit, then wait",
@@ -1141,14 +1149,20 @@ class RawWgpuPeer(Peer):
                                                   count[0]),
                          "wall", y.destroy, extra={"how": how})
 
+    def _dispatch_case(self, data: W.Data, mode: str) -> TimedCase:
+        peer = self._on_dispatch_device or self
+        case = peer._inc_case(data, mode)
+        case.extra["device"] = "vyre's wgpu device" if peer.shared else "its own wgpu device"
+        return case
+
     def _dispatch_launch(self, data: W.Data) -> TimedCase:
-        return self._inc_case(data, "launch")
+        return self._dispatch_case(data, "launch")
 
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
-        return self._inc_case(data, "roundtrip")
+        return self._dispatch_case(data, "roundtrip")
 
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
-        return self._inc_case(data, "batch")
+        return self._dispatch_case(data, "batch")
 
     def _copy(self, data: W.Data) -> TimedCase:
         x = data.unit_f32
@@ -1193,7 +1207,7 @@ class RawWgpuPeer(Peer):
                 t = self._pass(pipe, bg, g, 1, q)
                 assert t is not None
                 return t
-            return _wall_sync(lambda: self._pass(pipe, bg, g, 1), self._wait)
+            return wall_rounds(lambda: self._pass(pipe, bg, g, 1), self._wait)
 
         def close() -> None:
             xb.destroy()
@@ -1219,7 +1233,7 @@ class RawWgpuPeer(Peer):
                 t = self._pass(pipe, bg, g, 1, q)
                 assert t is not None
                 return t
-            return _wall_sync(lambda: self._pass(pipe, bg, g, 1), self._wait)
+            return wall_rounds(lambda: self._pass(pipe, bg, g, 1), self._wait)
 
         def close() -> None:
             for buf in (ab, bb, cb):
@@ -1255,10 +1269,11 @@ class RawWgpuPeer(Peer):
         self.dev.destroy()
 
 
-def peers_for(kind: str, device_name: str, enabled: bool = True
+def peers_for(kind: str, device_name: str, enabled: bool = True, vyre_device: Any = None
               ) -> tuple[list[Peer], dict[str, str]]:
     """The peers of a vyre backend kind that can run here, and {name: reason} for those
-    that cannot."""
+    that cannot. `vyre_device`: the wgpu device of vyre's wgpu backend, where the raw
+    wgpu peer runs its dispatch workloads (RawWgpuPeer)."""
     if not enabled:
         return [], {}
     makers: list[tuple[str, Callable[[], Peer]]]
@@ -1266,7 +1281,7 @@ def peers_for(kind: str, device_name: str, enabled: bool = True
         makers = [("raw cuda-bindings", RawCudaPeer), ("cupy", CupyPeer), ("torch", TorchPeer),
                   ("triton", TritonPeer)]
     elif kind == "wgpu":
-        makers = [("raw wgpu-py", lambda: RawWgpuPeer(device_name))]
+        makers = [("raw wgpu-py", lambda: RawWgpuPeer(device_name, vyre_device))]
     elif kind == "reference":
         makers = [("numpy", NumpyPeer)]
     else:

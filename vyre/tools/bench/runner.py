@@ -251,6 +251,19 @@ class Progress:
         self.stream.flush()
 
 
+def wall_rounds(fn: Callable[[], Any], sync: Callable[[], Any] | None, rounds: int = 1
+                ) -> float:
+    """Seconds by the host clock for `rounds` times `fn()` then `sync()` (the wait for the
+    device; None where fn waits itself): one repetition of a dispatch-overhead workload
+    (workloads.dispatch_rounds)."""
+    t0 = time.perf_counter_ns()
+    for _ in range(rounds):
+        fn()
+        if sync is not None:
+            sync()
+    return (time.perf_counter_ns() - t0) / 1e9
+
+
 def wall(fn: Callable[[], Any]) -> float:
     """Seconds `fn` takes by the host clock (fn must include its own wait for the device)."""
     t0 = time.perf_counter_ns()

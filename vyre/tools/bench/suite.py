@@ -101,7 +101,8 @@ def open_groups(specs: list[str], opts: Options) -> tuple[list[Group], list[str]
             problems.append(f"backend {spec}: could not be created: {exc}")
             continue
         caps = backend.capabilities()
-        peers, missing = peers_for(backend.kind, caps.device, opts.peers)
+        peers, missing = peers_for(backend.kind, caps.device, opts.peers,
+                                   getattr(backend, "device", None))
         groups.append(Group(spec, VyreImpl(backend, spec), peers, missing,
                             _sizes_for(backend.kind, opts, dict(caps.limits)), caps.device,
                             backend.kind))

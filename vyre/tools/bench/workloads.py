@@ -55,13 +55,15 @@ class Sizes:
     small: int = 1024  # u32 elements of the dispatch-overhead buffer
     launches: int = 1000  # back-to-back dispatches per launch-timing repetition
     batch: int = 100  # dispatches per batched repetition
+    roundtrips: int = 100  # dispatch-and-wait rounds per roundtrip repetition
+    batch_runs: int = 10  # runs of the batch (each waited for) per batched repetition
     stream: int = 1 << 26  # f32 elements for copy, saxpy, sum, scan
     matmul: int = 4096  # M = N = K
     sort: int = 1 << 24  # u32 keys sorted
     cpp_bytes: int = 1 << 22  # bytes of C source for the front end
     warmup: int = 3
     repeat: int = 15
-    dispatch_repeat: int = 9  # repetitions of the dispatch-overhead metrics
+    dispatch_repeat: int = 15  # repetitions of the dispatch-overhead metrics
     compile_repeat: int = 25  # (each cold compile is a new program: ~10-50 ms)
     warmup_s: float = 0.25  # keep warming up for at least this long (clocks, caches)
 
@@ -83,9 +85,17 @@ def compile_constant(salt: int) -> int:
     return salt % (1 << 24)
 
 
+def dispatch_rounds(mode: str, s: Sizes) -> int:
+    """How many times one repetition of a dispatch workload does its work and waits:
+    "launch" once (its `launches` dispatches, then one wait), "roundtrip" `roundtrips`
+    times, "batch" `batch_runs` times. One round of a roundtrip is a few microseconds on a
+    GPU, so a repetition of one would be timer noise and the order of the implementations."""
+    return {"launch": 1, "roundtrip": s.roundtrips, "batch": s.batch_runs}[mode]
+
+
 FULL = Sizes()
-QUICK = Sizes(small=1024, launches=20, batch=100, stream=1 << 16, matmul=64, sort=1 << 12,
-              cpp_bytes=1 << 14,
+QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, stream=1 << 16,
+              matmul=64, sort=1 << 12, cpp_bytes=1 << 14,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
 #: peer always run these sizes.
@@ -102,13 +112,14 @@ def metric(name: str, s: Sizes) -> Metric:
             f"host cost per dispatch: {s.launches} small dispatches back to back over "
             "resident buffers, then one wait", {"elements": s.small, "dispatches": s.launches}),
         "dispatch.roundtrip": Metric(
-            name, "us", "lower", lambda t: t * us,
-            "one small dispatch and a wait for it", {"elements": s.small}),
+            name, "us", "lower", lambda t: t * us / s.roundtrips,
+            f"one small dispatch and a wait for it ({s.roundtrips} in a row per repetition)",
+            {"elements": s.small, "rounds": s.roundtrips}),
         "dispatch.batch100": Metric(
-            name, "us", "lower", lambda t: t * us / s.batch,
+            name, "us", "lower", lambda t: t * us / (s.batch * s.batch_runs),
             f"per dispatch, {s.batch} small dependent dispatches recorded once and run "
-            "behind one wait (pipeline / graph replay)", {"elements": s.small,
-                                                           "dispatches": s.batch}),
+            f"behind one wait (pipeline / graph replay; {s.batch_runs} runs per repetition)",
+            {"elements": s.small, "dispatches": s.batch, "rounds": s.batch_runs}),
         "cpp.resident": Metric(
             name, "ms", "lower", lambda t: t * 1e3,
             "C front end, resident path: one upload, every stage on the device, one readback",
