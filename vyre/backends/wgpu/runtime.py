@@ -1037,6 +1037,21 @@ class WgpuBackend(BaseBackend):
         timing = Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device_ns)
         return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
 
+    def synchronize(self) -> None:
+        """Block until all work enqueued on this backend has finished."""
+        with self._lock:
+            # the usual case (open, no shader status flags to read) is one poll: a single
+            # native call leaves nothing half-done for an interrupt to tear, so it skips
+            # the guard and the checks that dispatch.roundtrip would pay for every time
+            if self._closed or self._device_lost is not None or self._unchecked:
+                self._check_open()
+                self._synchronize()
+                return
+            try:
+                self._wait()
+            except Exception as exc:
+                raise self._gpu_error("synchronize", exc) from None
+
     @interrupt_safe
     def _synchronize(self) -> None:
         try:
