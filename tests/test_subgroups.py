@@ -27,6 +27,7 @@ from vyre.builder import (
 from vyre.ir import nodes as N
 from vyre.programs.reduce import reduce_host
 from vyre.programs.scan import scan_host
+from vyre.subgroups import mapping_promised
 from vyre.tools.conformance import CASES, inputs_of
 from vyre.tools.testing import Tolerance, assert_agree
 
@@ -378,12 +379,23 @@ def test_multi_dimensional_workgroups_keep_the_lane_mapping_or_are_refused(
         assert backend.kind == "wgpu", exc
         assert str(shape) in str(exc) and "lane mapping" in str(exc), exc
         assert shape[0] % size, f"refused a shape whose rows are whole subgroups: {exc}"
+        assert not mapping_promised(backend.capabilities().details, shape), exc
         return
     assert not (llvmpipe and shape[0] % size), "llvmpipe pads these rows: it must refuse"
 
 
 def test_fuzzer_accepts_only_the_documented_shape_refusal() -> None:
+    """The fuzzer lets a backend refuse a subgroup Program for its workgroup shape only with
+    the documented refusal, and only in a shape the backend does not promise (one outside
+    the shapes it reports measuring; a backend that reports none promises every shape)."""
+    from vyre.subgroups import SHAPES_DETAIL
     from vyre.tools.fuzz import refuses_subgroup_shape
+
+    class MeasuresShapes(ReferenceBackend):  # reports measured shapes, as wgpu does
+        def capabilities(self) -> vyre.Capabilities:
+            caps = super().capabilities()
+            return caps.model_copy(update={"details": {**caps.details,
+                                                       SHAPES_DETAIL: ((8, 4, 2),)}})
 
     def prog(shape: tuple[int, int, int]) -> N.Program:
         k = ProgramBuilder("sg", workgroup_size=shape)
@@ -395,11 +407,14 @@ def test_fuzzer_accepts_only_the_documented_shape_refusal() -> None:
         return vyre.UnsupportedFeature("subgroup", "wgpu", f"workgroups of {shape}, where "
                                        "... (docs/IR.md's lane mapping, measured ...)")
 
-    assert refuses_subgroup_shape(refusal((4, 4, 4)), prog((4, 4, 4)))
-    assert not refuses_subgroup_shape(refusal((4, 4, 4)), prog((2, 8, 4)))  # another shape
-    assert not refuses_subgroup_shape(refusal((8, 4, 2)), prog((8, 4, 2)))  # a probed shape
+    measures = MeasuresShapes()
+    assert refuses_subgroup_shape(refusal((4, 4, 4)), prog((4, 4, 4)), measures)
+    assert not refuses_subgroup_shape(refusal((4, 4, 4)), prog((2, 8, 4)), measures)  # another
+    assert not refuses_subgroup_shape(refusal((8, 4, 2)), prog((8, 4, 2)), measures)  # measured
     assert not refuses_subgroup_shape(vyre.UnsupportedFeature("f64", "wgpu", "(4, 4, 4) lane "
-                                                              "mapping"), prog((4, 4, 4)))
+                                                              "mapping"), prog((4, 4, 4)), measures)
+    # a backend that measures no shape keeps the mapping in all of them: no refusal is valid
+    assert not refuses_subgroup_shape(refusal((4, 4, 4)), prog((4, 4, 4)), ReferenceBackend())
 
 
 def test_an_oracle_making_the_shape_refusal_compares_nothing() -> None:

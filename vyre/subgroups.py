@@ -3,13 +3,17 @@
 docs/IR.md ("Subgroups") defines lane l of subgroup s as the invocation with local_index
 s * S + l, for the subgroup size S the backend reports. That mapping only covers whole
 subgroups when the workgroup's invocation count is a multiple of S; a backend refuses
-anything else here, with the same message everywhere. This module must never know how a
-backend spells subgroup operations.
+anything else here, with the same message everywhere. A device may also break the mapping
+in some workgroup shapes; a backend that measures it per shape reports where it holds
+(`SHAPES_DETAIL`, `mapping_promised`). This module must never know how a backend spells
+subgroup operations.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import UnsupportedFeature
 from .ir.analysis import uses_subgroups
@@ -18,6 +22,22 @@ from .ir.types import ScalarType
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 """Subgroup sizes the IR allows a backend to report (powers of two, as Vulkan's)."""
+
+
+SHAPES_DETAIL = "subgroup_shapes"
+"""The `capabilities().details` key of a backend whose device may break docs/IR.md's lane
+mapping in some workgroup shapes: the shapes where its probe measured the mapping to hold
+(it never refuses a Program of one of them for its shape; any other shape is measured
+before it first runs, and refused with UnsupportedFeature "subgroup" naming the shape
+where the mapping breaks). A backend without the key keeps the mapping in every shape."""
+
+
+def mapping_promised(details: Mapping[str, Any], shape: tuple[int, int, int]) -> bool:
+    """Whether a backend reporting `details` (its capabilities' details) promises docs/IR.md's
+    lane mapping in workgroups of `shape`, so that it must never refuse that shape: every
+    shape, unless it reports `SHAPES_DETAIL` (then those shapes only)."""
+    kept = details.get(SHAPES_DETAIL)
+    return kept is None or tuple(shape) in {tuple(s) for s in kept}
 
 
 def check_size(size: int) -> int:
@@ -57,4 +77,4 @@ def check_fits(program: Program, size: int | None, backend: str) -> None:
         )
 
 
-__all__ = ["SIZES", "check_fits", "check_size", "identity"]
+__all__ = ["SHAPES_DETAIL", "SIZES", "check_fits", "check_size", "identity", "mapping_promised"]

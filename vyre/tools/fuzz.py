@@ -46,7 +46,8 @@ invocations it runs as one SIMD group, a part of a workgroup).
 A backend may also refuse a Program with subgroup operations whose workgroup shape it
 measured to break docs/IR.md's lane mapping (UnsupportedFeature "subgroup" naming the shape
 and the mapping: llvmpipe pads rows of x invocations shorter than its subgroups), but never
-one of the shapes its probe measured to keep it (`refuses_subgroup_shape`).
+one where it promises the mapping (`vyre.subgroups.mapping_promised`: the shapes it reports
+measuring, or every shape; `refuses_subgroup_shape`).
 
 `run_case` runs a case on the reference and on other backends and returns the disagreements;
 `save_case` / `load_case` write and read regression files (tests/regressions/*.json: the
@@ -79,6 +80,7 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import ScalarType
+from vyre.subgroups import mapping_promised
 
 from .testing import (
     SIGN_OF_ZERO_OPEN,
@@ -372,16 +374,16 @@ def names_loop_limit(exc: BaseException, limit: int) -> bool:
     return isinstance(exc, DispatchError) and (str(limit) in msg or f"{limit:,}" in msg)
 
 
-def refuses_subgroup_shape(exc: BaseException, program: N.Program) -> bool:
-    """Whether `exc` is the documented refusal of a subgroup Program's workgroup shape: an
-    UnsupportedFeature "subgroup" that names the shape and docs/IR.md's lane mapping, for a
-    shape outside the wgpu probe's (where the mapping must hold, or no subgroups at all)."""
-    from vyre.backends.wgpu.adapter import SUBGROUP_PROBE_SHAPES
-
+def refuses_subgroup_shape(exc: BaseException, program: N.Program,
+                           backend: BaseBackend) -> bool:
+    """Whether `exc`, raised by `backend`, is the documented refusal of a subgroup Program's
+    workgroup shape: an UnsupportedFeature "subgroup" that names the shape and docs/IR.md's
+    lane mapping, for a shape where `backend` does not promise the mapping (its measured
+    shapes, `vyre.subgroups.mapping_promised`: a backend that measures none promises all)."""
     shape = tuple(program.workgroup_size)
     return (isinstance(exc, UnsupportedFeature) and exc.name == "subgroup"
             and str(shape) in exc.detail and "lane mapping" in exc.detail
-            and shape not in SUBGROUP_PROBE_SHAPES)
+            and not mapping_promised(backend.capabilities().details, program.workgroup_size))
 
 
 def count_loop_iterations(program: N.Program) -> N.Program:
@@ -481,7 +483,7 @@ def run_case(
         except UnsupportedFeature as exc:
             # an oracle that is a device backend itself (wgpu against wgpu, the fences
             # test) may make the documented refusal: then there is nothing to compare
-            if refuses_subgroup_shape(exc, case.program):
+            if refuses_subgroup_shape(exc, case.program, reference):
                 return []
             raise
     out: list[Disagreement] = []
@@ -503,7 +505,7 @@ def run_case(
                     f"than {runs} loop iterations and no workgroup more than {together} "
                     f"together, within the limit of {limit})"))
                 continue
-            if refuses_subgroup_shape(exc, case.program):
+            if refuses_subgroup_shape(exc, case.program, b):
                 continue  # the documented, measured refusal
             out.append(Disagreement(b.id, None, f"{type(exc).__name__}: {exc}"))
             continue

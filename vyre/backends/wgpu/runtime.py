@@ -268,6 +268,10 @@ class WgpuBackend(BaseBackend):
                 # subgroup operations (docs/IR.md, "Subgroups"): the probed size, or None
                 "subgroup_size": self._info.subgroup_size,
                 "subgroups": self._info.subgroup_note,
+                # the workgroup shapes the probe measured the lane mapping in: never refused
+                # for their shape (any other is measured before it first runs)
+                subgroups.SHAPES_DETAIL: (
+                    SUBGROUP_PROBE_SHAPES if self._info.subgroup_size is not None else ()),
                 # docs/IR.md flush mode: f32 arithmetic flushes subnormals to signed zero
                 "flushes_subnormals": ["f32"] if self._info.flush_subnormals else [],
                 "flush_tininess": self._info.flush_tininess,
