@@ -39,6 +39,7 @@ wgpu_compile_variants.py; the dispatch split is scripts/wgpu_dispatch_split.py.)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -192,9 +193,10 @@ class Split:
     """The measurements, on one vyre wgpu backend and the raw peer's own device."""
 
     def __init__(self) -> None:
-        self.b: Any = vyre.get_backend("wgpu")
-        self.raw = RawWgpuPeer(self.b.capabilities().device)
-        self.dev = self.b.device
+        b: Any = vyre.get_backend("wgpu")  # (its device and generate: wgpu's own)
+        self.b = b
+        self.raw = RawWgpuPeer(b.capabilities().device)
+        self.dev = b.device
         self.salt = random.randrange(1 << 20, 1 << 23)  # f32-exact, unlikely seen before
         self.rows: dict[str, Row] = {}
 
@@ -304,7 +306,7 @@ class Split:
                     drivers[f"driver: {name}"] = self.vyre_source(edit)
         cases: list[Callable[[], None]] = [
             lambda: self.driver(RAW, self.raw_source, self.raw.dev), self.vyre_cold]
-        cases += [(lambda n=n, f=f: self.driver(n, f)) for n, f in drivers.items()]
+        cases += [functools.partial(self.driver, n, f) for n, f in drivers.items()]
         if stages:
             cases.append(self.stages)
         return cases
