@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 import vyre
 from vyre.backends.wgpu import render as wgsl
 from vyre.backends.wgpu import uniforms
-from vyre.ir import analysis
+from vyre.ir import analysis, visit
 from vyre.ir import nodes as N
-from vyre.lower import mangle
+from vyre.lower import lower, mangle
 from vyre.tools.bench.vyre_impl import compile_probe_program
 from vyre.tools.fuzz import GenOptions, programs
 
@@ -102,3 +102,72 @@ def test_cold_compiles_from_threads_agree_with_one_thread() -> None:
         t.join()
     assert not errors
     assert [got[i] for i in range(len(progs))] == alone
+
+
+def _nodes(p: N.Program) -> list[N.Node]:
+    out: list[N.Node] = []
+    for s in analysis.walk_stmts(p.body):
+        out.append(s)
+        for e in visit.stmt_exprs(s):
+            out.extend(visit.walk_exprs(e))
+    return out
+
+
+@SETTINGS
+@given(programs(), programs(GenOptions(subgroup_multiple=32)))
+def test_made_nodes_are_the_nodes_pydantic_makes(p: N.Program, q: N.Program) -> None:
+    """The lowering's unvalidated constructor (nodes.made) gives pydantic's node: the same
+    fields in the same order, the same fields set; so is a Program's fast model_copy."""
+    lowered = [lower(x, t) for x in (p, q) for t in (wgsl.TRAITS, wgsl.STRAIGHT_TRAITS)]
+    for n in [*_nodes(p), *_nodes(q), *(m for x in lowered for m in _nodes(x))]:
+        if isinstance(n, N.Const):
+            continue  # (has a validator of its own: never made)
+        given_ = {f: n.__dict__[f] for f in n.__pydantic_fields_set__}
+        m = N.made(type(n), **given_)
+        ref = type(n)(**given_)
+        assert list(m.__dict__.items()) == list(ref.__dict__.items())
+        assert m.__pydantic_fields_set__ == ref.__pydantic_fields_set__
+        assert m.__pydantic_extra__ == ref.__pydantic_extra__
+        assert m.__pydantic_private__ == ref.__pydantic_private__
+        assert m == ref
+    body = lowered[0].body
+    fast = p.model_copy(update={"body": body})
+    slow = N.Node.model_copy(p, update={"body": body})
+    for key in N._DERIVED:
+        slow.__dict__.pop(key, None)
+    assert list(fast.__dict__.items()) == list(slow.__dict__.items())
+    assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+    assert fast.content_hash == slow.model_copy().content_hash
+
+
+@SETTINGS
+@given(programs())
+def test_rebuilt_expressions_are_with_children(p: N.Program) -> None:
+    """The expression map's rebuild over new operands is the generic with_children."""
+    for e in (n for n in _nodes(p) if not isinstance(n, N.STMT_TYPES)):
+        kids = visit.children(e)
+        if not kids:
+            continue
+        new = tuple(N.Var(name=f"k{i}", ty=k.ty) for i, k in enumerate(kids))
+        a, b = visit._rebuilt(e, new), _with_children_by_isinstance(e, new)
+        assert list(a.__dict__.items()) == list(b.__dict__.items())
+        assert a.__pydantic_fields_set__ == b.__pydantic_fields_set__
+        assert visit.with_children(e, kids) is e
+
+
+def _with_children_by_isinstance(e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
+    """with_children as it was written before the field table (the plain way)."""
+    if isinstance(e, N.Load):
+        upd: dict[str, object] = {"index": kids[0]}
+    elif isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
+        upd = {"a": kids[0]}
+    elif isinstance(e, N.Binary):
+        upd = {"a": kids[0], "b": kids[1]}
+    elif isinstance(e, (N.Call, N.Native)):
+        upd = {"args": tuple(kids)}
+    elif isinstance(e, N.Subgroup):
+        upd = {"value": kids[0]} if len(kids) == 1 else {"value": kids[0], "lane": kids[1]}
+    else:
+        assert isinstance(e, N.Select)
+        upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}
+    return e.model_copy(update=upd)

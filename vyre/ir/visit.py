@@ -49,19 +49,21 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
         raise ValueError(f"{e.kind} has {len(old)} operands, got {len(kids)}")
     if all(map(operator.is_, old, kids)):
         return e
-    if isinstance(e, N.Load):
-        upd: dict[str, object] = {"index": kids[0]}
-    elif isinstance(e, (N.Unary, N.Cast, N.Bitcast)):
-        upd = {"a": kids[0]}
-    elif isinstance(e, N.Binary):
-        upd = {"a": kids[0], "b": kids[1]}
-    elif isinstance(e, (N.Call, N.Native)):
-        upd = {"args": tuple(kids)}
-    elif isinstance(e, N.Subgroup):
-        upd = {"value": kids[0]} if len(kids) == 1 else {"value": kids[0], "lane": kids[1]}
-    else:
-        assert isinstance(e, N.Select)
-        upd = {"cond": kids[0], "a": kids[1], "b": kids[2]}
+    return _rebuilt(e, kids)
+
+
+# the fields holding the operands `children` gives, in its order (Call and Native: `args`)
+_KID_FIELDS: dict[type, tuple[str, ...]] = {
+    N.Load: ("index",), N.RawLoad: ("index",), N.Unary: ("a",), N.Cast: ("a",),
+    N.Bitcast: ("a",), N.Binary: ("a", "b"), N.Select: ("cond", "a", "b"),
+    N.Guarded: ("cond", "a", "b"), N.Subgroup: ("value", "lane"),
+}
+
+
+def _rebuilt(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    """`e` over new operands `kids` (as many as it has; at least one changed)."""
+    names = _KID_FIELDS.get(type(e))
+    upd: dict[str, object] = {"args": tuple(kids)} if names is None else dict(zip(names, kids))
     return N.copied(e, upd)
 
 
@@ -144,8 +146,9 @@ class Fold(Generic[R]):
 
 
 class ExprMap(Fold[Expr]):
-    """A bottom-up expression rewrite: `fn(node, new_children)` returns the replacement
-    (a Fold whose results are expressions; shared subexpressions stay shared).
+    """A bottom-up expression rewrite: `fn(node, written)` returns the replacement of
+    `written`, the node as it was, given `node`, that node over its operands' replacements
+    (`written` itself when none changed); shared subexpressions stay shared.
 
     `unchanged`, shared between several maps, records the subtrees a rewrite left as
     they were, so a later map skips them (a rewrite whose results depend on where they
@@ -153,26 +156,34 @@ class ExprMap(Fold[Expr]):
     still share what it never changes).
     """
 
-    def __init__(self, fn: Callable[[Expr, tuple[Expr, ...]], Expr],
+    def __init__(self, fn: Callable[[Expr, Expr], Expr],
                  unchanged: dict[int, Expr] | None = None,
                  kept: frozenset[type] = frozenset()) -> None:
         self.unchanged = unchanged if unchanged is not None else {}
         # operand-less node classes `fn` returns as they are: not even asked (a rewrite's
         # leaves are most of its nodes)
         self.kept = kept
-        super().__init__(fn)
+        self.rewrite = fn
+        super().__init__(lambda e, kids: e)  # (the fold's own fn is unused: _walker)
 
     def _walker(self) -> Callable[[Expr], Expr]:
-        memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.fn, _KIDS.get, _LEAF
-        kept = self.kept
+        memo, same, fn, kids_of, leaf = self.memo, self.unchanged, self.rewrite, _KIDS.get, _LEAF
+        kept, is_not, rebuilt = self.kept, operator.is_not, _rebuilt
 
         def go(e: Expr) -> Expr:
-            if type(e) in kept or id(e) in same:
+            t = type(e)
+            if t in kept or id(e) in same:
                 return e
             got = memo.get(id(e))
             if got is not None:
                 return got[1]
-            r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
+            old = kids_of(t, leaf)(e)
+            node = e
+            if old:
+                new = tuple(map(go, old))
+                if any(map(is_not, old, new)):
+                    node = rebuilt(e, new)
+            r = fn(node, e)
             if r is e:
                 same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
             else:
@@ -198,7 +209,7 @@ def walk_exprs(e: Expr) -> list[Expr]:
     """Every node of `e` (shared nodes once), children before parents."""
     seen: list[Expr] = []
 
-    def visit(n: Expr, _kids: tuple[Expr, ...]) -> Expr:
+    def visit(n: Expr, _written: Expr) -> Expr:
         seen.append(n)
         return n
 

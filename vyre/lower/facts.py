@@ -43,7 +43,7 @@ class Facts:
     def __init__(self, program: N.Program) -> None:
         assigned = frozenset(s.name for s in walk_stmts(program.body) if isinstance(s, N.Assign))
         self.stack: list[Fact] = []
-        self.fixed = Fold[bool](lambda e, kids: isinstance(e, _PURE) and all(kids) and not (
+        self.fixed: Fold[bool] = Fold(lambda e, kids: isinstance(e, _PURE) and all(kids) and not (
             isinstance(e, N.Var) and e.name in assigned))
 
     # ------------------------------------------------------------ where facts hold

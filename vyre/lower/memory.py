@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from vyre.ir import nodes as N
+from vyre.ir.nodes import copied, made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import Fold
 
@@ -66,7 +67,7 @@ def zero(ty: ScalarType) -> N.Const:
 
 def in_range(index: N.ExprNode, buffer: str) -> N.Binary:
     """The IR's test: `index < Length(buffer)`."""
-    return N.Binary(op="lt", a=index, b=N.Length(buffer=buffer), ty=_BOOL)
+    return made(N.Binary, op="lt", a=index, b=made(N.Length, buffer=buffer), ty=_BOOL)
 
 
 def guarded_load(e: N.ExprNode) -> N.RawLoad | None:
@@ -104,7 +105,7 @@ class Guards:
         self.elem.update((a.name, a.ty) for a in program.workgroup_arrays)
         # whether an expression holds a memory access (memo cleared per statement, with
         # the lowering's own memo: node ids are only stable within one statement's map)
-        self.touches = Fold[bool](lambda e, kids: isinstance(e, N.Guarded) or any(kids))
+        self.touches: Fold[bool] = Fold(lambda e, kids: isinstance(e, N.Guarded) or any(kids))
 
     def known(self, buffer: str, index: N.ExprNode) -> bool | None:
         """Whether `index` (of the Program as written) is below the length whenever it
@@ -126,14 +127,15 @@ class Guards:
         """`e` (its operands lowered) whose index was `written` in the Program."""
         known = self.known(e.buffer, written)
         if known is not None:
-            return N.RawLoad(buffer=e.buffer, index=e.index, ty=e.ty) if known else zero(e.ty)
+            return made(N.RawLoad, buffer=e.buffer, index=e.index, ty=e.ty) if known else zero(e.ty)
         i = self.index(host, e.index)
-        raw = N.RawLoad(buffer=e.buffer, index=i, ty=e.ty)
+        raw = made(N.RawLoad, buffer=e.buffer, index=i, ty=e.ty)
         if self.as_expr:
-            return N.Guarded(cond=in_range(i, e.buffer), a=raw, b=zero(e.ty), ty=e.ty)
-        t = N.Var(name=host.fresh(), ty=e.ty)
-        host.pending += [N.Let(name=t.name, value=zero(e.ty)),
-                         N.If(cond=in_range(i, e.buffer), then=(N.Assign(name=t.name, value=raw),))]
+            return made(N.Guarded, cond=in_range(i, e.buffer), a=raw, b=zero(e.ty), ty=e.ty)
+        t = made(N.Var, name=host.fresh(), ty=e.ty)
+        set_t = made(N.Assign, name=t.name, value=raw)
+        host.pending += [made(N.Let, name=t.name, value=zero(e.ty)),
+                         made(N.If, cond=in_range(i, e.buffer), then=(set_t,))]
         return t
 
     def into_let(self, lets: list[N.StmtNode], name: str, value: N.ExprNode,
@@ -147,18 +149,18 @@ class Guards:
                 and len(test.then) == 1 and isinstance(set_ := test.then[0], N.Assign)
                 and set_.name == value.name):
             return None
-        return [*lets[:-2], decl.model_copy(update={"name": name}),
-                test.model_copy(update={"then": (set_.model_copy(update={"name": name}),)})]
+        return [*lets[:-2], copied(decl, {"name": name}),
+                copied(test, {"then": (copied(set_, {"name": name}),)})]
 
     def store(self, host: Host, s: N.Store, index: N.ExprNode, value: N.ExprNode,
               ) -> list[N.StmtNode]:
         """Store `s` of the Program, its operands lowered to `index` and `value`."""
         known = self.known(s.buffer, s.index)
         if known is not None:
-            return [N.RawStore(buffer=s.buffer, index=index, value=value)] if known else []
+            return [made(N.RawStore, buffer=s.buffer, index=index, value=value)] if known else []
         i = self.index(host, index)
-        raw = N.RawStore(buffer=s.buffer, index=i, value=value)
-        return [N.If(cond=in_range(i, s.buffer), then=(raw,))]
+        raw = made(N.RawStore, buffer=s.buffer, index=i, value=value)
+        return [made(N.If, cond=in_range(i, s.buffer), then=(raw,))]
 
     def atomic(self, host: Host, s: N.Atomic, exprs: tuple[N.ExprNode, ...],
                ) -> list[N.StmtNode]:
@@ -168,12 +170,12 @@ class Guards:
         ty = self.elem[s.buffer]
         declare: list[N.StmtNode] = []
         if s.result is not None and not known:
-            declare = [N.Let(name=s.result, value=zero(ty))]  # the old value out of range
+            declare = [made(N.Let, name=s.result, value=zero(ty))]  # the old value out of range
         if known is False:
             return declare
 
         def raw(i: N.ExprNode, result: str | None) -> N.RawAtomic:
-            return N.RawAtomic(op=s.op, buffer=s.buffer, index=i, value=value,
+            return made(N.RawAtomic, op=s.op, buffer=s.buffer, index=i, value=value,
                                comparand=comparand, result=result)
 
         if known:
@@ -182,6 +184,6 @@ class Guards:
         if s.result is None:
             body: tuple[N.StmtNode, ...] = (raw(i, None),)
         else:
-            old = N.Var(name=host.fresh(), ty=ty)
-            body = (raw(i, old.name), N.Assign(name=s.result, value=old))
-        return [*declare, N.If(cond=in_range(i, s.buffer), then=body)]
+            old = made(N.Var, name=host.fresh(), ty=ty)
+            body = (raw(i, old.name), made(N.Assign, name=s.result, value=old))
+        return [*declare, made(N.If, cond=in_range(i, s.buffer), then=body)]

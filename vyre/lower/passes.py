@@ -31,8 +31,9 @@ This module must never print source or know a target's spelling.
 from __future__ import annotations
 
 from vyre.ir import nodes as N
+from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
-from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_children, with_parts
+from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_parts
 
 from .memory import Guards
 from .traits import Traits
@@ -53,11 +54,11 @@ def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
 def _bin(op: str, a: N.ExprNode, b: N.ExprNode, ty: ScalarType | None = None) -> N.Binary:
     if ty is None:
         ty = _BOOL if op in N.COMPARISON_OPS or op in N.LOGICAL_OPS else a.ty
-    return N.Binary(op=op, a=a, b=b, ty=ty)  # type: ignore[arg-type]
+    return made(N.Binary, op=op, a=a, b=b, ty=ty)
 
 
 def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
-    return N.Select(cond=c, a=a, b=b, ty=a.ty)
+    return made(N.Select, cond=c, a=a, b=b, ty=a.ty)
 
 
 class _Lowering:
@@ -82,8 +83,8 @@ class _Lowering:
         if isinstance(e, _SIMPLE):
             return e
         name = self.fresh()
-        self.pending.append(N.Let(name=name, value=e))
-        return N.Var(name=name, ty=e.ty)
+        self.pending.append(made(N.Let, name=name, value=e))
+        return made(N.Var, name=name, ty=e.ty)
 
     # ------------------------------------------------------------ rules
     def divrem(self, e: N.Binary) -> N.ExprNode:
@@ -93,8 +94,8 @@ class _Lowering:
             if k == 0:
                 return _c(ty, 0)
             if ty.is_signed and k == -1:
-                return N.Unary(op="neg", a=e.a, ty=ty) if op == "div" else _c(ty, 0)
-            return N.Native(op=op, args=(e.a, e.b), ty=ty)  # type: ignore[arg-type]
+                return made(N.Unary, op="neg", a=e.a, ty=ty) if op == "div" else _c(ty, 0)
+            return made(N.Native, op=op, args=(e.a, e.b), ty=ty)
         b = self.once(e.b)
         zero = _bin("eq", b, _c(ty, 0))
         bad: N.ExprNode = zero
@@ -104,7 +105,7 @@ class _Lowering:
             mn = _c(ty, -(1 << (ty.bits - 1)))
             overflow = _bin("logical_and", _bin("eq", a, mn), _bin("eq", b, _c(ty, -1)))
             bad = _bin("logical_or", zero, overflow)
-        nat = N.Native(op=op, args=(a, _sel(bad, _c(ty, 1), b)), ty=ty)  # type: ignore[arg-type]
+        nat = made(N.Native, op=op, args=(a, _sel(bad, _c(ty, 1), b)), ty=ty)
         return _sel(zero, _c(ty, 0), nat) if op == "div" else nat
 
     def shift(self, e: N.Binary) -> N.ExprNode:
@@ -113,19 +114,19 @@ class _Lowering:
             amount: N.ExprNode = _c(T.U32, int(e.b.value) % bits)
         else:
             amount = _bin("and", e.b, _c(T.U32, bits - 1))
-        return N.Native(op=e.op, args=(e.a, amount), ty=e.ty)  # type: ignore[arg-type]
+        return made(N.Native, op=e.op, args=(e.a, amount), ty=e.ty)
 
     def int_abs(self, e: N.Call) -> N.ExprNode:
         if not e.ty.is_signed:
             return e.args[0]
         x = self.once(e.args[0])
-        return _sel(_bin("lt", x, _c(e.ty, 0)), N.Unary(op="neg", a=x, ty=e.ty), x)
+        return _sel(_bin("lt", x, _c(e.ty, 0)), made(N.Unary, op="neg", a=x, ty=e.ty), x)
 
     def float_to_int(self, e: N.Cast) -> N.ExprNode:
         dst = e.ty
         x = e.a
         if x.ty is T.F16:  # exact in f32, whose range holds every bound below
-            x = N.Cast(a=x, ty=T.F32)
+            x = made(N.Cast, a=x, ty=T.F32)
         x = self.once(x)
         f = x.ty
         hi = float(2 ** dst.bits) if not dst.is_signed else float(2 ** (dst.bits - 1))
@@ -133,7 +134,7 @@ class _Lowering:
         info_max = (1 << dst.bits) - 1 if not dst.is_signed else (1 << (dst.bits - 1)) - 1
         info_min = 0 if not dst.is_signed else -(1 << (dst.bits - 1))
         inside = _bin("logical_and", _bin("gt", x, _c(f, lo)), _bin("lt", x, _c(f, hi)))
-        conv = N.Native(op="f2i", args=(_sel(inside, x, _c(f, 0.0)),), ty=dst)
+        conv = made(N.Native, op="f2i", args=(_sel(inside, x, _c(f, 0.0)),), ty=dst)
         below = _sel(_bin("le", x, _c(f, lo)), _c(dst, info_min), conv)
         return _sel(_bin("ge", x, _c(f, hi)), _c(dst, info_max), below)  # NaN: conv of 0
 
@@ -144,46 +145,44 @@ class _Lowering:
         return self.float_op("sub", a, self.float_op("mul", b, t))
 
     def widen(self, e: N.ExprNode) -> N.ExprNode:
-        return N.Cast(a=e, ty=T.F32)
+        return made(N.Cast, a=e, ty=T.F32)
 
     def float_op(self, op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
         """`a op b` on floats, with the f16 rule applied when the target needs it."""
         if a.ty is not T.F16 or self.t.f16_arith or op not in _F16_EXACT_BIN:
             return _bin(op, a, b)
         wide = _bin(op, self.widen(a), self.widen(b))
-        return wide if wide.ty is _BOOL else N.Cast(a=wide, ty=T.F16)
+        return wide if wide.ty is _BOOL else made(N.Cast, a=wide, ty=T.F16)
 
     def float_call(self, fn: str, args: tuple[N.ExprNode, ...], ty: ScalarType) -> N.ExprNode:
-        call = N.Call(fn=fn, args=args, ty=ty)  # type: ignore[arg-type]
+        call = made(N.Call, fn=fn, args=args, ty=ty)
         if ty is not T.F16 or self.t.f16_arith or fn not in _F16_EXACT_FNS:
             return call
-        wide = N.Call(fn=fn, args=tuple(self.widen(x) for x in args), ty=T.F32)  # type: ignore[arg-type]
-        return N.Cast(a=wide, ty=T.F16)
+        wide = made(N.Call, fn=fn, args=tuple(self.widen(x) for x in args), ty=T.F32)
+        return made(N.Cast, a=wide, ty=T.F16)
 
     def stepped_for(self, s: N.For, start: N.ExprNode, end: N.ExprNode) -> list[N.StmtNode]:
         u = T.U32
         self.pending = []
         lo, hi = self.once(start), self.once(end)
-        lo_u = lo if s.ty is u else N.Bitcast(a=lo, ty=u)
-        hi_u = hi if s.ty is u else N.Bitcast(a=hi, ty=u)
+        lo_u = lo if s.ty is u else made(N.Bitcast, a=lo, ty=u)
+        hi_u = hi if s.ty is u else made(N.Bitcast, a=hi, ty=u)
         dist = _bin("sub", hi_u, lo_u)  # the true distance where lo < hi (the validator
         # keeps the step below 2**31, so it is a u32 constant)
-        trips = _bin("add", N.Native(
+        trips = _bin("add", made(N.Native,
             op="div", args=(_bin("sub", dist, _c(u, 1)), _c(u, s.step)), ty=u), _c(u, 1))
         n = self.once(_sel(_bin("lt", lo, hi), trips, _c(u, 0)))
-        i = N.Var(name=self.fresh(), ty=u)
+        i = made(N.Var, name=self.fresh(), ty=u)
         step = _c(u, s.step)
         v_u = _bin("add", lo_u, _bin("mul", i, step))
-        var = N.Let(name=s.var, value=v_u if s.ty is u else N.Bitcast(a=v_u, ty=s.ty))
+        var = made(N.Let, name=s.var, value=v_u if s.ty is u else made(N.Bitcast, a=v_u, ty=s.ty))
         lets, self.pending = self.pending, []
-        loop = N.For(var=i.name, ty=u, start=_c(u, 0), end=n, step=1, body=(var, *s.body))
+        loop = made(N.For, var=i.name, ty=u, start=_c(u, 0), end=n, step=1, body=(var, *s.body))
         return [*lets, loop]
 
     # ------------------------------------------------------------ traversal
-    def rewrite(self, e: N.ExprNode, kids: tuple[N.ExprNode, ...]) -> N.ExprNode:
-        written = e
-        if kids:
-            e = with_children(e, kids)
+    def rewrite(self, e: N.ExprNode, written: N.ExprNode) -> N.ExprNode:
+        """The replacement of `written`, given `e`: it over its operands' replacements."""
         k, t = type(e), self.t
         if k is N.Binary:
             assert isinstance(e, N.Binary)
@@ -245,8 +244,8 @@ class _Lowering:
             return [*lets, *self.stepped_for(s, new[0], new[1])]
         if isinstance(s, N.While) and lets:
             (cond,) = new
-            stop = N.If(cond=N.Unary(op="not", a=cond, ty=_BOOL), then=(N.Break(),))
-            return [N.While(cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
+            stop = made(N.If, cond=made(N.Unary, op="not", a=cond, ty=_BOOL), then=(made(N.Break),))
+            return [made(N.While, cond=_c(_BOOL, True), body=(*lets, stop, *s.body))]
         if isinstance(s, N.Let) and mem is not None and not mem.as_expr:
             into = mem.into_let(lets, s.name, new[0])
             if into is not None:
