@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -624,6 +625,28 @@ class _TooDeep(Exception):
     pass
 
 
+# Operand-less node classes whose fields hold only str, ScalarType, int or None: their
+# digest is a function of their field values alone, so it is kept by value (not by
+# identity), across Programs (kernels repeat their builtins, params, lengths and
+# declarations): {(class, field values): (digest, its `ty` or None, subgroup builtin)}.
+# Only values whose types are all in _PLAIN_TYPES are looked up: among those, values that
+# compare equal are spelled equal (a str and a ScalarType of the same text both as the
+# text), so the key determines the digest (1 / True / 1.0 / -0.0 would not: never keys).
+_LEAF_DIGESTS: dict[tuple[Any, ...], tuple[bytes, Any, bool]] = {}
+_LEAF_DIGESTS_MAX = 4096
+_PLAIN_TYPES = frozenset({str, ScalarType, int, type(None)})
+_LEAF_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _leaf_getter(cls: type[BaseModel]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """The field values of a node of `cls` (from its __dict__), in field order."""
+    names = _field_names(cls)
+    if len(names) == 1:
+        only = names[0]
+        return lambda values: (values[only],)
+    return operator.itemgetter(*names)
+
+
 def _hash_layout(cls: type[BaseModel]) -> tuple[bytes, tuple[tuple[str, bytes, bytes,
                                                                     dict[str, bytes], bool], ...]]:
     """(class name, per field: its name, "|name=", "|name=N" (a node follows), its table
@@ -668,6 +691,7 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
     memo: dict[int, bytes] = {}
     sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
     scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
+    leaves, getters, plain = _LEAF_DIGESTS, _LEAF_GETTERS, _PLAIN_TYPES
     subgroups = False
 
     def digest(node: BaseModel, depth: int) -> bytes:
@@ -675,11 +699,26 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
         if depth > _RECURSION_MAX:
             raise _TooDeep
         cls = type(node)
+        values = node.__dict__
+        getter = getters.get(cls)
+        key = None
+        if getter is not None:  # an operand-less node: its digest may be known by value
+            vals = getter(values)
+            if plain.issuperset(map(type, vals)):
+                key = (cls, vals)
+                hit = leaves.get(key)
+                if hit is not None:
+                    d, ty, sg = hit
+                    if tys is not None:
+                        if ty is not None:
+                            tys.add(ty)
+                        subgroups = subgroups or sg
+                    memo[id(node)] = d
+                    return d
         head, fields = layouts.get(cls) or _hash_layout(cls)
         parts = [head]
-        values = node.__dict__
-        if tys is not None and (cls is Subgroup or (
-                cls is Builtin and values["name"] in sg_builtins)):
+        sg = cls is Subgroup or (cls is Builtin and values["name"] in sg_builtins)
+        if tys is not None and sg:
             subgroups = True
         for name, prefix, node_prefix, segments, is_ty in fields:
             v = values[name]
@@ -711,6 +750,8 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
                     parts.append(prefix)
                     parts.append(_encode(v, memo))
         d = memo[id(node)] = sha256(b"".join(parts)).digest()
+        if key is not None and len(leaves) < _LEAF_DIGESTS_MAX:
+            leaves[key] = (d, values.get("ty"), sg)
         return d
 
     return digest(root, 0).hex(), subgroups
@@ -757,6 +798,10 @@ def check_tree_size(program: Program) -> None:
 for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
                Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
     _model.model_rebuild()
+
+for _model in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
+               ParamDecl, WorkgroupArray):  # (Const: a float value; see _LEAF_DIGESTS)
+    _LEAF_GETTERS[_model] = _leaf_getter(_model)
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
               Native, Subgroup, RawLoad, Guarded)
