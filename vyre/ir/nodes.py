@@ -799,9 +799,9 @@ for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgrou
                Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
     _model.model_rebuild()
 
-for _model in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
+for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
                ParamDecl, WorkgroupArray):  # (Const: a float value; see _LEAF_DIGESTS)
-    _LEAF_GETTERS[_model] = _leaf_getter(_model)
+    _LEAF_GETTERS[_leaf] = _leaf_getter(_leaf)
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
               Native, Subgroup, RawLoad, Guarded)
