@@ -14,8 +14,8 @@ import threading
 from hypothesis import HealthCheck, given, settings
 
 import vyre
+from vyre.backends.wgpu import fences, uniforms
 from vyre.backends.wgpu import render as wgsl
-from vyre.backends.wgpu import uniforms
 from vyre.ir import analysis, visit
 from vyre.ir import nodes as N
 from vyre.lower import lower, mangle
@@ -197,3 +197,61 @@ def test_known_leaves_tell_values_that_compare_equal_apart() -> None:
         got = [N.dag_digest(v) for v in variants]
         assert got == [N._dag_digest_iterative(v) for v in variants]
         assert len(set(got)) == len(got)
+
+
+def _plain_reloaded_stores(body: tuple[N.StmtNode, ...]) -> set[int]:
+    """fences.reloaded_stores as it was written before it computed only what a store
+    asks: every statement's reads, from the last statement back."""
+    out: set[int] = set()
+    memo: dict[int, frozenset[str]] = {}
+
+    def reads_from(body: tuple[N.StmtNode, ...], after: frozenset[str]) -> frozenset[str]:
+        for s in reversed(body):
+            if isinstance(s, (N.For, N.While)):
+                after = after | fences._reads_in(s, memo)
+                reads_from(s.body, after)
+            elif isinstance(s, N.If):
+                then = reads_from(s.then, after)
+                orelse = reads_from(s.orelse, after)
+                after = then | orelse | fences._expr_reads(s.cond, memo)
+            else:
+                if isinstance(s, N.Store) and s.buffer in after:
+                    out.add(id(s))
+                after = after | fences._reads_in(s, memo)
+        return after
+
+    reads_from(body, frozenset())
+    return out
+
+
+@SETTINGS
+@given(programs(), programs(GenOptions(subgroup_multiple=32)))
+def test_reloaded_stores_are_the_plain_ones(p: N.Program, q: N.Program) -> None:
+    for x in (p, q):
+        for traits in (wgsl.TRAITS, wgsl.STRAIGHT_TRAITS):
+            body = lower(x, traits).body
+            assert fences.reloaded_stores(body) == _plain_reloaded_stores(body)
+
+
+def test_reloaded_stores_in_loops_and_branches() -> None:
+    """Stores read back by a later statement, a loop around them, or neither."""
+    f32, u32 = N.ScalarType.F32, N.ScalarType.U32
+    zero, one = N.Const(ty=u32, value=0), N.Const(ty=f32, value=1.0)
+
+    def store(buf: str) -> N.Store:
+        return N.Store(buffer=buf, index=zero, value=one)
+
+    def load(buf: str) -> N.Let:
+        return N.Let(name=f"t_{buf}", value=N.Load(buffer=buf, index=zero, ty=f32))
+
+    cond = N.Binary(op="lt", a=zero, b=N.Length(buffer="a"), ty=N.ScalarType.BOOL)
+    a1, a2, b1, c1, c2 = store("a"), store("a"), store("b"), store("c"), store("c")
+    body: tuple[N.StmtNode, ...] = (
+        a1, N.If(cond=cond, then=(b1, load("a")), orelse=(c1,)),
+        N.For(var="i", ty=u32, start=zero, end=N.Length(buffer="c"), body=(a2, load("c"), c2)),
+        load("b"),
+    )
+    got = fences.reloaded_stores(body)
+    assert got == _plain_reloaded_stores(body)
+    # c2: its loop's next pass loads c; a2: nothing loads a after it
+    assert got == {id(a1), id(b1), id(c1), id(c2)}

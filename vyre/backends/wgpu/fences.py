@@ -183,26 +183,74 @@ def reloaded_stores(body: tuple[N.StmtNode, ...]) -> set[int]:
     element), so its value needs no fence. Conservative: a shared store node counts as
     reloaded if any of its occurrences is."""
     out: set[int] = set()
-    _reads_from(body, frozenset(), out, {})
+    holders: set[int] = set()
+    _holds_store(body, holders)
+    _reads_from(body, frozenset(), out, {}, holders, False)
     return out
 
 
-def _reads_from(body: tuple[N.StmtNode, ...], after: frozenset[str], out: set[int],
-                memo: dict[int, frozenset[str]]) -> frozenset[str]:
+def _holds_store(body: tuple[N.StmtNode, ...], holders: set[int]) -> bool:
+    """Whether `body` holds a store; the ids of its statements that do (nested blocks
+    included) into `holders`."""
+    found = False
+    for s in body:
+        t = type(s)
+        if t is N.Store or t is N.RawStore:
+            holders.add(id(s))
+            found = True
+        elif t is N.If:
+            a = _holds_store(s.then, holders)  # type: ignore[union-attr]
+            if _holds_store(s.orelse, holders) or a:  # type: ignore[union-attr]
+                holders.add(id(s))
+                found = True
+        elif (t is N.For or t is N.While) and _holds_store(s.body, holders):  # type: ignore[union-attr]
+            holders.add(id(s))
+            found = True
+    return found
+
+
+def _reads_from(body: tuple[N.StmtNode, ...], after: frozenset[str] | None, out: set[int],
+                memo: dict[int, frozenset[str]], holders: set[int],
+                needed: bool) -> frozenset[str] | None:
     """Buffers read from the start of `body` on, given those read after it (`after`);
-    records the reloaded stores of `body` in `out`."""
-    for s in reversed(body):
+    records the reloaded stores of `body` in `out`. Only what a store asks is computed
+    (most programs store last): the reads from statement k on are used by a store
+    before k (in `body[:k]`, nested blocks included) or by the caller (`needed`); those
+    no one uses stay None. `holders`: the statements that hold a store (_holds_store)."""
+    # used[k]: whether the reads from statement k on are used
+    used = [needed]
+    for s in body[:-1]:
+        used.append(used[-1] or id(s) in holders)
+    for k in range(len(body) - 1, -1, -1):
+        s, use = body[k], used[k]
         if isinstance(s, (N.For, N.While)):
-            after = after | _reads_in(s, memo)  # the next pass may read anything it reads
-            _reads_from(s.body, after, out, memo)
+            if id(s) in holders:  # the next pass may read anything it reads
+                assert after is not None  # (used: a store holder is before it)
+                after = after | _reads_in(s, memo)
+                _reads_from(s.body, after, out, memo, holders, False)
+            elif use:
+                assert after is not None
+                after = after | _reads_in(s, memo)
+            else:
+                after = None
         elif isinstance(s, N.If):
-            then = _reads_from(s.then, after, out, memo)
-            orelse = _reads_from(s.orelse, after, out, memo)
-            after = then | orelse | _expr_reads(s.cond, memo)
+            then = _reads_from(s.then, after, out, memo, holders, use)
+            orelse = _reads_from(s.orelse, after, out, memo, holders, use)
+            if use:
+                assert then is not None and orelse is not None
+                after = then | orelse | _expr_reads(s.cond, memo)
+            else:
+                after = None
         else:
-            if isinstance(s, N.Store) and s.buffer in after:
-                out.add(id(s))
-            after = after | _reads_in(s, memo)
+            if isinstance(s, N.Store):
+                assert after is not None
+                if s.buffer in after:
+                    out.add(id(s))
+            if use:
+                assert after is not None
+                after = after | _reads_in(s, memo)
+            else:
+                after = None
     return after
 
 
