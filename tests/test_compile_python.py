@@ -255,3 +255,34 @@ def test_reloaded_stores_in_loops_and_branches() -> None:
     assert got == _plain_reloaded_stores(body)
     # c2: its loop's next pass loads c; a2: nothing loads a after it
     assert got == {id(a1), id(b1), id(c1), id(c2)}
+
+
+def _plain_invariant(e: N.ExprNode) -> int:
+    """render._invariant as a plain recursion (no memo, no shortcut by type)."""
+    if isinstance(e, (N.Builtin, N.Const)):
+        return 1
+    kids = visit.children(e)
+    if (kids and e.ty in (N.ScalarType.U32, N.ScalarType.I32)
+            and not isinstance(e, (N.Load, N.Subgroup, N.Call))):
+        return 2 if all(_plain_invariant(k) for k in kids) else 0
+    return 0
+
+
+@SETTINGS
+@given(programs(), programs(GenOptions(subgroup_multiple=32)))
+def test_printer_shortcuts_by_class_are_the_isinstance_answers(p: N.Program,
+                                                               q: N.Program) -> None:
+    """FenceFlow.kinds by exact class is its isinstance chain; render._invariant is the
+    plain recursion; on the nodes of lowered random Programs, with f32 locals of every
+    kind in scope."""
+    ctx = wgsl._Ctx(program=p, atomic=frozenset(), buffer_slot={}, arrays={})
+    for x in (p, q):
+        for traits in (wgsl.TRAITS, wgsl.STRAIGHT_TRAITS):
+            nodes = _nodes(lower(x, traits))
+            flow = fences.FenceFlow()
+            kinds = [fences.OPAQUE, fences.VISIBLE, fences.TOP, frozenset({"fma:0"})]
+            for i, n in enumerate(m for m in nodes if isinstance(m, N.Var)):
+                flow.declare(n.name, kinds[i % len(kinds)])
+            for e in (n for n in nodes if not isinstance(n, N.STMT_TYPES)):
+                assert flow.kinds(e) == flow._kinds(e)
+                assert wgsl._invariant(ctx, e) == _plain_invariant(e)

@@ -35,6 +35,8 @@ _JUMPS = (N.Return, N.Break, N.Continue)
 # the operations whose value depends on their operands only (a Load or Subgroup does not)
 _PURE = (N.Const, N.Var, N.Param, N.Builtin, N.Length, N.Unary, N.Binary, N.Call, N.Select,
          N.Cast, N.Bitcast)
+# the same, as exact classes (Guarded derives from Select; nothing derives from Var)
+_PURE_CLASSES = frozenset({*_PURE, N.Guarded})
 
 
 class Facts:
@@ -43,8 +45,9 @@ class Facts:
     def __init__(self, program: N.Program) -> None:
         assigned = frozenset(s.name for s in walk_stmts(program.body) if isinstance(s, N.Assign))
         self.stack: list[Fact] = []
-        self.fixed: Fold[bool] = Fold(lambda e, kids: isinstance(e, _PURE) and all(kids) and not (
-            isinstance(e, N.Var) and e.name in assigned))
+        pure, var = _PURE_CLASSES, N.Var
+        self.fixed: Fold[bool] = Fold(lambda e, kids: type(e) in pure and all(kids) and not (
+            type(e) is var and e.name in assigned))
 
     # ------------------------------------------------------------ where facts hold
     def of_then(self, s: N.If) -> list[Fact]:

@@ -105,7 +105,8 @@ class Guards:
         self.elem.update((a.name, a.ty) for a in program.workgroup_arrays)
         # whether an expression holds a memory access (memo cleared per statement, with
         # the lowering's own memo: node ids are only stable within one statement's map)
-        self.touches: Fold[bool] = Fold(lambda e, kids: isinstance(e, N.Guarded) or any(kids))
+        guarded = N.Guarded  # (nothing derives from it)
+        self.touches: Fold[bool] = Fold(lambda e, kids: type(e) is guarded or any(kids))
 
     def known(self, buffer: str, index: N.ExprNode) -> bool | None:
         """Whether `index` (of the Program as written) is below the length whenever it

@@ -78,6 +78,11 @@ def fma_plan(ka: Kinds, kb: Kinds, kc: Kinds) -> FmaPlan:
     return FmaPlan(cls, None if cls == "raw" else int(cls), addend_fence)
 
 
+# the expression classes FenceFlow.kinds finds "v" by class alone (no class derives from them)
+_VISIBLE_CLASSES = frozenset({N.Const, N.Builtin, N.Length, N.Binary, N.Cast, N.Bitcast,
+                              N.Native, N.Subgroup})
+
+
 def _join(a: Kinds, b: Kinds) -> Kinds:
     return a | b
 
@@ -122,6 +127,23 @@ class FenceFlow:
 
     def kinds(self, e: N.ExprNode) -> Kinds:
         """What the compiler can see of f32 expression `e` (non-f32: "v")."""
+        if e.ty is not ScalarType.F32:
+            return VISIBLE
+        # by exact class first (the printer asks this of most operands), as the isinstance
+        # chain below decides for each
+        t = type(e)
+        if t is N.Var:
+            return self.vars.get(e.name, TOP)  # type: ignore[union-attr]
+        if t is N.RawLoad or t is N.Load or t is N.Param:
+            return OPAQUE
+        if t in _VISIBLE_CLASSES:
+            return VISIBLE
+        if t is N.Unary:
+            return OPAQUE if e.op == "neg" else VISIBLE  # type: ignore[union-attr]
+        return self._kinds(e)
+
+    def _kinds(self, e: N.ExprNode) -> Kinds:
+        """`kinds` by isinstance (any class)."""
         if e.ty is not ScalarType.F32:
             return VISIBLE
         if isinstance(e, N.Var):

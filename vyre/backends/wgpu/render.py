@@ -970,6 +970,7 @@ def _fma_f32(ctx: _Ctx) -> str:
 
 _INDEX_TYPES = frozenset({T.U32, T.I32})
 _NEVER_HOISTED = (N.Load, N.Subgroup, N.Call)
+_NEVER_HOISTED_CLASSES = frozenset({N.Load, N.RawLoad, N.Subgroup, N.Call})  # (the same, exactly)
 
 
 def _invariant(ctx: _Ctx, e: N.ExprNode) -> int:
@@ -980,12 +981,14 @@ def _invariant(ctx: _Ctx, e: N.ExprNode) -> int:
     t = type(e)
     if t is N.Builtin or t is N.Const:
         return 1
+    if e.ty not in _INDEX_TYPES or t in _NEVER_HOISTED_CLASSES:
+        return 0  # (decided by the node alone: not memoised)
     got = ctx.invariant.get(id(e))
     if got is not None:
         return got[1]
     kids = children(e)
     r = 0
-    if kids and e.ty in _INDEX_TYPES and not isinstance(e, _NEVER_HOISTED):
+    if kids and not isinstance(e, _NEVER_HOISTED):
         r = 2
         for k in kids:
             if not _invariant(ctx, k):
@@ -1068,7 +1071,21 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         if not (tk is N.Const or (tk is N.Length and k.buffer in ctx.arrays)):  # type: ignore[union-attr]
             hide = False
             break
-    sub = [expr(ctx, k, hide) for k in kids]
+    n = len(kids)  # (no list comprehension: a frame of its own per node)
+    if n == 1:
+        sub = [expr(ctx, kids[0], hide)]
+    elif n == 2:
+        sub = [expr(ctx, kids[0], hide), expr(ctx, kids[1], hide)]
+    else:
+        sub = [expr(ctx, k, hide) for k in kids]
+    # by exact class first (no class derives from these but those named with them),
+    # the isinstance chain below for anything else
+    if t is N.Binary:
+        return _binary(ctx, e, sub[0], sub[1])  # type: ignore[arg-type]
+    if t is N.RawLoad or t is N.Load:
+        return _raw_load(ctx, e, sub[0])  # type: ignore[arg-type]
+    if t is N.Guarded:
+        return _guarded_load(ctx, e, sub[0], sub[1])  # type: ignore[arg-type]
     if isinstance(e, N.Load):
         return _raw_load(ctx, e, sub[0])
     if isinstance(e, N.Unary):
