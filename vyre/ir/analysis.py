@@ -18,6 +18,7 @@ from .nodes import (
     If,
     Param,
     Program,
+    RawAtomic,
     Stmt,
     Subgroup,
     Var,
@@ -62,16 +63,25 @@ def walk_all_exprs(program: Program) -> Iterator[Expr]:
             yield from walk_expr(e)
 
 
+def has_any(program: Program, classes: tuple[type, ...]) -> bool:
+    """Whether a node of `program` is of one of `classes` (exactly; from its cached facts)."""
+    return not program.expr_facts.classes.isdisjoint(classes)
+
+
 def atomic_buffers(program: Program) -> frozenset[str]:
     """Names of buffers / workgroup arrays that some Atomic statement targets."""
     return frozenset(s.buffer for s in walk_stmts(program.body) if isinstance(s, Atomic))
 
 
 class ExprFacts(NamedTuple):
-    """What one walk over a Program's expressions finds (cached as Program.expr_facts)."""
+    """What one walk over a Program's nodes finds (cached as Program.expr_facts)."""
 
     types: frozenset[ScalarType]  # every scalar type declared or computed with
     subgroups: bool  # a subgroup operation, or a read of a subgroup builtin
+    # the class of every node (the Program, its declarations, statements and expressions):
+    # what asks only whether a Program has a loop, an atomic or a barrier reads it here
+    # instead of walking the statements again
+    classes: frozenset[type]
 
 
 def expr_facts(program: Program) -> ExprFacts:
@@ -82,8 +92,12 @@ def expr_facts(program: Program) -> ExprFacts:
     tys.update(b.ty for b in program.buffers)
     tys.update(p.ty for p in program.params)
     tys.update(a.ty for a in program.workgroup_arrays)
+    classes: set[type] = {type(program)}
+    classes.update(type(d) for d in (*program.buffers, *program.params,
+                                     *program.workgroup_arrays))
     stack: list[Expr] = []
     for s in walk_stmts(program.body):
+        classes.add(type(s))
         if isinstance(s, For):
             tys.add(s.ty)
         stack.extend(stmt_exprs(s))
@@ -98,10 +112,11 @@ def expr_facts(program: Program) -> ExprFacts:
         seen.add(id(e))
         tys.add(e.ty)
         t = type(e)
+        classes.add(t)
         if t is Subgroup or (t is Builtin and e.name in SUBGROUP_BUILTINS):  # type: ignore[union-attr]
             subgroups = True
         stack.extend(child_exprs(e))
-    return ExprFacts(frozenset(tys), subgroups)
+    return ExprFacts(frozenset(tys), subgroups, frozenset(classes))
 
 
 def types_used(program: Program) -> frozenset[ScalarType]:
@@ -117,7 +132,8 @@ def required_features(program: Program) -> frozenset[str]:
             feats.add(t.feature)
     elem = {b.name: b.ty for b in program.buffers}
     elem.update({a.name: a.ty for a in program.workgroup_arrays})
-    for s in walk_stmts(program.body):
+    # (Atomic and the RawAtomic deriving from it: what isinstance below finds)
+    for s in walk_stmts(program.body) if has_any(program, _ATOMICS) else ():
         if isinstance(s, Atomic):
             at = elem.get(s.buffer)
             if at is None:
@@ -131,6 +147,9 @@ def required_features(program: Program) -> frozenset[str]:
     if uses_subgroups(program):
         feats.add("subgroup")
     return frozenset(feats)
+
+
+_ATOMICS = (Atomic, RawAtomic)
 
 
 def uses_subgroups(program: Program) -> bool:
@@ -158,6 +177,7 @@ __all__ = [
     "child_blocks",
     "child_exprs",
     "expr_facts",
+    "has_any",
     "required_features",
     "stmt_exprs",
     "types_used",

@@ -676,18 +676,20 @@ def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
     from .analysis import ExprFacts
 
     tys: set[Any] = set()
+    classes: set[type] = set()
     try:
-        digest, subgroups = _dag_digest_recursive(program, tys)
+        digest, subgroups = _dag_digest_recursive(program, tys, classes)
     except (_TooDeep, RecursionError):
         return _dag_digest_iterative(program), None
-    return digest, ExprFacts(frozenset(tys), subgroups)
+    return digest, ExprFacts(frozenset(tys), subgroups, frozenset(classes))
 
 
-def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, bool]:
+def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
+                          classes: set[type] | None = None) -> tuple[str, bool]:
     """dag_digest by recursion (the fast way; _TooDeep past _RECURSION_MAX levels), with the
     common field values (str and ScalarType, nodes) spelled inline instead of by _encode;
     with `tys`, also the value of every `ty` field into it and whether a subgroup
-    operation or builtin was seen."""
+    operation or builtin was seen; with `classes`, the class of every node into it."""
     memo: dict[int, bytes] = {}
     sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
     scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
@@ -699,6 +701,8 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None) -> tuple[str, b
         if depth > _RECURSION_MAX:
             raise _TooDeep
         cls = type(node)
+        if classes is not None:
+            classes.add(cls)
         values = node.__dict__
         getter = getters.get(cls)
         key = None

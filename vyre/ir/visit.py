@@ -132,11 +132,12 @@ class Fold(Generic[R]):
         # Recursive: the validator bounds nesting at 64 levels (MAX_DEPTH), far inside
         # Python's recursion limit, and recursion is several times faster than a stack.
         def go(e: Expr) -> R:
-            got = memo.get(id(e))
+            i = id(e)
+            got = memo.get(i)
             if got is not None:
                 return got[1]
             r = fn(e, tuple(map(go, kids_of(type(e), leaf)(e))))
-            memo[id(e)] = (e, r)
+            memo[i] = (e, r)
             return r
 
         return go
@@ -172,9 +173,12 @@ class ExprMap(Fold[Expr]):
 
         def go(e: Expr) -> Expr:
             t = type(e)
-            if t in kept or id(e) in same:
+            if t in kept:
                 return e
-            got = memo.get(id(e))
+            i = id(e)
+            if i in same:
+                return e
+            got = memo.get(i)
             if got is not None:
                 return got[1]
             old = kids_of(t, leaf)(e)
@@ -185,9 +189,9 @@ class ExprMap(Fold[Expr]):
                     node = rebuilt(e, new)
             r = fn(node, e)
             if r is e:
-                same[id(e)] = e  # (keeps e alive: its id is never reused meanwhile)
+                same[i] = e  # (keeps e alive: its id is never reused meanwhile)
             else:
-                memo[id(e)] = (e, r)
+                memo[i] = (e, r)
             return r
 
         return go

@@ -43,7 +43,9 @@ class Facts:
     """The facts of one Program, as a stack the lowering pushes and pops as it walks."""
 
     def __init__(self, program: N.Program) -> None:
-        assigned = frozenset(s.name for s in walk_stmts(program.body) if isinstance(s, N.Assign))
+        known = program.__dict__.get("expr_facts")  # (cached by the content hash's walk)
+        assigned = frozenset() if known is not None and N.Assign not in known.classes else (
+            frozenset(s.name for s in walk_stmts(program.body) if isinstance(s, N.Assign)))
         self.stack: list[Fact] = []
         pure, var = _PURE_CLASSES, N.Var
         self.fixed: Fold[bool] = Fold(lambda e, kids: type(e) in pure and all(kids) and not (

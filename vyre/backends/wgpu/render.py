@@ -25,7 +25,7 @@ from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
-from vyre.ir.analysis import atomic_buffers, types_used, uses_subgroups, walk_stmts
+from vyre.ir.analysis import atomic_buffers, has_any, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.ir.visit import children
@@ -1854,7 +1854,10 @@ def generate(
     # before this): the lowering adds no subgroup operation and no type beyond u32 / i32 /
     # f32 / bool, which every device has, so the lowered Program is not walked again
     used, subgroups = types_used(program), uses_subgroups(program)
-    looped = any(isinstance(s, (N.For, N.While)) for s in walk_stmts(program.body))
+    # (and which statements it has: the lowering adds no loop, atomic or barrier either)
+    looped = has_any(program, (N.For, N.While))
+    atomics = has_any(program, (N.Atomic, N.RawAtomic))
+    barriers = has_any(program, (N.Barrier,))
     program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
     if allowed_types is not None:
         for missing in sorted(used - allowed_types):
@@ -1862,7 +1865,7 @@ def generate(
                 missing.feature or str(missing), "wgpu",
                 f"this device/naga cannot emit {missing} in WGSL",
             )
-    atomic = atomic_buffers(program)
+    atomic = atomic_buffers(program) if atomics else frozenset()
     ctx = _Ctx(
         program=program,
         atomic=atomic,
@@ -1877,7 +1880,8 @@ def generate(
         bad_base=bad_base,
         minimal=not (all_fences or (flush_subnormals and not native_flush)),
         reloaded=reloaded_stores(program.body),
-        storage_barrier=storage_barriers or needs_storage_barrier(program, read_write_slots),
+        storage_barrier=storage_barriers or (
+            barriers and needs_storage_barrier(program, read_write_slots)),
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),
