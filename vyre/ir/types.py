@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 
@@ -27,27 +28,30 @@ class ScalarType(StrEnum):
     def __str__(self) -> str:
         return self.value
 
-    @property
+    # The properties of a type are cached on its member (cached_property: after the first
+    # read a plain attribute): the code generators ask them of almost every node.
+
+    @cached_property
     def is_float(self) -> bool:
         return self in (ScalarType.F16, ScalarType.F32, ScalarType.F64)
 
-    @property
+    @cached_property
     def is_int(self) -> bool:
         return self in (ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64)
 
-    @property
+    @cached_property
     def is_signed(self) -> bool:
         return self in (ScalarType.I32, ScalarType.I64)
 
-    @property
+    @cached_property
     def is_numeric(self) -> bool:
         return self.is_float or self.is_int
 
-    @property
+    @cached_property
     def bits(self) -> int:
         return _BITS[self]
 
-    @property
+    @cached_property
     def byte_size(self) -> int:
         """Size of one element in a buffer (bool is not storable; reported as 4)."""
         return max(_BITS[self] // 8, 1) if self is not ScalarType.BOOL else 4
@@ -56,12 +60,12 @@ class ScalarType(StrEnum):
     def numpy(self) -> np.dtype:
         return np.dtype(_NUMPY[self])
 
-    @property
+    @cached_property
     def feature(self) -> str | None:
         """The capability a Program needs to use this type, or None for the core types."""
         return _FEATURE.get(self)
 
-    @property
+    @cached_property
     def storable(self) -> bool:
         """Whether the type may be the element type of a buffer, workgroup array or param."""
         return self is not ScalarType.BOOL

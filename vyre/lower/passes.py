@@ -30,6 +30,8 @@ This module must never print source or know a target's spelling.
 
 from __future__ import annotations
 
+from operator import is_not
+
 from vyre.ir import nodes as N
 from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
@@ -250,7 +252,9 @@ class _Lowering:
             into = mem.into_let(lets, s.name, new[0])
             if into is not None:
                 return into
-        return [*lets, with_parts(s, new, tuple(_blocks(s)))]
+        if any(map(is_not, exprs, new)):  # (its blocks are already rewritten: block)
+            s = with_parts(s, new, tuple(_blocks(s)))
+        return [*lets, s]
 
 
     def block(self, body: tuple[N.StmtNode, ...]) -> tuple[N.StmtNode, ...]:

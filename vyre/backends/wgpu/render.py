@@ -168,6 +168,8 @@ class _Ctx:
 
 def _float_bits_literal(ctx: _Ctx, v: float, ty: ScalarType) -> str | None:
     """A runtime-only expression for floats WGSL cannot write (inf, NaN, -0, subnormal)."""
+    if ty is T.F32 and 1.1754943508222875e-38 <= abs(v) < math.inf:
+        return None  # (a normal f32, most literals: decided at once; NaN fails the test)
     special = math.isinf(v) or math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0)
     f32_sub = v != 0.0 and abs(v) < 1.1754943508222875e-38 and not math.isnan(v)
     if ty is T.F32 and (special or f32_sub):
@@ -1885,10 +1887,13 @@ def generate(
         wg_f32_atomic=frozenset(
             a.name for a in program.workgroup_arrays if a.name in atomic and a.ty is T.F32
         ),
-        vec=plan_vectors(program) if vectors else None,
+        # (no runs, as without workgroup arrays: none, so nothing asks it per statement)
+        vec=plan_vectors(program) if vectors and program.workgroup_arrays else None,
         count_loops=loop_limited,
         hoisted={},
     )
+    if ctx.vec is not None and not ctx.vec.runs:
+        ctx.vec = None
     ctx.scopes.append({})
     mangled_params = tuple(mangle(p.name) for p in program.params)
     layout = layout_for(program, mangled_params)
