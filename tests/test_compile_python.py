@@ -8,6 +8,7 @@ compares every generated source between two checkouts.)
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 
@@ -286,3 +287,50 @@ def test_printer_shortcuts_by_class_are_the_isinstance_answers(p: N.Program,
             for e in (n for n in nodes if not isinstance(n, N.STMT_TYPES)):
                 assert flow.kinds(e) == flow._kinds(e)
                 assert wgsl._invariant(ctx, e) == _plain_invariant(e)
+
+
+def test_captured_wgpu_log_reuses_its_handler_and_keeps_captures_apart() -> None:
+    """The capture around a compile (a handler reused per thread) collects what the block
+    logs, nested captures too, and leaves the logger as it found it."""
+    from vyre.backends.wgpu.adapter import captured_wgpu_log
+
+    lg = logging.getLogger("wgpu")
+    handlers, propagate = list(lg.handlers), lg.propagate
+    for _ in range(2):  # (the second round reuses the first's handler)
+        with captured_wgpu_log() as a:
+            lg.error("first")
+            with captured_wgpu_log() as b:
+                lg.error("inner")
+            lg.error("second")
+        with captured_wgpu_log() as c:
+            lg.error("third")
+        assert a == ["first", "inner", "second"] and b == ["inner"] and c == ["third"]
+        assert lg.handlers == handlers and lg.propagate == propagate
+    got: dict[int, list[str]] = {}
+
+    def work(k: int) -> None:
+        with captured_wgpu_log() as log:
+            pass
+        got[k] = log
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == {k: [] for k in range(4)} and lg.handlers == handlers
+
+
+def test_known_constants_tell_their_values_apart() -> None:
+    """A Const's digest is kept by its type and spelling: 0.0 / -0.0, 1 / True / 1.0 and
+    NaNs (all spelled "nan") hash as the plain digest says, before and after being kept."""
+    f32, i32, b = N.ScalarType.F32, N.ScalarType.I32, N.ScalarType.BOOL
+    consts = [N.Const(ty=f32, value=0.0), N.Const(ty=f32, value=-0.0),
+              N.Const(ty=f32, value=float("nan")), N.Const(ty=f32, value=-float("nan")),
+              N.Const(ty=f32, value=float("inf")), N.Const(ty=i32, value=1),
+              N.Const(ty=b, value=True), N.copied(N.Const(ty=i32, value=1), {"value": 1.0}),
+              N.copied(N.Const(ty=i32, value=1), {"value": True})]
+    for _ in range(2):
+        got = [N.dag_digest(c) for c in consts]
+        assert got == [N._dag_digest_iterative(c) for c in consts]
+    assert len(set(got)) == len(got) - 1  # (the two NaNs are spelled alike)

@@ -450,15 +450,11 @@ class Program(Node):
     def expr_facts(self) -> ExprFacts:
         """The scalar types and subgroup use of the body, found in one walk (vyre.ir.analysis
         types_used / uses_subgroups read them from here)."""
-        from .analysis import expr_facts
-
-        return expr_facts(self)
+        return _analysis().expr_facts(self)
 
     @cached_property
     def required_features(self) -> frozenset[str]:
-        from .analysis import required_features
-
-        return required_features(self)
+        return _analysis().required_features(self)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Program:
         """A copy (with `update` applied); derived data is recomputed, never carried over.
@@ -479,6 +475,21 @@ class Program(Node):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Program) and other.content_hash == self.content_hash
+
+
+# vyre.ir.analysis (which imports this module), imported at first use and kept: an import
+# statement in a function runs the import machinery at every call (~1 us), and compiling
+# asks for the facts and features of every new Program
+_ANALYSIS: Any = None
+
+
+def _analysis() -> Any:
+    global _ANALYSIS
+    if _ANALYSIS is None:
+        from . import analysis
+
+        _ANALYSIS = analysis
+    return _ANALYSIS
 
 
 # ---------------------------------------------------------------- fast copies
@@ -632,10 +643,20 @@ class _TooDeep(Exception):
 # Only values whose types are all in _PLAIN_TYPES are looked up: among those, values that
 # compare equal are spelled equal (a str and a ScalarType of the same text both as the
 # text), so the key determines the digest (1 / True / 1.0 / -0.0 would not: never keys).
+# A Const's value enters its key as its type and its spelling (_const_key): the type
+# tells 1 from True from 1.0, the float spelling 0.0 from -0.0 (and every NaN is "nan",
+# as the digest spells it).
 _LEAF_DIGESTS: dict[tuple[Any, ...], tuple[bytes, Any, bool]] = {}
 _LEAF_DIGESTS_MAX = 4096
-_PLAIN_TYPES = frozenset({str, ScalarType, int, type(None)})
+_PLAIN_TYPES = frozenset({str, ScalarType, int, type(None), type})
 _LEAF_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _const_key(values: dict[str, Any]) -> tuple[Any, ...]:
+    v = values["value"]
+    t = type(v)
+    return (values["kind"], values["ty"], t,
+            ("nan" if v != v else v.hex()) if t is float else v)
 
 
 def _leaf_getter(cls: type[BaseModel]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
@@ -673,15 +694,13 @@ def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
     ExprFacts: the `ty` of every node that has one (declarations, For, every expression)
     and whether a Subgroup or a subgroup builtin is among them; None past the recursion
     bound (the iterative digest does not look)."""
-    from .analysis import ExprFacts
-
     tys: set[Any] = set()
     classes: set[type] = set()
     try:
         digest, subgroups = _dag_digest_recursive(program, tys, classes)
     except (_TooDeep, RecursionError):
         return _dag_digest_iterative(program), None
-    return digest, ExprFacts(frozenset(tys), subgroups, frozenset(classes))
+    return digest, _analysis().ExprFacts(frozenset(tys), subgroups, frozenset(classes))
 
 
 def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
@@ -804,8 +823,10 @@ for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgrou
     _model.model_rebuild()
 
 for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
-               ParamDecl, WorkgroupArray):  # (Const: a float value; see _LEAF_DIGESTS)
+               ParamDecl, WorkgroupArray):  # (Const: by _const_key)
     _LEAF_GETTERS[_leaf] = _leaf_getter(_leaf)
+_LEAF_GETTERS[Const] = _const_key  # (only if Const has just these fields: checked here)
+assert _field_names(Const) == ("kind", "ty", "value")
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
               Native, Subgroup, RawLoad, Guarded)

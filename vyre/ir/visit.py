@@ -183,7 +183,19 @@ class ExprMap(Fold[Expr]):
                 return got[1]
             old = kids_of(t, leaf)(e)
             node = e
-            if old:
+            n = len(old)
+            if n == 2:  # (most operations: their kept operands not even called)
+                a, b = old
+                na = a if type(a) in kept else go(a)
+                nb = b if type(b) in kept else go(b)
+                if na is not a or nb is not b:
+                    node = rebuilt(e, (na, nb))
+            elif n == 1:
+                a = old[0]
+                na = a if type(a) in kept else go(a)
+                if na is not a:
+                    node = rebuilt(e, (na,))
+            elif n:
                 new = tuple(map(go, old))
                 if any(map(is_not, old, new)):
                     node = rebuilt(e, new)

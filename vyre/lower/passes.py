@@ -268,7 +268,8 @@ class _Lowering:
             s, blocks = written, child_blocks(written)
             if blocks:
                 if isinstance(s, N.If):
-                    known = [facts.of_then(s), facts.of_else(s)]
+                    # (an empty orelse has no statement to consult its facts)
+                    known = [facts.of_then(s), facts.of_else(s) if s.orelse else []]
                 elif isinstance(s, N.For):
                     known = [facts.of_body(s)]
                 else:

@@ -22,6 +22,7 @@ import shutil
 import stat
 import struct
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -137,14 +138,30 @@ class _Collect(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+# wgpu-py's logger (looked up at the first capture, after wgpu made it of its own
+# class; a logger lives as long as the process) and each thread's idle handler: a
+# capture reuses them instead of looking the logger up and making a handler (its lock,
+# its registration) per compile, about half the capture's cost
+_WGPU_LOG: logging.Logger | None = None
+_IDLE = threading.local()
+
+
 @contextlib.contextmanager
 def captured_wgpu_log() -> Iterator[list[str]]:
     """Collect what wgpu-native (naga's shader messages included) logs through wgpu-py's
     "wgpu" logger during the block, instead of letting it reach the user's terminal; the
     caller puts it into the error it raises."""
-    logger = logging.getLogger("wgpu")
+    global _WGPU_LOG
+    logger = _WGPU_LOG
+    if logger is None:
+        logger = _WGPU_LOG = logging.getLogger("wgpu")
     messages: list[str] = []
-    handler = _Collect(messages)
+    handler: _Collect | None = getattr(_IDLE, "handler", None)
+    if handler is None:  # (the first capture in this thread, or one nested in another)
+        handler = _Collect(messages)
+    else:
+        _IDLE.handler = None
+        handler.messages = messages
     propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
@@ -153,6 +170,8 @@ def captured_wgpu_log() -> Iterator[list[str]]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+        handler.messages = []  # (the caller keeps its list; the idle handler holds none)
+        _IDLE.handler = handler
 
 
 def import_wgpu() -> Any:
