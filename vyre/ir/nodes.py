@@ -622,8 +622,11 @@ def _post_order(root: BaseModel) -> list[BaseModel]:
     return out
 
 
-_HASH_LAYOUT: dict[type, tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes], bool],
-                                             ...]]] = {}
+# per class: (class name, per field (its name, "|name=", "|name=N", its table of str
+# segments), whether it has a `ty` field, the getter of its leaf digest key or None)
+_Layout = tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes]], ...], bool,
+                "Callable[[dict[str, Any]], tuple[Any, ...]] | None"]
+_HASH_LAYOUT: dict[type, _Layout] = {}
 # a field's spelling "|name=" plus the encoding of a str value, by value, per class and field
 # (kinds, ops, types and names recur); each table stops growing at this size
 _SEGMENTS_MAX = 512
@@ -668,15 +671,16 @@ def _leaf_getter(cls: type[BaseModel]) -> Callable[[dict[str, Any]], tuple[Any, 
     return operator.itemgetter(*names)
 
 
-def _hash_layout(cls: type[BaseModel]) -> tuple[bytes, tuple[tuple[str, bytes, bytes,
-                                                                    dict[str, bytes], bool], ...]]:
-    """(class name, per field: its name, "|name=", "|name=N" (a node follows), its table
-    of str segments and whether it is a `ty`), made once per class."""
+def _hash_layout(cls: type[BaseModel]) -> _Layout:
+    """(class name, per field: its name, "|name=", "|name=N" (a node follows) and its
+    table of str segments; whether a field is `ty`; the class's leaf key getter (None: not
+    a leaf, _LEAF_DIGESTS)), made once per class."""
     layout = _HASH_LAYOUT.get(cls)
     if layout is None:
+        names = _field_names(cls)
         layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
-            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {}, name == "ty")
-            for name in _field_names(cls)))
+            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {})
+            for name in names), "ty" in names, _LEAF_GETTERS.get(cls))
     return layout
 
 
@@ -712,7 +716,7 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
     memo: dict[int, bytes] = {}
     sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
     scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
-    leaves, getters, plain = _LEAF_DIGESTS, _LEAF_GETTERS, _PLAIN_TYPES
+    leaves, plain = _LEAF_DIGESTS, _PLAIN_TYPES
     subgroups = False
 
     def digest(node: BaseModel, depth: int) -> bytes:
@@ -723,7 +727,7 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
         if classes is not None:
             classes.add(cls)
         values = node.__dict__
-        getter = getters.get(cls)
+        head, fields, has_ty, getter = layouts.get(cls) or _hash_layout(cls)
         key = None
         if getter is not None:  # an operand-less node: its digest may be known by value
             vals = getter(values)
@@ -738,15 +742,15 @@ def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
                         subgroups = subgroups or sg
                     memo[id(node)] = d
                     return d
-        head, fields = layouts.get(cls) or _hash_layout(cls)
         parts = [head]
         sg = cls is Subgroup or (cls is Builtin and values["name"] in sg_builtins)
-        if tys is not None and sg:
-            subgroups = True
-        for name, prefix, node_prefix, segments, is_ty in fields:
+        if tys is not None:
+            if sg:
+                subgroups = True
+            if has_ty:
+                tys.add(values["ty"])
+        for name, prefix, node_prefix, segments in fields:
             v = values[name]
-            if is_ty and tys is not None:
-                tys.add(v)
             t = type(v)
             if t is str or t is scalar:
                 seg = segments.get(v)
@@ -785,9 +789,9 @@ def _dag_digest_iterative(root: BaseModel) -> str:
     memo: dict[int, bytes] = {}
     sha256 = hashlib.sha256
     for node in _post_order(root):
-        head, fields = _hash_layout(type(node))
+        head, fields, _, _ = _hash_layout(type(node))
         parts = [head]
-        for name, prefix, _, _, _ in fields:
+        for name, prefix, _, _ in fields:
             parts.append(prefix)
             parts.append(_encode(getattr(node, name), memo))
         memo[id(node)] = sha256(b"".join(parts)).digest()
