@@ -334,3 +334,26 @@ def test_known_constants_tell_their_values_apart() -> None:
         got = [N.dag_digest(c) for c in consts]
         assert got == [N._dag_digest_iterative(c) for c in consts]
     assert len(set(got)) == len(got) - 1  # (the two NaNs are spelled alike)
+
+
+def test_content_hashes_from_threads_are_the_plain_digests() -> None:
+    """The shared tables of the hash (leaf digests, layouts, segments) filled from four
+    threads at once give every Program its plain digest."""
+    progs = [compile_probe_program(90_000 + i) for i in range(40)]
+    want = [N._dag_digest_iterative(p) for p in progs]
+    got: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(k, len(progs), 4):
+                got[i] = progs[i].model_copy().content_hash
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and [got[i] for i in range(len(progs))] == want
