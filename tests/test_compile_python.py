@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from hypothesis import HealthCheck, given, settings
 
@@ -23,6 +25,7 @@ from vyre.lower import lower, mangle
 from vyre.tools.bench.vyre_impl import compile_probe_program
 from vyre.tools.fuzz import GenOptions, programs
 
+R = TypeVar("R")
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -78,21 +81,15 @@ def test_mangled_names_are_injective_and_cached() -> None:
     assert [mangle(n) for n in names] == [mangle(n) for n in names]
 
 
-def test_cold_compiles_from_threads_agree_with_one_thread() -> None:
-    """Concurrent cold compiles (shared layout, segment and mangling tables) give the
-    sources one thread gives."""
-    progs = [compile_probe_program(70_000 + i) for i in range(24)]
-    alone = [wgsl.generate(p.model_copy()).source for p in progs]
-    ref = vyre.get_backend("reference")
-    got: dict[int, str] = {}
+def _in_threads(n: int, fn: Callable[[int], R]) -> list[R]:
+    """[fn(0), ..., fn(n - 1)], computed by four threads at once (each index by one)."""
+    got: dict[int, R] = {}
     errors: list[BaseException] = []
 
     def work(k: int) -> None:
         try:
-            for i in range(k, len(progs), 4):
-                p = progs[i].model_copy()
-                ref.compile(p)
-                got[i] = wgsl.generate(p).source
+            for i in range(k, n, 4):
+                got[i] = fn(i)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -101,8 +98,23 @@ def test_cold_compiles_from_threads_agree_with_one_thread() -> None:
         t.start()
     for t in threads:
         t.join()
-    assert not errors
-    assert [got[i] for i in range(len(progs))] == alone
+    assert not errors, errors
+    return [got[i] for i in range(n)]
+
+
+def test_cold_compiles_from_threads_agree_with_one_thread() -> None:
+    """Concurrent cold compiles (shared layout, segment and mangling tables) give the
+    sources one thread gives."""
+    progs = [compile_probe_program(70_000 + i) for i in range(24)]
+    alone = [wgsl.generate(p.model_copy()).source for p in progs]
+    ref = vyre.get_backend("reference")
+
+    def cold(i: int) -> str:
+        p = progs[i].model_copy()
+        ref.compile(p)
+        return wgsl.generate(p).source
+
+    assert _in_threads(len(progs), cold) == alone
 
 
 def _nodes(p: N.Program) -> list[N.Node]:
@@ -306,19 +318,13 @@ def test_captured_wgpu_log_reuses_its_handler_and_keeps_captures_apart() -> None
             lg.error("third")
         assert a == ["first", "inner", "second"] and b == ["inner"] and c == ["third"]
         assert lg.handlers == handlers and lg.propagate == propagate
-    got: dict[int, list[str]] = {}
 
-    def work(k: int) -> None:
+    def capture(i: int) -> list[str]:
         with captured_wgpu_log() as log:
-            pass
-        got[k] = log
+            pass  # (a message from one thread reaches every capture open meanwhile)
+        return log
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert got == {k: [] for k in range(4)} and lg.handlers == handlers
+    assert _in_threads(8, capture) == [[]] * 8 and lg.handlers == handlers
 
 
 def test_known_constants_tell_their_values_apart() -> None:
@@ -341,19 +347,4 @@ def test_content_hashes_from_threads_are_the_plain_digests() -> None:
     threads at once give every Program its plain digest."""
     progs = [compile_probe_program(90_000 + i) for i in range(40)]
     want = [N._dag_digest_iterative(p) for p in progs]
-    got: dict[int, str] = {}
-    errors: list[BaseException] = []
-
-    def work(k: int) -> None:
-        try:
-            for i in range(k, len(progs), 4):
-                got[i] = progs[i].model_copy().content_hash
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and [got[i] for i in range(len(progs))] == want
+    assert _in_threads(len(progs), lambda i: progs[i].model_copy().content_hash) == want
