@@ -21,7 +21,7 @@ from vyre.backends.wgpu import fences, uniforms
 from vyre.backends.wgpu import render as wgsl
 from vyre.ir import analysis, visit
 from vyre.ir import nodes as N
-from vyre.lower import lower, mangle
+from vyre.lower import Traits, lower, mangle
 from vyre.tools.bench.vyre_impl import compile_probe_program
 from vyre.tools.fuzz import GenOptions, programs
 
@@ -348,3 +348,17 @@ def test_content_hashes_from_threads_are_the_plain_digests() -> None:
     progs = [compile_probe_program(90_000 + i) for i in range(40)]
     want = [N._dag_digest_iterative(p) for p in progs]
     assert _in_threads(len(progs), lambda i: progs[i].model_copy().content_hash) == want
+
+
+@SETTINGS
+@given(programs(), programs(GenOptions(subgroup_multiple=32)))
+def test_lowering_with_cached_facts_is_the_lowering_without(p: N.Program, q: N.Program) -> None:
+    """What the lowering skips on a Program's cached facts (the assignments the index
+    facts look for, the walk for a Guarded before the rule made one) changes nothing: a
+    copy without them lowers to the same Program."""
+    for x in (p, q):
+        _ = x.content_hash  # (its facts cached)
+        for traits in (wgsl.TRAITS, wgsl.STRAIGHT_TRAITS, Traits(guarded_expr=True)):
+            bare = x.model_copy()
+            assert "expr_facts" not in bare.__dict__
+            assert lower(x, traits) == lower(bare, traits)

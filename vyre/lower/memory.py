@@ -107,6 +107,12 @@ class Guards:
         # the lowering's own memo: node ids are only stable within one statement's map)
         guarded = N.Guarded  # (nothing derives from it)
         self.touches: Fold[bool] = Fold(lambda e, kids: type(e) is guarded or any(kids))
+        # whether a lowered expression may hold a Guarded yet: one of the Program's own (a
+        # lowered Program lowered again; unknown without its cached facts) or one this
+        # rule made (operands are lowered first: an inner load's before the outer index
+        # is asked); until then `touches` is False without a walk
+        known = program.__dict__.get("expr_facts")
+        self.guarded_made = known is None or guarded in known.classes
 
     def known(self, buffer: str, index: N.ExprNode) -> bool | None:
         """Whether `index` (of the Program as written) is below the length whenever it
@@ -122,7 +128,8 @@ class Guards:
 
     def index(self, host: Host, index: N.ExprNode) -> N.ExprNode:
         # (only this rule makes a Guarded, and only with guarded_expr: elsewhere nothing does)
-        return host.once(index) if self.as_expr and self.touches(index) else index
+        return (host.once(index) if self.as_expr and self.guarded_made and self.touches(index)
+                else index)
 
     def load(self, host: Host, e: N.Load, written: N.ExprNode) -> N.ExprNode:
         """`e` (its operands lowered) whose index was `written` in the Program."""
@@ -132,6 +139,7 @@ class Guards:
         i = self.index(host, e.index)
         raw = made(N.RawLoad, buffer=e.buffer, index=i, ty=e.ty)
         if self.as_expr:
+            self.guarded_made = True
             return made(N.Guarded, cond=in_range(i, e.buffer), a=raw, b=zero(e.ty), ty=e.ty)
         t = made(N.Var, name=host.fresh(), ty=e.ty)
         set_t = made(N.Assign, name=t.name, value=raw)
