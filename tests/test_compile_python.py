@@ -9,14 +9,20 @@ compares every generated source between two checkouts.)
 from __future__ import annotations
 
 import logging
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import vyre
+from vyre.backend import BaseBackend
 from vyre.backends.wgpu import fences, uniforms
 from vyre.backends.wgpu import render as wgsl
 from vyre.ir import analysis, visit
@@ -306,6 +312,7 @@ def test_captured_wgpu_log_reuses_its_handler_and_keeps_captures_apart() -> None
     logs, nested captures too, and leaves the logger as it found it."""
     from vyre.backends.wgpu.adapter import captured_wgpu_log
 
+    pytest.importorskip("wgpu")  # (first: it makes the "wgpu" logger of its own class)
     lg = logging.getLogger("wgpu")
     handlers, propagate = list(lg.handlers), lg.propagate
     for _ in range(2):  # (the second round reuses the first's handler)
@@ -362,3 +369,21 @@ def test_lowering_with_cached_facts_is_the_lowering_without(p: N.Program, q: N.P
             bare = x.model_copy()
             assert "expr_facts" not in bare.__dict__
             assert lower(x, traits) == lower(bare, traits)
+
+
+def test_the_python_split_script_runs(backends: dict[str, BaseBackend]) -> None:
+    """scripts/wgpu_compile_python.py (vyre's Python per cold compile, the driver left
+    out) runs, warm and --cold, and reports every row."""
+    if "wgpu" not in backends:
+        pytest.skip("needs a wgpu adapter (lavapipe in CI)")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    for extra in ([], ["--cold"]):
+        res = subprocess.run([sys.executable, str(root / "scripts" / "wgpu_compile_python.py"),
+                              "--rounds", "3", *extra],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        for row in ("compile(), driver left out", "stage: content hash",
+                    "stage: feature/limit checks", "stage: generate = lower + WGSL"):
+            assert row in res.stdout, res.stdout
