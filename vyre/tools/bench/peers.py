@@ -1000,7 +1000,6 @@ class RawWgpuPeer(Peer):
         except Exception as exc:
             raise PeerUnavailable(f"wgpu-py is not importable: {exc}") from None
         self.wgpu = wgpu
-        self.shared = False  # this object's device is vyre's (never destroyed here)
         adapter = None
         try:
             for a in wgpu.gpu.enumerate_adapters_sync():
@@ -1025,12 +1024,12 @@ class RawWgpuPeer(Peer):
         self.U = wgpu.BufferUsage
         # The dispatch workloads run on `dispatch_device` (vyre's wgpu device in the bench)
         # so their rows compare two code paths on one device: two wgpu devices of one GPU
-        # differ by up to 28% in what a submit costs (docs/perf-notes.md, session 17).
+        # differ by up to 28% in what a submit costs (docs/perf-notes.md, session 17). The
+        # twin is never closed: its device is vyre's.
         self._on_dispatch_device: RawWgpuPeer | None = None
         if dispatch_device is not None:
-            twin = copy.copy(self)
-            twin.dev, twin.shared = dispatch_device, True
-            self._on_dispatch_device = twin
+            self._on_dispatch_device = copy.copy(self)
+            self._on_dispatch_device.dev = dispatch_device
 
     def not_applicable(self, metric: str) -> str:
         if metric in ("sum", "scan", "histogram", "sort"):
@@ -1150,9 +1149,9 @@ class RawWgpuPeer(Peer):
                          "wall", y.destroy, extra={"how": how})
 
     def _dispatch_case(self, data: W.Data, mode: str) -> TimedCase:
-        peer = self._on_dispatch_device or self
-        case = peer._inc_case(data, mode)
-        case.extra["device"] = "vyre's wgpu device" if peer.shared else "its own wgpu device"
+        twin = self._on_dispatch_device
+        case = (twin or self)._inc_case(data, mode)
+        case.extra["device"] = "vyre's wgpu device" if twin else "its own wgpu device"
         return case
 
     def _dispatch_launch(self, data: W.Data) -> TimedCase:
