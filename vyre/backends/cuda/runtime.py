@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.backends.cuda.render import SUBGROUP_SIZE
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
@@ -382,7 +382,7 @@ class CudaBackend(BaseBackend):
             interop.signal(self, streams)
 
     @interrupt_safe
-    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
         return self._read_batch([(buffer, offset, length)])[0]
 
     def _staging_ptr(self, size: int) -> int:
@@ -400,10 +400,10 @@ class CudaBackend(BaseBackend):
         return int(p)
 
     @interrupt_safe
-    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
+    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
         """All copies on the stream (after earlier work), then one synchronisation."""
         total = sum(n for _, _, n in ranges)
-        out: list[bytes | memoryview] = []
+        out: list[HostBytes] = []
         drv = self._drv
         if self.interop_active:
             interop.wait_for(self, interop.streams_of(b for b, _, _ in ranges))
@@ -419,17 +419,19 @@ class CudaBackend(BaseBackend):
                 spans.append((pos, n))
                 pos += n
             self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
-            for pos, n in spans:
-                out.append(ctypes.string_at(base + pos, n) if n else b"")
+            for pos, n in spans:  # one copy each, into the array read_many hands out
+                piece = np.empty(n, np.uint8)
+                if n:
+                    ctypes.memmove(piece.ctypes.data, base + pos, n)
+                out.append(piece)
             return out
         for b, o, n in ranges:
             assert isinstance(b, CudaBuffer)
-            dst: bytearray = bytearray(n)
+            dst = np.empty(n, np.uint8)
             if n:  # pageable destination: returns once the copy is complete
-                host = np.frombuffer(dst, dtype=np.uint8)
-                self._call(drv.cuMemcpyDtoHAsync, host.ctypes.data, b.ptr + o, n,
+                self._call(drv.cuMemcpyDtoHAsync, dst.ctypes.data, b.ptr + o, n,
                            self._stream, what="cuMemcpyDtoHAsync")
-            out.append(memoryview(dst))
+            out.append(dst)
         self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
         return out
 

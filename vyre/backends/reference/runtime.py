@@ -18,7 +18,7 @@ import numpy as np
 
 from vyre import features as F
 from vyre import subgroups
-from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
@@ -123,7 +123,7 @@ class ReferenceBackend(BaseBackend):
         assert isinstance(buffer, ReferenceBuffer)
         buffer.array[offset : offset + data.nbytes] = np.frombuffer(data, dtype=np.uint8)
 
-    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
         assert isinstance(buffer, ReferenceBuffer)
         return buffer.array[offset : offset + length].data
 

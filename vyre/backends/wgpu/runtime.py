@@ -20,6 +20,7 @@ import os
 import struct
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from vyre import features as F
 from vyre import subgroups
-from vyre.backend import BaseBackend, Capabilities, Pending
+from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending, host_array
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import IndirectGrid, Timing
@@ -55,6 +56,7 @@ from .adapter import (
     import_wgpu,
     subgroup_lanes,
 )
+from .queue_wait import SPIN_NS, QueueWait
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
 BIND_GROUP_POOL = 256  # shared bind groups kept (least recently used dropped first)
@@ -181,6 +183,8 @@ class WgpuBackend(BaseBackend):
         self._info = info
         self.device = info.device
         self.queue = info.device.queue
+        # a CPU adapter runs its work on the host's cores: asking again only slows it
+        self._queue = QueueWait(info.device, info.details.get("adapter_type") != "CPU")
         self._usage = self._wgpu.BufferUsage
         lim = info.limits
         self._max_binding = int(lim.get("max-storage-buffer-binding-size", 1 << 27))
@@ -253,6 +257,10 @@ class WgpuBackend(BaseBackend):
                 "vendor": d.get("vendor", ""),
                 "description": d.get("description", ""),
                 "wgpu_features": sorted(self._info.wgpu_features),
+                # how the host waits for the device (queue_wait.py)
+                "host_wait": (f"asks without blocking for up to {SPIN_NS // 1000} us, then "
+                              "blocks" if self._queue.spins else
+                              "blocks (a CPU adapter: asking again would take its cores)"),
                 "fma_rounds_once": self._info.fma_fused,
                 # the driver's f32 / and sqrt are correctly rounded (probed); where not,
                 # vyre emits its exact integer division / sqrt (docs/IR.md)
@@ -373,7 +381,7 @@ class WgpuBackend(BaseBackend):
                 edges.append(a1 - 4)
             words = self._read_raw([(buffer, e, 4) for e in edges])
             for e, w in zip(edges, words):
-                span[e - a0 : e - a0 + 4] = w
+                span[e - a0 : e - a0 + 4] = w.tobytes()
             span[offset - a0 : offset - a0 + n] = data
             self.queue.write_buffer(buffer.gpu, a0, span)
         except BackendError:
@@ -381,11 +389,11 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error(f"writing {n} bytes to {buffer.describe()}", exc, n) from None
 
-    def _read(self, buffer: BufferBase, offset: int, length: int) -> bytes | memoryview:
+    def _read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
         return self._read_batch([(buffer, offset, length)])[0]
 
     @interrupt_safe
-    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[bytes | memoryview]:
+    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
         try:
             if self._unchecked:  # the status words come back with the data: one map
                 status = self._take_unchecked()
@@ -425,13 +433,14 @@ class WgpuBackend(BaseBackend):
 
     def _read_raw(
         self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None
-    ) -> list[bytes]:
-        """The bytes of `ranges`, in one submission and one map; with `status`, the 16
-        bytes of each of those status buffers come first in the result."""
+    ) -> list[np.ndarray]:
+        """The bytes of `ranges`, in one submission and one map, each copied once out of
+        the mapping into a new uint8 array; with `status`, the 16 bytes of each of those
+        status buffers come first in the result."""
         status = status or []
         ranges_nz = [(b, o, n) for b, o, n in ranges if n]
         if not ranges_nz and not status:
-            return [b"" for _ in ranges]
+            return [_NO_BYTES.copy() for _ in ranges]
         plan, total = self._plan_reads(ranges_nz, 16 * len(status))
         staging = self._staging_buffer(total)
         enc = self.device.create_command_encoder()
@@ -440,29 +449,16 @@ class WgpuBackend(BaseBackend):
         for gpu, a0, size, soff in plan:
             enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
         self.queue.submit([enc.finish()])
-        raw = self._map_staging(staging, total)
-        out: list[bytes] = [bytes(raw[16 * i : 16 * i + 16]) for i in range(len(status))]
-        it = iter(zip(ranges_nz, plan))
-        for _b, _o, n in ranges:
-            if not n:
-                out.append(b"")
-                continue
-            (_, o, n), (_, a0, _, soff) = next(it)
-            start = soff + (o - a0)
-            out.append(bytes(raw[start : start + n]))
+        pieces = [(16 * i, 16) for i in range(len(status))]
+        pieces += [(soff + (o - a0), n) for (_, o, n), (_, a0, _, soff) in zip(ranges_nz, plan)]
+        got = iter(self._map_staging(staging, total, pieces))
+        out = [next(got) for _ in status]
+        out += [next(got) if n else _NO_BYTES.copy() for _b, _o, n in ranges]
         return out
 
-    def _map_staging(self, staging: Any, total: int) -> memoryview:
-        size = max(4, _align_up(total))
-        try:
-            staging.map_async("READ_NOSYNC", 0, size).sync_wait()
-        except (ValueError, TypeError):
-            staging.map_sync(self._wgpu.MapMode.READ, 0, size)
-        try:
-            data: memoryview = staging.read_mapped(0, size)  # a copy
-        finally:
-            staging.unmap()
-        return data
+    def _map_staging(self, staging: Any, total: int, pieces: list[tuple[int, int]]
+                     ) -> list[np.ndarray]:
+        return self._queue.read_mapped(staging, max(4, _align_up(total)), pieces)
 
     # ------------------------------------------------------------ compile
     def _specialisation(self, bound: BoundDispatch) -> Any:
@@ -699,10 +695,10 @@ class WgpuBackend(BaseBackend):
             status = self._take_unchecked()
             self._raise_flagged(status, self._read_raw([], status))
 
-    def _raise_flagged(self, status: list[_Status], words: list[bytes]) -> None:
+    def _raise_flagged(self, status: list[_Status], words: Sequence[np.ndarray]) -> None:
         errors = []
         for st, raw in zip(status, words):
-            flags, count = struct.unpack_from("<II", raw)
+            flags, count = struct.unpack_from("<II", raw.tobytes())
             if flags:
                 self.queue.write_buffer(st.buffer, 0, bytes(16))
                 errors.append(self._status_message(st, flags, count))
@@ -864,28 +860,13 @@ class WgpuBackend(BaseBackend):
                          copy, check, tuple(status))
 
     def _wait(self) -> None:
-        poll = getattr(self.device, "_poll_wait", None)
-        if poll is not None:
-            poll()
-            return
-        self._read_raw([])  # pragma: no cover - older wgpu-py
+        self._queue.drain()
 
     def _queue_empty(self) -> bool:
-        poll = getattr(self.device, "_poll", None)
-        if poll is None:
-            return False
         try:
-            from wgpu.backends.wgpu_native._api import libf
-
-            return bool(libf.wgpuDevicePoll(self.device._internal, False, self._ffi_null()))
+            return self._queue.empty()
         except Exception:
             return False
-
-    @staticmethod
-    def _ffi_null() -> Any:
-        from wgpu.backends.wgpu_native._ffi import ffi
-
-        return ffi.NULL
 
     # ------------------------------------------------------------ dispatch
     @interrupt_safe
@@ -906,25 +887,35 @@ class WgpuBackend(BaseBackend):
             self.queue.write_buffer(binding.uniform, 0, rec.data)
             binding.data = rec.data
 
-    @interrupt_safe
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         # wgpu-native aborts the process when two threads submit at once: under the lock
         with self._lock:
             if self._closed or self._device_lost is not None:
                 self._check_open()
-            try:
-                self._refresh_uniforms(record)
-                enc = self.device.create_command_encoder()
-                direct = record.direct
-                if direct is not None:
-                    _one_dispatch(enc, record, direct)
-                else:
-                    self._encode(enc, [record], 1, None)
-                self.queue.submit([enc.finish()])
-                if record.status:  # loop-limit / indirect-grid flags: checked before reads
-                    self._submitted([record])
-            except Exception as exc:
-                raise self._gpu_error(f"dispatching {record.name!r}", exc) from None
+            binding = record.binding
+            if record.status or (binding.data is not record.data
+                                 and binding.data != record.data):
+                # an interrupt between the uniform write and noting it, or between the
+                # submit and noting its status flags, would leave either stale: deferred
+                with deferred_interrupts():
+                    self._submit_record(record)
+            else:  # (an interrupt here drops at most an encoder that was never submitted)
+                self._submit_record(record)
+
+    def _submit_record(self, record: _Recorded) -> None:
+        try:
+            self._refresh_uniforms(record)
+            enc = self.device.create_command_encoder()
+            direct = record.direct
+            if direct is not None:
+                _one_dispatch(enc, record, direct)
+            else:
+                self._encode(enc, [record], 1, None)
+            self.queue.submit([enc.finish()])
+            if record.status:  # loop-limit / indirect-grid flags: checked before reads
+                self._submitted([record])
+        except Exception as exc:
+            raise self._gpu_error(f"dispatching {record.name!r}", exc) from None
 
     @interrupt_safe
     def _launch(self, bound: BoundDispatch) -> Pending:
@@ -959,7 +950,7 @@ class WgpuBackend(BaseBackend):
             try:
                 with self._lock:
                     if ts is not None:
-                        device_ns = _timestamp_ns(self._map_staging(ts.staging, 16))
+                        device_ns = _timestamp_ns(self._map_staging(ts.staging, 16, [(0, 16)])[0])
                         self._release_timestamps(ts)
                     else:
                         self._wait()
@@ -1013,11 +1004,13 @@ class WgpuBackend(BaseBackend):
             self.queue.submit([enc.finish()])
             self._submitted(state.checked)
             t1 = time.perf_counter_ns()
+            pieces = [(0, 16)] if ts else []
+            pieces += [(soff + (o - a0), n) for (_, o, n), (_, a0, _, soff) in zip(nz, plan)]
             if staging is not None:
-                raw = self._map_staging(staging, total)
+                got = self._map_staging(staging, total, pieces)
             else:
                 self._wait()
-                raw = memoryview(b"")
+                got = []
             self._check_status()
         except BackendError:
             raise
@@ -1025,27 +1018,20 @@ class WgpuBackend(BaseBackend):
             raise self._gpu_error("running a pipeline", exc) from None
         t2 = time.perf_counter_ns()
         device_ns = None
+        it = iter(got)
         if ts is not None:
-            device_ns = _timestamp_ns(raw[:16])
+            device_ns = _timestamp_ns(next(it))
             self._release_timestamps(ts)
-        out = []
-        it = iter(plan)
-        for (_b, o, n), r in zip(ranges, reads):
-            if not n:
-                data = b""
-            else:
-                _, a0, _, soff = next(it)
-                start = soff + (o - a0)
-                data = bytes(raw[start : start + n])
-            out.append(np.frombuffer(bytearray(data), dtype=np.dtype(r.dtype)))
+        out = [host_array(next(it) if n else _NO_BYTES.copy(), np.dtype(r.dtype))
+               for (_b, _o, n), r in zip(ranges, reads)]
         timing = Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device_ns)
         return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
 
     def _synchronize(self) -> None:
         try:
-            # the poll is one native call, which leaves nothing half-done for an interrupt
-            # to tear; only reading the status flags back (a submit and a map) is guarded,
-            # so dispatch.roundtrip's usual wait pays for no guard
+            # the wait only asks (polls), which leaves nothing half-done for an interrupt to
+            # tear; only reading the status flags back (a submit and a map) is guarded, so
+            # dispatch.roundtrip's usual wait pays for no guard
             self._wait()
             if self._unchecked:
                 with deferred_interrupts():
@@ -1069,6 +1055,7 @@ class WgpuBackend(BaseBackend):
             self.device.destroy()
 
 
+_NO_BYTES = np.empty(0, np.uint8)
 _TIMESTAMP_POOL = 8  # timestamp sets kept for reuse (more only with dispatches in flight)
 
 
@@ -1093,7 +1080,7 @@ class _TimestampSet:
                 obj.destroy()
 
 
-def _timestamp_ns(raw: memoryview | bytes) -> int | None:
+def _timestamp_ns(raw: HostBytes) -> int | None:
     if len(raw) < 16:
         return None
     begin, end = struct.unpack_from("<QQ", bytes(raw[:16]))
