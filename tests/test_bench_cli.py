@@ -103,7 +103,8 @@ def test_every_vyre_figure_is_present_and_checked(quick_run: dict[str, Any]) -> 
             assert len(r["samples_s"]) == r["repeat"] >= 1
             assert r["timer"] in ("device", "wall")
         # the figures every backend must produce
-        for metric in ("dispatch.launch", "dispatch.roundtrip", "cpp.resident", "cpp.host",
+        for metric in ("dispatch.launch", "dispatch.roundtrip", "dispatch.readback",
+                       "cpp.resident", "cpp.host",
                        "copy", "saxpy", "sum", "scan", "matmul", "compile.cold",
                        "compile.warm_memory"):
             assert mine[metric]["status"] == OK, (g["group"], metric, mine[metric])
@@ -141,11 +142,13 @@ def test_dispatch_rows_share_the_device_and_time_many_rounds(quick_run: dict[str
             if r["group"] == "wgpu" and r["metric"].startswith("dispatch.")}
     if not rows:
         pytest.skip("no wgpu adapter here (the dispatch rows of the wgpu group need one)")
-    for metric in ("dispatch.launch", "dispatch.roundtrip", "dispatch.batch100"):
+    for metric in ("dispatch.launch", "dispatch.roundtrip", "dispatch.readback",
+                   "dispatch.batch100"):
         raw = rows[(metric, "raw wgpu-py")]
         assert raw["status"] == OK and raw["check"] == "passed", raw
         assert raw["extra"]["device"] == "vyre's wgpu device"
     assert rows[("dispatch.roundtrip", "vyre wgpu")]["size"]["rounds"] == sizes.roundtrips
+    assert rows[("dispatch.readback", "vyre wgpu")]["size"]["rounds"] == sizes.roundtrips
     assert rows[("dispatch.batch100", "vyre wgpu")]["size"]["rounds"] == sizes.batch_runs
     assert W.dispatch_rounds("roundtrip", sizes) == sizes.roundtrips > 1
     assert W.dispatch_rounds("batch", sizes) == sizes.batch_runs > 1

@@ -113,6 +113,20 @@ class NumpyPeer(Peer):
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
         return self._inc(data, 1)
 
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        y = data.small_y0.copy()
+        count = [0]
+
+        def work() -> None:
+            np.add(y, 1, out=y)
+            y.copy()
+            count[0] += 1
+
+        return TimedCase(lambda: wall_rounds(work, None, W.dispatch_rounds("readback",
+                                                                           data.sizes)),
+                         lambda: W.check_inc(y, data.small_y0, count[0]), "wall",
+                         extra={"how": "np.add(y, 1, out=y), then y.copy()"})
+
     def _copy(self, data: W.Data) -> TimedCase:
         x = data.unit_f32
         o = np.full_like(x, np.nan)
@@ -247,6 +261,14 @@ class CupyPeer(Peer):
             def work() -> None:
                 ker(*args)
                 count[0] += 1
+        elif mode == "readback":
+            sync = None  # (get() waits)
+            extra["how"] = "kernel, then y.get()"
+
+            def work() -> None:
+                ker(*args)
+                y.get()
+                count[0] += 1
         else:
             nb = data.sizes.batch
             stream = cp.cuda.Stream(non_blocking=True)
@@ -273,6 +295,9 @@ class CupyPeer(Peer):
 
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "roundtrip")
+
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "readback")
 
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "batch")
@@ -431,6 +456,14 @@ class TorchPeer(Peer):
             def work() -> None:
                 y.add_(1)
                 count[0] += 1
+        elif mode == "readback":
+            sync = None  # (cpu() waits)
+            extra["how"] += ", then tensor.cpu()"
+
+            def work() -> None:
+                y.add_(1)
+                y.cpu()
+                count[0] += 1
         else:
             nb = data.sizes.batch
             side = torch.cuda.Stream()
@@ -464,6 +497,9 @@ class TorchPeer(Peer):
 
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "roundtrip")
+
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "readback")
 
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "batch")
@@ -584,20 +620,25 @@ class TritonPeer(TorchPeer):
         kern[grid](y, n, BLOCK=self.BLOCK)  # compile outside the timing
         count = [1]
         k = data.sizes.launches if mode == "launch" else (
-            1 if mode == "roundtrip" else data.sizes.batch)
+            data.sizes.batch if mode == "batch" else 1)
+        readback = mode == "readback"
 
         def work() -> None:
             for _ in range(k):
                 kern[grid](y, n, BLOCK=self.BLOCK)
+            if readback:
+                y.cpu()
             count[0] += k
 
         def check() -> str | None:
             got = y.cpu().numpy().astype(np.uint32)
             return W.check_inc(got, data.small_y0, count[0])
 
-        how = ("kernel[grid](...) per dispatch" if mode != "batch"
-               else f"{k} kernel[grid](...) calls in a row (no graph)")
-        return TimedCase(lambda: wall_rounds(work, torch.cuda.synchronize, rounds), check, "wall",
+        how = {"batch": f"{k} kernel[grid](...) calls in a row (no graph)",
+               "readback": "kernel[grid](...), then tensor.cpu()"}.get(
+                   mode, "kernel[grid](...) per dispatch")
+        sync = None if readback else torch.cuda.synchronize
+        return TimedCase(lambda: wall_rounds(work, sync, rounds), check, "wall",
                          extra={"how": how})
 
     def _copy(self, data: W.Data) -> TimedCase:
@@ -801,6 +842,17 @@ class RawCudaPeer(Peer):
             def work() -> None:
                 go()
                 count[0] += 1
+        elif mode == "readback":
+            out = np.empty_like(data.small_y0)
+            copy, sync_stream = drv.cuMemcpyDtoHAsync, drv.cuStreamSynchronize
+            extra["how"] = ("cuLaunchKernel, cuMemcpyDtoHAsync into a host array, "
+                            "cuStreamSynchronize")
+
+            def work() -> None:
+                go()
+                self._cu(copy, out.ctypes.data, y, out.nbytes, self.stream)
+                self._cu(sync_stream, self.stream)
+                count[0] += 1
         else:
             nb = data.sizes.batch
             mode_g = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
@@ -820,7 +872,7 @@ class RawCudaPeer(Peer):
 
         def run() -> float:
             _ = keep  # the packed argument array must outlive every launch
-            return wall_rounds(work, self._sync, rounds)
+            return wall_rounds(work, None if mode == "readback" else self._sync, rounds)
 
         return TimedCase(run, lambda: W.check_inc(self._read(y, data.small_y0), data.small_y0,
                                                   count[0]),
@@ -831,6 +883,9 @@ class RawCudaPeer(Peer):
 
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "roundtrip")
+
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        return self._inc_case(data, "readback")
 
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
         return self._inc_case(data, "batch")
@@ -1131,6 +1186,20 @@ class RawWgpuPeer(Peer):
             def work() -> None:
                 self._pass(pipe, bg, g, 1)
                 count[0] += 1
+        elif mode == "readback":
+            staging = self.dev.create_buffer(size=y.size,
+                                             usage=self.U.MAP_READ | self.U.COPY_DST)
+            read_mode = self.wgpu.MapMode.READ
+
+            def work() -> None:
+                self._pass(pipe, bg, g, 1)
+                enc = self.dev.create_command_encoder()
+                enc.copy_buffer_to_buffer(y, 0, staging, 0, y.size)
+                self.dev.queue.submit([enc.finish()])
+                staging.map_sync(read_mode)
+                np.frombuffer(staging.read_mapped(), np.uint32)
+                staging.unmap()
+                count[0] += 1
         else:
             nb = data.sizes.batch
 
@@ -1139,14 +1208,21 @@ class RawWgpuPeer(Peer):
                 count[0] += nb
 
         def run() -> float:
-            return wall_rounds(work, self._wait, rounds)
+            return wall_rounds(work, None if mode == "readback" else self._wait, rounds)
+
+        def close() -> None:
+            y.destroy()
+            if mode == "readback":
+                staging.destroy()
 
         how = {"launch": "one encoder + pass + submit per dispatch",
                "roundtrip": "one encoder + pass + submit, then wait",
+               "readback": "one encoder + pass + submit, a copy into a kept MAP_READ buffer, "
+                           "map_sync + read_mapped + unmap",
                "batch": "all dispatches in one compute pass, one submit"}[mode]
         return TimedCase(run, lambda: W.check_inc(self._read(y, np.uint32), data.small_y0,
                                                   count[0]),
-                         "wall", y.destroy, extra={"how": how})
+                         "wall", close, extra={"how": how})
 
     def _dispatch_case(self, data: W.Data, mode: str) -> TimedCase:
         twin = self._on_dispatch_device
@@ -1159,6 +1235,9 @@ class RawWgpuPeer(Peer):
 
     def _dispatch_roundtrip(self, data: W.Data) -> TimedCase:
         return self._dispatch_case(data, "roundtrip")
+
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        return self._dispatch_case(data, "readback")
 
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
         return self._dispatch_case(data, "batch")

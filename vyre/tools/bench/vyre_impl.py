@@ -183,6 +183,20 @@ class VyreImpl:
         return TimedCase(lambda: wall_rounds(work, b.synchronize, rounds),
                          self._inc_check(y, data, count), "wall", self._free(y))
 
+    def _dispatch_readback(self, data: W.Data) -> TimedCase:
+        b = self.backend
+        y, bound, count = self._inc_setup(data)
+        rounds = W.dispatch_rounds("readback", data.sizes)
+
+        def work() -> None:
+            b.dispatch_with_device_buffers(bound)
+            b.read(y, dtype=np.uint32)
+            count[0] += 1
+
+        return TimedCase(lambda: wall_rounds(work, None, rounds),
+                         self._inc_check(y, data, count), "wall", self._free(y),
+                         extra={"how": "dispatch_with_device_buffers, then read(y)"})
+
     def _dispatch_batch100(self, data: W.Data) -> TimedCase:
         b = self.backend
         if not self.has_pipeline:

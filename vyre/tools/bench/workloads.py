@@ -23,7 +23,8 @@ WORKLOADS = ("dispatch", "cpp", "copy", "saxpy", "sum", "scan", "histogram", "so
 
 #: The metrics each workload produces, in table order.
 METRICS_OF = {
-    "dispatch": ("dispatch.launch", "dispatch.roundtrip", "dispatch.batch100"),
+    "dispatch": ("dispatch.launch", "dispatch.roundtrip", "dispatch.readback",
+                 "dispatch.batch100"),
     "cpp": ("cpp.resident", "cpp.host"),
     "copy": ("copy",),
     "saxpy": ("saxpy",),
@@ -87,10 +88,12 @@ def compile_constant(salt: int) -> int:
 
 def dispatch_rounds(mode: str, s: Sizes) -> int:
     """How many times one repetition of a dispatch workload does its work and waits:
-    "launch" once (its `launches` dispatches, then one wait), "roundtrip" `roundtrips`
-    times, "batch" `batch_runs` times. One round of a roundtrip is a few microseconds on a
-    GPU, so a repetition of one would be timer noise and the order of the implementations."""
-    return {"launch": 1, "roundtrip": s.roundtrips, "batch": s.batch_runs}[mode]
+    "launch" once (its `launches` dispatches, then one wait), "roundtrip" and "readback"
+    `roundtrips` times, "batch" `batch_runs` times. One round of a roundtrip is a few
+    microseconds on a GPU, so a repetition of one would be timer noise and the order of the
+    implementations."""
+    return {"launch": 1, "roundtrip": s.roundtrips, "readback": s.roundtrips,
+            "batch": s.batch_runs}[mode]
 
 
 FULL = Sizes()
@@ -114,6 +117,11 @@ def metric(name: str, s: Sizes) -> Metric:
         "dispatch.roundtrip": Metric(
             name, "us", "lower", lambda t: t * us / s.roundtrips,
             f"one small dispatch and a wait for it ({s.roundtrips} in a row per repetition)",
+            {"elements": s.small, "rounds": s.roundtrips}),
+        "dispatch.readback": Metric(
+            name, "us", "lower", lambda t: t * us / s.roundtrips,
+            f"one small dispatch, then its {s.small * 4:,}-byte result read back into a host "
+            f"array ({s.roundtrips} in a row per repetition)",
             {"elements": s.small, "rounds": s.roundtrips}),
         "dispatch.batch100": Metric(
             name, "us", "lower", lambda t: t * us / (s.batch * s.batch_runs),
