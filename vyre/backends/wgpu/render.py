@@ -72,6 +72,11 @@ _BUILTIN_VAR = {
     "num_workgroups": "vy_nwg",
 }
 _AXES = "xyz"
+# Array accesses the printer makes itself, audited for modules without naga's bounds checks
+# (WgslModule.unproven_access): each is in range by construction, as its comment says
+# (_raw_ref, _atomic_fn, _lane_fn, _vec_run, vy_inv_pio4, vy_status), except the eager
+# select of a guarded load (_guarded_load), which marks its module unproven. Uniforms are
+# struct fields; subgroup shuffles index no array.
 _SIMPLE_BIN = {
     "add": "+", "sub": "-", "mul": "*",
     "and": "&", "or": "|", "xor": "^",
@@ -102,6 +107,11 @@ class WgslModule:
     # the binding of the hidden status buffer (array<atomic<u32>>, bit 0: the driver ended a
     # loop an invocation was in, see LOOP_LIMIT_FLAG), or None when the shader has none
     status_binding: int | None = None
+    # the first array access printed whose index this printer cannot vouch for (the eager
+    # select of a guarded load reads out of range on purpose), or None: every access of
+    # the source is in range by construction, so the runtime may compile it without naga's
+    # bounds checks (trusted.py). A function of the source: the same text, the same answer.
+    unproven_access: str | None = None
 
 
 @dataclass
@@ -141,6 +151,8 @@ class _Ctx:
     hoisted: dict[str, tuple[str, ScalarType]] | None = None
     hoisted_nodes: dict[int, tuple[N.ExprNode, str]] = field(default_factory=dict)  # by id
     invariant: dict[int, tuple[N.ExprNode, int]] = field(default_factory=dict)  # _invariant's
+    # the first access printed that is not in range by construction (WgslModule's field)
+    unproven: str | None = None
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -858,6 +870,7 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
         "        return vec2<f32>(r, n);\n"
         "    }\n"
         "    let xi = bitcast<u32>(ax);\n"
+        # (in range by construction: idx <= 15, so idx + 8 <= 23 < 24, the table's length)
         "    let idx = (xi >> 26u) & 15u;\n"
         "    let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);\n"
         "    let lo = m * vy_inv_pio4[idx];\n"
@@ -1445,7 +1458,10 @@ def _vec_arrays(ctx: _Ctx) -> frozenset[str]:
 
 
 def _lane_fn(ctx: _Ctx, name: str, store: bool) -> str:
-    """The helper that reads (writes) element i of vec4 workgroup array `name`."""
+    """The helper that reads (writes) element i of vec4 workgroup array `name`. In range
+    by construction where i is (a raw access's index, i < count, count a multiple of 4:
+    i >> 2 < count / 4, and i & 3 < 4); called from a guarded select, that select marks
+    the module unproven (_guarded_load)."""
     arr, ty = _storage_ref(ctx, name)
     t = wgsl_type(ty)
     fn = f"vy_{'st' if store else 'ld'}_{arr}"
@@ -1512,6 +1528,9 @@ def _vec_run(ctx: _Ctx, run: Run, stmts: tuple[N.StmtNode, ...], ind: str) -> li
     vec4 load / store (vectors.py says why that is their own result); each value and each
     target goes through the fence flow as its own statement would."""
     arr, ty = _storage_ref(ctx, run.array)
+    # In range by construction: each statement of a run is a raw access, so lane 0's index
+    # base + c < count, and base + c is a multiple of 4 (count too): (base + c) >> 2, which
+    # both spellings compute (split: base and c multiples of 4, no wrap), is < count / 4.
     if run.split:  # base + c never wraps: the constant part stays an immediate offset
         quad = f"({expr(ctx, run.base)} >> 2u)" + (f" + {run.quad}u" if run.quad else "")
     else:
@@ -1547,7 +1566,13 @@ def _guarded_load(ctx: _Ctx, e: N.Guarded, cond: str, raw: str) -> str:
     """A load behind its index test as WGSL's eager `select`: the raw read runs even where
     the test fails, which WebGPU allows (an out-of-range read returns some value of the
     binding or 0, never a fault), and its value is then discarded. The 0 is fenced like a
-    bound constant, so the select stays opaque (fences.py)."""
+    bound constant, so the select stays opaque (fences.py). The one access this printer
+    prints out of range on purpose: the module keeps naga's bounds checks (without them an
+    out-of-range read is undefined behaviour: workgroup memory has no robust access, nor
+    has storage on a driver without robustBufferAccess)."""
+    if ctx.unproven is None:
+        read = e.a.buffer if isinstance(e.a, N.Load) else type(e.a).__name__
+        ctx.unproven = f"the eager select load of {read!r}"
     return f"select({_bound_value(ctx, e.b)}, {raw}, {cond})"
 
 
@@ -1782,6 +1807,7 @@ def _atomic(ctx: _Ctx, s: N.Atomic, ind: str) -> list[str]:
 # loop that must iterate twice (its trip count is a uniform the compiler cannot know);
 # once the budget is spent the driver ends it after one pass and the invocation flags it.
 # It cannot tell a cut loop from a spent budget, so it raises for both (never silent).
+# (vy_status[0] is in range by construction: the runtime binds 16 bytes, 4 words.)
 LOOP_LIMIT_FLAG = 1
 #: passes of the driver's budget the sentinel itself uses (only where it is emitted)
 LOOP_SENTINEL_ITERATIONS = 2
@@ -1968,5 +1994,6 @@ def generate(
         [*head, "", *decls, "", *[ctx.helpers[k] for k in ctx.helpers], "", *entry, ""]
     )
     return WgslModule(
-        source=src, layout=layout, storage_access=tuple(access), status_binding=status
+        source=src, layout=layout, storage_access=tuple(access), status_binding=status,
+        unproven_access=ctx.unproven,
     )

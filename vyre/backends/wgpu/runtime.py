@@ -48,6 +48,7 @@ from vyre.ir.types import ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import render as wgsl
+from . import trusted
 from .adapter import (
     FEATURE_TYPES,
     SUBGROUP_PROBE_SHAPES,
@@ -90,6 +91,9 @@ class Compiled:
     bind_group_layout: Any
     pipeline: Any
     status: _Status | None = None  # the cut-loop flag (adapters with a loop limit: loopcount.py)
+    # naga's bounds checks are on in `shader` (off only where the printer proved every
+    # access in range and wgpu-native can: trusted.py)
+    bounds_checks: bool = True
 
     @property
     def source(self) -> str:
@@ -210,6 +214,8 @@ class WgpuBackend(BaseBackend):
         self._subgroup_shapes: dict[tuple[int, int, int], bool] = dict.fromkeys(
             SUBGROUP_PROBE_SHAPES, True)
         self._device_lost: str | None = None  # wgpu's message once an operation saw the loss
+        # why every module keeps naga's bounds checks, or None: off where proven (trusted.py)
+        self._checks_reason = trusted.unavailable_reason(self.device)
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
             {ScalarType.BOOL, ScalarType.I32, ScalarType.U32, ScalarType.F32}
@@ -273,6 +279,8 @@ class WgpuBackend(BaseBackend):
                 # loops silently end after this many iterations per invocation (probed);
                 # vyre detects it and raises DispatchError
                 "loop_iteration_limit": self._info.loop_limit,
+                # naga's clamps on array indexes (trusted.py); loop bounding always on
+                "shader_bounds_checks": trusted.detail(self._checks_reason),
                 # subgroup operations (docs/IR.md, "Subgroups"): the probed size, or None
                 "subgroup_size": self._info.subgroup_size,
                 "subgroups": self._info.subgroup_note,
@@ -530,7 +538,9 @@ class WgpuBackend(BaseBackend):
         # the user's terminal
         with captured_wgpu_log() as log:
             try:
-                shader = self.device.create_shader_module(label=program.name, code=mod.source)
+                shader, checked = trusted.create_module(
+                    self.device, program.name, mod.source,
+                    self._checks_reason is None and mod.unproven_access is None)
             except Exception as exc:
                 raise CompileError(
                     self.id, f"naga rejected the WGSL for program {program.name!r}",
@@ -552,7 +562,8 @@ class WgpuBackend(BaseBackend):
                     mod.source, "\n".join([str(exc), *log]),
                 ) from None
         return Compiled(
-            module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status
+            module=mod, shader=shader, bind_group_layout=bgl, pipeline=pipeline, status=status,
+            bounds_checks=checked,
         )
 
     def _layouts(self, access: tuple[str, ...], status_binding: int | None) -> tuple[Any, Any]:
