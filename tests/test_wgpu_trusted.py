@@ -156,7 +156,7 @@ def wgpu() -> Iterator[BaseBackend]:
     b.close()
 
 
-def _matmul_case() -> tuple[N.Program, dict[str, np.ndarray], DispatchConfig]:
+def _matmul_case() -> tuple[N.Program, dict[str, Any], DispatchConfig]:
     """A matmul whose tiles are partial at every edge (70 x 33 by 33 x 50)."""
     rng = np.random.default_rng(17)
     a = rng.standard_normal((70, 33)).astype(np.float32)
