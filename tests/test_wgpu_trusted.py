@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -319,3 +321,17 @@ def test_naga_still_rejects_bad_wgsl_in_a_module_without_checks(
     with pytest.raises(vyre.CompileError) as info:
         wgpu.compile(_matmul_case()[0])
     assert "fn main(((" in info.value.source and info.value.log
+
+
+@needs_wgpu
+def test_the_ab_script_compares_both_sides() -> None:
+    """scripts/wgpu_bounds_checks_ab.py (the H100 measurement) at the quick sizes: the
+    matmul's one program without checks on the trusted side only, the same bits."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "wgpu_bounds_checks_ab.py"
+    r = subprocess.run([sys.executable, str(script), "--quick", "--workloads", "matmul",
+                        "--repeat", "2", "--no-cuda"], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, trusted.ENV_BOUNDS_CHECKS: "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith("matmul"))
+    assert row.split()[5:8] == ["1/1", "0/1", "same"], r.stdout
+    assert f"on ({trusted.ENV_BOUNDS_CHECKS}=1)" in r.stdout and PROVEN in r.stdout
