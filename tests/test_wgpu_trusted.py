@@ -317,10 +317,16 @@ def test_naga_still_rejects_bad_wgsl_in_a_module_without_checks(
         assert mod.unproven_access is None  # (so it goes through the trusted call)
         return dataclasses.replace(mod, source=mod.source.replace("fn main(", "fn main(((", 1))
 
+    k = ProgramBuilder("trusted_but_broken", 4)  # (a Program no other test compiled)
+    o = k.buffer("o", U32, "write", count=4)
+    with k.for_range(0, 4) as r:
+        o[r] = r
     monkeypatch.setattr(wgsl, "generate", broken)
     with pytest.raises(vyre.CompileError) as info:
-        wgpu.compile(_matmul_case()[0])
+        wgpu.compile(k.build())
     assert "fn main(((" in info.value.source and info.value.log
+    monkeypatch.setattr(wgsl, "generate", real)
+    assert wgpu.compile(k.build()).bounds_checks is False
 
 
 @needs_wgpu
