@@ -54,7 +54,7 @@ from .errors import (
 from .features import MANAGED_MEMORY
 from .ir.nodes import Program
 from .ir.validate import validate
-from .pipeline import Pipeline, PipelineResult, ReadRange, Step
+from .pipeline import Pipeline, PipelineResult, ReadRange, Step, checked_read
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -395,23 +395,25 @@ class BaseBackend:
 
         Waits for work already enqueued on this backend that may write the buffer.
         """
-        return self.read_many([ReadRange(buffer, offset, length, dtype)])[0]
+        self._check_open()
+        return self._read_checked([checked_read(self, ReadRange(buffer, offset, length,
+                                                                dtype))])[0]
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         self._check_open()
-        from .pipeline import checked_read
+        return self._read_checked([
+            checked_read(self, r) for r in _iterable(
+                ranges, "read_many", "buffers, ReadRanges or (buffer, offset, length, dtype) "
+                "tuples")])
 
-        todo = []
-        for r in _iterable(ranges, "read_many", "buffers, ReadRanges or (buffer, offset, "
-                           "length, dtype) tuples"):
-            rr = checked_read(self, r)
-            todo.append((rr.buffer, rr.offset, int(rr.length or 0), rr.dtype))
+    def _read_checked(self, todo: list[ReadRange]) -> list[np.ndarray]:
+        """The reads `checked_read` passed, in one batch under the lock."""
         with self._lock:
             self._check_open()
-            for b, _, _, _ in todo:
-                check_usable(b)
-            raw = self._read_batch([(b, o, n) for b, o, n, _ in todo])
-        return [host_array(data, dt) for data, (_, _, _, dt) in zip(raw, todo)]
+            for rr in todo:
+                check_usable(rr.buffer)
+            raw = self._read_batch([(rr.buffer, rr.offset, int(rr.length or 0)) for rr in todo])
+        return [host_array(data, rr.dtype) for data, rr in zip(raw, todo)]
 
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
         """Backends with a cheaper batched readback override this."""
@@ -798,6 +800,8 @@ def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) 
 
 def _iterable(items: Any, what: str, of: str) -> Iterable[Any]:
     """`items` if it can be iterated (and is not text), else InvalidDispatch naming `of`."""
+    if type(items) is list or type(items) is tuple:
+        return items  # (the usual case, without the abstract-base-class test)
     if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
         raise InvalidDispatch(f"{what} takes an iterable of {of}, got {type(items).__name__}")
     return items
