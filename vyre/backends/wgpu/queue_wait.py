@@ -5,11 +5,11 @@ wgpu-native's blocking poll (`wgpuDevicePoll` with wait=true, wgpu-py's `_poll_w
 in the driver until the queue's fence signals; on NVIDIA's Vulkan driver that wake-up costs
 tens of microseconds. wgpu-py's `map_async(...).sync_wait()` adds two thread hand-offs on
 top (a poll thread is woken to poll, and then wakes the caller). So this module asks the
-device itself, without blocking, handing its core back to the scheduler between asks
-(lavapipe runs the shaders on this machine's own cores), and blocks only once the work has
-outlasted `SPIN_NS`: a long kernel costs at most that much CPU time in asking. On a CPU
-adapter (lavapipe) the device's work runs on the host's own cores, so asking again and
-again only takes a core from it: there every wait blocks after its first question.
+device itself, without blocking, handing its core back to the scheduler between asks, and
+blocks only once the work has outlasted `SPIN_NS`: a long kernel costs at most that much
+CPU time in asking. On a CPU adapter (lavapipe) the device's work runs on the host's own
+cores, so asking again and again only takes a core from it: there every wait blocks after
+its first question.
 H100 (NVIDIA Vulkan 580), one small dispatch then a wait: 108 us with the blocking poll,
 74-81 us asking; docs/perf-notes.md has the numbers and the commands.
 
