@@ -428,16 +428,19 @@ class WgpuBackend(BaseBackend):
 
     def _plan_reads(
         self, ranges: list[tuple[BufferBase, int, int]], start: int = 0
-    ) -> tuple[list[tuple[Any, int, int, int]], int]:
-        """(gpu buffer, aligned src offset, aligned size, staging offset) per range; total."""
-        plan = []
+    ) -> tuple[list[tuple[Any, int, int, int]], list[tuple[int, int]], int]:
+        """The copies into the staging buffer from byte `start` on: (gpu buffer, aligned
+        src offset, aligned size, staging offset) per range; where each range's own bytes
+        then lie in the staging buffer, (offset, length); the total size."""
+        plan, pieces = [], []
         off = start
         for buf, o, n in ranges:
             assert isinstance(buf, WgpuBuffer)
             a0, a1 = _align_down(o), _align_up(o + n)
             plan.append((buf.gpu, a0, a1 - a0, off))
+            pieces.append((off + (o - a0), n))
             off += a1 - a0
-        return plan, off
+        return plan, pieces, off
 
     def _read_raw(
         self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None
@@ -449,7 +452,7 @@ class WgpuBackend(BaseBackend):
         ranges_nz = [(b, o, n) for b, o, n in ranges if n]
         if not ranges_nz and not status:
             return [_NO_BYTES.copy() for _ in ranges]
-        plan, total = self._plan_reads(ranges_nz, 16 * len(status))
+        plan, pieces, total = self._plan_reads(ranges_nz, 16 * len(status))
         staging = self._staging_buffer(total)
         enc = self.device.create_command_encoder()
         for i, st in enumerate(status):
@@ -457,9 +460,8 @@ class WgpuBackend(BaseBackend):
         for gpu, a0, size, soff in plan:
             enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
         self.queue.submit([enc.finish()])
-        pieces = [(16 * i, 16) for i in range(len(status))]
-        pieces += [(soff + (o - a0), n) for (_, o, n), (_, a0, _, soff) in zip(ranges_nz, plan)]
-        got = iter(self._map_staging(staging, total, pieces))
+        got = iter(self._map_staging(
+            staging, total, [(16 * i, 16) for i in range(len(status))] + pieces))
         out = [next(got) for _ in status]
         out += [next(got) if n else _NO_BYTES.copy() for _b, _o, n in ranges]
         return out
@@ -889,23 +891,26 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error(f"preparing {bound.program.name!r}", exc) from None
 
-    def _refresh_uniforms(self, rec: _Recorded) -> None:
-        """A shared bind group's uniform buffer holds the params of whichever launch wrote
-        it last: write `rec`'s before it is submitted (queue-ordered, so work submitted
-        earlier keeps its values)."""
+    @staticmethod
+    def _uniforms_stale(rec: _Recorded) -> bool:
+        """Whether `rec`'s shared bind group's uniform buffer holds another launch's params
+        (it holds those of whichever launch wrote it last)."""
         binding = rec.binding
-        if binding.data is not rec.data and binding.data != rec.data:
-            self.queue.write_buffer(binding.uniform, 0, rec.data)
-            binding.data = rec.data
+        return binding.data is not rec.data and binding.data != rec.data
+
+    def _refresh_uniforms(self, rec: _Recorded) -> None:
+        """Write `rec`'s params into its uniform buffer if they are not there, before it is
+        submitted (queue-ordered, so work submitted earlier keeps its values)."""
+        if self._uniforms_stale(rec):
+            self.queue.write_buffer(rec.binding.uniform, 0, rec.data)
+            rec.binding.data = rec.data
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         # wgpu-native aborts the process when two threads submit at once: under the lock
         with self._lock:
             if self._closed or self._device_lost is not None:
                 self._check_open()
-            binding = record.binding
-            if record.status or (binding.data is not record.data
-                                 and binding.data != record.data):
+            if record.status or self._uniforms_stale(record):
                 # an interrupt between the uniform write and noting it, or between the
                 # submit and noting its status flags, would leave either stale: deferred
                 with deferred_interrupts():
@@ -1004,7 +1009,7 @@ class WgpuBackend(BaseBackend):
             enc = self.device.create_command_encoder()
             self._encode(enc, steps, repeat, ts.queries if ts else None, state.runs)
             nz = [(b, o, n) for b, o, n in ranges if n]
-            plan, total = self._plan_reads(nz, 16 if ts else 0)
+            plan, pieces, total = self._plan_reads(nz, 16 if ts else 0)
             staging = None
             if plan or ts:
                 staging = self._staging_buffer(total)
@@ -1015,10 +1020,8 @@ class WgpuBackend(BaseBackend):
             self.queue.submit([enc.finish()])
             self._submitted(state.checked)
             t1 = time.perf_counter_ns()
-            pieces = [(0, 16)] if ts else []
-            pieces += [(soff + (o - a0), n) for (_, o, n), (_, a0, _, soff) in zip(nz, plan)]
             if staging is not None:
-                got = self._map_staging(staging, total, pieces)
+                got = self._map_staging(staging, total, ([(0, 16)] if ts else []) + pieces)
             else:
                 self._wait()
                 got = []

@@ -1172,6 +1172,7 @@ class RawWgpuPeer(Peer):
         rounds = W.dispatch_rounds(mode, data.sizes)
         n = data.sizes.small
         y = self._buffer(data.small_y0)
+        owned = [y]  # (destroyed by the case's close)
         pipe, bg = self._kernel(WGSL_INC, [y])
         g = (_grid(n), 1, 1)
         count = [0]
@@ -1189,6 +1190,7 @@ class RawWgpuPeer(Peer):
         elif mode == "readback":
             staging = self.dev.create_buffer(size=y.size,
                                              usage=self.U.MAP_READ | self.U.COPY_DST)
+            owned.append(staging)
             read_mode = self.wgpu.MapMode.READ
 
             def work() -> None:
@@ -1211,9 +1213,8 @@ class RawWgpuPeer(Peer):
             return wall_rounds(work, None if mode == "readback" else self._wait, rounds)
 
         def close() -> None:
-            y.destroy()
-            if mode == "readback":
-                staging.destroy()
+            for buf in owned:
+                buf.destroy()
 
         how = {"launch": "one encoder + pass + submit per dispatch",
                "roundtrip": "one encoder + pass + submit, then wait",
