@@ -388,6 +388,25 @@ def test_bad_reads_and_writes(be: BaseBackend) -> None:
         be.free(b)
 
 
+def test_read_dtype_spellings_and_index_types(be: BaseBackend) -> None:
+    """vyre.f16 is float16 and the string "f16" numpy's float128, in either order (the dtype
+    cache keys them apart although the str enum makes them equal); numpy integer bounds and
+    dtype None (bytes) read the same bytes as plain ones."""
+    b = be.allocate_device_buffer(32)
+    try:
+        be.write(b, np.arange(16, dtype=np.float16))
+        for _ in range(2):
+            assert be.read(b, dtype=vyre.f16).dtype == np.float16
+            assert be.read(b, dtype="f16").dtype == np.dtype("f16")
+        np.testing.assert_array_equal(be.read(b, dtype=vyre.f16), np.arange(16))
+        got = be.read(b, np.int64(4), np.uint32(8), None)
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, np.arange(16, dtype=np.float16).view(np.uint8)[4:12])
+        assert be.read_many([(b, np.int32(2), 4, vyre.f16)])[0].tolist() == [1.0, 2.0]
+    finally:
+        be.free(b)
+
+
 # ------------------------------------------------------------------ ownership and state
 
 
@@ -603,6 +622,8 @@ TABLE: list[Row] = [
     ("write_many 4-tuple", lambda c: c.b.write_many([(c.live, b"", 0, 0)]), E, ("(buffer, data)",)),  # type: ignore[list-item]
     # read / read_many
     ("read offset None", lambda c: c.b.read(c.live, offset=None), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("read offset True", lambda c: c.b.read(c.live, offset=True), E, ("offset must be an int",)),
+    ("read dtype unhashable", lambda c: c.b.read(c.live, dtype=[("a", "f4")]), E, ("numeric numpy dtype",)),
     ("read length str", lambda c: c.b.read(c.live, length="4"), E, ("length must be an int",)),  # type: ignore[arg-type]
     ("read length -4", lambda c: c.b.read(c.live, length=-4), BufferStateError, ("outside",)),
     ("read past end", lambda c: c.b.read(c.live, 8, 16), BufferStateError, ("outside",)),

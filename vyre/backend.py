@@ -54,7 +54,15 @@ from .errors import (
 from .features import MANAGED_MEMORY
 from .ir.nodes import Program
 from .ir.validate import validate
-from .pipeline import Pipeline, PipelineResult, ReadRange, Step, checked_read
+from .pipeline import (
+    Pipeline,
+    PipelineResult,
+    ReadRange,
+    Step,
+    checked_read,
+    checked_span,
+    element_dtype,
+)
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -396,24 +404,27 @@ class BaseBackend:
         Waits for work already enqueued on this backend that may write the buffer.
         """
         self._check_open()
-        return self._read_checked([checked_read(self, ReadRange(buffer, offset, length,
-                                                                dtype))])[0]
+        span = checked_span(self, buffer, offset, length)
+        dt = element_dtype(np.uint8 if dtype is None else dtype, span[2])
+        return self._read_checked([span], [dt])[0]
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         self._check_open()
-        return self._read_checked([
-            checked_read(self, r) for r in _iterable(
-                ranges, "read_many", "buffers, ReadRanges or (buffer, offset, length, dtype) "
-                "tuples")])
+        todo = [checked_read(self, r) for r in _iterable(
+            ranges, "read_many", "buffers, ReadRanges or (buffer, offset, length, dtype) "
+            "tuples")]
+        return self._read_checked([(rr.buffer, rr.offset, int(rr.length or 0)) for rr in todo],
+                                  [rr.dtype for rr in todo])
 
-    def _read_checked(self, todo: list[ReadRange]) -> list[np.ndarray]:
-        """The reads `checked_read` passed, in one batch under the lock."""
+    def _read_checked(self, spans: list[tuple[BufferBase, int, int]],
+                      dtypes: list[np.dtype]) -> list[np.ndarray]:
+        """Checked reads (checked_span, element_dtype) in one batch under the lock."""
         with self._lock:
             self._check_open()
-            for rr in todo:
-                check_usable(rr.buffer)
-            raw = self._read_batch([(rr.buffer, rr.offset, int(rr.length or 0)) for rr in todo])
-        return [host_array(data, rr.dtype) for data, rr in zip(raw, todo)]
+            for span in spans:
+                check_usable(span[0])
+            raw = self._read_batch(spans)
+        return [host_array(data, dt) for data, dt in zip(raw, dtypes)]
 
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
         """Backends with a cheaper batched readback override this."""

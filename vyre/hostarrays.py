@@ -81,13 +81,31 @@ def _check_int_range(flat: np.ndarray, ty: ScalarType, what: str, data: Any) -> 
                       dtype=ty.numpy)
 
 
+#: as_dtype's answers, keyed by (type, value): ScalarType is a str enum, so vyre.f16 equals
+#: and hashes as "f16", which np.dtype reads as float128; the type in the key keeps them apart
+_DTYPES: dict[tuple[type, Any], np.dtype] = {}
+_DTYPES_MAX = 256  # distinct dtype spellings a process uses are few; never grow without bound
+
+
 def as_dtype(dtype: Any) -> np.dtype:
     """A numpy dtype from a numpy dtype-like or a vyre ScalarType.
 
     ScalarType needs care: it is a str enum, and np.dtype("f16") is float128, not float16.
     """
-    if isinstance(dtype, ScalarType):
-        return dtype.numpy
+    key = (type(dtype), dtype)
+    try:
+        return _DTYPES[key]
+    except KeyError:
+        cacheable = True
+    except TypeError:  # an unhashable dtype-like: checked below every time
+        cacheable = False
+    dt = dtype.numpy if isinstance(dtype, ScalarType) else _numeric_dtype(dtype)
+    if cacheable and len(_DTYPES) < _DTYPES_MAX:
+        _DTYPES[key] = dt
+    return dt
+
+
+def _numeric_dtype(dtype: Any) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):

@@ -89,25 +89,43 @@ def as_read_range(r: Any) -> ReadRange:
     return ReadRange(r)
 
 
+def checked_span(backend: BaseBackend, buffer: Any, offset: Any,
+                 length: Any) -> tuple[BufferBase, int, int]:
+    """`buffer` a live buffer of `backend` and [offset, offset+length) inside it, as
+    (buffer, offset, length) with the length filled in (None: to the end)."""
+    # the common case (this backend's live buffer, plain int bounds) in a few attribute
+    # reads: a small read's Python is most of its time on a fast device
+    if not (isinstance(buffer, BufferBase) and buffer.owner is backend and not buffer.freed):
+        validate_buffer_ownership(backend, [buffer])  # raises, saying what is wrong
+    off = offset if type(offset) is int else as_index(offset, "read offset")
+    if length is None:
+        n = buffer.byte_len - off
+    else:
+        n = length if type(length) is int else as_index(length, "read length")
+    check_range(buffer, off, n)
+    return buffer, off, n
+
+
+def element_dtype(dtype: Any, length: int) -> np.dtype:
+    """`dtype` as the numpy dtype of a read of `length` bytes: numeric, dividing the length."""
+    dt = as_dtype(dtype)  # vyre.f16 is float16 here, never np.dtype("f16")
+    if length % dt.itemsize:
+        raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dt}")
+    return dt
+
+
 def checked_read(backend: BaseBackend, r: Any,
                  default_dtype: Callable[[ReadRange, int], Any] | None = None) -> ReadRange:
-    """A read request checked against `backend`: its buffer, a range inside it, a numeric
-    dtype that divides the length; the length filled in and the dtype a numpy dtype.
-    `default_dtype(request, length)` gives the dtype of a request without one (else uint8)."""
+    """A read request checked against `backend` (checked_span, element_dtype): the length
+    filled in and the dtype a numpy dtype. `default_dtype(request, length)` gives the dtype
+    of a request without one (else uint8)."""
     rr = as_read_range(r)
-    validate_buffer_ownership(backend, [rr.buffer])
-    offset = as_index(rr.offset, "read offset")
-    length = (rr.buffer.byte_len - offset if rr.length is None
-              else as_index(rr.length, "read length"))
-    check_range(rr.buffer, offset, length)
+    buffer, offset, length = checked_span(backend, rr.buffer, rr.offset, rr.length)
     if rr.dtype is not None:
         dt = rr.dtype
     else:
         dt = np.uint8 if default_dtype is None else default_dtype(rr, length)
-    dtype = as_dtype(dt)  # vyre.f16 is float16 here, never np.dtype("f16")
-    if length % dtype.itemsize:
-        raise InvalidDispatch(f"read of {length} bytes is not a whole number of {dtype}")
-    return ReadRange(rr.buffer, offset, length, dtype)
+    return ReadRange(buffer, offset, length, element_dtype(dt, length))
 
 
 class Pipeline:
