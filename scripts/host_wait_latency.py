@@ -6,7 +6,8 @@ script times an older tree: `cd old && PYTHONPATH=$PWD python ../scripts/...`):
 On wgpu: one small dispatch then `synchronize()`, one small dispatch then a 4 KiB read,
 a 4 KiB read alone, and a 100-step Pipeline's `run()` (per dispatch), each in interleaved
 blocks (median us); then the time of one large read (64 and 256 MiB, best of 4) on every
-backend here but the reference. TAG starts every line, to tell two trees apart.
+backend here but the reference, by `read` (a new array each time) and by `read_into` (one
+array reused). TAG starts every line, to tell two trees apart.
 """
 
 from __future__ import annotations
@@ -80,6 +81,16 @@ def large_reads(tag: str, b: vyre.BaseBackend) -> None:
             best = min(best, time.perf_counter() - t0)
         assert a[-1] == m - 1 and a.flags.writeable, "wrong read-back"
         print(f"{tag} {b.id} read {mib} MiB {best * 1e3:36.1f} ms")
+        if hasattr(b, "read_into"):  # (older trees have no read_into)
+            out = np.empty(m, np.uint32)
+            best = float("inf")
+            for _ in range(4):
+                out[-1] = 0
+                t0 = time.perf_counter()
+                b.read_into(buf, out)
+                best = min(best, time.perf_counter() - t0)
+            assert out[-1] == m - 1, "wrong read-back"
+            print(f"{tag} {b.id} read_into a reused array, {mib} MiB {best * 1e3:16.1f} ms")
         b.free(buf)
 
 

@@ -536,6 +536,12 @@ def test_errors_leave_no_buffers_behind(be: BaseBackend) -> None:
 # (compared with the reference backend).
 
 
+def _readonly(n: int) -> np.ndarray:
+    a = np.zeros(n, np.float32)
+    a.flags.writeable = False
+    return a
+
+
 class Ctx:
     """One backend, a live buffer, a freed one and one of another instance."""
 
@@ -636,6 +642,17 @@ TABLE: list[Row] = [
     ("read freed", lambda c: c.b.read(c.freed), BufferStateError, ("was freed",)),
     ("read foreign", lambda c: c.b.read(c.foreign), BufferOwnershipError, ("transfer",)),
     ("read None", lambda c: c.b.read(None), BufferOwnershipError, ("allocate it",)),  # type: ignore[arg-type]
+    ("read_into list", lambda c: c.b.read_into(c.live, [0] * 16), E, ("numpy array to copy into", "np.empty")),  # type: ignore[arg-type]
+    ("read_into bytearray", lambda c: c.b.read_into(c.live, bytearray(16)), E, ("numpy array to copy into",)),  # type: ignore[arg-type]
+    ("read_into read-only", lambda c: c.b.read_into(c.live, _readonly(4)), E, ("read-only", "writable")),
+    ("read_into strided", lambda c: c.b.read_into(c.live, np.empty(8, np.float32)[::2]), E, ("not C-contiguous",)),
+    ("read_into objects", lambda c: c.b.read_into(c.live, np.empty(2, object)), E, ("Python objects", "numeric")),
+    ("read_into masked", lambda c: c.b.read_into(c.live, np.ma.array(np.empty(4, np.float32))), E, ("numpy array to copy into",)),
+    ("read_into too long", lambda c: c.b.read_into(c.live, np.empty(5, np.float32)), BufferStateError, ("outside",)),
+    ("read_into past end", lambda c: c.b.read_into(c.live, np.empty(2, np.float32), 12), BufferStateError, ("outside",)),
+    ("read_into offset str", lambda c: c.b.read_into(c.live, np.empty(1, np.float32), "0"), E, ("offset must be an int",)),  # type: ignore[arg-type]
+    ("read_into freed", lambda c: c.b.read_into(c.freed, np.empty(4, np.float32)), BufferStateError, ("was freed",)),
+    ("read_into foreign", lambda c: c.b.read_into(c.foreign, np.empty(4, np.float32)), BufferOwnershipError, ("transfer",)),
     ("read_many None item", lambda c: c.b.read_many([None]), BufferOwnershipError, ("allocate it",)),
     ("read_many 5-tuple", lambda c: c.b.read_many([(c.live, 0, 4, np.uint8, 1)]), E, ("tuple",)),
     ("read_many not iterable", lambda c: c.b.read_many(5), E, ("iterable",)),  # type: ignore[arg-type]

@@ -136,6 +136,28 @@ def device_array_hint(data: Any) -> str | None:
     return None
 
 
+def host_destination(out: Any, what: str) -> np.ndarray:
+    """`out`, a writable C-contiguous numpy array that device bytes may be copied into, as a
+    flat uint8 view of its memory (the caller returns `out` itself)."""
+    if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):
+        hint = device_array_hint(out)
+        raise InvalidDispatch(
+            f"{what}: expected a numpy array to copy into, got "
+            f"{type(out).__module__}.{type(out).__name__}"
+            + (f" ({hint})" if hint else "; make one once with np.empty(count, dtype) and "
+               "pass it to every read")
+        )
+    if out.dtype.hasobject:
+        raise InvalidDispatch(f"{what}: an array of Python objects ({out.dtype}) cannot hold "
+                              "device bytes; use a numeric dtype")
+    if not out.flags.c_contiguous:
+        raise InvalidDispatch(f"{what}: the array is not C-contiguous; read into a contiguous "
+                              "array (np.empty(shape, dtype)) and copy it where needed")
+    if not out.flags.writeable:
+        raise InvalidDispatch(f"{what}: the array is read-only; pass a writable array")
+    return out.reshape(-1).view(np.uint8)
+
+
 def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview:
     """A C-contiguous byte view of host data, refusing anything ambiguous.
 

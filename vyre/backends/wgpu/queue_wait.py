@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -109,12 +110,13 @@ class QueueWait:
                 return
         poll(internal, True, null)
 
-    def read_mapped(self, buffer: Any, size: int, pieces: list[tuple[int, int]]
-                    ) -> list[np.ndarray]:
+    def read_mapped(self, buffer: Any, size: int, pieces: list[tuple[int, int]],
+                    into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:
         """The (offset, length) `pieces` of `buffer` (MAP_READ, owned by the caller,
-        unmapped), each copied once out of the mapping into a new uint8 array, once every
-        submission that writes the buffer has finished; maps [0, size) and unmaps it again.
-        Raises RuntimeError with wgpu-native's message if the map fails."""
+        unmapped), each copied once out of the mapping into a new uint8 array (or into the
+        uint8 array of `into` beside it, which is returned), once every submission that
+        writes the buffer has finished; maps [0, size) and unmaps it again. Raises
+        RuntimeError with wgpu-native's message if the map fails."""
         ffi, poll, null = self._ffi, self._poll, self._null
         answer = _MapAnswer()
         handle = ffi.new_handle(answer)
@@ -150,8 +152,9 @@ class QueueWait:
                                    "mapped read-back buffer")
             base = ffi.cast("char *", ptr)
             out = []
-            for off, n in pieces:
-                piece = np.empty(n, np.uint8)
+            for i, (off, n) in enumerate(pieces):
+                given = None if into is None else into[i]
+                piece = np.empty(n, np.uint8) if given is None else given
                 ffi.memmove(piece, base + off, n)
                 out.append(piece)
             return out

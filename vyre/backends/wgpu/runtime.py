@@ -401,18 +401,25 @@ class WgpuBackend(BaseBackend):
         return self._read_batch([(buffer, offset, length)])[0]
 
     @interrupt_safe
-    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
+    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]],
+                    into: list[np.ndarray] | None = None) -> list[HostBytes]:
+        """The bytes of `ranges` (see _read_raw), after the status of any unchecked
+        dispatch: a loop cut short or a fault it flagged raises here."""
         try:
             if self._unchecked:  # the status words come back with the data: one map
                 status = self._take_unchecked()
-                raw = self._read_raw(ranges, status)
+                raw = self._read_raw(ranges, status, into)
                 self._raise_flagged(status, raw[: len(status)])
                 return list(raw[len(status) :])
-            return list(self._read_raw(ranges))
+            return list(self._read_raw(ranges, None, into))
         except BackendError:
             raise
         except Exception as exc:
             raise self._gpu_error("reading buffers back", exc) from None
+
+    def _read_batch_into(self, ranges: list[tuple[BufferBase, int, int]],
+                         outs: list[np.ndarray]) -> None:
+        self._read_batch(ranges, outs)
 
     def _staging_buffer(self, size: int) -> Any:
         size = max(size, 256)
@@ -443,15 +450,17 @@ class WgpuBackend(BaseBackend):
         return plan, pieces, off
 
     def _read_raw(
-        self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None
+        self, ranges: list[tuple[BufferBase, int, int]], status: list[_Status] | None = None,
+        into: list[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         """The bytes of `ranges`, in one submission and one map, each copied once out of
-        the mapping into a new uint8 array; with `status`, the 16 bytes of each of those
-        status buffers come first in the result."""
+        the mapping into a new uint8 array (or into the uint8 array of `into` beside it);
+        with `status`, the 16 bytes of each of those status buffers come first."""
         status = status or []
+        outs: list[np.ndarray | None] = [None] * len(ranges) if into is None else list(into)
         ranges_nz = [(b, o, n) for b, o, n in ranges if n]
         if not ranges_nz and not status:
-            return [_NO_BYTES.copy() for _ in ranges]
+            return [_NO_BYTES.copy() if d is None else d for d in outs]
         plan, pieces, total = self._plan_reads(ranges_nz, 16 * len(status))
         staging = self._staging_buffer(total)
         enc = self.device.create_command_encoder()
@@ -460,15 +469,17 @@ class WgpuBackend(BaseBackend):
         for gpu, a0, size, soff in plan:
             enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
         self.queue.submit([enc.finish()])
+        dests = [None] * len(status) + [d for d, (_b, _o, n) in zip(outs, ranges) if n]
         got = iter(self._map_staging(
-            staging, total, [(16 * i, 16) for i in range(len(status))] + pieces))
+            staging, total, [(16 * i, 16) for i in range(len(status))] + pieces, dests))
         out = [next(got) for _ in status]
-        out += [next(got) if n else _NO_BYTES.copy() for _b, _o, n in ranges]
+        out += [next(got) if n else (_NO_BYTES.copy() if d is None else d)
+                for d, (_b, _o, n) in zip(outs, ranges)]
         return out
 
-    def _map_staging(self, staging: Any, total: int, pieces: list[tuple[int, int]]
-                     ) -> list[np.ndarray]:
-        return self._queue.read_mapped(staging, max(4, _align_up(total)), pieces)
+    def _map_staging(self, staging: Any, total: int, pieces: list[tuple[int, int]],
+                     into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:
+        return self._queue.read_mapped(staging, max(4, _align_up(total)), pieces, into)
 
     # ------------------------------------------------------------ compile
     def _specialisation(self, bound: BoundDispatch) -> Any:

@@ -1,0 +1,90 @@
+"""backend.read_into: device bytes copied into the caller's own array (reused across reads),
+on every backend, compared with read() and with the values the host wrote or a dispatch
+computed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ProgramBuilder, u32
+from vyre.backend import BaseBackend
+
+
+def _inc() -> vyre.Program:
+    k = ProgramBuilder("inc_for_read_into", workgroup_size=64)
+    y = k.buffer("y", u32, "read_write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] + 1
+    return k.build()
+
+
+def test_read_into_copies_what_read_returns(backend: BaseBackend) -> None:
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 256, 4096, dtype=np.uint8)
+    buf = backend.allocate_device_buffer(data.nbytes)
+    try:
+        backend.write(buf, data)
+        for dtype, count, offset in [(np.uint8, 4096, 0), (np.float32, 3, 4), (np.int64, 8, 8),
+                                     (np.uint16, 5, 6), (np.float64, 511, 8)]:
+            out = np.full(count, 7, dtype)
+            got = backend.read_into(buf, out, offset)
+            assert got is out
+            n = out.nbytes
+            assert out.tobytes() == data[offset:offset + n].tobytes()
+            np.testing.assert_array_equal(out, backend.read(buf, offset, n, dtype))
+        grid = np.zeros((4, 16), np.uint32)  # any C-contiguous shape: its bytes in order
+        backend.read_into(buf, grid, 1024)
+        assert grid.tobytes() == data[1024:1024 + 256].tobytes()
+    finally:
+        backend.free(buf)
+
+
+def test_one_array_reused_after_each_dispatch(backend: BaseBackend) -> None:
+    """The copy waits for the dispatches enqueued before it (no synchronize() call here)."""
+    n = 1000
+    buf = backend.allocate_device_buffer(4 * n)
+    prog = _inc()
+    cfg = DispatchConfig.for_elements(n, 64)
+    out = np.empty(n, np.uint32)
+    try:
+        backend.write(buf, np.arange(n, dtype=np.uint32))
+        for round_ in range(1, 4):
+            backend.dispatch_with_device_buffers(prog, [], [buf], cfg)
+            backend.read_into(buf, out)
+            np.testing.assert_array_equal(out, np.arange(n, dtype=np.uint32) + round_)
+    finally:
+        backend.free(buf)
+
+
+def test_read_into_an_empty_array_copies_nothing(backend: BaseBackend) -> None:
+    buf = backend.allocate_device_buffer(16)
+    try:
+        backend.write(buf, np.arange(4, dtype=np.float32))
+        empty = np.empty(0, np.float32)
+        assert backend.read_into(buf, empty, 16) is empty
+        np.testing.assert_array_equal(backend.read(buf, dtype=np.float32), np.arange(4))
+    finally:
+        backend.free(buf)
+
+
+def test_read_into_a_page_locked_array_on_cuda() -> None:
+    """A page-locked array (here torch's pinned memory, as a NumPy view) is written by DMA."""
+    torch = pytest.importorskip(
+        "torch", reason="torch is not installed (it makes this test's page-locked host array)")
+    try:
+        b = vyre.get_backend("cuda")
+    except vyre.BackendUnavailable as exc:
+        pytest.skip(f"the CUDA backend is not available here: {exc}")
+    n = 1 << 20
+    with b:
+        buf = b.allocate_device_buffer(4 * n)
+        want = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+        b.write(buf, want)
+        pinned = torch.empty(n, dtype=torch.float32, pin_memory=True)
+        out = pinned.numpy()
+        assert b.read_into(buf, out) is out
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(pinned.numpy(), want)
