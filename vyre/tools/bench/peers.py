@@ -136,6 +136,13 @@ class NumpyPeer(Peer):
 
         return TimedCase(lambda: wall(work), lambda: W.check_copy(o, x), "wall")
 
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        o = np.full_like(x, np.nan)
+        return TimedCase(lambda: wall(lambda: np.copyto(o, x)), lambda: W.check_copy(o, x),
+                         "wall", extra={"how": "np.copyto into an array made once (the data "
+                                               "is on the host already)"})
+
     def _saxpy(self, data: W.Data) -> TimedCase:
         x, y = data.saxpy_x, data.saxpy_y0.copy()
         tmp = np.empty_like(x)
@@ -309,6 +316,13 @@ class CupyPeer(Peer):
         return TimedCase(self._events(lambda: cp.copyto(o, x)),
                          lambda: W.check_copy(cp.asnumpy(o), data.unit_f32), "device",
                          extra={"how": "cupy.copyto"})
+
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = self.cp.asarray(data.unit_f32)
+        o = np.full_like(data.unit_f32, np.nan)
+        return TimedCase(lambda: wall(lambda: x.get(out=o)),
+                         lambda: W.check_copy(o, data.unit_f32), "wall",
+                         extra={"how": "ndarray.get(out=o), o a NumPy array made once"})
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         cp = self.cp
@@ -511,6 +525,15 @@ class TorchPeer(Peer):
                          lambda: W.check_copy(o.cpu().numpy(), data.unit_f32), "device",
                          extra={"how": "tensor.copy_ (cudaMemcpyAsync device to device)"})
 
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = self._dev(data.unit_f32)
+        o = np.full_like(data.unit_f32, np.nan)
+        o_t = self.torch.from_numpy(o)
+        return TimedCase(lambda: wall(lambda: o_t.copy_(x)),
+                         lambda: W.check_copy(o, data.unit_f32), "wall",
+                         extra={"how": "torch.from_numpy(o).copy_(tensor), o a NumPy array "
+                                       "made once (a copy to pageable memory waits)"})
+
     def _saxpy(self, data: W.Data) -> TimedCase:
         return self._saxpy_case(data, lambda x, y: y.add_(x, alpha=W.SAXPY_A),
                                 "y.add_(x, alpha=a)")
@@ -599,7 +622,7 @@ class TritonPeer(TorchPeer):
     def not_applicable(self, metric: str) -> str:
         if metric == "scan":
             return "no Triton scan kernel here (tl.associative_scan is per block only)"
-        if metric == "copy":
+        if metric in ("copy", "to_host"):
             return "a copy is not a Triton kernel (torch's copy_ is the peer)"
         if metric in ("histogram", "sort"):
             return "no Triton kernel here (torch.bincount / torch.sort are the peers)"
@@ -643,6 +666,9 @@ class TritonPeer(TorchPeer):
 
     def _copy(self, data: W.Data) -> TimedCase:
         raise NotApplicable(self.not_applicable("copy"))
+
+    def _to_host(self, data: W.Data) -> TimedCase:
+        raise NotApplicable(self.not_applicable("to_host"))
 
     def _histogram(self, data: W.Data) -> TimedCase:
         raise NotApplicable(self.not_applicable("histogram"))
@@ -901,6 +927,21 @@ class RawCudaPeer(Peer):
 
         return TimedCase(self._events(work), lambda: W.check_copy(self._read(dst, x), x),
                          "device", self._free(src, dst), extra={"how": "cuMemcpyDtoDAsync"})
+
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        src = self._alloc(x)
+        o = np.full_like(x, np.nan)
+        dst, nbytes, stream = o.ctypes.data, o.nbytes, self.stream
+        drv = self.drv
+
+        def work() -> None:
+            self._cu(drv.cuMemcpyDtoHAsync, dst, src, nbytes, stream)
+            self._cu(drv.cuStreamSynchronize, stream)
+
+        return TimedCase(lambda: wall(work), lambda: W.check_copy(o, x), "wall",
+                         self._free(src), extra={"how": "cuMemcpyDtoHAsync into a NumPy array "
+                                                        "made once, then cuStreamSynchronize"})
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         x, y0 = data.saxpy_x, data.saxpy_y0
@@ -1270,6 +1311,31 @@ class RawWgpuPeer(Peer):
         return TimedCase(run, lambda: W.check_copy(self._read(dst, np.float32), x),
                          "device" if q is not None else "wall", close,
                          extra={"how": "copy_buffer_to_buffer"})
+
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        src = self._buffer(x)
+        staging = self.dev.create_buffer(size=x.nbytes, usage=self.U.MAP_READ | self.U.COPY_DST)
+        o = np.full_like(x, np.nan)
+
+        def work() -> None:
+            enc = self.dev.create_command_encoder()
+            enc.copy_buffer_to_buffer(src, 0, staging, 0, x.nbytes)
+            self.dev.queue.submit([enc.finish()])
+            staging.map_sync("READ")
+            try:
+                o[...] = np.frombuffer(staging.read_mapped(copy=False), np.float32)
+            finally:
+                staging.unmap()
+
+        def close() -> None:
+            src.destroy()
+            staging.destroy()
+
+        return TimedCase(lambda: wall(work), lambda: W.check_copy(o, x), "wall", close,
+                         extra={"how": "copy_buffer_to_buffer into a kept MAP_READ buffer, "
+                                       "map_sync, read_mapped(copy=False) into a NumPy array "
+                                       "made once, unmap"})
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         x, y0 = data.saxpy_x, data.saxpy_y0

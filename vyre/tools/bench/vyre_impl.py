@@ -257,6 +257,15 @@ class VyreImpl:
                          "device" if self.device_timers else "wall", self._free(xb, ob),
                          extra={"how": "a vyre copy kernel (vyre has no buffer-copy call)"})
 
+    def _to_host(self, data: W.Data) -> TimedCase:
+        x = data.unit_f32
+        xb = self._upload(x, "to_host_src")
+        out = np.full_like(x, np.nan)  # made once, as the peers' destinations are
+        b = self.backend
+        return TimedCase(lambda: wall(lambda: b.read_into(xb, out)),
+                         lambda: W.check_copy(out, x), "wall", self._free(xb),
+                         extra={"how": "read_into(buffer, out), out a NumPy array made once"})
+
     def _saxpy(self, data: W.Data) -> TimedCase:
         from vyre.programs.elementwise import saxpy
 

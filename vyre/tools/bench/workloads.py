@@ -18,7 +18,7 @@ import numpy as np
 from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
-WORKLOADS = ("dispatch", "cpp", "copy", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
+WORKLOADS = ("dispatch", "cpp", "copy", "to_host", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
              "compile")
 
 #: The metrics each workload produces, in table order.
@@ -27,6 +27,7 @@ METRICS_OF = {
                  "dispatch.batch100"),
     "cpp": ("cpp.resident", "cpp.host"),
     "copy": ("copy",),
+    "to_host": ("to_host",),
     "saxpy": ("saxpy",),
     "sum": ("sum",),
     "scan": ("scan",),
@@ -139,6 +140,10 @@ def metric(name: str, s: Sizes) -> Metric:
         "copy": Metric(
             name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
             "device-to-device copy of f32 (bytes read + written)", {"elements": n}),
+        "to_host": Metric(
+            name, "GB/s", "higher", lambda t: 4 * n / t / 1e9,
+            "f32 read from the device into a host array made once (pageable; bytes read)",
+            {"elements": n}),
         "saxpy": Metric(
             name, "GB/s", "higher", lambda t: 12 * n / t / 1e9,
             "y = a*x + y over f32 (12 bytes per element)", {"elements": n}),
