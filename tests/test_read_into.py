@@ -8,17 +8,9 @@ import numpy as np
 import pytest
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder, u32
+from vyre import DispatchConfig, u32
 from vyre.backend import BaseBackend
-
-
-def _inc() -> vyre.Program:
-    k = ProgramBuilder("inc_for_read_into", workgroup_size=64)
-    y = k.buffer("y", u32, "read_write")
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] + 1
-    return k.build()
+from vyre.programs.elementwise import saxpy
 
 
 def test_read_into_copies_what_read_returns(backend: BaseBackend) -> None:
@@ -45,18 +37,20 @@ def test_read_into_copies_what_read_returns(backend: BaseBackend) -> None:
 def test_one_array_reused_after_each_dispatch(backend: BaseBackend) -> None:
     """The copy waits for the dispatches enqueued before it (no synchronize() call here)."""
     n = 1000
-    buf = backend.allocate_device_buffer(4 * n)
-    prog = _inc()
-    cfg = DispatchConfig.for_elements(n, 64)
+    xb = backend.allocate_device_buffer(4 * n)
+    yb = backend.allocate_device_buffer(4 * n)
+    prog = saxpy(u32)  # y = 1 * x + y with x all ones: y grows by one per dispatch
+    cfg = DispatchConfig.for_elements(n, 64, params={"n": n, "a": 1})
     out = np.empty(n, np.uint32)
     try:
-        backend.write(buf, np.arange(n, dtype=np.uint32))
+        backend.write_many([(xb, np.ones(n, np.uint32)), (yb, np.arange(n, dtype=np.uint32))])
         for round_ in range(1, 4):
-            backend.dispatch_with_device_buffers(prog, [], [buf], cfg)
-            backend.read_into(buf, out)
+            backend.dispatch_with_device_buffers(prog, [xb], [yb], cfg)
+            backend.read_into(yb, out)
             np.testing.assert_array_equal(out, np.arange(n, dtype=np.uint32) + round_)
     finally:
-        backend.free(buf)
+        backend.free(xb)
+        backend.free(yb)
 
 
 def test_read_into_an_empty_array_copies_nothing(backend: BaseBackend) -> None:
