@@ -124,6 +124,15 @@ class StandInDriver:
         self._host[addr] = buf
         return OK, addr
 
+    def _cuPointerGetAttribute(self, attr: Any, p: Any) -> tuple[Any, Any]:
+        """Page-locked memory from _cuMemAllocHost is known (host memory type); any other
+        host pointer is not, as ordinary pageable memory is not to the real driver."""
+        addr = int(p)
+        for base, buf in self._host.items():
+            if base <= addr < base + ctypes.sizeof(buf):
+                return OK, real.CUmemorytype.CU_MEMORYTYPE_HOST
+        return real.CUresult.CUDA_ERROR_INVALID_VALUE, 0
+
     def _cuMemFreeHost(self, p: Any) -> tuple[Any]:
         self._host.pop(int(p), None)
         return OK1

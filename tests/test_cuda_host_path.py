@@ -8,6 +8,7 @@ stream, profiling). Results on a real GPU are tests/test_cuda_runtime.py's.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 from collections.abc import Iterator
@@ -214,3 +215,20 @@ def test_a_pipeline_run_is_its_graph_launches_and_one_sync(cuda: Any, drv: Any) 
     with pytest.raises(vyre.BufferStateError):
         pipe.run()
     assert _names(drv) == []
+
+
+def test_a_write_from_page_locked_memory_waits_for_its_copy(cuda: Any, drv: Any) -> None:
+    """From memory the driver knows (page-locked, registered, managed) the copy runs on after
+    cuMemcpyHtoDAsync returns, so write() waits for it (the caller may reuse the array at
+    once); from ordinary memory the driver has taken the bytes already: no wait."""
+    y = cuda.allocate_device_buffer(4096)
+    drv.calls.clear()
+    cuda.write(y, np.zeros(1024, np.uint32))
+    assert "cuStreamSynchronize" not in _names(drv)
+    _err, addr = drv.cuMemAllocHost(4096)
+    locked = np.ctypeslib.as_array((ctypes.c_uint32 * 1024).from_address(int(addr)))
+    for part in (locked, locked[512:]):  # a pointer inside the allocation counts too
+        drv.calls.clear()
+        cuda.write(y, part)
+        assert _names(drv) == ["cuStreamSynchronize"]
+    drv.cuMemFreeHost(addr)

@@ -4,6 +4,8 @@ computed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -64,14 +66,18 @@ def test_read_into_an_empty_array_copies_nothing(backend: BaseBackend) -> None:
         backend.free(buf)
 
 
-def test_read_into_a_page_locked_array_on_cuda() -> None:
-    """A page-locked array (here torch's pinned memory, as a NumPy view) is written by DMA."""
+def _cuda_and_torch() -> tuple[BaseBackend, Any]:
     torch = pytest.importorskip(
         "torch", reason="torch is not installed (it makes this test's page-locked host array)")
     try:
-        b = vyre.get_backend("cuda")
+        return vyre.get_backend("cuda"), torch
     except vyre.BackendUnavailable as exc:
         pytest.skip(f"the CUDA backend is not available here: {exc}")
+
+
+def test_read_into_a_page_locked_array_on_cuda() -> None:
+    """A page-locked array (here torch's pinned memory, as a NumPy view) is written by DMA."""
+    b, torch = _cuda_and_torch()
     n = 1 << 20
     with b:
         buf = b.allocate_device_buffer(4 * n)
@@ -82,3 +88,21 @@ def test_read_into_a_page_locked_array_on_cuda() -> None:
         assert b.read_into(buf, out) is out
         np.testing.assert_array_equal(out, want)
         np.testing.assert_array_equal(pinned.numpy(), want)
+
+
+def test_a_write_from_a_page_locked_array_sends_the_bytes_of_the_call() -> None:
+    """From page-locked memory the driver's copy runs on after its call returns; write()
+    must still send the array as it was when called, however soon the caller reuses it
+    (here the tail is overwritten at once: a copy still running would send -1s)."""
+    b, torch = _cuda_and_torch()
+    n = 16 << 20  # 64 MiB: a DMA of ~1 ms, far longer than overwriting the tail
+    with b:
+        buf = b.allocate_device_buffer(4 * n)
+        locked = torch.empty(n, dtype=torch.float32, pin_memory=True).numpy()
+        for round_ in range(1, 4):
+            locked[...] = round_
+            b.write(buf, locked)
+            locked[-4096:] = -1.0
+            got = b.read(buf, dtype=np.float32)
+            assert (got == round_).all(), f"round {round_}: {np.count_nonzero(got != round_)} " \
+                "elements differ from what was written"

@@ -206,6 +206,7 @@ class CudaBackend(BaseBackend):
         self._disk = DiskCache(cache_dir)
         self._staging: tuple[int, int] = (0, 0)  # (pinned ptr, size)
         self._staging_bytes = _NO_STAGING  # the pinned buffer as uint8, while it lives
+        self._memory_type = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
         self._graphs: list[_GraphState] = []
         self._retired: list[Any] = []  # modules of evicted kernels, unloaded when unused
         self._capture_stream: Any = None  # private stream for CUDA graph capture
@@ -377,10 +378,18 @@ class CudaBackend(BaseBackend):
         streams = buffer.ext_streams
         if streams:
             interop.wait_for(self, streams)
-        # cuda-bindings takes the memoryview's own buffer: ~1.5 us less than a ctypes
-        # pointer (np.frombuffer(...).ctypes.data) on the H100 host
-        self._call(self._drv.cuMemcpyHtoDAsync, buffer.ptr + offset, data, data.nbytes,
+        drv = self._drv
+        host = np.frombuffer(data, np.uint8).ctypes.data
+        self._call(drv.cuMemcpyHtoDAsync, buffer.ptr + offset, host, data.nbytes,
                    self._stream, what="cuMemcpyHtoDAsync")
+        # From ordinary (pageable) memory the driver has copied the bytes out before the call
+        # returns. From memory CUDA knows (page-locked by cuMemHostAlloc or
+        # cuMemHostRegister, e.g. torch's pin_memory; managed) the DMA runs on after it, so
+        # a caller reusing the array at once would change what arrives: write() promises
+        # the bytes as they were at the call, so wait for the copy there.
+        err, _ = drv.cuPointerGetAttribute(self._memory_type, host)
+        if int(err) == 0:
+            self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
         if streams:
             interop.signal(self, streams)
 
