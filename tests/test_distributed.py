@@ -132,6 +132,13 @@ def test_resident_dispatch_bind_async_pipeline_match_local(
     expect = reference.read(lacc, dtype=np.float32)
     assert np.array_equal(_bits(res.reads[0]), _bits(expect))
     assert np.array_equal(_bits(remote.read(bacc, dtype=np.float32)), _bits(expect))
+    into = np.full(1000, np.nan, np.float32)
+    assert remote.read_into(bacc, into) is into
+    assert np.array_equal(_bits(into), _bits(expect))
+    with pytest.raises(InvalidDispatch, match="read-only"):
+        frozen = np.zeros(4, np.float32)
+        frozen.flags.writeable = False
+        remote.read_into(bacc, frozen)
     # ranged read and write at an offset, as locally
     remote.write(bacc, np.array([7.0], np.float32), offset=8)
     assert remote.read(bacc, 8, 4, np.float32)[0] == 7.0

@@ -25,6 +25,7 @@ from vyre.errors import (
     BufferStateError,
     InvalidDispatch,
 )
+from vyre.hostarrays import host_destination
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import to_json
 from vyre.pipeline import PipelineResult, ReadRange, Step, as_read_range
@@ -280,6 +281,13 @@ class RemoteBackend:
     def read(self, buffer: Any, offset: int = 0, length: int | None = None,
              dtype: Any = np.uint8) -> np.ndarray:
         return self.read_many([ReadRange(buffer, offset, length, dtype)])[0]
+
+    def read_into(self, buffer: Any, out: np.ndarray, offset: int = 0) -> np.ndarray:
+        """`BaseBackend.read_into` across the actor boundary: the bytes come back through
+        Ray's object store, then into `out` (checked before anything is sent)."""
+        dst = host_destination(out, "read_into")
+        dst[...] = self.read(buffer, offset, dst.nbytes)
+        return out
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         rs = [as_read_range(r) for r in ranges]
