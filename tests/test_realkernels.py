@@ -1,7 +1,8 @@
-"""The real-kernel suite: eleven Rodinia kernels ported with vyre's public builder
-(tests/realkernels/), each bit-identical on every available backend to the same computation
-compiled by gcc at IEEE settings (outputs shipped in tests/realkernels/data/, so no compiler
-is needed here). Where gcc is present, a fresh compile must reproduce the shipped outputs."""
+"""The real-kernel suite: kernels of two published benchmark suites (Rodinia and PolyBench/C)
+ported with vyre's public builder (tests/realkernels/), each bit-identical on every
+available backend to the same computation compiled by gcc at IEEE settings (outputs shipped
+in tests/realkernels/data/, so no compiler is needed here). Where gcc is present, a fresh
+compile must reproduce the shipped outputs."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from realkernels.common import DATA_DIR
 from realkernels.compare import compare
-from realkernels.suite import KERNELS
+from realkernels.suite import KERNELS, POLYBENCH, RODINIA, SOURCES
 
 MAKE_EXPECTED = Path(__file__).resolve().parent / "realkernels" / "make_expected.py"
+README = Path(__file__).resolve().parent / "realkernels" / "README.md"
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
@@ -38,10 +40,21 @@ def test_kernel_is_bit_identical_to_gcc(name: str, backend: BaseBackend) -> None
     )
 
 
-def test_suite_has_ten_kernels_and_small_data() -> None:
-    assert len(KERNELS) >= 10
+def test_suite_has_ten_kernels_of_each_source_and_small_data() -> None:
+    for suite in (RODINIA, POLYBENCH):
+        assert sum(k.suite == suite for k in KERNELS.values()) >= 10, suite
+    assert {k.suite for k in KERNELS.values()} == {RODINIA, POLYBENCH}
     total = sum((DATA_DIR / f"{n}.bin").stat().st_size for n in KERNELS)
     assert total < 1 << 20
+
+
+def test_readme_lists_every_kernel_with_its_source() -> None:
+    """The README's tables (one per suite) name each kernel and the file its C follows."""
+    rows = {line.split("|")[1].strip(): line for line in README.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| kernel")}
+    for name, (suite, source) in SOURCES.items():
+        assert name in rows, f"{name} ({suite}) has no row in {README.name}"
+        assert source in rows[name], f"{name}: the README does not name {source}"
 
 
 def test_shipped_outputs_match_the_manifest() -> None:
@@ -51,6 +64,7 @@ def test_shipped_outputs_match_the_manifest() -> None:
         data = (DATA_DIR / f"{name}.bin").read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], name
         assert entry["args"] == kernel.args, f"{name}: arguments changed; rerun make_expected.py"
+        assert (entry["suite"], entry["source"]) == (kernel.suite, kernel.source), name
 
 
 def test_comparison_sees_one_ulp_and_the_sign_of_zero() -> None:

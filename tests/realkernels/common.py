@@ -1,6 +1,7 @@
 """What every port of the real-kernel suite shares: the deterministic input generator (the
 same LCG as c/common.h, so C and NumPy draw identical inputs), resident buffers on one
-backend, and the reader of the C drivers' output files.
+backend (dispatched one by one or as a pipeline), and the reader of the C drivers' output
+files.
 
 This module must never compare results (the tests and scripts/realkernels.py do) and never
 need a C compiler.
@@ -8,14 +9,14 @@ need a C compiler.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vyre import DispatchConfig
+from vyre import DispatchConfig, Step
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
 from vyre.ir.nodes import Program
@@ -88,6 +89,23 @@ class Resident:
     ) -> None:
         cfg = DispatchConfig(grid=grid, params=dict(params or {}))
         self.backend.dispatch_with_device_buffers(program, inputs, outputs, cfg)
+
+    def step(
+        self,
+        program: Program,
+        inputs: Mapping[str, BufferBase],
+        outputs: Mapping[str, BufferBase],
+        grid: int | tuple[int, ...],
+        params: Mapping[str, Any] | None = None,
+        index: str | None = None,
+    ) -> Step:
+        """One step of a pipeline; `index` names the param that counts its rounds."""
+        cfg = DispatchConfig(grid=grid, params=dict(params or {}))
+        return Step(program, dict(inputs), dict(outputs), cfg, index_param=index)
+
+    def repeat(self, steps: Sequence[Step], rounds: int) -> None:
+        """Run `steps` in order, `rounds` times, as one pipeline (one host synchronisation)."""
+        self.backend.pipeline(list(steps)).run(repeat=rounds)
 
     def get(self, buf: BufferBase, dtype: Any, n: int) -> np.ndarray:
         return self.backend.read(buf, 0, n * np.dtype(dtype).itemsize, dtype)

@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             target.write_bytes(data)
             manifest[name] = {
+                "suite": KERNELS[name].suite,
                 "source": KERNELS[name].source,
                 "args": KERNELS[name].args,
                 "sha256": hashlib.sha256(data).hexdigest(),
