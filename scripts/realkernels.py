@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 dis = "-" if row["disagreements"] is None else row["disagreements"]
                 print(f"{kname:<14} {suite:<9} {bname:<10} {row['outputs']:>8} {dis:>9} "
-                      f"{secs:>8.2f}  {note}")
+                      f"{secs:>8.2f}  {note}", flush=True)  # a run cut short still shows rows
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1) + "\n")
     total = sum(int(r["outputs"]) for r in rows)  # type: ignore[call-overload]
