@@ -7,6 +7,7 @@ C: c/adi.c."""
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -43,8 +44,8 @@ def _sweep(name: str, column: bool) -> Program:
     i = k.let(1 + k.global_id(0).cast(i32))
     # the column sweep writes v[j][i] and reads u[j][i +- 1]; the row sweep writes u[i][j] and
     # reads v[i +- 1][j]: the same loops with the two indices of dst and src swapped
-    def at(row: object, col: object) -> object:
-        return (col * n + row) if column else (row * n + col)  # type: ignore[operator]
+    def at(row: Any, col: Any) -> Any:
+        return (col * n + row) if column else (row * n + col)
     lo, mid, hi = (a, b, c) if column else (d, e, f)  # p's recurrence coefficients
     s1, s2, s3 = (d, d, f) if column else (a, a, c)   # the source's stencil coefficients
     with k.if_(i < n - 1):

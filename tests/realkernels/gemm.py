@@ -3,7 +3,9 @@ scales it by beta, then adds alpha * A[i][k] * B[k][j] for k in order. C: c/gemm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +37,9 @@ def program() -> Program:
 
 
 def run(backend: BaseBackend, ni: int, nj: int, nk: int) -> list[np.ndarray]:
-    def init(rows: int, cols: int, f: object, div: int) -> np.ndarray:
+    def init(rows: int, cols: int, f: Callable[[Any, Any], Any], div: int) -> np.ndarray:
         i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-        return f(i, j).astype(F) / F(div)  # type: ignore[operator]
+        return np.asarray(f(i, j)).astype(F) / F(div)
     c0 = init(ni, nj, lambda i, j: (i * j + 1) % ni, ni)
     a0 = init(ni, nk, lambda i, j: i * (j + 1) % nk, nk)
     b0 = init(nk, nj, lambda i, j: i * (j + 2) % nj, nj)
