@@ -75,7 +75,7 @@ def row_program() -> Program:
 
 
 def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = np.indices((n, n))
     u0 = (i + n - j).astype(F) / F(n)  # (DATA_TYPE)(i + n-j) / n
     params = {"n": n, **coefficients(tsteps, n)}
     with resident(backend) as dev:

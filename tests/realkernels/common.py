@@ -87,8 +87,8 @@ class Resident:
         grid: int | tuple[int, ...],
         params: Mapping[str, Any] | None = None,
     ) -> None:
-        cfg = DispatchConfig(grid=grid, params=dict(params or {}))
-        self.backend.dispatch_with_device_buffers(program, inputs, outputs, cfg)
+        s = self.step(program, inputs, outputs, grid, params)
+        self.backend.dispatch_with_device_buffers(s.program, s.inputs, s.outputs, s.config)
 
     def step(
         self,

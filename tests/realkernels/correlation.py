@@ -80,7 +80,7 @@ def corr_program() -> Program:
 
 
 def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    i, j = np.indices((n, m))
     data = (i * j).astype(F) / F(m) + i.astype(F)  # (DATA_TYPE)(i*j)/M + i
     p = {"m": m, "n": n, "float_n": F(n)}
     with resident(backend) as dev:

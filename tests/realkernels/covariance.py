@@ -65,7 +65,7 @@ def cov_program() -> Program:
 
 
 def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    i, j = np.indices((n, m))
     data = (i.astype(F) * j.astype(F)) / F(m)  # ((DATA_TYPE) i*j) / M
     p = {"m": m, "n": n, "float_n": F(n)}
     with resident(backend) as dev:

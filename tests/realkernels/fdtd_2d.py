@@ -62,7 +62,7 @@ def hz_program() -> Program:
 
 
 def run(backend: BaseBackend, tmax: int, nx: int, ny: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
+    i, j = np.indices((nx, ny))
     fi = i.astype(F)
     ex0 = (fi * (j + 1).astype(F)) / F(nx)  # ((DATA_TYPE) i*(j+1)) / nx
     ey0 = (fi * (j + 2).astype(F)) / F(ny)

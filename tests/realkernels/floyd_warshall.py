@@ -34,7 +34,7 @@ def relax_program() -> Program:
 
 
 def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = np.indices((n, n))
     path = (i * j % 7 + 1).astype(np.int32)
     path[((i + j) % 13 == 0) | ((i + j) % 7 == 0) | ((i + j) % 11 == 0)] = 999
     with resident(backend) as dev:

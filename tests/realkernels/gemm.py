@@ -38,7 +38,7 @@ def program() -> Program:
 
 def run(backend: BaseBackend, ni: int, nj: int, nk: int) -> list[np.ndarray]:
     def init(rows: int, cols: int, f: Callable[[Any, Any], Any], div: int) -> np.ndarray:
-        i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        i, j = np.indices((rows, cols))
         return np.asarray(f(i, j)).astype(F) / F(div)
     c0 = init(ni, nj, lambda i, j: (i * j + 1) % ni, ni)
     a0 = init(ni, nk, lambda i, j: i * (j + 1) % nk, nk)

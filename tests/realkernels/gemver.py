@@ -80,7 +80,7 @@ def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
     q = (np.arange(1, n + 1, dtype=F) / fn).astype(np.float64)  # (i+1)/fn, a float quotient
     vec = {"u1": np.arange(n, dtype=F), "u2": (q / 2.0).astype(F), "v1": (q / 4.0).astype(F),
            "v2": (q / 6.0).astype(F), "y": (q / 8.0).astype(F), "z": (q / 9.0).astype(F)}
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = np.indices((n, n))
     a0 = (i * j % n).astype(F) / F(n)  # (DATA_TYPE) (i*j % n) / n
     with resident(backend) as dev:
         b = {name: dev.put(v, name) for name, v in vec.items()}

@@ -64,7 +64,7 @@ def project_program() -> Program:
 
 
 def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    i, j = np.indices((m, n))
     a = ((((i * j) % m).astype(F) / F(m)) * F(100)) + F(10)
     with resident(backend) as dev:
         ab = dev.put(a, "A")

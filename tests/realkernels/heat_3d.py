@@ -39,7 +39,7 @@ def step_program() -> Program:
 
 
 def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
-    i, j, k = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    i, j, k = np.indices((n, n, n))
     init = (i + j + (n - k)).astype(F) * F(10) / F(n)  # (DATA_TYPE)(i + j + (n-k))* 10 / (n)
     with resident(backend) as dev:
         a, b = dev.put(init, "A"), dev.put(init, "B")

@@ -40,7 +40,7 @@ def wave_program() -> Program:
 
 
 def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = np.indices((n, n))
     a = (i.astype(F) * (j + 2).astype(F) + F(2)) / F(n)  # ((DATA_TYPE) i*(j+2) + 2) / n
     rounds = 3 * (n - 2) + 4 * (tsteps - 1) - 3 + 1  # s from 3 to 3(n-2) + 4(tsteps-1)
     with resident(backend) as dev:

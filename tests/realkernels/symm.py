@@ -38,10 +38,10 @@ def program() -> Program:
 
 
 def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
-    i, j = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    i, j = np.indices((m, n))
     c0 = ((i + j) % 100).astype(F) / F(m)  # (DATA_TYPE) ((i+j) % 100) / m
     b0 = ((n + i - j) % 100).astype(F) / F(m)
-    ia, ja = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+    ia, ja = np.indices((m, m))
     a0 = np.where(ja <= ia, ((ia + ja) % 100).astype(F) / F(m), F(-999)).astype(F)
     with resident(backend) as dev:
         cb = dev.put(c0, "C")

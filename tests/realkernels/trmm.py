@@ -35,10 +35,10 @@ def program() -> Program:
 
 
 def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
-    ia, ja = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+    ia, ja = np.indices((m, m))
     a0 = np.where(ja < ia, ((ia + ja) % m).astype(F) / F(m), F(0)).astype(F)
     np.fill_diagonal(a0, F(1.0))  # the upper triangle is never read (calloc'd zeros in C)
-    i, j = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    i, j = np.indices((m, n))
     b0 = ((n + (i - j)) % n).astype(F) / F(n)  # (DATA_TYPE)((n+(i-j)) % n)/n
     with resident(backend) as dev:
         bb = dev.put(b0, "B")
