@@ -305,6 +305,38 @@ def test_exact_division_and_sqrt_forced(
         be.close()
 
 
+@pytest.mark.parametrize("mode", ["exact", "exact-bad-estimate"])
+@pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
+def test_exact_sqrt_of_a_value_computed_from_params_only(
+    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool, mode: str
+) -> None:
+    """vyre's exact sqrt of a uniform value, as in PolyBench's correlation (data / (sqrt(
+    float_n) * stddev[j]), float_n a param): lavapipe's compiler looks for branches on values
+    computed from uniforms only by walking their operands without memoising, and a branch on
+    the digit-by-digit root's 26-step chain made that walk exponential (the shader never
+    finished compiling). Exact on both sides of the f64 fast path's range, subnormal too."""
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", mode)
+    if flush:
+        monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    k = ProgramBuilder("sqrt_of_params", 1)
+    x = k.buffer("x", F32)
+    out = k.buffer("out", F32, "write")
+    p, q = k.param("p", F32), k.param("q", F32)
+    root = k.let(vyre.sqrt(p))
+    out[0] = root
+    out[1] = x[0] / (vyre.sqrt(p + q) * x[1])
+    prog = k.build()
+    be = _wgpu()
+    try:
+        assert "vy_sqrt_f32(" in be.source(prog)  # type: ignore[attr-defined]
+        for pv in (5.0, 0.5, 2.0**-100, 3e30, 1e-40, 0.0):
+            cfg = DispatchConfig(grid=1, params={"p": pv, "q": 1.25})
+            inputs = {"x": np.float32([3.0, 7.0]), "out": 2}
+            check_against_reference(prog, inputs, cfg, [be], ref, EXACT)
+    finally:
+        be.close()
+
+
 def test_division_and_sqrt_on_this_adapter(wg: BaseBackend) -> None:
     """Whatever the probe chose here (the driver's operation where it is correctly rounded,
     vyre's exact one where not): bit-identical on the same cases."""

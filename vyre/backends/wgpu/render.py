@@ -573,7 +573,12 @@ def _exact_sqrt_f32(ctx: _Ctx) -> str:
         "    var q = 0u;\n    var r = 0u;\n    var t = 0u;\n    var ge = false;\n"
         + "".join(steps)
         + "    var e = k / 2i - 13i;\n"
-        "    if (q < 0x02000000u) { q = q << 2u; e = e - 2i; } else { q = q << 1u; e = e - 1i; }\n"
+        # q < 2^25 exactly when m < 2^24 (m * 2^26 < 2^50): test m, not q, so that no branch
+        # depends on the 26 steps' chain. Mesa's lavapipe (22.3) looks for branches on
+        # values computed from uniforms only (to inline them) by walking each condition's
+        # operands without memoising: through the chain that walk is exponential, and a
+        # sqrt of a param never finished compiling.
+        "    if (m < 0x01000000u) { q = q << 2u; e = e - 2i; } else { q = q << 1u; e = e - 1i; }\n"
         "    return vy_pack_f32(0u, q, e, r != 0u);\n}",
     )
 
