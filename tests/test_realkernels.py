@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,32 @@ from realkernels.suite import KERNELS, POLYBENCH, RODINIA, SOURCES
 MAKE_EXPECTED = Path(__file__).resolve().parent / "realkernels" / "make_expected.py"
 README = Path(__file__).resolve().parent / "realkernels" / "README.md"
 
+#: lavapipe's own division and sqrt are correctly rounded and it keeps subnormals, so the
+#: `backend` fixture's wgpu never runs what NVIDIA's Vulkan driver gets: vyre's exact
+#: division and sqrt, and flush mode (docs/IR.md); these force them (read as a device opens)
+FORCED_WGPU = {"exact-div-sqrt": {"VYRE_WGPU_DIV_SQRT": "exact"},
+               "flush": {"VYRE_WGPU_FLUSH_SUBNORMALS": "1"}}
+
+
+@pytest.fixture(scope="module", params=list(FORCED_WGPU))
+def forced_wgpu(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in FORCED_WGPU[request.param].items():
+            mp.setenv(key, value)
+        be = PROVIDER.create()
+    details = be.capabilities().details
+    if request.param == "flush":
+        assert "f32" in details["flushes_subnormals"], details["flushes_subnormals"]
+    else:
+        assert details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)", details
+    yield be
+    be.close()
+
 
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_kernel_is_bit_identical_to_gcc(name: str, backend: BaseBackend) -> None:
@@ -35,6 +62,22 @@ def test_kernel_is_bit_identical_to_gcc(name: str, backend: BaseBackend) -> None
     assert result.compared > 0
     assert result.disagreements == 0, (
         f"{name} on {backend.capabilities().backend} ({backend.capabilities().device}): "
+        f"{result.disagreements} of {result.compared} outputs differ from gcc; first: "
+        f"{result.first}"
+    )
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_kernel_is_bit_identical_to_gcc_in_nvidias_wgpu_modes(
+    name: str, forced_wgpu: BaseBackend
+) -> None:
+    """The same on wgpu with vyre's exact division and sqrt, and in flush mode (no kernel's
+    data comes near a subnormal, so flushing changes nothing)."""
+    result = compare(KERNELS[name].port(forced_wgpu), KERNELS[name].expected())
+    assert result.compared > 0
+    assert result.disagreements == 0, (
+        f"{name} on {forced_wgpu.capabilities().details['f32_div_sqrt']}, flush "
+        f"{forced_wgpu.capabilities().details.get('flushes_subnormals')}: "
         f"{result.disagreements} of {result.compared} outputs differ from gcc; first: "
         f"{result.first}"
     )
