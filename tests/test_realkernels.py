@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from vyre.backend import BaseBackend
+from vyre.ir.nodes import Program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -135,6 +136,35 @@ def test_every_program_compiles_for_cuda() -> None:
     for kernel in KERNELS.values():
         for make in kernel.programs:
             assert compile_program(make(), "sm_90").cubin.startswith(b"\x7fELF")
+
+
+def test_the_data_show_a_change_of_operand_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port that sums PolyBench gemm's alpha * (A[i][k] * B[k][j]) instead of its
+    (alpha * A[i][k]) * B[k][j] disagrees with gcc in many elements: the inputs are rich
+    enough for the bit-for-bit comparison to see operand order."""
+    from realkernels import gemm
+
+    from vyre import ProgramBuilder, f32, i32
+    from vyre.backends.reference import ReferenceBackend
+
+    def reassociated() -> Program:
+        k = ProgramBuilder("polybench_gemm_reassociated", (gemm.TILE, gemm.TILE))
+        a, b = k.buffer("A", f32), k.buffer("B", f32)
+        c = k.buffer("C", f32, "read_write")
+        ni, nj, nk = k.param("ni", i32), k.param("nj", i32), k.param("nk", i32)
+        alpha, beta = k.param("alpha", f32), k.param("beta", f32)
+        j, i = k.let(k.global_id(0).cast(i32)), k.let(k.global_id(1).cast(i32))
+        with k.if_((i < ni) & (j < nj)):
+            acc = k.let(c[i * nj + j] * beta)
+            with k.for_range(0, nk) as kk:
+                acc += alpha * (a[i * nk + kk] * b[kk * nj + j])
+            c[i * nj + j] = acc
+        return k.build()
+
+    monkeypatch.setattr(gemm, "program", reassociated)
+    with ReferenceBackend() as ref:
+        result = compare(gemm.run(ref, **gemm.ARGS), KERNELS["gemm"].expected())
+    assert result.disagreements > result.compared // 10, result
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed here")
