@@ -22,7 +22,13 @@ ALPHA, BETA = F(1.5), F(1.2)  # *alpha = 1.5; *beta = 1.2 (double literals store
 
 @cache
 def program() -> Program:
-    k = ProgramBuilder("polybench_gemm", (TILE, TILE))
+    return build()
+
+
+def build(alpha_last: bool = False) -> Program:
+    """PolyBench's gemm loop nest; `alpha_last` (tests only) sums alpha * (A[i][k] * B[k][j])
+    instead of its (alpha * A[i][k]) * B[k][j], a deliberately wrong operand order."""
+    k = ProgramBuilder("polybench_gemm" + ("_alpha_last" if alpha_last else ""), (TILE, TILE))
     a, b = k.buffer("A", f32), k.buffer("B", f32)
     c = k.buffer("C", f32, "read_write")
     ni, nj, nk = k.param("ni", i32), k.param("nj", i32), k.param("nk", i32)
@@ -31,7 +37,10 @@ def program() -> Program:
     with k.if_((i < ni) & (j < nj)):
         acc = k.let(c[i * nj + j] * beta)
         with k.for_range(0, nk) as kk:
-            acc += alpha * a[i * nk + kk] * b[kk * nj + j]
+            if alpha_last:
+                acc += alpha * (a[i * nk + kk] * b[kk * nj + j])
+            else:
+                acc += alpha * a[i * nk + kk] * b[kk * nj + j]
         c[i * nj + j] = acc
     return k.build()
 
