@@ -361,7 +361,8 @@ class BaseBackend:
 
     def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None:
         """Copy host bytes (numpy array, bytes, memoryview) into `buffer` at `offset`."""
-        self.write_many([(buffer, data, offset)])
+        self._check_open()
+        self._write_checked([self._checked_write(buffer, data, offset)])
 
     def write_many(self, items: Iterable[tuple[DeviceBuffer, Any, int] | tuple[DeviceBuffer, Any]]) -> None:
         """Several uploads, validated all before any is issued."""
@@ -373,18 +374,27 @@ class BaseBackend:
                     f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
                     f"{type(item).__name__} {item!r:.60}"
                 )
-            buffer, data = item[0], item[1]
-            offset = as_index(item[2], "write offset") if len(item) > 2 else 0
-            validate_buffer_ownership(self, [buffer])
-            assert isinstance(buffer, BufferBase)
-            if buffer.readonly:
-                raise BufferStateError(
-                    f"{buffer.describe()} was lent read-only by its producer; write into a "
-                    "writable array (e.g. a copy made by the framework) instead"
-                )
-            mv = host_bytes(data, f"write to {buffer.describe()}")
-            check_range(buffer, int(offset), mv.nbytes)
-            checked.append((buffer, mv, int(offset)))
+            checked.append(self._checked_write(item[0], item[1], item[2] if len(item) > 2 else 0))
+        self._write_checked(checked)
+
+    def _checked_write(self, buffer: Any, data: Any, offset: Any
+                       ) -> tuple[BufferBase, memoryview, int]:
+        """One upload checked: a live, writable buffer of this backend, host bytes that fit
+        at `offset`."""
+        if not (isinstance(buffer, BufferBase) and buffer.owner is self and not buffer.freed):
+            validate_buffer_ownership(self, [buffer])  # raises, saying what is wrong
+        off = offset if type(offset) is int else as_index(offset, "write offset")
+        if buffer.readonly:
+            raise BufferStateError(
+                f"{buffer.describe()} was lent read-only by its producer; write into a "
+                "writable array (e.g. a copy made by the framework) instead"
+            )
+        mv = host_bytes(data, _WriteTo(buffer))
+        check_range(buffer, off, mv.nbytes)
+        return buffer, mv, off
+
+    def _write_checked(self, checked: list[tuple[BufferBase, memoryview, int]]) -> None:
+        """Checked uploads (_checked_write), issued in order under the lock."""
         with self._lock:
             self._check_open()
             for buffer, _, _ in checked:
@@ -860,6 +870,19 @@ def _zeros(count: int, dtype: np.dtype, what: str, limit: int | None) -> np.ndar
         raise OutOfDeviceMemory(
             "host", nbytes, f"{what}: the host output array of {count} elements ({exc})"
         ) from None
+
+
+class _WriteTo:
+    """"write to <buffer>" for host_bytes' errors, made only if one is raised (describe()
+    costs more than the rest of a small write's checks)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: BufferBase) -> None:
+        self.buffer = buffer
+
+    def __str__(self) -> str:
+        return f"write to {self.buffer.describe()}"
 
 
 def host_array(data: HostBytes, dtype: Any) -> np.ndarray:

@@ -158,8 +158,9 @@ def host_destination(out: Any, what: str) -> np.ndarray:
     return out.reshape(-1).view(np.uint8)
 
 
-def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview:
-    """A C-contiguous byte view of host data, refusing anything ambiguous.
+def host_bytes(data: Any, what: object, ty: ScalarType | None = None) -> memoryview:
+    """A C-contiguous byte view of host data, refusing anything ambiguous; `what` names the
+    data in errors (formatted with str() only when one is raised).
 
     With `ty`, numpy arrays (and typed memoryviews) must already have that element type (no
     silent conversion); lists and tuples are converted to it; bytes and bytearrays are raw
@@ -186,7 +187,7 @@ def host_bytes(data: Any, what: str, ty: ScalarType | None = None) -> memoryview
             raise InvalidDispatch(
                 f"{what}: a list has no element type here; pass a numpy array or bytes"
             )
-        data = _sequence_array(data, ty, what)
+        data = _sequence_array(data, ty, str(what))
     if isinstance(data, np.ma.MaskedArray):
         raise InvalidDispatch(
             f"{what}: a masked array's mask has no meaning on the device; pass arr.filled(v) "
