@@ -6,8 +6,8 @@ script times an older tree: `cd old && PYTHONPATH=$PWD python ../scripts/...`):
 On wgpu: one small dispatch then `synchronize()`, one small dispatch then a 4 KiB read,
 a 4 KiB read alone, and a 100-step Pipeline's `run()` (per dispatch), each in interleaved
 blocks (median us); then the time of one large read (64 and 256 MiB, best of 4) on every
-backend here but the reference, by `read` (a new array each time) and by `read_into` (one
-array reused). TAG starts every line, to tell two trees apart.
+backend here but the reference, by `read` (a new array each time), by `read_into` (one
+array reused) and, where the backend has them, into a `page_locked_array`. TAG starts every line, to tell two trees apart.
 """
 
 from __future__ import annotations
@@ -91,6 +91,17 @@ def large_reads(tag: str, b: vyre.BaseBackend) -> None:
                 best = min(best, time.perf_counter() - t0)
             assert out[-1] == m - 1, "wrong read-back"
             print(f"{tag} {b.id} read_into a reused array, {mib} MiB {best * 1e3:16.1f} ms")
+        if getattr(b, "supports", lambda _f: False)("page_locked_host"):
+            locked = b.page_locked_array(m, np.uint32)
+            best = float("inf")
+            for _ in range(4):
+                locked[-1] = 0
+                t0 = time.perf_counter()
+                b.read_into(buf, locked)
+                best = min(best, time.perf_counter() - t0)
+            assert locked[-1] == m - 1, "wrong read-back"
+            print(f"{tag} {b.id} read_into a page_locked_array, {mib} MiB {best * 1e3:12.1f} ms")
+            del locked
         b.free(buf)
 
 

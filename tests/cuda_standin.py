@@ -35,6 +35,7 @@ class StandInDriver:
         self.calls: list[tuple[str, int, tuple[Any, ...]]] = []
         self._next_ptr = 0x10000
         self._host: dict[int, Any] = {}
+        self.registered: dict[int, int] = {}  # cuMemHostRegister'd host ptr -> bytes
         # a plain function, not a method: the call costs the same wherever it is made from
         self.cuLaunchKernel = self._recorded("cuLaunchKernel", _launch)
 
@@ -125,13 +126,25 @@ class StandInDriver:
         return OK, addr
 
     def _cuPointerGetAttribute(self, attr: Any, p: Any) -> tuple[Any, Any]:
-        """Page-locked memory from _cuMemAllocHost is known (host memory type); any other
-        host pointer is not, as ordinary pageable memory is not to the real driver."""
+        """Page-locked memory (from _cuMemAllocHost or registered) is known (host memory
+        type); any other host pointer is not, as pageable memory is not to the real driver."""
         addr = int(p)
-        for base, buf in self._host.items():
-            if base <= addr < base + ctypes.sizeof(buf):
+        spans = [(base, ctypes.sizeof(buf)) for base, buf in self._host.items()]
+        for base, n in [*spans, *self.registered.items()]:
+            if base <= addr < base + n:
                 return OK, real.CUmemorytype.CU_MEMORYTYPE_HOST
         return real.CUresult.CUDA_ERROR_INVALID_VALUE, 0
+
+    def _cuMemHostRegister(self, p: int, n: int, flags: int) -> tuple[Any]:
+        if int(p) in self.registered:
+            return (real.CUresult.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,)
+        self.registered[int(p)] = n
+        return OK1
+
+    def _cuMemHostUnregister(self, p: int) -> tuple[Any]:
+        if self.registered.pop(int(p), None) is None:
+            return (real.CUresult.CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,)
+        return OK1
 
     def _cuMemFreeHost(self, p: Any) -> tuple[Any]:
         self._host.pop(int(p), None)

@@ -232,3 +232,54 @@ def test_a_write_from_page_locked_memory_waits_for_its_copy(cuda: Any, drv: Any)
         cuda.write(y, part)
         assert _names(drv) == ["cuStreamSynchronize"]
     drv.cuMemFreeHost(addr)
+
+
+def test_page_locked_arrays_are_registered_while_they_and_the_instance_live(
+        cuda: Any, drv: Any) -> None:
+    import gc
+
+    a = cuda.page_locked_array((4, 1024), np.float32)
+    assert a.shape == (4, 1024) and a.dtype == np.float32 and a.flags.writeable
+    ptr = a.ctypes.data
+    assert ptr % 4096 == 0 and drv.registered == {ptr: a.nbytes}
+    y = cuda.allocate_device_buffer(a.nbytes)
+    drv.calls.clear()
+    cuda.write(y, a[1:])  # a write from it waits for its copy (the caller may reuse it)
+    assert _names(drv) == ["cuStreamSynchronize"]
+    assert cuda.read_into(y, a) is a
+    view = a[2]  # a view keeps the memory (and its registration) alive
+    del a
+    gc.collect()
+    assert drv.registered == {ptr: 4096 * 4}
+    del view
+    gc.collect()
+    assert drv.registered == {}  # unregistered before NumPy freed it
+    assert cuda.page_locked_array(0, np.uint8).size == 0 and drv.registered == {}
+
+
+def test_page_locked_arrays_outlive_close_as_ordinary_memory(drv: Any, tmp_path: Path) -> None:
+    import gc
+
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    b = CudaBackend(0, cache_dir=str(tmp_path))
+    a = b.page_locked_array(1000, np.int32)
+    a[:] = np.arange(1000)
+    b.close()
+    assert drv.registered == {}  # close() unregistered it; the array is NumPy's memory
+    a += 1
+    assert a[-1] == 1000
+    del a
+    gc.collect()  # its finalizer finds nothing left to unregister
+    assert drv.registered == {}
+
+
+def test_page_locked_array_arguments(cuda: Any) -> None:
+    with pytest.raises(vyre.InvalidDispatch, match="shape must be"):
+        cuda.page_locked_array((2, -1))
+    with pytest.raises(vyre.InvalidDispatch, match="shape must be"):
+        cuda.page_locked_array((2.0,))
+    with pytest.raises(vyre.InvalidDispatch, match="numeric numpy dtype"):
+        cuda.page_locked_array(4, object)
+    assert cuda.page_locked_array(3, vyre.f16).dtype == np.float16
+    assert cuda.page_locked_array([2, 3], np.uint8).shape == (2, 3)

@@ -135,6 +135,9 @@ def test_resident_dispatch_bind_async_pipeline_match_local(
     into = np.full(1000, np.nan, np.float32)
     assert remote.read_into(bacc, into) is into
     assert np.array_equal(_bits(into), _bits(expect))
+    assert not remote.supports("page_locked_host")
+    with pytest.raises(vyre.UnsupportedFeature, match="own process"):
+        remote.page_locked_array(4)
     with pytest.raises(InvalidDispatch, match="read-only"):
         frozen = np.zeros(4, np.float32)
         frozen.flags.writeable = False

@@ -51,8 +51,8 @@ from .errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
-from .features import MANAGED_MEMORY
-from .hostarrays import host_destination
+from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
+from .hostarrays import as_dtype, host_destination
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import (
@@ -240,6 +240,13 @@ class BaseBackend:
             "kind='device' and copy with write()/read()",
         )
 
+    def _page_locked_array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        raise UnsupportedFeature(
+            PAGE_LOCKED_HOST, self.id,
+            "this backend moves host data through its own staging memory, so no host array "
+            "is faster than another; use np.empty(shape, dtype) with read_into",
+        )
+
     def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
                        max_version: Any, dl_device: Any, copy: Any) -> Any:
         raise UnsupportedFeature(
@@ -310,6 +317,26 @@ class BaseBackend:
         return feature in self.capabilities().features
 
     # ------------------------------------------------------------ memory
+    def page_locked_array(self, shape: int | tuple[int, ...], dtype: Any = np.float32
+                          ) -> np.ndarray:
+        """A new NumPy array (uninitialised) in page-locked host memory, which this
+        backend's copies (`read_into`, `write`) move by DMA directly: on CUDA about four
+        times a pageable array's speed for large transfers. Make it once and reuse it.
+
+        The memory is NumPy's own, page-locked while this backend is open: the array stays
+        valid ordinary memory after close(). Backends without the 'page_locked_host'
+        feature raise UnsupportedFeature."""
+        self._check_open()
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        if isinstance(dims, list):
+            dims = tuple(dims)
+        if not isinstance(dims, tuple) or any(
+                isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
+                for d in dims):
+            raise InvalidDispatch(
+                f"page_locked_array: shape must be an int or a tuple of ints >= 0, got {shape!r}")
+        return self._page_locked_array(tuple(int(d) for d in dims), as_dtype(dtype))
+
     def allocate_device_buffer(
         self, byte_len: int, label: str | None = None, kind: str = "device"
     ) -> BufferBase:

@@ -24,10 +24,12 @@ INDIRECT_DISPATCH = "indirect_dispatch"  # grid read from a device buffer
 DEVICE_TIMERS = "device_timers"  # per-dispatch device nanoseconds
 DISK_CACHE = "disk_cache"  # compiled programs persist across processes
 MANAGED_MEMORY = "managed_memory"
+PAGE_LOCKED_HOST = "page_locked_host"  # page_locked_array: host memory the DMA moves directly
 
 IR_FEATURES = frozenset({F16, F64, I64, ATOMIC_FLOAT, ATOMIC_I64, WORKGROUP_MEMORY, SUBGROUP})
 API_FEATURES = frozenset(
-    {RESIDENT, ASYNC, PIPELINE, INDIRECT_DISPATCH, DEVICE_TIMERS, DISK_CACHE, MANAGED_MEMORY}
+    {RESIDENT, ASYNC, PIPELINE, INDIRECT_DISPATCH, DEVICE_TIMERS, DISK_CACHE, MANAGED_MEMORY,
+     PAGE_LOCKED_HOST}
 )
 ALL_FEATURES = IR_FEATURES | API_FEATURES
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from vyre import features as F
 from vyre.backend import Capabilities
 from vyre.binding import BufferArg
 from vyre.config import DispatchConfig, Timing
@@ -24,6 +25,7 @@ from vyre.errors import (
     BufferOwnershipError,
     BufferStateError,
     InvalidDispatch,
+    UnsupportedFeature,
 )
 from vyre.hostarrays import host_destination
 from vyre.ir.nodes import Program
@@ -110,7 +112,10 @@ class RemoteBackend:
         caps: Capabilities = info["capabilities"]
         details = {**caps.details, "ray_actor": actor_name, "ray_node_id": self.node_id,
                    "ray_gpu_ids": list(self.gpu_ids)}
-        self._caps = caps.model_copy(update={"backend": self.id, "details": details})
+        # (page-locked host memory would be the actor's, never the caller's: not offered)
+        self._caps = caps.model_copy(update={
+            "backend": self.id, "details": details,
+            "features": caps.features - {F.PAGE_LOCKED_HOST}})
         self._sent: set[str] = set()  # content hashes this actor instance holds
         self._live: dict[int, RemoteBuffer] = {}
         self._closed = False
@@ -288,6 +293,14 @@ class RemoteBackend:
         dst = host_destination(out, "read_into")
         dst[...] = self.read(buffer, offset, dst.nbytes)
         return out
+
+    def page_locked_array(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
+        """Never here: page-locked memory would live in the actor's process, not yours."""
+        raise UnsupportedFeature(
+            F.PAGE_LOCKED_HOST, self.id,
+            "an actor's page-locked memory is in its own process; read into a NumPy array "
+            "of yours with read_into(buffer, np.empty(shape, dtype))",
+        )
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         rs = [as_read_range(r) for r in ranges]

@@ -40,7 +40,7 @@ from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
-from . import interop, managed
+from . import interop, managed, page_locked
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
@@ -68,6 +68,7 @@ class _State:
         self.closed = False
         self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
         self.current_threads: set[int] = set()
+        self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
         _STATES.add(self)
 
     @property
@@ -297,7 +298,8 @@ class CudaBackend(BaseBackend):
         grid_y = a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y")
         grid_z = a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z")
         feats = {F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64, F.WORKGROUP_MEMORY,
-                 F.RESIDENT, F.ASYNC, F.PIPELINE, F.DEVICE_TIMERS, F.DISK_CACHE, F.SUBGROUP}
+                 F.RESIDENT, F.ASYNC, F.PIPELINE, F.DEVICE_TIMERS, F.DISK_CACHE, F.SUBGROUP,
+                 F.PAGE_LOCKED_HOST}
         limits = {
             "max_workgroup_invocations": max_threads,
             "max_workgroup_size_x": a("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X"),
@@ -484,6 +486,9 @@ class CudaBackend(BaseBackend):
 
     def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
         return interop.dlpack_device(self, buffer)
+
+    def _page_locked_array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return page_locked.allocate(self, shape, dtype)
 
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         return managed.allocate(self, byte_len, label)
@@ -919,6 +924,7 @@ class CudaBackend(BaseBackend):
             self._destroy_graphs(g)
         self._graphs.clear()
         self._staging_bytes = _NO_STAGING  # never a view of freed memory
+        page_locked.unregister_all(st)  # (the arrays outlive this instance: NumPy owns them)
         if usable:
             with contextlib.suppress(Exception):
                 if self._staging[0]:
@@ -975,6 +981,11 @@ class CudaBackend(BaseBackend):
     def driver(self) -> Any:
         """The CUDA driver API module (cuda.bindings.driver)."""
         return self._drv
+
+    @property
+    def context_state(self) -> _State:
+        """What finalizers of this instance's objects need (driver, context, usable)."""
+        return self._state
 
     @property
     def lock(self) -> Any:
