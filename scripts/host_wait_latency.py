@@ -68,6 +68,18 @@ def small_waits(tag: str, b: vyre.BaseBackend, rounds: int) -> None:
     b.free(yb)
 
 
+def _best_read_into(b: vyre.BaseBackend, buf: object, out: np.ndarray) -> float:
+    """Seconds of the fastest of 4 read_into(buf, out), each checked."""
+    best = float("inf")
+    for _ in range(4):
+        out[-1] = 0
+        t0 = time.perf_counter()
+        b.read_into(buf, out)
+        best = min(best, time.perf_counter() - t0)
+    assert out[-1] == out.size - 1, "wrong read-back"
+    return best
+
+
 def large_reads(tag: str, b: vyre.BaseBackend) -> None:
     for mib in (64, 256):
         m = mib << 18
@@ -82,26 +94,11 @@ def large_reads(tag: str, b: vyre.BaseBackend) -> None:
         assert a[-1] == m - 1 and a.flags.writeable, "wrong read-back"
         print(f"{tag} {b.id} read {mib} MiB {best * 1e3:36.1f} ms")
         if hasattr(b, "read_into"):  # (older trees have no read_into)
-            out = np.empty(m, np.uint32)
-            best = float("inf")
-            for _ in range(4):
-                out[-1] = 0
-                t0 = time.perf_counter()
-                b.read_into(buf, out)
-                best = min(best, time.perf_counter() - t0)
-            assert out[-1] == m - 1, "wrong read-back"
+            best = _best_read_into(b, buf, np.empty(m, np.uint32))
             print(f"{tag} {b.id} read_into a reused array, {mib} MiB {best * 1e3:16.1f} ms")
         if getattr(b, "supports", lambda _f: False)("page_locked_host"):
-            locked = b.page_locked_array(m, np.uint32)
-            best = float("inf")
-            for _ in range(4):
-                locked[-1] = 0
-                t0 = time.perf_counter()
-                b.read_into(buf, locked)
-                best = min(best, time.perf_counter() - t0)
-            assert locked[-1] == m - 1, "wrong read-back"
+            best = _best_read_into(b, buf, b.page_locked_array(m, np.uint32))
             print(f"{tag} {b.id} read_into a page_locked_array, {mib} MiB {best * 1e3:12.1f} ms")
-            del locked
         b.free(buf)
 
 
