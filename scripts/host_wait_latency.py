@@ -20,23 +20,15 @@ from collections.abc import Callable
 import numpy as np
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder, u32
-
-
-def inc_program() -> vyre.Program:
-    k = ProgramBuilder("inc", workgroup_size=256)
-    y = k.buffer("y", u32, "read_write")
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] + 1
-    return k.build()
+from vyre import DispatchConfig
+from vyre.tools.bench.vyre_impl import WG, inc_program  # y[i] += 1 over u32
 
 
 def small_waits(tag: str, b: vyre.BaseBackend, rounds: int) -> None:
     n = 1024
     yb = b.allocate_device_buffer(n * 4)
     b.write(yb, np.zeros(n, np.uint32))
-    bound = b.bind(inc_program(), [], [yb], DispatchConfig.for_elements(n, 256))
+    bound = b.bind(inc_program(), [], [yb], DispatchConfig.for_elements(n, WG))
     pipe = b.pipeline([bound] * 100)
 
     def dispatch_sync() -> None:
