@@ -29,6 +29,7 @@ from .binding import (
     LaunchCache,
     bind,
     check_program_fits,
+    owned_buffer,
     readable_twice,
     rebind,
     validate_buffer_ownership,
@@ -408,8 +409,7 @@ class BaseBackend:
                        ) -> tuple[BufferBase, memoryview, int]:
         """One upload checked: a live, writable buffer of this backend, host bytes that fit
         at `offset`."""
-        if not (isinstance(buffer, BufferBase) and buffer.owner is self and not buffer.freed):
-            validate_buffer_ownership(self, [buffer])  # raises, saying what is wrong
+        buffer = owned_buffer(self, buffer)
         off = offset if type(offset) is int else as_index(offset, "write offset")
         if buffer.readonly:
             raise BufferStateError(

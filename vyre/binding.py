@@ -67,6 +67,16 @@ def _describe(buf: object) -> str:
     return f"{type(buf).__name__}{f' {label!r}' if label else ''}"
 
 
+def owned_buffer(backend: BaseBackend, buffer: object) -> BufferBase:
+    """`buffer`, a live buffer of `backend` (else validate_buffer_ownership's error): the
+    common case in a few attribute reads, since a small read's or write's Python is most
+    of its time on a fast device."""
+    if not (isinstance(buffer, BufferBase) and buffer.owner is backend and not buffer.freed):
+        validate_buffer_ownership(backend, [buffer])  # raises, saying what is wrong
+    assert isinstance(buffer, BufferBase)
+    return buffer
+
+
 def validate_buffer_ownership(backend: BaseBackend, buffers: Sequence[object]) -> None:
     """Every buffer must be a live buffer allocated by this backend instance."""
     for i, buf in enumerate(buffers):

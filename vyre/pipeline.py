@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .binding import BoundDispatch, BufferArg, bind, validate_buffer_ownership
+from .binding import BoundDispatch, BufferArg, bind, owned_buffer
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
 from .errors import InvalidDispatch
@@ -93,10 +93,7 @@ def checked_span(backend: BaseBackend, buffer: Any, offset: Any,
                  length: Any) -> tuple[BufferBase, int, int]:
     """`buffer` a live buffer of `backend` and [offset, offset+length) inside it, as
     (buffer, offset, length) with the length filled in (None: to the end)."""
-    # the common case (this backend's live buffer, plain int bounds) in a few attribute
-    # reads: a small read's Python is most of its time on a fast device
-    if not (isinstance(buffer, BufferBase) and buffer.owner is backend and not buffer.freed):
-        validate_buffer_ownership(backend, [buffer])  # raises, saying what is wrong
+    buffer = owned_buffer(backend, buffer)
     off = offset if type(offset) is int else as_index(offset, "read offset")
     if length is None:
         n = buffer.byte_len - off
