@@ -30,14 +30,22 @@ def _launch(*args: Any) -> tuple[Any]:
 class StandInDriver:
     """Success for every call; enums and handle types are the real ones."""
 
-    def __init__(self, record: frozenset[str] = frozenset()) -> None:
+    def __init__(self, record: frozenset[str] = frozenset(), devices: int = 1,
+                 strict_contexts: bool = False) -> None:
         self.record = record
+        self.devices = devices
         self.calls: list[tuple[str, int, tuple[Any, ...]]] = []
         self._next_ptr = 0x10000
         self._host: dict[int, Any] = {}
         self.registered: dict[int, int] = {}  # cuMemHostRegister'd host ptr -> bytes
+        self._current = threading.local()  # the calling thread's current context, as int
+        # strict_contexts: like the real driver, objects belong to the context current when
+        # they were made, and a launch of another context's function is refused
+        self.strict = strict_contexts
+        self.context_of: dict[int, int] = {}  # module, function, stream, device ptr -> ctx
         # a plain function, not a method: the call costs the same wherever it is made from
-        self.cuLaunchKernel = self._recorded("cuLaunchKernel", _launch)
+        launch = self._strict_launch if strict_contexts else _launch
+        self.cuLaunchKernel = self._recorded("cuLaunchKernel", launch)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("CU"):
@@ -72,13 +80,40 @@ class StandInDriver:
         return OK1
 
     def _cuDeviceGetCount(self) -> tuple[Any, int]:
-        return OK, 1
+        return OK, self.devices
 
     def _cuDeviceGet(self, i: int) -> tuple[Any, Any]:
         return OK, real.CUdevice(i)
 
     def _cuDevicePrimaryCtxRetain(self, dev: Any) -> tuple[Any, Any]:
-        return OK, real.CUcontext(0x1000)
+        return OK, real.CUcontext(0x1000 + 0x100 * int(dev))
+
+    def _cuCtxSetCurrent(self, ctx: Any) -> tuple[Any]:
+        self._current.ctx = int(ctx) if ctx is not None else 0
+        return OK1
+
+    def _cuCtxGetCurrent(self) -> tuple[Any, Any]:
+        return OK, real.CUcontext(getattr(self._current, "ctx", 0))
+
+    def current_context(self) -> int:
+        """The calling thread's current context (0: none)."""
+        return int(getattr(self._current, "ctx", 0))
+
+    def _made(self, handle: Any) -> Any:
+        """`handle` belongs to the current context (strict mode's bookkeeping)."""
+        if self.strict:
+            self.context_of[int(handle)] = self.current_context()
+        return handle
+
+    def _strict_launch(self, f: Any, *args: Any) -> tuple[Any]:
+        cur = self.current_context()
+        if not cur:
+            return (real.CUresult.CUDA_ERROR_INVALID_CONTEXT,)
+        stream = args[7]
+        if self.context_of.get(int(f)) != cur or (
+                int(stream) and self.context_of.get(int(stream), cur) != cur):
+            return (real.CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        return OK1
 
     def _cuDeviceGetName(self, n: int, dev: Any) -> tuple[Any, bytes]:
         return OK, b"NVIDIA H100 80GB HBM3 (stand-in)\0"
@@ -102,7 +137,7 @@ class StandInDriver:
         return OK, 79 << 30, 80 << 30
 
     def _cuStreamCreate(self, flags: int) -> tuple[Any, Any]:
-        return OK, real.CUstream(self._ptr(1))
+        return OK, self._made(real.CUstream(self._ptr(1)))
 
     def _cuEventCreate(self, flags: int) -> tuple[Any, Any]:
         return OK, real.CUevent(self._ptr(1))
@@ -114,7 +149,7 @@ class StandInDriver:
         return OK1
 
     def _cuMemAlloc(self, n: int) -> tuple[Any, Any]:
-        return OK, real.CUdeviceptr(self._ptr(n))
+        return OK, self._made(real.CUdeviceptr(self._ptr(n)))
 
     def _cuMemAllocManaged(self, n: int, flags: int) -> tuple[Any, Any]:
         return OK, real.CUdeviceptr(self._ptr(n))
@@ -151,10 +186,13 @@ class StandInDriver:
         return OK1
 
     def _cuModuleLoadData(self, image: bytes) -> tuple[Any, Any]:
-        return OK, real.CUmodule(self._ptr(1))
+        return OK, self._made(real.CUmodule(self._ptr(1)))
 
     def _cuModuleGetFunction(self, m: Any, name: bytes) -> tuple[Any, Any]:
-        return OK, real.CUfunction(self._ptr(1))
+        f = real.CUfunction(self._ptr(1))
+        if self.strict:
+            self.context_of[int(f)] = self.context_of.get(int(m), 0)
+        return OK, f
 
     def _cuStreamEndCapture(self, stream: Any) -> tuple[Any, Any]:
         return OK, real.CUgraph(self._ptr(1))
@@ -165,7 +203,7 @@ class StandInDriver:
     def _ok(self, *args: Any) -> tuple[Any]:
         return OK1
 
-    _cuCtxSetCurrent = _cuCtxSynchronize = _cuDevicePrimaryCtxRelease = _ok
+    _cuCtxSynchronize = _cuDevicePrimaryCtxRelease = _ok
     _cuStreamDestroy = _cuStreamSynchronize = _cuStreamWaitEvent = _ok
     _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
     _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
@@ -173,11 +211,12 @@ class StandInDriver:
     _cuStreamBeginCapture = _cuGraphLaunch = _cuGraphDestroy = _cuGraphExecDestroy = _ok
 
 
-def install(record: frozenset[str] = frozenset()) -> StandInDriver:
+def install(record: frozenset[str] = frozenset(), devices: int = 1,
+            strict_contexts: bool = False) -> StandInDriver:
     """Make vyre's CUDA backend use a new stand-in driver; returns it."""
     from vyre.backends.cuda import driver as D
 
-    fake = StandInDriver(record)
+    fake = StandInDriver(record, devices, strict_contexts)
     D._driver = fake
     return fake
 

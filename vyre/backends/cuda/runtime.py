@@ -63,6 +63,7 @@ class _State:
         self.drv = drv
         self.ordinal = ordinal
         self.ctx = ctx
+        self.ctx_id = int(ctx)
         self.generation = generation
         self.dead: str | None = None
         self.closed = False
@@ -83,11 +84,21 @@ class _State:
         self.dead = reason
         self.on_dead()
 
-    def make_current(self) -> None:
-        tid = threading.get_ident()
-        if tid not in self.current_threads:
-            D.call(self.drv.cuCtxSetCurrent, self.ctx)
-            self.current_threads.add(tid)
+    def make_current(self) -> bool:
+        """Make this context current on the calling thread unless the driver says it
+        already is; True if it was not. Asked of the driver every time, never remembered
+        per thread: another vyre instance (another GPU), torch, CuPy or the user's own
+        driver calls may change a thread's current context between any two of ours, and an
+        allocation or a module load under the wrong context would silently land on the
+        wrong device."""
+        err, cur = self.drv.cuCtxGetCurrent()
+        if int(err) == 0 and cur is not None and int(cur) == self.ctx_id:
+            return False
+        D.call(self.drv.cuCtxSetCurrent, self.ctx)
+        # the launch hot path (CudaBackend._launch_record) skips every check on these
+        # threads and relies on a failed launch to find a context changed behind its back
+        self.current_threads.add(threading.get_ident())
+        return True
 
     def free_ptr(self, ptr: int) -> None:
         if ptr and self.usable:
@@ -625,10 +636,10 @@ class CudaBackend(BaseBackend):
         lookup and one call: this is the launch overhead `vyre bench --workloads dispatch`
         measures. A launch touching a buffer shared with a framework stream is ordered
         with that stream by events (interop.py), under the lock."""
-        if _get_ident() in self._launch_threads:  # context current, no framework streams
-            (err,) = record.launch(*record.args)
+        if _get_ident() in self._launch_threads:  # no framework streams; vyre's context
+            (err,) = record.launch(*record.args)  # was current here (it may not be now)
             if err:
-                self._raise("cuLaunchKernel", err)
+                self._relaunch(record, err)
             return
         if self._interop_active:
             streams = interop.streams_of(buffers)
@@ -639,11 +650,22 @@ class CudaBackend(BaseBackend):
                     self._enqueue(record)
                     interop.signal(self, streams)
                 return
-        if _get_ident() not in self._state.current_threads:
-            self._state.make_current()
+        self._state.make_current()
         (err,) = record.launch(*record.args)
         if err:
             self._raise("cuLaunchKernel", err)
+
+    def _relaunch(self, record: Any, err: Any) -> None:
+        """A launch on the hot path failed: if another context had been made current on
+        this thread since vyre's last call (another vyre instance on another GPU, torch,
+        CuPy, a raw cuCtxSetCurrent), the launch never ran (the driver refuses a function
+        of another context): make vyre's current and launch again. Otherwise the error is
+        the launch's own. Costs nothing while the context stays current."""
+        if self._state.make_current():
+            (err,) = record.launch(*record.args)
+            if not err:
+                return
+        self._raise("cuLaunchKernel", err)
 
     def _enqueue(self, rec: _Launch, stream: Any = None) -> None:
         gx, gy, gz = rec.grid

@@ -1,0 +1,240 @@
+"""Several CUDA backends in one process, on one or many threads, with other code changing
+the thread's current context in between (another vyre instance on another GPU, torch or
+CuPy on another device, a raw cuCtxSetCurrent): every call still runs in its own instance's
+context. On a stand-in driver that keeps contexts as the real one does (objects belong to
+the context current when they were made; a launch of another context's function is
+refused with CUDA_ERROR_INVALID_HANDLE), so it runs without a GPU; tests/test_cuda_runtime.py
+has the same on real GPUs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, Step
+from vyre.tools.bench.vyre_impl import inc_program  # y[i] += 1 over u32
+
+pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cuda_standin
+
+N = 256
+
+
+@pytest.fixture
+def drv() -> Iterator[Any]:
+    from vyre.backends.cuda import driver as D
+
+    before = D._driver
+    fake = cuda_standin.install(devices=2, strict_contexts=True)
+    try:
+        yield fake
+    finally:
+        D._driver = before
+
+
+@pytest.fixture
+def pair(drv: Any, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    a = CudaBackend(0, cache_dir=str(tmp_path))
+    b = CudaBackend(1, cache_dir=str(tmp_path))
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+def _ctx(backend: Any) -> int:
+    return int(backend._state.ctx_id)
+
+
+def _work(backend: Any, drv: Any) -> None:
+    """Everything a user does with one instance: each object lands in its context."""
+    y = backend.allocate_device_buffer(4 * N)
+    assert drv.context_of[int(y.ptr)] == _ctx(backend), "allocated under another context"
+    backend.write(y, np.zeros(N, np.uint32))
+    cfg = DispatchConfig.for_elements(N, 64)
+    backend.dispatch_with_device_buffers(inc_program(), [], [y], cfg)
+    bound = backend.bind(inc_program(), [], [y], cfg)
+    backend.dispatch_with_device_buffers(bound)
+    backend.dispatch_async(bound).wait()
+    backend.pipeline([Step(inc_program(), [], [y], cfg)]).run(repeat=2)
+    backend.read(y, dtype=np.uint32)
+    backend.synchronize()
+    backend.free(y)
+
+
+def test_two_devices_alternating_on_one_thread(pair: tuple[Any, Any], drv: Any) -> None:
+    a, b = pair
+    for _ in range(3):
+        _work(a, drv)
+        _work(b, drv)
+
+
+def test_a_bound_relaunch_after_another_device_was_used(pair: tuple[Any, Any],
+                                                        drv: Any) -> None:
+    """The launch hot path skips every check: a failed launch must find the context that
+    another instance made current, and launch again (the bug: CUDA_ERROR_INVALID_HANDLE)."""
+    a, b = pair
+    cfg = DispatchConfig.for_elements(N, 64)
+    ya = a.allocate_device_buffer(4 * N)
+    yb = b.allocate_device_buffer(4 * N)
+    bound_a = a.bind(inc_program(), [], [ya], cfg)
+    bound_b = b.bind(inc_program(), [], [yb], cfg)
+    for _ in range(4):
+        a.dispatch_with_device_buffers(bound_a)
+        b.dispatch_with_device_buffers(bound_b)
+    assert drv.current_context() == _ctx(b)
+
+
+@pytest.mark.parametrize("foreign", ["other device", "no context"])
+def test_someone_else_changes_the_current_context(pair: tuple[Any, Any], drv: Any,
+                                                  foreign: str) -> None:
+    """What torch or CuPy on another GPU, or a user's own cuCtxSetCurrent, does."""
+    a, b = pair
+    other = b._state.ctx if foreign == "other device" else None
+    cfg = DispatchConfig.for_elements(N, 64)
+    y = a.allocate_device_buffer(4 * N)
+    bound = a.bind(inc_program(), [], [y], cfg)
+    for step in range(6):
+        drv.cuCtxSetCurrent(other)
+        if step % 2:
+            a.dispatch_with_device_buffers(bound)
+        else:
+            _work(a, drv)
+        assert drv.current_context() == _ctx(a)
+
+
+def test_two_threads_each_driving_its_own_device(pair: tuple[Any, Any], drv: Any) -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def drive(backend: Any) -> None:
+        try:
+            barrier.wait()
+            for _ in range(5):
+                _work(backend, drv)
+        except BaseException as exc:  # reported below, with the thread's own traceback
+            errors.append(exc)
+
+    threads = [threading.Thread(target=drive, args=(be,)) for be in pair]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_a_real_launch_error_is_still_raised(pair: tuple[Any, Any], drv: Any) -> None:
+    """A launch refused while vyre's own context is current is not retried away."""
+    a, _b = pair
+    y = a.allocate_device_buffer(4 * N)
+    bound = a.bind(inc_program(), [], [y], DispatchConfig.for_elements(N, 64))
+    a.dispatch_with_device_buffers(bound)
+    fn, *_ = a.launch_args(bound)
+    drv.context_of[int(fn)] = 0x7777  # the driver now answers INVALID_HANDLE whatever is current
+    with pytest.raises(vyre.BackendError, match="cuLaunchKernel"):
+        a.dispatch_with_device_buffers(bound)
+
+
+# ------------------------------------------------------------------ on real GPUs
+
+
+def _cuda_devices() -> int:
+    a = {x.name: x for x in vyre.available_backends()}.get("cuda")
+    if a is None or not a.available:
+        pytest.skip(f"no CUDA here: {a.reason if a else 'backend not registered'}")
+    from vyre.backends.cuda import driver as D
+
+    return D.device_count()
+
+
+def _incremented(backend: Any, rounds: int) -> np.ndarray:
+    y = backend.allocate_device_buffer(4 * N)
+    backend.write(y, np.zeros(N, np.uint32))
+    bound = backend.bind(inc_program(), [], [y], DispatchConfig.for_elements(N, 64))
+    for _ in range(rounds):
+        backend.dispatch_with_device_buffers(bound)
+    out = backend.read(y, dtype=np.uint32)
+    backend.free(y)
+    return np.asarray(out)
+
+
+@pytest.mark.gpu
+def test_gpu_a_foreign_context_between_calls() -> None:
+    """A context of someone else's (a raw cuCtxCreate, then none at all) made current
+    between vyre's calls on one GPU."""
+    _cuda_devices()
+    from vyre.backends.cuda import driver as D
+
+    drv = D.load()
+    with vyre.get_backend("cuda") as gpu:
+        try:
+            foreign = D.call(drv.cuCtxCreate, None, 0, D.call(drv.cuDeviceGet, 0))
+        except TypeError:  # cuda-bindings 12
+            foreign = D.call(drv.cuCtxCreate, 0, D.call(drv.cuDeviceGet, 0))
+        try:
+            for other in (foreign, None):
+                y = gpu.allocate_device_buffer(4 * N)
+                gpu.write(y, np.zeros(N, np.uint32))
+                bound = gpu.bind(inc_program(), [], [y], DispatchConfig.for_elements(N, 64))
+                for _ in range(3):
+                    D.call(drv.cuCtxSetCurrent, other)
+                    gpu.dispatch_with_device_buffers(bound)
+                D.call(drv.cuCtxSetCurrent, other)
+                assert (np.asarray(gpu.read(y, dtype=np.uint32)) == 3).all()
+                gpu.free(y)
+        finally:
+            D.call(drv.cuCtxDestroy, foreign)
+
+
+@pytest.mark.gpu
+def test_gpu_two_devices_in_one_process_and_on_two_threads() -> None:
+    if _cuda_devices() < 2:
+        pytest.skip("needs 2 CUDA devices (this machine has fewer)")
+    with vyre.get_backend("cuda:0") as a, vyre.get_backend("cuda:1") as b:
+        for _ in range(3):  # one thread, alternating
+            assert (_incremented(a, 2) == 2).all()
+            assert (_incremented(b, 3) == 3).all()
+        results: dict[str, Any] = {}
+
+        def drive(name: str, backend: Any) -> None:
+            try:
+                results[name] = [bool((_incremented(backend, 4) == 4).all())
+                                 for _ in range(20)]
+            except BaseException as exc:  # reported below
+                results[name] = exc
+
+        threads = [threading.Thread(target=drive, args=p) for p in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == {"a": [True] * 20, "b": [True] * 20}, results
+
+
+@pytest.mark.gpu
+def test_gpu_torch_on_the_other_device_between_calls() -> None:
+    if _cuda_devices() < 2:
+        pytest.skip("needs 2 CUDA devices (this machine has fewer)")
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    with vyre.get_backend("cuda:0") as a:
+        y = a.allocate_device_buffer(4 * N)
+        a.write(y, np.zeros(N, np.uint32))
+        bound = a.bind(inc_program(), [], [y], DispatchConfig.for_elements(N, 64))
+        for _ in range(5):
+            t = torch.ones(1 << 16, device="cuda:1") * 2  # torch makes device 1 current
+            a.dispatch_with_device_buffers(bound)
+            assert float(t.sum()) == 2 * (1 << 16)
+        assert (np.asarray(a.read(y, dtype=np.uint32)) == 5).all()
+        a.free(y)
