@@ -200,6 +200,9 @@ class StandInDriver:
     def _cuGraphInstantiate(self, graph: Any, flags: int) -> tuple[Any, Any]:
         return OK, real.CUgraphExec(self._ptr(1))
 
+    def _cuDeviceCanAccessPeer(self, dev: Any, peer: Any) -> tuple[Any, int]:
+        return OK, 1
+
     def _ok(self, *args: Any) -> tuple[Any]:
         return OK1
 
@@ -207,7 +210,7 @@ class StandInDriver:
     _cuStreamDestroy = _cuStreamSynchronize = _cuStreamWaitEvent = _ok
     _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
     _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
-    _cuMemcpyDtoHAsync = _cuModuleUnload = _ok
+    _cuMemcpyDtoHAsync = _cuModuleUnload = _cuMemcpyPeerAsync = _cuCtxEnablePeerAccess = _ok
     _cuStreamBeginCapture = _cuGraphLaunch = _cuGraphDestroy = _cuGraphExecDestroy = _ok
 
 

@@ -238,3 +238,72 @@ def test_gpu_torch_on_the_other_device_between_calls() -> None:
             assert float(t.sum()) == 2 * (1 << 16)
         assert (np.asarray(a.read(y, dtype=np.uint32)) == 5).all()
         a.free(y)
+
+
+# ------------------------------------------------------------------ device to device
+
+
+PEER_CALLS = frozenset({"cuEventRecord", "cuStreamWaitEvent", "cuMemcpyPeerAsync",
+                        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+                        "cuMemcpyDtoH", "cuMemcpyDtoHAsync", "cuMemcpyHtoD",
+                        "cuMemcpyHtoDAsync", "cuCtxEnablePeerAccess"})
+
+
+def test_transfer_between_devices_is_one_peer_copy_ordered_by_events(
+        tmp_path: Path) -> None:
+    from vyre.backends.cuda import driver as D
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    before = D._driver
+    drv = cuda_standin.install(PEER_CALLS, devices=2, strict_contexts=True)
+    try:
+        with CudaBackend(0, cache_dir=str(tmp_path)) as a, \
+                CudaBackend(1, cache_dir=str(tmp_path)) as b:
+            src = a.allocate_device_buffer(4 * N, label="x")
+            drv.calls.clear()
+            out = vyre.transfer(src, b)
+            assert out.owner is b and out.byte_len == src.byte_len and out.label == "x"
+            assert drv.context_of[int(out.ptr)] == _ctx(b)
+            names = [name for name, _tid, _args in drv.calls]
+            assert not {"cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+                        "cuMemcpyDtoH", "cuMemcpyDtoHAsync", "cuMemcpyHtoD",
+                        "cuMemcpyHtoDAsync"} & set(names), names  # no host copy, no wait
+            calls = [(name, args) for name, _tid, args in drv.calls
+                     if name != "cuCtxEnablePeerAccess"]
+            (rec1, a1), (wait1, w1), (copy, c), (rec2, a2), (wait2, w2) = calls
+            assert (rec1, wait1, copy, rec2, wait2) == (
+                "cuEventRecord", "cuStreamWaitEvent", "cuMemcpyPeerAsync", "cuEventRecord",
+                "cuStreamWaitEvent")
+            assert a1[1] is a.cu_stream and w1[:2] == (b.cu_stream, a1[0])  # after x's writer
+            assert c == (out.ptr, b._state.ctx, src.ptr, a._state.ctx, 4 * N, b.cu_stream)
+            assert a2[1] is b.cu_stream and w2[:2] == (a.cu_stream, a2[0])  # x's next use
+            drv.calls.clear()
+            empty = vyre.transfer(a.allocate_device_buffer(0), b)
+            assert empty.byte_len == 0 and not drv.calls_of("cuMemcpyPeerAsync")
+            a.free(src)
+            with pytest.raises(vyre.BufferStateError, match="freed"):
+                vyre.transfer(src, b)
+            assert len(b.live_buffers()) == 2
+    finally:
+        D._driver = before
+
+
+@pytest.mark.gpu
+def test_gpu_transfer_between_devices_keeps_the_order_of_work() -> None:
+    """The bytes of the source as its last kernel left them; a write to the source right
+    after the transfer does not reach the copy."""
+    count = _cuda_devices()
+    pairs = [("cuda:0", "cuda:0")] + ([("cuda:0", "cuda:1"), ("cuda:1", "cuda:0")]
+                                      if count >= 2 else [])
+    n = 1 << 22
+    for src_name, dst_name in pairs:
+        with vyre.get_backend(src_name) as a, vyre.get_backend(dst_name) as b:
+            y = a.allocate_device_buffer(4 * n)
+            a.write(y, np.arange(n, dtype=np.uint32))
+            bound = a.bind(inc_program(), [], [y], DispatchConfig.for_elements(n, 256))
+            for _ in range(7):
+                a.dispatch_with_device_buffers(bound)  # still running when transfer starts
+            out = vyre.transfer(y, b)
+            a.write(y, np.zeros(n, np.uint32))  # after the copy read it
+            got = np.asarray(b.read(out, dtype=np.uint32))
+            np.testing.assert_array_equal(got, np.arange(n, dtype=np.uint32) + 7)

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import builder, errors, features
 from .backend import BaseBackend, Capabilities, CompileStats, Pending
-from .binding import BoundDispatch, validate_buffer_ownership
+from .binding import BoundDispatch, owned_buffer, validate_buffer_ownership
 from .buffer import BufferBase, DeviceBuffer
 from .builder import (
     ProgramBuilder,
@@ -90,7 +90,12 @@ __version__ = "0.1.0"
 
 
 def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None) -> BufferBase:
-    """Copy a buffer explicitly to another backend (through the host): a new buffer there."""
+    """Copy a buffer explicitly to another backend: a new buffer there.
+
+    Device to device where the destination reaches the source's device directly (two CUDA
+    instances of this process: a peer copy on the GPUs, ordered after the source's earlier
+    work and before both sides' later work by events, the host never waiting); otherwise
+    through the host (read, then write)."""
     if not isinstance(backend, BaseBackend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "
@@ -102,11 +107,24 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
             f"{type(buffer).__name__} {buffer!r:.40} has no vyre backend owner to read it "
             "from; transfer takes a buffer from allocate_device_buffer"
         )
+    direct = _device_to_device(buffer, owner, backend, label)
+    if direct is not None:
+        return direct
     data = owner.read(buffer)
     out = backend.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
     if data.nbytes:
         backend.write(out, data)
     return out
+
+
+def _device_to_device(buffer: Any, owner: BaseBackend, backend: BaseBackend,
+                      label: str | None) -> BufferBase | None:
+    """The destination's own device-to-device copy of `buffer`, when it has one for this
+    owner (BaseBackend._transfer_from); None: go through the host."""
+    if backend is owner or type(backend)._transfer_from is BaseBackend._transfer_from:
+        return None
+    checked = owned_buffer(owner, buffer)  # raises for a freed, stale or foreign buffer
+    return backend._transfer_from(checked, label)
 
 
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:

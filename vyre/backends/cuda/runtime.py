@@ -40,7 +40,7 @@ from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
-from . import interop, managed, page_locked
+from . import interop, managed, page_locked, peer
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
@@ -503,6 +503,12 @@ class CudaBackend(BaseBackend):
 
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         return managed.allocate(self, byte_len, label)
+
+    def _transfer_from(self, buffer: BufferBase, label: str | None) -> BufferBase | None:
+        owner = buffer.owner
+        if not isinstance(owner, CudaBackend) or owner._drv is not self._drv:
+            return None
+        return peer.copy_between(owner, buffer, self, label)
 
     def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
         return managed.host_view(self, buffer, dtype)

@@ -1,0 +1,105 @@
+"""Device-to-device copies between two CUDA instances of one process (`vyre.transfer`).
+
+The copy runs on the destination's stream (cuMemcpyPeerAsync: over NVLink or PCIe peer to
+peer where the two devices can reach each other, with peer access enabled once per pair;
+staged through host memory by the driver where they cannot). It is ordered with events,
+never with a host wait: after everything already enqueued on the source's stream (its last
+writer), and the source's later work after the copy (so a later write to the source cannot
+overtake the read). The destination's own later work follows on its stream.
+
+This module must never copy through vyre's host memory or block the host on the device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from vyre.buffer import BufferBase
+
+from . import driver as D
+from . import interop
+
+# (destination ordinal, source ordinal) -> whether the destination's context may access
+# the source's memory directly (peer access enabled once, for the process)
+_PEER: dict[tuple[int, int], bool] = {}
+_PEER_ACCESS_ALREADY_ENABLED = 704
+
+
+def peer_access(dst: Any, src: Any) -> bool:
+    """Enable (once) and report direct access from `dst`'s device to `src`'s memory. The
+    caller holds `dst`'s lock and has made its context current."""
+    key = (dst.ordinal, src.ordinal)
+    known = _PEER.get(key)
+    if known is not None:
+        return known
+    if dst.ordinal == src.ordinal:
+        _PEER[key] = True
+        return True
+    drv = dst.driver
+    can = int(dst.driver_call(drv.cuDeviceCanAccessPeer, _device(drv, dst.ordinal),
+                              _device(drv, src.ordinal), what="cuDeviceCanAccessPeer"))
+    if can:
+        (err,) = drv.cuCtxEnablePeerAccess(src.context_state.ctx, 0)
+        if int(err) not in (0, _PEER_ACCESS_ALREADY_ENABLED):
+            can = 0  # e.g. too many peers: the driver stages the copy through the host
+    _PEER[key] = bool(can)
+    return bool(can)
+
+
+def _device(drv: Any, ordinal: int) -> Any:
+    return D.call(drv.cuDeviceGet, ordinal)
+
+
+def copy_between(src: Any, buffer: BufferBase, dst: Any, label: str | None) -> BufferBase:
+    """A new buffer of `dst` holding `buffer`'s bytes (a buffer of `src`), copied on the
+    devices. Both are CudaBackend instances; `buffer` has been checked as `src`'s."""
+    first, second = sorted((src, dst), key=id)  # one lock order for every pair: no deadlock
+    with first.lock, second.lock:
+        src.check_open()
+        dst.check_open()
+        out = dst.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
+        if not buffer.byte_len:
+            return out
+        try:
+            _enqueue_copy(src, buffer, dst, out)
+        except BaseException:
+            dst.free(out)
+            raise
+        return out
+
+
+def _enqueue_copy(src: Any, buffer: BufferBase, dst: Any, out: BufferBase) -> None:
+    drv = src.driver
+    flags = int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    src.context_state.make_current()
+    # a source shared with a framework stream: after the framework's pending writes too,
+    # and its later writes after the copy (interop.py)
+    streams = interop.streams_of((buffer,)) if src.interop_active else ()
+    if streams:
+        interop.wait_for(src, streams)
+    written = src.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
+    try:
+        src.driver_call(drv.cuEventRecord, written, src.cu_stream, what="cuEventRecord")
+        dst.context_state.make_current()
+        peer_access(dst, src)
+        dst.driver_call(drv.cuStreamWaitEvent, dst.cu_stream, written, 0,
+                        what="cuStreamWaitEvent")
+        dst.driver_call(drv.cuMemcpyPeerAsync, dst.device_pointer(out),
+                        dst.context_state.ctx, src.device_pointer(buffer),
+                        src.context_state.ctx, buffer.byte_len, dst.cu_stream,
+                        what=f"cuMemcpyPeerAsync of {buffer.byte_len} bytes")
+        read = dst.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
+        try:
+            dst.driver_call(drv.cuEventRecord, read, dst.cu_stream, what="cuEventRecord")
+            src.context_state.make_current()
+            src.driver_call(drv.cuStreamWaitEvent, src.cu_stream, read, 0,
+                            what="cuStreamWaitEvent")
+            if streams:
+                interop.signal(src, streams)
+        finally:
+            with contextlib.suppress(Exception):  # released once the waits are done
+                drv.cuEventDestroy(read)
+    finally:
+        with contextlib.suppress(Exception):
+            drv.cuEventDestroy(written)
