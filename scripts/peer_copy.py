@@ -1,7 +1,8 @@
 """vyre.transfer between two CUDA devices against torch's peer copy of the same bytes, in one
 process, same sizes, both timed by the host clock around N copies and one synchronize of
-the destination (torch: `src.to("cuda:1")`, which allocates like vyre.transfer does, and
-`dst.copy_(src)` into a tensor made once). Every vyre copy is checked.
+the destination (torch: `src.to("cuda:1")`, which allocates like vyre.transfer does, from its
+caching allocator, and `dst.copy_(src)` into a tensor made once, like
+`vyre.transfer(x, b, out=y)`). Every vyre copy is checked.
 
     python scripts/peer_copy.py [--mib 256] [--repeat 20] [--src 0 --dst 1]
 """
@@ -60,9 +61,12 @@ def main() -> None:
                 b.free(buf)
             del made[:-1]
 
-        t_vyre = _timed(one, sync_and_free, args.repeat)
+        t_new = _timed(one, sync_and_free, args.repeat)
         assert np.array_equal(np.asarray(b.read(made[-1], dtype=np.uint32)), data)
-        rows = [("vyre.transfer (allocates)", t_vyre)]
+        out = b.allocate_device_buffer(nbytes)
+        t_vyre = _timed(lambda: vyre.transfer(x, b, out=out), b.synchronize, args.repeat)
+        assert np.array_equal(np.asarray(b.read(out, dtype=np.uint32)), data)
+        rows = [("vyre.transfer(out=)", t_vyre), ("vyre.transfer (allocates)", t_new)]
         try:
             import torch
         except ImportError:
@@ -79,12 +83,12 @@ def main() -> None:
                          _timed(lambda: src.to(f"cuda:{args.dst}"), sync, args.repeat)))
             rows.append(("torch dst.copy_(src)",
                          _timed(lambda: dst.copy_(src), sync, args.repeat)))
-    best_peer = min(t for name, t in rows[1:]) if len(rows) > 1 else None
+    best_peer = min(t for name, t in rows[2:]) if len(rows) > 2 else None
     print(f"peer copy of {args.mib} MiB, cuda:{args.src} -> cuda:{args.dst}")
     for name, t in rows:
         print(f"  {name:28s} {t * 1e3:8.3f} ms  {_gbps(nbytes, t):7.1f} GB/s")
     if best_peer is not None:
-        print(f"  vyre / best torch: {best_peer / t_vyre:.2f}x")
+        print(f"  vyre.transfer(out=) / best torch: {best_peer / t_vyre:.2f}x")
 
 
 if __name__ == "__main__":

@@ -307,3 +307,29 @@ def test_gpu_transfer_between_devices_keeps_the_order_of_work() -> None:
             a.write(y, np.zeros(n, np.uint32))  # after the copy read it
             got = np.asarray(b.read(out, dtype=np.uint32))
             np.testing.assert_array_equal(got, np.arange(n, dtype=np.uint32) + 7)
+            a.dispatch_with_device_buffers(bound)  # ones, into the buffer made above
+            assert vyre.transfer(y, b, out=out) is out
+            assert (np.asarray(b.read(out, dtype=np.uint32)) == 1).all()
+
+
+def test_transfer_into_a_given_buffer_and_its_errors(backends: dict[str, Any]) -> None:
+    """`out=`: the copy lands in a buffer made once, on every pair of backends here."""
+    data = np.arange(64, dtype=np.uint32)
+    for src_be in backends.values():
+        for dst_be in backends.values():
+            x = src_be.allocate_device_buffer(data.nbytes)
+            src_be.write(x, data)
+            out = dst_be.allocate_device_buffer(data.nbytes + 16)
+            dst_be.write(out, np.full(68, 7, np.uint32))
+            assert vyre.transfer(x, dst_be, out=out) is out
+            got = np.asarray(dst_be.read(out, dtype=np.uint32))
+            np.testing.assert_array_equal(got, np.r_[data, [7] * 4])
+            small = dst_be.allocate_device_buffer(8)
+            with pytest.raises(vyre.InvalidDispatch, match="at least 256 bytes"):
+                vyre.transfer(x, dst_be, out=small)
+            with pytest.raises(vyre.BufferOwnershipError):
+                vyre.transfer(x, dst_be, out=np.zeros(64, np.uint32))
+            with pytest.raises(vyre.InvalidDispatch, match="source buffer itself"):
+                vyre.transfer(x, src_be, out=x)
+            for b, buf in ((src_be, x), (dst_be, out), (dst_be, small)):
+                b.free(buf)

@@ -234,11 +234,12 @@ class BaseBackend:
         """The generated device source for `program` (for inspection)."""
         raise UnsupportedFeature("source", self.id)
 
-    def _transfer_from(self, buffer: BufferBase, label: str | None) -> BufferBase | None:
-        """Hook (optional): a new buffer of this instance holding `buffer`'s bytes, copied
-        device to device, where this backend can reach `buffer`'s owner directly (checked
-        as the owner's live buffer); None where it cannot, and `vyre.transfer` goes through
-        the host."""
+    def _transfer_from(self, buffer: BufferBase, label: str | None,
+                       out: BufferBase | None) -> BufferBase | None:
+        """Hook (optional): `buffer`'s bytes copied device to device into `out` (a checked
+        live buffer of this instance, long enough) or a new buffer, where this backend can
+        reach `buffer`'s owner directly (`buffer` checked as the owner's live buffer); None
+        where it cannot, and `vyre.transfer` goes through the host."""
         return None
 
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:

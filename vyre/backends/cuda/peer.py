@@ -51,22 +51,27 @@ def _device(drv: Any, ordinal: int) -> Any:
     return D.call(drv.cuDeviceGet, ordinal)
 
 
-def copy_between(src: Any, buffer: BufferBase, dst: Any, label: str | None) -> BufferBase:
-    """A new buffer of `dst` holding `buffer`'s bytes (a buffer of `src`), copied on the
-    devices. Both are CudaBackend instances; `buffer` has been checked as `src`'s."""
+def copy_between(src: Any, buffer: BufferBase, dst: Any, label: str | None,
+                 out: BufferBase | None) -> BufferBase:
+    """`buffer`'s bytes (a buffer of `src`) copied on the devices into `out` or a new
+    buffer of `dst`. Both are CudaBackend instances; `buffer` has been checked as `src`'s,
+    `out` as `dst`'s and long enough."""
     first, second = sorted((src, dst), key=id)  # one lock order for every pair: no deadlock
     with first.lock, second.lock:
         src.check_open()
         dst.check_open()
-        out = dst.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
+        made = out is None
+        target = (dst.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
+                  if out is None else out)
         if not buffer.byte_len:
-            return out
+            return target
         try:
-            _enqueue_copy(src, buffer, dst, out)
+            _enqueue_copy(src, buffer, dst, target)
         except BaseException:
-            dst.free(out)
+            if made:
+                dst.free(target)
             raise
-        return out
+        return target
 
 
 def _enqueue_copy(src: Any, buffer: BufferBase, dst: Any, out: BufferBase) -> None:

@@ -504,11 +504,12 @@ class CudaBackend(BaseBackend):
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         return managed.allocate(self, byte_len, label)
 
-    def _transfer_from(self, buffer: BufferBase, label: str | None) -> BufferBase | None:
+    def _transfer_from(self, buffer: BufferBase, label: str | None,
+                       out: BufferBase | None) -> BufferBase | None:
         owner = buffer.owner
         if not isinstance(owner, CudaBackend) or owner._drv is not self._drv:
             return None
-        return peer.copy_between(owner, buffer, self, label)
+        return peer.copy_between(owner, buffer, self, label, out)
 
     def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
         return managed.host_view(self, buffer, dtype)
