@@ -7,7 +7,7 @@ from typing import Any
 
 from . import builder, errors, features
 from .backend import BaseBackend, Capabilities, CompileStats, Pending
-from .binding import BoundDispatch, owned_buffer, validate_buffer_ownership
+from .binding import BoundDispatch, validate_buffer_ownership
 from .buffer import BufferBase, DeviceBuffer
 from .builder import (
     ProgramBuilder,
@@ -85,63 +85,9 @@ from .kernel import (
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
+from .transfers import copy, transfer
 
 __version__ = "0.1.0"
-
-
-def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None, *,
-             out: DeviceBuffer | None = None) -> BufferBase:
-    """Copy a buffer explicitly to another backend: a new buffer there, or `out` (a buffer
-    of `backend` at least as long, made once and reused: no allocation per copy).
-
-    Device to device where the destination reaches the source's device directly (two CUDA
-    instances of this process: a peer copy on the GPUs, ordered after the source's earlier
-    work and before both sides' later work by events, the host never waiting); otherwise
-    through the host (read, then write)."""
-    if not isinstance(backend, BaseBackend):
-        raise BackendUnavailable(
-            repr(backend)[:40], f"transfer needs a destination backend instance, got "
-            f"{type(backend).__name__}; create one with vyre.get_backend()",
-        )
-    owner = getattr(buffer, "owner", None)
-    if not isinstance(owner, BaseBackend):
-        raise BufferOwnershipError(
-            f"{type(buffer).__name__} {buffer!r:.40} has no vyre backend owner to read it "
-            "from; transfer takes a buffer from allocate_device_buffer"
-        )
-    checked = owned_buffer(owner, buffer)  # raises for a freed, stale or foreign buffer
-    dest = None if out is None else _transfer_destination(checked, backend, out)
-    direct = _device_to_device(checked, owner, backend, label, dest)
-    if direct is not None:
-        return direct
-    data = owner.read(checked)
-    if dest is None:
-        dest = backend.allocate_device_buffer(checked.byte_len, label=label or checked.label)
-    if data.nbytes:
-        backend.write(dest, data)
-    return dest
-
-
-def _transfer_destination(buffer: BufferBase, backend: BaseBackend, out: object) -> BufferBase:
-    """`out` checked as a live buffer of `backend` with room for `buffer`."""
-    dest = owned_buffer(backend, out)
-    if dest is buffer:
-        raise InvalidDispatch("transfer: out is the source buffer itself; pass another "
-                              "buffer of the destination backend, or none for a new one")
-    if dest.byte_len < buffer.byte_len:
-        raise InvalidDispatch(
-            f"transfer: out holds {dest.byte_len} bytes, the source {buffer.byte_len}; "
-            f"allocate out with at least {buffer.byte_len} bytes")
-    return dest
-
-
-def _device_to_device(buffer: BufferBase, owner: BaseBackend, backend: BaseBackend,
-                      label: str | None, out: BufferBase | None) -> BufferBase | None:
-    """The destination's own device-to-device copy of `buffer`, when it has one for this
-    owner (BaseBackend._transfer_from); None: go through the host."""
-    if type(backend)._transfer_from is BaseBackend._transfer_from:
-        return None
-    return backend._transfer_from(buffer, label, out)
 
 
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:
@@ -196,6 +142,7 @@ __all__ = [
     "ceil",
     "clamp",
     "continue_",
+    "copy",
     "cos",
     "dispatch",
     "else_",

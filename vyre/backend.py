@@ -234,13 +234,14 @@ class BaseBackend:
         """The generated device source for `program` (for inspection)."""
         raise UnsupportedFeature("source", self.id)
 
-    def _transfer_from(self, buffer: BufferBase, label: str | None,
-                       out: BufferBase | None) -> BufferBase | None:
-        """Hook (optional): `buffer`'s bytes copied device to device into `out` (a checked
-        live buffer of this instance, long enough) or a new buffer, where this backend can
-        reach `buffer`'s owner directly (`buffer` checked as the owner's live buffer); None
-        where it cannot, and `vyre.transfer` goes through the host."""
-        return None
+    def _copy_from(self, src: BufferBase, src_offset: int, dst: BufferBase, dst_offset: int,
+                   nbytes: int) -> bool:
+        """Hook (optional): copy `nbytes` bytes of `src` (a checked live buffer of any
+        backend) at `src_offset` into `dst` (this instance's, checked, long enough) at
+        `dst_offset` on the devices, where this backend reaches `src`'s device directly,
+        ordered after both sides' earlier work and before their later work; False where it
+        cannot, and `vyre.copy` goes through the host."""
+        return False
 
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         raise UnsupportedFeature(

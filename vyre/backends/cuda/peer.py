@@ -1,4 +1,5 @@
-"""Device-to-device copies between two CUDA instances of one process (`vyre.transfer`).
+"""Device-to-device copies between two CUDA instances of one process (`vyre.copy`,
+`vyre.transfer`).
 
 The copy runs on the destination's stream (cuMemcpyPeerAsync: over NVLink or PCIe peer to
 peer where the two devices can reach each other, with peer access enabled once per pair;
@@ -51,30 +52,20 @@ def _device(drv: Any, ordinal: int) -> Any:
     return D.call(drv.cuDeviceGet, ordinal)
 
 
-def copy_between(src: Any, buffer: BufferBase, dst: Any, label: str | None,
-                 out: BufferBase | None) -> BufferBase:
-    """`buffer`'s bytes (a buffer of `src`) copied on the devices into `out` or a new
-    buffer of `dst`. Both are CudaBackend instances; `buffer` has been checked as `src`'s,
-    `out` as `dst`'s and long enough."""
+def copy_between(src: Any, buffer: BufferBase, src_offset: int, dst: Any, out: BufferBase,
+                 dst_offset: int, nbytes: int) -> None:
+    """`nbytes` bytes of `buffer` (a buffer of `src`) at `src_offset` copied on the devices
+    into `out` (a buffer of `dst`) at `dst_offset`. Both are CudaBackend instances (perhaps
+    one); the buffers and ranges have been checked."""
     first, second = sorted((src, dst), key=id)  # one lock order for every pair: no deadlock
     with first.lock, second.lock:
         src.check_open()
         dst.check_open()
-        made = out is None
-        target = (dst.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
-                  if out is None else out)
-        if not buffer.byte_len:
-            return target
-        try:
-            _enqueue_copy(src, buffer, dst, target)
-        except BaseException:
-            if made:
-                dst.free(target)
-            raise
-        return target
+        _enqueue_copy(src, buffer, src_offset, dst, out, dst_offset, nbytes)
 
 
-def _enqueue_copy(src: Any, buffer: BufferBase, dst: Any, out: BufferBase) -> None:
+def _enqueue_copy(src: Any, buffer: BufferBase, src_offset: int, dst: Any, out: BufferBase,
+                  dst_offset: int, nbytes: int) -> None:
     drv = src.driver
     flags = int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
     src.context_state.make_current()
@@ -90,10 +81,10 @@ def _enqueue_copy(src: Any, buffer: BufferBase, dst: Any, out: BufferBase) -> No
         peer_access(dst, src)
         dst.driver_call(drv.cuStreamWaitEvent, dst.cu_stream, written, 0,
                         what="cuStreamWaitEvent")
-        dst.driver_call(drv.cuMemcpyPeerAsync, dst.device_pointer(out),
-                        dst.context_state.ctx, src.device_pointer(buffer),
-                        src.context_state.ctx, buffer.byte_len, dst.cu_stream,
-                        what=f"cuMemcpyPeerAsync of {buffer.byte_len} bytes")
+        dst.driver_call(drv.cuMemcpyPeerAsync, dst.device_pointer(out) + dst_offset,
+                        dst.context_state.ctx, src.device_pointer(buffer) + src_offset,
+                        src.context_state.ctx, nbytes, dst.cu_stream,
+                        what=f"cuMemcpyPeerAsync of {nbytes} bytes")
         read = dst.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
         try:
             dst.driver_call(drv.cuEventRecord, read, dst.cu_stream, what="cuEventRecord")

@@ -504,12 +504,13 @@ class CudaBackend(BaseBackend):
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         return managed.allocate(self, byte_len, label)
 
-    def _transfer_from(self, buffer: BufferBase, label: str | None,
-                       out: BufferBase | None) -> BufferBase | None:
-        owner = buffer.owner
+    def _copy_from(self, src: BufferBase, src_offset: int, dst: BufferBase, dst_offset: int,
+                   nbytes: int) -> bool:
+        owner = src.owner
         if not isinstance(owner, CudaBackend) or owner._drv is not self._drv:
-            return None
-        return peer.copy_between(owner, buffer, self, label, out)
+            return False
+        peer.copy_between(owner, src, src_offset, self, dst, dst_offset, nbytes)
+        return True
 
     def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
         return managed.host_view(self, buffer, dtype)

@@ -1,4 +1,4 @@
-"""Several CUDA backends in one process, on one or many threads, with other code changing
+"""Several backends (CUDA ones especially) in one process, on one or many threads, with other code changing
 the thread's current context in between (another vyre instance on another GPU, torch or
 CuPy on another device, a raw cuCtxSetCurrent): every call still runs in its own instance's
 context. On a stand-in driver that keeps contexts as the real one does (objects belong to
@@ -280,6 +280,10 @@ def test_transfer_between_devices_is_one_peer_copy_ordered_by_events(
             drv.calls.clear()
             empty = vyre.transfer(a.allocate_device_buffer(0), b)
             assert empty.byte_len == 0 and not drv.calls_of("cuMemcpyPeerAsync")
+            vyre.copy(src, out, src_offset=8, dst_offset=16, nbytes=100)
+            (_, args), = drv.calls_of("cuMemcpyPeerAsync")
+            assert args == (out.ptr + 16, b._state.ctx, src.ptr + 8, a._state.ctx, 100,
+                            b.cu_stream)
             a.free(src)
             with pytest.raises(vyre.BufferStateError, match="freed"):
                 vyre.transfer(src, b)
@@ -333,3 +337,34 @@ def test_transfer_into_a_given_buffer_and_its_errors(backends: dict[str, Any]) -
                 vyre.transfer(x, src_be, out=x)
             for b, buf in ((src_be, x), (dst_be, out), (dst_be, small)):
                 b.free(buf)
+
+
+def test_copy_ranges_between_any_backends(backends: dict[str, Any]) -> None:
+    """`vyre.copy`: a byte range into a buffer, on every pair of backends here (the same
+    instance included), and its errors."""
+    data = np.arange(64, dtype=np.uint32)
+    for src_be in backends.values():
+        for dst_be in backends.values():
+            x = src_be.allocate_device_buffer(data.nbytes)
+            src_be.write(x, data)
+            y = dst_be.allocate_device_buffer(data.nbytes)
+            dst_be.write(y, np.zeros(64, np.uint32))
+            vyre.copy(x, y, src_offset=16, dst_offset=64, nbytes=32)
+            want = np.zeros(64, np.uint32)
+            want[16:24] = data[4:12]
+            np.testing.assert_array_equal(np.asarray(dst_be.read(y, dtype=np.uint32)), want)
+            for kw, phrase in [({"nbytes": 300}, "not all in the source"),
+                               ({"dst_offset": 200, "nbytes": 64}, "at least 264 bytes"),
+                               ({"src_offset": -4}, "int >= 0"),
+                               ({"src_offset": 400}, "past the source's end")]:
+                with pytest.raises(vyre.InvalidDispatch, match=phrase):
+                    vyre.copy(x, y, **kw)
+            with pytest.raises(vyre.BufferOwnershipError, match="write"):
+                vyre.copy(x, np.zeros(4))
+            vyre.copy(x, x, src_offset=0, dst_offset=128, nbytes=128)  # disjoint halves
+            with pytest.raises(vyre.InvalidDispatch, match="overlap"):
+                vyre.copy(x, x, src_offset=0, dst_offset=64, nbytes=128)
+            src_be.free(x)
+            with pytest.raises(vyre.BufferStateError, match="freed"):
+                vyre.copy(x, y)
+            dst_be.free(y)

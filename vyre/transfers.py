@@ -1,0 +1,101 @@
+"""Explicit copies between buffers of any two backends: `vyre.copy` (a byte range into an
+existing buffer) and `vyre.transfer` (a whole buffer to another backend).
+
+Device to device where the destination reaches the source's device directly (the
+destination backend's `_copy_from` hook: two CUDA instances of this process copy peer to
+peer on the GPUs, ordered by events, the host never waiting); otherwise through the host
+(the source's `read` of the range, then the destination's `write`).
+
+This module must never move bytes implicitly: every copy is one the caller asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .backend import BaseBackend
+from .binding import owned_buffer
+from .buffer import BufferBase, DeviceBuffer
+from .errors import BackendUnavailable, BufferOwnershipError, InvalidDispatch
+
+
+def _owner(buffer: Any, role: str) -> BaseBackend:
+    owner = getattr(buffer, "owner", None)
+    if not isinstance(owner, BaseBackend):
+        raise BufferOwnershipError(
+            f"{role} {type(buffer).__name__} {buffer!r:.40} is not a buffer of a vyre "
+            "backend; pass one from allocate_device_buffer (host data goes in with write)")
+    return owner
+
+
+def _index(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InvalidDispatch(f"copy: {what} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+def copy(src: DeviceBuffer, dst: DeviceBuffer, *, src_offset: int = 0, dst_offset: int = 0,
+         nbytes: int | None = None) -> None:
+    """Copy `nbytes` bytes (default: the rest of `src` from `src_offset`) from `src` at
+    `src_offset` into `dst` at `dst_offset`; the buffers may belong to any backends (the
+    same one included; the ranges of one buffer must not overlap). Ordered after the work
+    already enqueued on both backends and before their later work."""
+    s_owner, d_owner = _owner(src, "source"), _owner(dst, "destination")
+    s_buf, d_buf = owned_buffer(s_owner, src), owned_buffer(d_owner, dst)
+    s_off, d_off = _index(src_offset, "src_offset"), _index(dst_offset, "dst_offset")
+    if s_off > s_buf.byte_len:
+        raise InvalidDispatch(f"copy: src_offset {s_off} is past the source's end "
+                              f"({s_buf.byte_len} bytes)")
+    n = s_buf.byte_len - s_off if nbytes is None else _index(nbytes, "nbytes")
+    if s_off + n > s_buf.byte_len:
+        raise InvalidDispatch(
+            f"copy: bytes [{s_off}, {s_off + n}) are not all in the source "
+            f"({s_buf.byte_len} bytes); pass a smaller nbytes or src_offset")
+    if d_off + n > d_buf.byte_len:
+        raise InvalidDispatch(
+            f"copy: {n} bytes at dst_offset {d_off} do not fit the destination "
+            f"({d_buf.byte_len} bytes); allocate it with at least {d_off + n} bytes")
+    if s_buf is d_buf and s_off < d_off + n and d_off < s_off + n and n:
+        raise InvalidDispatch(
+            f"copy: the ranges [{s_off}, {s_off + n}) and [{d_off}, {d_off + n}) of one "
+            "buffer overlap; copy through a second buffer")
+    if not n:
+        return
+    if d_owner._copy_from(s_buf, s_off, d_buf, d_off, n):
+        return
+    data = s_owner.read(s_buf, s_off, n)
+    d_owner.write(d_buf, data, d_off)
+
+
+def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None, *,
+             out: DeviceBuffer | None = None) -> BufferBase:
+    """Copy a whole buffer explicitly to another backend: a new buffer there, or `out` (a
+    buffer of `backend` at least as long, made once and reused: no allocation per copy).
+    Device to device where `backend` reaches the source's device (module docstring)."""
+    if not isinstance(backend, BaseBackend):
+        raise BackendUnavailable(
+            repr(backend)[:40], f"transfer needs a destination backend instance, got "
+            f"{type(backend).__name__}; create one with vyre.get_backend()",
+        )
+    owner = _owner(buffer, "transfer's")
+    checked = owned_buffer(owner, buffer)  # raises for a freed, stale or foreign buffer
+    if out is None:
+        dest = backend.allocate_device_buffer(checked.byte_len, label=label or checked.label)
+        try:
+            copy(checked, dest)
+        except BaseException:
+            backend.free(dest)
+            raise
+        return dest
+    dest = owned_buffer(backend, out)
+    if dest is checked:
+        raise InvalidDispatch("transfer: out is the source buffer itself; pass another "
+                              "buffer of the destination backend, or none for a new one")
+    if dest.byte_len < checked.byte_len:
+        raise InvalidDispatch(
+            f"transfer: out holds {dest.byte_len} bytes, the source {checked.byte_len}; "
+            f"allocate out with at least {checked.byte_len} bytes")
+    copy(checked, dest)
+    return dest
