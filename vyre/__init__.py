@@ -90,6 +90,16 @@ from .transfers import copy, transfer
 __version__ = "0.1.0"
 
 
+def __getattr__(name: str) -> Any:
+    # DeviceGroup lives above the program library (it combines shards in the library's
+    # order), which imports this package: imported on first use, not at `import vyre`
+    if name == "DeviceGroup":
+        from .group import DeviceGroup
+
+        return DeviceGroup
+    raise AttributeError(f"module 'vyre' has no attribute {name!r}")
+
+
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:
     """One-shot host dispatch on the default (or named) backend."""
     with get_backend(backend) as b:
@@ -111,6 +121,7 @@ __all__ = [
     "CompileError",
     "CompileStats",
     "DeviceBuffer",
+    "DeviceGroup",
     "DispatchConfig",
     "DispatchError",
     "DispatchOptions",

@@ -1,0 +1,207 @@
+"""DeviceGroup: data-parallel work over backends of this process (any kinds mixed), with the
+single-backend bits for 1, 2 and 3 members: scatter / map / gather, replicate, broadcast,
+all_gather, reduce and scan in the library's order, and a 2-D stencil of 100 steps whose
+ghost rows are exchanged between the shards every step. On GPUs the same runs over cuda:0..N
+(tests marked gpu)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, InvalidDispatch
+from vyre.group import LIBRARY_BLOCK, DeviceGroup
+from vyre.programs.elementwise import saxpy
+from vyre.programs.reduce import reduce_host
+from vyre.programs.scan import scan_host
+
+BACKENDS = [a.name for a in vyre.available_backends() if a.available and a.name != "cuda"]
+
+
+@pytest.fixture(scope="module")
+def members() -> Iterator[list[Any]]:
+    made = [vyre.get_backend(n) for n in BACKENDS]
+    made.append(vyre.get_backend("reference"))  # a second instance of one kind too
+    yield made
+    for b in made:
+        b.close()
+
+
+def _groups(members: list[Any]) -> list[DeviceGroup]:
+    return [DeviceGroup(members[:k]) for k in range(1, len(members) + 1)]
+
+
+@vyre.kernel(workgroup_size=(16, 16))
+def heat_step(u: vyre.Buffer[vyre.f32], out: vyre.Output[vyre.f32], rows: vyre.u32,
+              W: vyre.u32, k: vyre.f32) -> None:
+    """One explicit heat step on a window of `rows` own rows between one ghost row on each
+    side (zero beyond the whole grid's edges, which only ghost rows reach); writes only
+    the own rows, in a fixed operation order."""
+    x = vyre.let(vyre.global_id(0))
+    r = vyre.let(vyre.global_id(1))
+    with vyre.if_((x < W) & (r < rows)):
+        y = vyre.let(r + 1)
+        c = vyre.let(u[y * W + x])
+        west = vyre.select(x > 0, u[y * W + x - 1], 0.0)
+        east = vyre.select(x + 1 < W, u[y * W + x + 1], 0.0)
+        lap = (((u[(y - 1) * W + x] + u[(y + 1) * W + x]) + west) + east) - 4.0 * c
+        out[y * W + x] = c + k * lap
+
+
+def _heat_numpy(grid: np.ndarray, steps: int, k: np.float32) -> np.ndarray:
+    u = grid.astype(np.float32)
+    for _ in range(steps):
+        p = np.pad(u, 1)
+        lap = (((p[:-2, 1:-1] + p[2:, 1:-1]) + p[1:-1, :-2]) + p[1:-1, 2:]) - np.float32(4) * u
+        u = u + k * lap
+    return u
+
+
+def _run_heat(group: DeviceGroup, grid: np.ndarray, steps: int, k: float) -> np.ndarray:
+    w = grid.shape[1]
+    u = group.scatter(grid, halo=1, label="u")
+    v = group.empty(u.shards, np.float32, (w,), label="v", halo=1)
+    for _s, b in v.live():  # v's ghost rows beyond the grid must read as zero too
+        b.owner.write(b, np.zeros(b.byte_len // 4, np.float32))
+
+    def cfg(s: Any) -> DispatchConfig:
+        return DispatchConfig(grid=(-(-w // 16), -(-s.count // 16), 1),
+                              params={"rows": s.count, "W": w, "k": k})
+
+    for _ in range(steps):
+        group.map(heat_step.program, {"u": u}, {"out": v}, cfg)
+        group.exchange_halos(v)
+        u, v = v, u
+    out = u.gather()
+    u.free()
+    v.free()
+    return out
+
+
+def test_a_stencil_of_100_steps_with_halo_exchange_has_the_same_bits_on_any_split(
+        members: list[Any]) -> None:
+    rng = np.random.default_rng(1)
+    grid = rng.standard_normal((61, 37)).astype(np.float32)
+    want = _heat_numpy(grid, 100, np.float32(0.2))
+    for group in _groups(members):
+        got = _run_heat(group, grid, 100, 0.2)
+        np.testing.assert_array_equal(got, want, err_msg=f"{len(group.backends)} members")
+
+
+@pytest.mark.parametrize("n", [0, 1, 4095, 4096, 3 * LIBRARY_BLOCK + 123])
+def test_reduce_and_scan_match_one_backend(members: list[Any], n: int) -> None:
+    data = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    one = members[0]
+    want = {op: reduce_host(one, data, op)[0] if n else None for op in ("sum", "min", "max")}
+    want_scan = scan_host(one, data) if n else np.zeros(0, np.float32)
+    for group in _groups(members):
+        arr = group.scatter(data, align=LIBRARY_BLOCK)
+        for op in ("sum", "min", "max"):
+            got = group.reduce(arr, op)
+            if n:
+                assert got.tobytes() == np.float32(want[op]).tobytes(), (op, len(group.backends))
+        prefix = group.scan(arr)
+        np.testing.assert_array_equal(prefix.gather(), want_scan)
+        prefix.free()
+        arr.free()
+
+
+def test_scatter_map_gather_replicate_broadcast_all_gather(members: list[Any]) -> None:
+    n = 1000
+    x = np.linspace(-2, 2, n, dtype=np.float32)
+    y = np.arange(n, dtype=np.float32)
+    with vyre.get_backend("reference") as ref:
+        cfg1 = DispatchConfig.for_elements(n, 256, params={"n": n, "a": 1.5})
+        want = ref.dispatch(saxpy(), {"x": x, "y": y}, cfg1)["y"]
+    for group in _groups(members):
+        sx, sy = group.scatter(x, align=256), group.scatter(y, align=256)
+        group.map(saxpy(), {"x": sx}, {"y": sy}, lambda s: DispatchConfig.for_elements(
+            s.count, 256, params={"n": s.count, "a": 1.5}))
+        np.testing.assert_array_equal(sy.gather(), want)
+        everywhere = group.all_gather(sy)
+        for i, b in enumerate(group.backends):
+            np.testing.assert_array_equal(b.read(everywhere.buffers[i], dtype=np.float32), want)
+        everywhere.free()
+        rep = group.replicate(x)
+        assert all(np.array_equal(b.read(rep.buffers[i], dtype=np.float32), x)
+                   for i, b in enumerate(group.backends))
+        src = group.backends[-1].allocate_device_buffer(x.nbytes)
+        group.backends[-1].write(src, x)
+        bc = group.broadcast(src)
+        assert bc.buffers[len(group.backends) - 1] is src
+        assert all(np.array_equal(b.read(bc.buffers[i], dtype=np.float32), x)
+                   for i, b in enumerate(group.backends))
+        bc.free()
+        assert not src.freed  # the caller's buffer stays theirs
+        group.backends[-1].free(src)
+        for arr in (sx, sy):
+            arr.free()
+        rep.free()
+    assert all(not b.live_buffers() for b in members)
+
+
+def test_group_errors_name_the_fix(members: list[Any]) -> None:
+    with pytest.raises(InvalidDispatch, match="at least one backend"):
+        DeviceGroup([])
+    with pytest.raises(InvalidDispatch, match=r"vyre\.get_backend"):
+        DeviceGroup([members[0], "cuda:1"])
+    with pytest.raises(InvalidDispatch, match="list of backends"):
+        DeviceGroup(members[0])
+    group = DeviceGroup(members[:2])
+    arr = group.scatter(np.zeros(5000, np.float32), align=100)
+    with pytest.raises(InvalidDispatch, match="align=LIBRARY_BLOCK"):
+        group.reduce(arr, "sum")
+    with pytest.raises(InvalidDispatch, match="halo=h"):
+        group.exchange_halos(arr)
+    with pytest.raises(InvalidDispatch, match="halo must be an int"):
+        group.scatter(np.zeros(4, np.float32), halo=-1)
+    thin = group.scatter(np.zeros((3, 4), np.float32), halo=2)
+    with pytest.raises(InvalidDispatch, match="fewer than 2 rows"):
+        group.exchange_halos(thin)
+    other = vyre.get_backend("reference")
+    stray = other.allocate_device_buffer(16)
+    with pytest.raises(InvalidDispatch, match="not a buffer of a member"):
+        group.broadcast(stray)
+    other.close()
+    for a in (arr, thin):
+        a.free()
+
+
+# ------------------------------------------------------------------ on GPUs
+
+
+def _cuda_count() -> int:
+    a = {x.name: x for x in vyre.available_backends()}.get("cuda")
+    if a is None or not a.available:
+        pytest.skip(f"no CUDA here: {a.reason if a else 'backend not registered'}")
+    from vyre.backends.cuda import driver as D
+
+    return D.device_count()
+
+
+@pytest.mark.gpu
+def test_gpu_groups_of_1_to_n_gpus_give_one_gpus_bits() -> None:
+    count = _cuda_count()
+    gpus = [vyre.get_backend(f"cuda:{i}") for i in range(count)]
+    try:
+        rng = np.random.default_rng(7)
+        grid = rng.standard_normal((517, 300)).astype(np.float32)
+        want = _heat_numpy(grid, 100, np.float32(0.2))
+        data = rng.standard_normal(1 << 22).astype(np.float32)
+        one = DeviceGroup(gpus[:1])
+        arr = one.scatter(data, align=LIBRARY_BLOCK)
+        want_sum = one.reduce(arr, "sum")
+        want_scan = one.scan(arr).gather()
+        for k in sorted({1, 2, count} & set(range(1, count + 1))):
+            group = DeviceGroup(gpus[:k])
+            np.testing.assert_array_equal(_run_heat(group, grid, 100, 0.2), want)
+            sharded = group.scatter(data, align=LIBRARY_BLOCK)
+            assert group.reduce(sharded, "sum").tobytes() == want_sum.tobytes()
+            np.testing.assert_array_equal(group.scan(sharded).gather(), want_scan)
+    finally:
+        for g in gpus:
+            g.close()

@@ -1,0 +1,434 @@
+"""Data-parallel work over several backends of this process: split, dispatch everywhere,
+exchange, gather, and combine in exactly the single-backend library's order.
+
+`DeviceGroup(backends)` takes local backends of any kinds (cuda:0..N, or cuda with wgpu and
+the reference). It splits arrays along their first axis into contiguous shards, one per
+backend (`scatter`, optionally with `halo` ghost rows on each side), keeps them resident,
+runs a Program on every shard at once (`map`, with a per-shard DispatchConfig), moves rows
+between shards explicitly (`exchange_halos`, `all_gather`, `broadcast`: device to device
+where the backends reach each other, `vyre.copy`) and gathers the shards back in order.
+A kernel that computes each output row from its own input rows, its halo and replicated
+buffers gives the single-backend bits.
+
+`reduce` (sum, min, max) and `scan` combine shards as the single-backend library
+(vyre.programs.reduce / scan) orders the operations: shards start on block boundaries of
+the library's first pass (`LIBRARY_BLOCK` elements), each backend runs that first pass on
+its shard, the per-block values (n / 4096 of them) are concatenated in order and the rest
+of the library's passes run on the first backend; a scan's block offsets go back to each
+backend for the last pass. Every float operation therefore happens in the same order with
+the same operands as on one backend: the result is bit-identical for any number of
+devices. `vyre.distributed.Sharded` is the same class over Ray actors: it replaces the
+three primitives below (`_write_all`, `_read_all`, `_release`) with batched messages.
+
+This module must never reorder a float combination, nor move whole shards through the host
+except in `scatter` / `gather`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from vyre.backend import BaseBackend
+from vyre.config import DispatchConfig, Timing
+from vyre.errors import InvalidDispatch
+from vyre.ir.nodes import Program
+from vyre.ir.types import ScalarType
+from vyre.programs import reduce as _reduce
+from vyre.programs import scan as _scan
+from vyre.programs._common import blocks_grid, ceil_div, identity
+from vyre.transfers import copy
+
+#: Shards of arrays given to `reduce` and `scan` start on multiples of this many elements
+#: (one block of the library's first pass); `scatter(..., align=LIBRARY_BLOCK)`.
+LIBRARY_BLOCK = _reduce.WORKGROUP * _reduce.PER_THREAD
+assert LIBRARY_BLOCK == _scan.WORKGROUP * _scan.PER_THREAD
+
+
+def split(n: int, parts: int, align: int = 1) -> list[tuple[int, int]]:
+    """`n` rows as `parts` contiguous (start, count) ranges, starts multiples of `align`,
+    as even as the alignment allows (trailing ranges may be empty)."""
+    if parts < 1 or align < 1 or n < 0:
+        raise InvalidDispatch(f"split needs n >= 0, parts >= 1, align >= 1; got {n}, {parts}, {align}")
+    units = ceil_div(n, align)
+    per, extra = divmod(units, parts)
+    out, u = [], 0
+    for p in range(parts):
+        k = per + (p < extra)
+        start, end = min(n, u * align), min(n, (u + k) * align)
+        out.append((start, end - start))
+        u += k
+    return out
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Rows [start, start + count) of a sharded array, on `backend`."""
+
+    index: int
+    backend: Any  # a BaseBackend here; a RemoteBackend in vyre.distributed.Sharded
+    start: int
+    count: int
+
+
+class Replicated:
+    """The same data on every backend of a group (e.g. a matrix every shard multiplies by)."""
+
+    def __init__(self, group: DeviceGroup, buffers: Mapping[int, Any]) -> None:
+        self.group = group
+        self.buffers = dict(buffers)  # by shard index
+
+    def free(self) -> None:
+        for b in self.buffers.values():
+            self.group._release(b)
+
+
+class ShardedArray:
+    """An array split along its first axis over a group's backends, resident there. With
+    `halo` h > 0, shard i's buffer holds its `count` rows between h ghost rows on each
+    side (rows [start - h, start + count + h) of the whole array; zeros beyond its ends
+    until a kernel writes them), which `exchange_halos` fills from the neighbours."""
+
+    def __init__(self, group: DeviceGroup, shards: Sequence[Shard], buffers: Sequence[Any],
+                 dtype: np.dtype, row_shape: tuple[int, ...], label: str,
+                 halo: int = 0) -> None:
+        self.group = group
+        self.shards = tuple(shards)
+        self.buffers = tuple(buffers)
+        self.dtype = np.dtype(dtype)
+        self.row_shape = row_shape
+        self.label = label
+        self.halo = halo
+
+    @property
+    def rows(self) -> int:
+        return sum(s.count for s in self.shards)
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
+
+    @property
+    def layout(self) -> tuple[tuple[int, int, int, int], ...]:
+        return tuple((id(s.backend), s.start, s.count, self.halo) for s in self.shards)
+
+    def live(self) -> list[tuple[Shard, Any]]:
+        """The non-empty shards and their buffers."""
+        return [(s, b) for s, b in zip(self.shards, self.buffers) if b is not None]
+
+    def gather(self) -> np.ndarray:
+        """Every shard's own rows read back and concatenated in order (halos left out)."""
+        rb = self.row_bytes
+        parts = self.group._read_all([(s.backend, b, self.halo * rb, s.count * rb, self.dtype)
+                                      for s, b in self.live()])
+        flat = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        return flat.reshape((self.rows, *self.row_shape))
+
+    def free(self) -> None:
+        for b in self.buffers:
+            if b is not None:
+                self.group._release(b)
+
+
+def _wait_all(pending: Sequence[Any]) -> list[Timing]:
+    return [p.wait() for p in pending]
+
+
+class DeviceGroup:
+    """Backends that data-parallel work is split over (see the module docstring)."""
+
+    def __init__(self, backends: Sequence[BaseBackend]) -> None:
+        self.backends = self._checked_backends(backends)
+
+    @classmethod
+    def _checked_backends(cls, backends: Any) -> tuple[Any, ...]:
+        if isinstance(backends, (str, bytes)) or not isinstance(backends, Sequence):
+            raise InvalidDispatch(
+                f"{cls.__name__} takes a list of backends, got {type(backends).__name__}; "
+                f"e.g. {cls.__name__}([vyre.get_backend('cuda:0'), vyre.get_backend('cuda:1')])")
+        if not backends:
+            raise InvalidDispatch(f"{cls.__name__} needs at least one backend")
+        bad = [i for i, b in enumerate(backends) if not isinstance(b, BaseBackend)]
+        if bad:
+            i = bad[0]
+            raise InvalidDispatch(
+                f"{cls.__name__}: member {i} is a {type(backends[i]).__name__}, not a backend "
+                "of this process; pass vyre.get_backend(...) instances (Ray actors from "
+                "vyre.distributed.spawn go in vyre.distributed.Sharded)")
+        return tuple(backends)
+
+    # ------------------------------------------------------------ primitives
+    # (vyre.distributed.Sharded sends these as batched messages to its actors)
+    def _write_all(self, items: Sequence[tuple[Any, Any, np.ndarray, int]]) -> None:
+        """(backend, buffer, host array, byte offset) uploads."""
+        for backend, buf, data, offset in items:
+            backend.write(buf, data, offset)
+
+    def _read_all(self, items: Sequence[tuple[Any, Any, int, int, np.dtype]]) -> list[np.ndarray]:
+        """(backend, buffer, byte offset, byte length, dtype) reads, in order."""
+        return [np.asarray(backend.read(buf, offset, length, dtype))
+                for backend, buf, offset, length, dtype in items]
+
+    def _release(self, buffer: Any) -> None:
+        buffer.owner.free(buffer)
+
+    def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Bytes between two shards' buffers (device to device where they reach)."""
+        copy(src, dst, src_offset=src_offset, dst_offset=dst_offset, nbytes=nbytes)
+
+    # ------------------------------------------------------------ data
+    def layout(self, rows: int, align: int = 1) -> tuple[Shard, ...]:
+        return tuple(Shard(i, b, s, c) for i, (b, (s, c))
+                     in enumerate(zip(self.backends, split(rows, len(self.backends), align))))
+
+    def empty(self, shards: Sequence[Shard], dtype: Any, row_shape: tuple[int, ...] = (),
+              label: str = "sharded", halo: int = 0) -> ShardedArray:
+        """Uninitialised shards with the rows of `shards` (e.g. another array's `.shards`),
+        each with `halo` ghost rows on both sides."""
+        dt = np.dtype(dtype)
+        halo = _halo(halo)
+        row_bytes = dt.itemsize * int(np.prod(row_shape, dtype=np.int64))
+        bufs = [s.backend.allocate_device_buffer((s.count + 2 * halo) * row_bytes,
+                                                 label=f"{label}[{s.index}]")
+                if s.count else None for s in shards]
+        return ShardedArray(self, shards, bufs, dt, row_shape, label, halo)
+
+    def scatter(self, array: Any, align: int = 1, label: str = "sharded",
+                halo: int = 0) -> ShardedArray:
+        """Split `array` along axis 0 over the backends (starts multiples of `align` rows);
+        with `halo`, each shard also gets the h rows on each side of its own (zeros beyond
+        the array's ends)."""
+        a = np.ascontiguousarray(array)
+        if a.ndim == 0:
+            raise InvalidDispatch(f"scatter needs an array with at least one axis, got {a!r}")
+        out = self.empty(self.layout(a.shape[0], align), a.dtype, a.shape[1:], label, halo)
+        h = out.halo
+        items = []
+        for s, b in out.live():
+            lo, hi = max(0, s.start - h), min(a.shape[0], s.start + s.count + h)
+            rows = a[lo:hi]
+            if h:  # the shard's window, zero rows where it runs past the array
+                window = np.zeros((s.count + 2 * h, *a.shape[1:]), a.dtype)
+                first = lo - (s.start - h)
+                window[first:first + rows.shape[0]] = rows
+                rows = window
+            items.append((s.backend, b, rows, 0))
+        self._write_all(items)
+        return out
+
+    def replicate(self, array: Any, label: str = "replicated") -> Replicated:
+        """`array` uploaded once to every backend."""
+        a = np.ascontiguousarray(array)
+        bufs = {i: b.allocate_device_buffer(max(a.nbytes, a.itemsize), label=f"{label}[{i}]")
+                for i, b in enumerate(self.backends)}
+        if a.nbytes:
+            self._write_all([(self.backends[i], buf, a, 0) for i, buf in bufs.items()])
+        return Replicated(self, bufs)
+
+    def broadcast(self, buffer: Any, label: str = "broadcast") -> Replicated:
+        """A resident buffer of one member copied to every member (device to device where
+        they reach each other); the member that owns it keeps its own buffer."""
+        owners = [i for i, b in enumerate(self.backends) if b is getattr(buffer, "owner", None)]
+        if not owners:
+            raise InvalidDispatch(
+                f"broadcast: {getattr(buffer, 'label', None) or buffer!r:.40} is not a buffer "
+                "of a member of this group; allocate it on one of group.backends")
+        bufs: dict[int, Any] = {}
+        for i, b in enumerate(self.backends):
+            if i in owners:
+                bufs[i] = buffer
+                continue
+            bufs[i] = b.allocate_device_buffer(buffer.byte_len, label=f"{label}[{i}]")
+            self._copy(buffer, 0, bufs[i], 0, buffer.byte_len)
+        return Replicated(_Borrowing(self, buffer), bufs)
+
+    def all_gather(self, arr: ShardedArray, label: str = "all_gathered") -> Replicated:
+        """The whole array (every shard's own rows, in order) on every backend, copied
+        shard to shard on the devices: what a kernel needs that reads any row."""
+        rb, h = arr.row_bytes, arr.halo
+        total = max(arr.rows * rb, arr.dtype.itemsize)
+        bufs = {i: b.allocate_device_buffer(total, label=f"{label}[{i}]")
+                for i, b in enumerate(self.backends)}
+        for dst in bufs.values():
+            for s, src in arr.live():
+                self._copy(src, h * rb, dst, s.start * rb, s.count * rb)
+        return Replicated(self, bufs)
+
+    def exchange_halos(self, arr: ShardedArray) -> None:
+        """Fill every shard's ghost rows with its neighbours' edge rows (the rows
+        [start - h, start) and [start + count, start + count + h) of the whole array), on
+        the devices; ghost rows past the array's ends are left as they are. Each shard
+        needs at least h rows of its own (scatter fewer backends otherwise)."""
+        h, rb = arr.halo, arr.row_bytes
+        if not h:
+            raise InvalidDispatch(f"exchange_halos: {arr.label!r} has no halo rows; scatter "
+                                  "it with halo=h (the rows a step reads on each side)")
+        live = arr.live()
+        thin = [s.index for s, _ in live if s.count < h]
+        if thin and len(live) > 1:
+            raise InvalidDispatch(
+                f"exchange_halos: shards {thin} of {arr.label!r} have fewer than {h} rows of "
+                "their own, so a ghost row would come from beyond a neighbour; use fewer "
+                "backends or a larger array")
+        for (s, b), (_t, c) in itertools.pairwise(live):
+            # s's last h own rows -> t's leading ghost rows; t's first h -> s's trailing
+            self._copy(b, s.count * rb, c, 0, h * rb)
+            self._copy(c, h * rb, b, (s.count + h) * rb, h * rb)
+
+    # ------------------------------------------------------------ dispatch
+    def map(self, program: Program, inputs: Mapping[str, ShardedArray | Replicated],
+            outputs: Mapping[str, ShardedArray | Replicated],
+            config: Callable[[Shard], DispatchConfig]) -> list[Timing]:
+        """Dispatch `program` on every non-empty shard at once, with `config(shard)`; the
+        sharded arguments must share one layout. Waits for all; returns their Timings."""
+        sharded = [(n, a) for n, a in (*inputs.items(), *outputs.items())
+                   if isinstance(a, ShardedArray)]
+        if not sharded:
+            raise InvalidDispatch(f"map of {program.name!r} needs at least one ShardedArray")
+        name0, first = sharded[0]
+        for n, a in sharded[1:]:
+            if a.layout != first.layout:
+                raise InvalidDispatch(
+                    f"map of {program.name!r}: buffer {n!r} is split differently from "
+                    f"{name0!r} (rows {[s.count for s in a.shards]}, halo {a.halo} vs "
+                    f"{[s.count for s in first.shards]}, halo {first.halo}); allocate it "
+                    f"with group.empty({name0}.shards, ..., halo={first.halo})")
+
+        def pick(arg: ShardedArray | Replicated, i: int) -> Any:
+            b = arg.buffers[i]
+            assert b is not None
+            return b
+
+        pending = [
+            s.backend.dispatch_async(
+                program, {n: pick(a, s.index) for n, a in inputs.items()},
+                {n: pick(a, s.index) for n, a in outputs.items()}, config(s))
+            for s in first.shards if s.count
+        ]
+        return _wait_all(pending)
+
+    # ------------------------------------------------------------ library combinations
+    def _first_pass(self, arr: ShardedArray, what: str) -> tuple[ScalarType, list[tuple[Shard, Any, int]]]:
+        """Check `arr` fits the library's block split; (element type, (shard, buf, blocks))."""
+        if arr.row_shape != () or arr.halo:
+            raise InvalidDispatch(f"{what} works on 1-D arrays without halos; {arr.label!r} "
+                                  f"has rows of {arr.row_shape} and halo {arr.halo}")
+        bad = [s.start for s in arr.shards if s.count and s.start % LIBRARY_BLOCK]
+        if bad:
+            raise InvalidDispatch(
+                f"{what} of {arr.label!r}: shards start at {bad}, not multiples of "
+                f"{LIBRARY_BLOCK} elements, so the combination could not follow the library's "
+                "order; scatter it with align=LIBRARY_BLOCK (vyre.group.LIBRARY_BLOCK)")
+        ty = ScalarType.from_numpy(arr.dtype)
+        return ty, [(s, b, ceil_div(s.count, LIBRARY_BLOCK)) for s, b in arr.live()]
+
+    def _block_pass(self, program: Program, parts: list[tuple[Shard, Any, int]],
+                    ty: ScalarType, label: str, per_element: bool = False,
+                    extra: Mapping[int, Mapping[str, Any]] | None = None) -> list[Any]:
+        """`program` ({"src", *extra} -> {"dst"}) over each shard's blocks, all at once; the
+        dst buffers (one value per block, or per element when `per_element`)."""
+        outs, pending = [], []
+        for s, b, g in parts:
+            length = s.count if per_element else g
+            dst = s.backend.allocate_device_buffer(length * ty.byte_size, label=f"{label}[{s.index}]")
+            outs.append(dst)
+            ins = {"src": b, **((extra or {}).get(s.index, {}))}
+            pending.append(s.backend.dispatch_async(
+                program, ins, {"dst": dst}, blocks_grid(g, _reduce.WORKGROUP, n=s.count)))
+        _wait_all(pending)
+        return outs
+
+    def _gather_blocks(self, parts: list[tuple[Shard, Any, int]], bufs: list[Any],
+                       ty: ScalarType) -> np.ndarray:
+        reads = self._read_all([(s.backend, d, 0, d.byte_len, ty.numpy)
+                                for (s, _, _), d in zip(parts, bufs)])
+        for d in bufs:
+            self._release(d)
+        return np.concatenate(reads)
+
+    def reduce(self, arr: ShardedArray, op: str) -> np.generic:
+        """sum / min / max of a sharded 1-D array: the single-backend library's bits."""
+        if op not in ("sum", "min", "max"):
+            raise InvalidDispatch(f"{type(self).__name__}.reduce supports sum, min and max, not {op!r}")
+        ty, parts = self._first_pass(arr, f"reduce {op}")
+        if not parts:
+            return cast(np.generic, ty.numpy.type(identity(op, ty)))
+        partials = self._gather_blocks(
+            parts, self._block_pass(_reduce.reduce_program(op, ty), parts, ty, label="partial"), ty)
+        if partials.size == 1:  # one block in all: the library's first pass is its last
+            return cast(np.generic, partials[0])
+        # the library's remaining passes, over the partials in order, on the first backend
+        head = self.backends[0]
+        src = head.allocate_device_buffer(partials.nbytes, label="reduce_partials")
+        out = head.allocate_device_buffer(ty.byte_size, label="reduce_out")
+        try:
+            head.write(src, partials)
+            _reduce.reduce_device(head, src, partials.size, op, ty, out)
+            return cast(np.generic, head.read(out, dtype=ty.numpy)[0])
+        finally:
+            self._release(src)
+            self._release(out)
+
+    def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan") -> ShardedArray:
+        """Prefix sum of a sharded 1-D array, left resident in the same layout; the
+        single-backend library's bits."""
+        ty, parts = self._first_pass(arr, "scan")
+        total_blocks = sum(g for _, _, g in parts)
+        if total_blocks <= 1:  # no carry between blocks: the library's one-block program
+            out = self.empty(arr.shards, arr.dtype, (), label)
+            for (s, b, _), d in zip(parts, [b for b in out.buffers if b is not None]):
+                _scan.scan_device(s.backend, b, d, s.count, ty, inclusive)
+            return out
+        sums = self._gather_blocks(
+            parts, self._block_pass(_reduce.reduce_program("sum", ty), parts, ty, label="sums"), ty)
+        head = self.backends[0]
+        hs = head.allocate_device_buffer(sums.nbytes, label="scan_block_sums")
+        ho = head.allocate_device_buffer(sums.nbytes, label="scan_block_offsets")
+        try:
+            head.write(hs, sums)
+            _scan.scan_device(head, hs, ho, sums.size, ty, inclusive=False)
+            offsets = np.asarray(head.read(ho, dtype=ty.numpy))
+        finally:
+            self._release(hs)
+            self._release(ho)
+        extra: dict[int, dict[str, Any]] = {}
+        uploads = []
+        first = 0
+        for s, _, g in parts:
+            ob = s.backend.allocate_device_buffer(g * ty.byte_size, label=f"scan_offsets[{s.index}]")
+            extra[s.index] = {"offsets": ob}
+            uploads.append((s.backend, ob, offsets[first:first + g], 0))
+            first += g
+        try:
+            self._write_all(uploads)
+            prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
+                                            carry_in=True)
+            dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
+            bufs = [next(dsts) if s.count else None for s in arr.shards]
+        finally:
+            for e in extra.values():
+                self._release(e["offsets"])
+        return ShardedArray(self, arr.shards, bufs, arr.dtype, (), label)
+
+
+class _Borrowing(DeviceGroup):
+    """A broadcast's Replicated frees the copies it made, never the caller's buffer."""
+
+    def __init__(self, group: DeviceGroup, kept: Any) -> None:  # no super(): a view
+        self.backends = group.backends
+        self._group = group
+        self._kept = kept
+
+    def _release(self, buffer: Any) -> None:
+        if buffer is not self._kept:
+            self._group._release(buffer)
+
+
+def _halo(halo: Any) -> int:
+    if isinstance(halo, bool) or not isinstance(halo, (int, np.integer)) or halo < 0:
+        raise InvalidDispatch(f"halo must be an int >= 0 (ghost rows on each side), got {halo!r}")
+    return int(halo)
