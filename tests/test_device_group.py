@@ -196,12 +196,65 @@ def test_gpu_groups_of_1_to_n_gpus_give_one_gpus_bits() -> None:
         arr = one.scatter(data, align=LIBRARY_BLOCK)
         want_sum = one.reduce(arr, "sum")
         want_scan = one.scan(arr).gather()
+        want_sorted = one.sort(arr).gather()
+        want_hist = one.histogram(arr, 256, -4.0, 32.0)
+        a = rng.standard_normal((1000, 512)).astype(np.float32)
+        bm = rng.standard_normal((512, 384)).astype(np.float32)
+        want_c = one.matmul(one.scatter(a), one.replicate(bm), bm.shape[1]).gather()
         for k in sorted({1, 2, count} & set(range(1, count + 1))):
             group = DeviceGroup(gpus[:k])
             np.testing.assert_array_equal(_run_heat(group, grid, 100, 0.2), want)
             sharded = group.scatter(data, align=LIBRARY_BLOCK)
             assert group.reduce(sharded, "sum").tobytes() == want_sum.tobytes()
             np.testing.assert_array_equal(group.scan(sharded).gather(), want_scan)
+            assert group.sort(sharded).gather().tobytes() == want_sorted.tobytes()
+            np.testing.assert_array_equal(group.histogram(sharded, 256, -4.0, 32.0), want_hist)
+            c = group.matmul(group.scatter(a), group.replicate(bm), bm.shape[1])
+            assert c.gather().tobytes() == want_c.tobytes()
     finally:
         for g in gpus:
             g.close()
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32])
+def test_sort_histogram_matmul_match_one_backend(members: list[Any], dtype: Any) -> None:
+    rng = np.random.default_rng(3)
+    n = 20_000
+    if dtype is np.float32:
+        keys = rng.standard_normal(n).astype(np.float32)
+        keys[:50] = np.float32(0.5)  # repeats
+        keys[50:60] = -np.float32(0.0)
+        keys[60:70] = np.float32(0.0)
+    else:
+        keys = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, n, dtype=dtype)
+        keys[:500] = keys[0]  # many repeats of one key
+    from vyre.programs.histogram import histogram_host
+    from vyre.programs.radix_sort import radix_sort_host
+
+    one = members[0]
+    want_sorted = radix_sort_host(one, keys.copy())[0]
+    for group in _groups(members):
+        arr = group.scatter(keys)
+        out = group.sort(arr)
+        assert out.gather().tobytes() == want_sorted.tobytes(), len(group.backends)
+        out.free()
+        arr.free()
+    if dtype is np.float32:
+        values = np.abs(keys) * np.float32(10)
+        want_hist = histogram_host(one, values, 64, lo=0.0, scale=2.0)
+        a = rng.standard_normal((45, 33)).astype(np.float32)
+        bm = rng.standard_normal((33, 17)).astype(np.float32)
+        with vyre.get_backend("reference") as ref:
+            from vyre.programs.matmul import matmul_host
+
+            want_c = matmul_host(ref, a, bm)
+        for group in _groups(members):
+            arr = group.scatter(values)
+            np.testing.assert_array_equal(group.histogram(arr, 64, lo=0.0, scale=2.0), want_hist)
+            arr.free()
+            sa, rb = group.scatter(a), group.replicate(bm)
+            c = group.matmul(sa, rb, 17)
+            assert c.gather().tobytes() == want_c.tobytes()
+            for x in (sa, rb, c):
+                x.free()
+    assert all(not b.live_buffers() for b in members)

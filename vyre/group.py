@@ -7,6 +7,8 @@ backend (`scatter`, optionally with `halo` ghost rows on each side), keeps them 
 runs a Program on every shard at once (`map`, with a per-shard DispatchConfig), moves rows
 between shards explicitly (`exchange_halos`, `all_gather`, `broadcast`: device to device
 where the backends reach each other, `vyre.copy`) and gathers the shards back in order.
+`sort` (sample sort, vyre.group_sort), `histogram` and `matmul` (split by rows) run the
+library on every shard and give its single-backend results.
 A kernel that computes each output row from its own input rows, its halo and replicated
 buffers gives the single-backend bits.
 
@@ -413,6 +415,60 @@ class DeviceGroup:
             for e in extra.values():
                 self._release(e["offsets"])
         return ShardedArray(self, arr.shards, bufs, arr.dtype, (), label)
+
+
+    def sort(self, arr: ShardedArray, label: str = "sorted") -> ShardedArray:
+        """The sorted keys (u32, i32 or f32; the library radix sort's order) of a sharded
+        1-D array, resident over the group with one exchange of buckets between members
+        (vyre.group_sort); `gather()` gives the single-backend sort's bits. Shards of the
+        result have the sizes their key ranges got."""
+        from vyre.group_sort import sample_sort
+
+        return sample_sort(self, arr, label)
+
+    def histogram(self, arr: ShardedArray, nbins: int, lo: float = 0.0,
+                  scale: float = 1.0) -> np.ndarray:
+        """The library histogram (vyre.programs.histogram) of a sharded 1-D array: each
+        member counts its shard, the counts are added as u32 (exact, in any order)."""
+        from vyre.programs import histogram as _hist
+
+        if arr.row_shape != () or arr.halo:
+            raise InvalidDispatch(f"histogram works on 1-D arrays without halos; {arr.label!r} "
+                                  f"has rows of {arr.row_shape} and halo {arr.halo}")
+        ty = ScalarType.from_numpy(arr.dtype)
+        counts = []
+        for s, b in arr.live():
+            bins = s.backend.allocate_device_buffer(4 * max(nbins, 1), label=f"bins[{s.index}]")
+            try:
+                _hist.histogram_device(s.backend, b, s.count, bins, nbins, ty, lo=lo,
+                                       scale=scale)
+                counts.append(self._read_all([(s.backend, bins, 0, 4 * nbins,
+                                               np.dtype(np.uint32))])[0])
+            finally:
+                self._release(bins)
+        total = np.zeros(nbins, np.uint32)
+        for c in counts:
+            total += c  # u32, wrapping like the device's counters: exact in any order
+        return total
+
+    def matmul(self, a: ShardedArray, b: Replicated, n: int, label: str = "matmul") -> ShardedArray:
+        """C = A @ B with A (M x K, f32) split by rows and B (K x N, f32) on every member
+        (`replicate` or `broadcast`): each member multiplies its rows with the library
+        matmul, so C has the single-backend bits (a product's value does not depend on the
+        tile shape, vyre.programs.matmul). C is split like A."""
+        from vyre.programs import matmul as _mm
+
+        if len(a.row_shape) != 1 or a.dtype != np.float32 or a.halo:
+            raise InvalidDispatch(f"matmul takes A as a sharded f32 matrix (rows of K) without "
+                                  f"halos; {a.label!r} has rows of {a.row_shape}, {a.dtype}")
+        kdim = a.row_shape[0]
+        if n < 0 or any(buf.byte_len < 4 * kdim * n for buf in b.buffers.values()):
+            raise InvalidDispatch(f"matmul: B must hold K x N = {kdim} x {n} f32 values on "
+                                  "every member; replicate it with group.replicate(b)")
+        c = self.empty(a.shards, np.float32, (n,), label)
+        for (s, ab), cb in zip(a.live(), [x for x in c.buffers if x is not None]):
+            _mm.matmul_device(s.backend, ab, b.buffers[s.index], cb, s.count, n, kdim)
+        return c
 
 
 class _Borrowing(DeviceGroup):

@@ -1,0 +1,148 @@
+# mypy: disable-error-code="valid-type,type-arg,index"
+# (the decorated kernel annotates with vyre types, which are values, not Python types)
+"""Sorting a sharded 1-D array over a DeviceGroup: sample sort with one exchange.
+
+1. Each member maps its shard to the library's order-preserving u32 sort bits
+   (radix_sort.key_map_program; u32 keys as they are) and sorts them (radix_sort).
+2. Evenly spaced samples of every sorted shard (a few per member, read to the host) give
+   p - 1 splitters; a binary-search kernel finds where each splitter falls in each shard.
+3. Bucket j of every shard is copied (vyre.copy: device to device where the members reach
+   each other) into member j's receive buffer, which member j sorts and maps back.
+Shard j of the result holds the j-th range of the global order, so `gather()` is exactly
+the single-backend sort of the whole array: sorting keys is deterministic whatever the
+split. This module must never move a whole shard through the host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import vyre
+from vyre.config import DispatchConfig
+from vyre.errors import InvalidDispatch
+from vyre.ir.types import ScalarType, f32, i32, u32
+from vyre.kernel import Buffer, Output, kernel
+from vyre.programs import radix_sort
+from vyre.programs._common import ceil_div
+
+if TYPE_CHECKING:
+    from vyre.group import DeviceGroup, ShardedArray
+
+SAMPLES_PER_MEMBER = 64
+
+
+@kernel(workgroup_size=64, name="group_sort_lower_bounds")
+def _lower_bounds(keys: Buffer[u32], splitters: Buffer[u32], out: Output[u32], n: u32,
+                  m: u32) -> None:
+    """out[j] = how many of the sorted keys[:n] are below splitters[j] (binary search)."""
+    j = vyre.let(vyre.global_linear_id())
+    with vyre.if_(j < m):
+        lo = vyre.let(vyre.lit(0, u32))
+        hi = vyre.let(n)
+        s = vyre.let(splitters[j])
+        with vyre.while_(lo < hi):
+            mid = vyre.let(lo + ((hi - lo) >> 1))
+            with vyre.if_(keys[mid] < s):
+                lo.set(mid + 1)
+            with vyre.else_():
+                hi.set(mid)
+        out[j] = lo
+
+
+def _map(backend: Any, ty: ScalarType, src: Any, dst: Any, n: int, to_bits: bool) -> None:
+    prog = radix_sort.key_map_program(ty, to_bits)
+    backend.dispatch_with_device_buffers(
+        prog, {"x0": src}, {"out": dst},
+        DispatchConfig.for_elements(n, prog.workgroup_size[0], params={"n": n}))
+
+
+def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArray:
+    """The sorted array, resident over `group` (module docstring)."""
+    from vyre.group import Shard, ShardedArray
+
+    if arr.row_shape != () or arr.halo:
+        raise InvalidDispatch(f"sort works on 1-D arrays without halos; {arr.label!r} has "
+                              f"rows of {arr.row_shape} and halo {arr.halo}")
+    ty = ScalarType.from_numpy(arr.dtype)
+    if ty not in (u32, i32, f32):
+        raise InvalidDispatch(f"sort takes u32, i32 or f32 keys, not {ty}; convert the array "
+                              "with .astype(np.uint32 / np.int32 / np.float32) before scatter")
+    members = group.backends
+    p = len(members)
+    live = arr.live()
+    made: list[Any] = []
+
+    def alloc(backend: Any, count: int, name: str) -> Any:
+        buf = backend.allocate_device_buffer(max(count, 1) * 4, label=name)
+        made.append(buf)
+        return buf
+
+    try:
+        # 1. sort bits of every shard, sorted locally
+        bits = []
+        for s, b in live:
+            kb = alloc(s.backend, s.count, f"{label}_bits[{s.index}]")
+            if ty is u32:
+                group._copy(b, 0, kb, 0, s.count * 4)
+            else:
+                _map(s.backend, ty, b, kb, s.count, True)
+            radix_sort.radix_sort_device(s.backend, kb, s.count)
+            bits.append(kb)
+        # 2. splitters from evenly spaced samples, and each shard's bucket bounds
+        per = SAMPLES_PER_MEMBER
+        picks = [[min(s.count - 1, (i * s.count) // per) for i in range(per)] for s, _ in live]
+        samples = np.sort(np.concatenate([
+            np.concatenate(group._read_all([(s.backend, kb, 4 * i, 4, np.dtype(np.uint32))
+                                            for i in pick]))
+            for (s, _), kb, pick in zip(live, bits, picks)])) if live else np.zeros(0, np.uint32)
+        splitters = (samples[[(j * samples.size) // p for j in range(1, p)]]
+                     if samples.size else np.zeros(p - 1, np.uint32))
+        bounds = []
+        for (s, _), kb in zip(live, bits):
+            if p == 1:
+                bounds.append([0, s.count])
+                continue
+            sp = alloc(s.backend, p - 1, f"{label}_splitters")
+            out = alloc(s.backend, p - 1, f"{label}_bounds")
+            group._write_all([(s.backend, sp, splitters.astype(np.uint32), 0)])
+            s.backend.dispatch_with_device_buffers(
+                _lower_bounds.program, {"keys": kb, "splitters": sp}, {"out": out},
+                DispatchConfig(grid=(ceil_div(p - 1, 64), 1, 1),
+                               params={"n": s.count, "m": p - 1}))
+            (inner,) = group._read_all([(s.backend, out, 0, 4 * (p - 1), np.dtype(np.uint32))])
+            bounds.append([0, *(int(v) for v in inner), s.count])
+        # 3. bucket j of every shard into member j, sorted there and mapped back
+        sizes = [sum(bd[j + 1] - bd[j] for bd in bounds) for j in range(p)]
+        shards: list[Shard] = []
+        buffers: list[Any] = []
+        start = 0
+        for j, backend in enumerate(members):
+            if not sizes[j]:
+                shards.append(Shard(j, backend, start, 0))
+                buffers.append(None)
+                continue
+            recv = alloc(backend, sizes[j], f"{label}_recv[{j}]")
+            at = 0
+            for kb, bd in zip(bits, bounds):
+                count = bd[j + 1] - bd[j]
+                if count:
+                    group._copy(kb, 4 * bd[j], recv, 4 * at, 4 * count)
+                    at += count
+            radix_sort.radix_sort_device(backend, recv, sizes[j])
+            if ty is u32:
+                out_buf = recv
+                made.remove(recv)
+            else:
+                out_buf = backend.allocate_device_buffer(sizes[j] * 4, label=f"{label}[{j}]")
+                _map(backend, ty, recv, out_buf, sizes[j], False)
+            shards.append(Shard(j, backend, start, sizes[j]))
+            buffers.append(out_buf)
+            start += sizes[j]
+        return ShardedArray(group, shards, buffers, arr.dtype, (), label)
+    finally:
+        for backend in members:  # the temporaries may still be in use by queued work
+            backend.synchronize()
+        for buf in made:
+            group._release(buf)
