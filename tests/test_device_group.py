@@ -18,6 +18,7 @@ from vyre.group import LIBRARY_BLOCK, DeviceGroup
 from vyre.programs.elementwise import saxpy
 from vyre.programs.reduce import reduce_host
 from vyre.programs.scan import scan_host
+from vyre.tools.bench.multi_gpu_kernels import heat_numpy, run_heat
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available and a.name != "cuda"]
 
@@ -35,60 +36,13 @@ def _groups(members: list[Any]) -> list[DeviceGroup]:
     return [DeviceGroup(members[:k]) for k in range(1, len(members) + 1)]
 
 
-@vyre.kernel(workgroup_size=(16, 16))
-def heat_step(u: vyre.Buffer[vyre.f32], out: vyre.Output[vyre.f32], rows: vyre.u32,
-              W: vyre.u32, k: vyre.f32) -> None:
-    """One explicit heat step on a window of `rows` own rows between one ghost row on each
-    side (zero beyond the whole grid's edges, which only ghost rows reach); writes only
-    the own rows, in a fixed operation order."""
-    x = vyre.let(vyre.global_id(0))
-    r = vyre.let(vyre.global_id(1))
-    with vyre.if_((x < W) & (r < rows)):
-        y = vyre.let(r + 1)
-        c = vyre.let(u[y * W + x])
-        west = vyre.select(x > 0, u[y * W + x - 1], 0.0)
-        east = vyre.select(x + 1 < W, u[y * W + x + 1], 0.0)
-        lap = (((u[(y - 1) * W + x] + u[(y + 1) * W + x]) + west) + east) - 4.0 * c
-        out[y * W + x] = c + k * lap
-
-
-def _heat_numpy(grid: np.ndarray, steps: int, k: np.float32) -> np.ndarray:
-    u = grid.astype(np.float32)
-    for _ in range(steps):
-        p = np.pad(u, 1)
-        lap = (((p[:-2, 1:-1] + p[2:, 1:-1]) + p[1:-1, :-2]) + p[1:-1, 2:]) - np.float32(4) * u
-        u = u + k * lap
-    return u
-
-
-def _run_heat(group: DeviceGroup, grid: np.ndarray, steps: int, k: float) -> np.ndarray:
-    w = grid.shape[1]
-    u = group.scatter(grid, halo=1, label="u")
-    v = group.empty(u.shards, np.float32, (w,), label="v", halo=1)
-    for _s, b in v.live():  # v's ghost rows beyond the grid must read as zero too
-        b.owner.write(b, np.zeros(b.byte_len // 4, np.float32))
-
-    def cfg(s: Any) -> DispatchConfig:
-        return DispatchConfig(grid=(-(-w // 16), -(-s.count // 16), 1),
-                              params={"rows": s.count, "W": w, "k": k})
-
-    for _ in range(steps):
-        group.map(heat_step.program, {"u": u}, {"out": v}, cfg)
-        group.exchange_halos(v)
-        u, v = v, u
-    out = u.gather()
-    u.free()
-    v.free()
-    return out
-
-
 def test_a_stencil_of_100_steps_with_halo_exchange_has_the_same_bits_on_any_split(
         members: list[Any]) -> None:
     rng = np.random.default_rng(1)
     grid = rng.standard_normal((61, 37)).astype(np.float32)
-    want = _heat_numpy(grid, 100, np.float32(0.2))
+    want = heat_numpy(grid, 100)
     for group in _groups(members):
-        got = _run_heat(group, grid, 100, 0.2)
+        got = run_heat(group, grid, 100)
         np.testing.assert_array_equal(got, want, err_msg=f"{len(group.backends)} members")
 
 
@@ -190,7 +144,7 @@ def test_gpu_groups_of_1_to_n_gpus_give_one_gpus_bits() -> None:
     try:
         rng = np.random.default_rng(7)
         grid = rng.standard_normal((517, 300)).astype(np.float32)
-        want = _heat_numpy(grid, 100, np.float32(0.2))
+        want = heat_numpy(grid, 100)
         data = rng.standard_normal(1 << 22).astype(np.float32)
         one = DeviceGroup(gpus[:1])
         arr = one.scatter(data, align=LIBRARY_BLOCK)
@@ -203,7 +157,7 @@ def test_gpu_groups_of_1_to_n_gpus_give_one_gpus_bits() -> None:
         want_c = one.matmul(one.scatter(a), one.replicate(bm), bm.shape[1]).gather()
         for k in sorted({1, 2, count} & set(range(1, count + 1))):
             group = DeviceGroup(gpus[:k])
-            np.testing.assert_array_equal(_run_heat(group, grid, 100, 0.2), want)
+            np.testing.assert_array_equal(run_heat(group, grid, 100), want)
             sharded = group.scatter(data, align=LIBRARY_BLOCK)
             assert group.reduce(sharded, "sum").tobytes() == want_sum.tobytes()
             np.testing.assert_array_equal(group.scan(sharded).gather(), want_scan)
@@ -258,3 +212,17 @@ def test_sort_histogram_matmul_match_one_backend(members: list[Any], dtype: Any)
             for x in (sa, rb, c):
                 x.free()
     assert all(not b.live_buffers() for b in members)
+
+
+def test_the_multi_gpu_benchmark_checks_its_figures_on_any_members(members: list[Any]) -> None:
+    """The benchmark's cases run and check themselves on the backends here (on GPUs:
+    `python -m vyre.tools.bench.multi_gpu`)."""
+    from vyre.tools.bench import multi_gpu
+
+    rows: list[dict[str, Any]] = []
+    multi_gpu._all_gather(members[:2], 1 << 10, 1, rows)
+    multi_gpu._scaling(members[:2], 1 << 13, 32, 1, rows)
+    assert [r["metric"] for r in rows] == ["all_gather"] + ["sum", "scan", "sort",
+                                                            "stencil100"] * 2
+    assert all(r["checked"] for r in rows), multi_gpu.text({"gpus": 2, "rows": rows})
+    assert "skipped" in multi_gpu.text({"skipped": "no GPUs"})

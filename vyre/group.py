@@ -248,17 +248,26 @@ class DeviceGroup:
             self._copy(buffer, 0, bufs[i], 0, buffer.byte_len)
         return Replicated(_Borrowing(self, buffer), bufs)
 
-    def all_gather(self, arr: ShardedArray, label: str = "all_gathered") -> Replicated:
+    def all_gather(self, arr: ShardedArray, label: str = "all_gathered",
+                   out: Replicated | None = None) -> Replicated:
         """The whole array (every shard's own rows, in order) on every backend, copied
-        shard to shard on the devices: what a kernel needs that reads any row."""
+        shard to shard on the devices: what a kernel needs that reads any row. `out` (an
+        earlier all_gather's result, or a `replicate` of the right size) is filled again
+        instead of allocating."""
         rb, h = arr.row_bytes, arr.halo
         total = max(arr.rows * rb, arr.dtype.itemsize)
-        bufs = {i: b.allocate_device_buffer(total, label=f"{label}[{i}]")
-                for i, b in enumerate(self.backends)}
-        for dst in bufs.values():
+        if out is None:
+            out = Replicated(self, {i: b.allocate_device_buffer(total, label=f"{label}[{i}]")
+                                    for i, b in enumerate(self.backends)})
+        elif (sorted(out.buffers) != list(range(len(self.backends)))
+              or any(b.byte_len < total for b in out.buffers.values())):
+            raise InvalidDispatch(
+                f"all_gather: out must hold {total} bytes on each of the "
+                f"{len(self.backends)} members; pass an earlier all_gather's result")
+        for dst in out.buffers.values():
             for s, src in arr.live():
                 self._copy(src, h * rb, dst, s.start * rb, s.count * rb)
-        return Replicated(self, bufs)
+        return out
 
     def exchange_halos(self, arr: ShardedArray) -> None:
         """Fill every shard's ghost rows with its neighbours' edge rows (the rows
