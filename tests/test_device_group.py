@@ -62,6 +62,8 @@ def test_reduce_and_scan_match_one_backend(members: list[Any], n: int) -> None:
         np.testing.assert_array_equal(prefix.gather(), want_scan)
         prefix.free()
         arr.free()
+        group.free_scratch()
+    assert all(not b.live_buffers() for b in members)
 
 
 def test_scatter_map_gather_replicate_broadcast_all_gather(members: list[Any]) -> None:
@@ -203,9 +205,11 @@ def test_sort_histogram_matmul_match_one_backend(members: list[Any], dtype: Any)
 
             want_c = matmul_host(ref, a, bm)
         for group in _groups(members):
-            arr = group.scatter(values)
-            np.testing.assert_array_equal(group.histogram(arr, 64, lo=0.0, scale=2.0), want_hist)
-            arr.free()
+            with group:
+                arr = group.scatter(values)
+                np.testing.assert_array_equal(group.histogram(arr, 64, lo=0.0, scale=2.0),
+                                              want_hist)
+                arr.free()
             sa, rb = group.scatter(a), group.replicate(bm)
             c = group.matmul(sa, rb, 17)
             assert c.gather().tobytes() == want_c.tobytes()

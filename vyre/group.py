@@ -146,6 +146,35 @@ class DeviceGroup:
     def __init__(self, backends: Sequence[BaseBackend]) -> None:
         self.backends = self._checked_backends(backends)
 
+    def _scratch_buffer(self, backend: Any, key: tuple[Any, ...], nbytes: int) -> Any:
+        """A buffer of `backend` for the group's own intermediate values (per-block
+        partials, the head's passes), kept between calls: no allocation (and on CUDA no
+        free's implicit device sync) per reduce or scan, and the launches stay bound.
+        `free_scratch()` releases them."""
+        scratch: dict[tuple[Any, ...], Any] = self.__dict__.setdefault("_scratch", {})
+        buf = scratch.get(key)
+        if buf is not None and buf.byte_len >= nbytes and not buf.freed:
+            return buf
+        if buf is not None and not buf.freed:
+            self._release(buf)
+        buf = backend.allocate_device_buffer(max(nbytes, 4), label=f"group_scratch{key}")
+        scratch[key] = buf
+        return buf
+
+    def free_scratch(self) -> None:
+        """Release the intermediate buffers reduce, scan and histogram keep between calls
+        (also at the end of a `with DeviceGroup(...) as group:` block). The group's
+        backends and arrays stay as they are."""
+        for buf in self.__dict__.pop("_scratch", {}).values():
+            if not buf.freed and not getattr(buf.owner, "closed", False):
+                self._release(buf)
+
+    def __enter__(self) -> DeviceGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free_scratch()
+
     @classmethod
     def _checked_backends(cls, backends: Any) -> tuple[Any, ...]:
         if isinstance(backends, (str, bytes)) or not isinstance(backends, Sequence):
@@ -293,9 +322,11 @@ class DeviceGroup:
     # ------------------------------------------------------------ dispatch
     def map(self, program: Program, inputs: Mapping[str, ShardedArray | Replicated],
             outputs: Mapping[str, ShardedArray | Replicated],
-            config: Callable[[Shard], DispatchConfig]) -> list[Timing]:
+            config: Callable[[Shard], DispatchConfig], wait: bool = True) -> list[Timing]:
         """Dispatch `program` on every non-empty shard at once, with `config(shard)`; the
-        sharded arguments must share one layout. Waits for all; returns their Timings."""
+        sharded arguments must share one layout. Waits for all and returns their Timings;
+        with `wait=False` returns at once (nothing to return): later work on the shards
+        (maps, exchanges, reads) is ordered after it on each backend."""
         sharded = [(n, a) for n, a in (*inputs.items(), *outputs.items())
                    if isinstance(a, ShardedArray)]
         if not sharded:
@@ -314,6 +345,13 @@ class DeviceGroup:
             assert b is not None
             return b
 
+        if not wait:
+            for s in first.shards:
+                if s.count:
+                    s.backend.dispatch_with_device_buffers(
+                        program, {n: pick(a, s.index) for n, a in inputs.items()},
+                        {n: pick(a, s.index) for n, a in outputs.items()}, config(s))
+            return []
         pending = [
             s.backend.dispatch_async(
                 program, {n: pick(a, s.index) for n, a in inputs.items()},
@@ -344,8 +382,11 @@ class DeviceGroup:
         dst buffers (one value per block, or per element when `per_element`)."""
         outs, pending = [], []
         for s, b, g in parts:
-            length = s.count if per_element else g
-            dst = s.backend.allocate_device_buffer(length * ty.byte_size, label=f"{label}[{s.index}]")
+            if per_element:  # the caller's result: its own buffer
+                dst = s.backend.allocate_device_buffer(s.count * ty.byte_size,
+                                                       label=f"{label}[{s.index}]")
+            else:
+                dst = self._scratch_buffer(s.backend, ("blocks", s.index), g * ty.byte_size)
             outs.append(dst)
             ins = {"src": b, **((extra or {}).get(s.index, {}))}
             pending.append(s.backend.dispatch_async(
@@ -355,11 +396,8 @@ class DeviceGroup:
 
     def _gather_blocks(self, parts: list[tuple[Shard, Any, int]], bufs: list[Any],
                        ty: ScalarType) -> np.ndarray:
-        reads = self._read_all([(s.backend, d, 0, d.byte_len, ty.numpy)
-                                for (s, _, _), d in zip(parts, bufs)])
-        for d in bufs:
-            self._release(d)
-        return np.concatenate(reads)
+        return np.concatenate(self._read_all([(s.backend, d, 0, g * ty.byte_size, ty.numpy)
+                                              for (s, _, g), d in zip(parts, bufs)]))
 
     def reduce(self, arr: ShardedArray, op: str) -> np.generic:
         """sum / min / max of a sharded 1-D array: the single-backend library's bits."""
@@ -374,15 +412,11 @@ class DeviceGroup:
             return cast(np.generic, partials[0])
         # the library's remaining passes, over the partials in order, on the first backend
         head = self.backends[0]
-        src = head.allocate_device_buffer(partials.nbytes, label="reduce_partials")
-        out = head.allocate_device_buffer(ty.byte_size, label="reduce_out")
-        try:
-            head.write(src, partials)
-            _reduce.reduce_device(head, src, partials.size, op, ty, out)
-            return cast(np.generic, head.read(out, dtype=ty.numpy)[0])
-        finally:
-            self._release(src)
-            self._release(out)
+        src = self._scratch_buffer(head, ("head_in",), partials.nbytes)
+        out = self._scratch_buffer(head, ("head_out",), ty.byte_size)
+        head.write(src, partials)
+        _reduce.reduce_device(head, src, partials.size, op, ty, out, use_pipeline=False)
+        return cast(np.generic, head.read(out, 0, ty.byte_size, dtype=ty.numpy)[0])
 
     def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan") -> ShardedArray:
         """Prefix sum of a sharded 1-D array, left resident in the same layout; the
@@ -392,37 +426,29 @@ class DeviceGroup:
         if total_blocks <= 1:  # no carry between blocks: the library's one-block program
             out = self.empty(arr.shards, arr.dtype, (), label)
             for (s, b, _), d in zip(parts, [b for b in out.buffers if b is not None]):
-                _scan.scan_device(s.backend, b, d, s.count, ty, inclusive)
+                _scan.scan_device(s.backend, b, d, s.count, ty, inclusive, use_pipeline=False)
             return out
         sums = self._gather_blocks(
             parts, self._block_pass(_reduce.reduce_program("sum", ty), parts, ty, label="sums"), ty)
         head = self.backends[0]
-        hs = head.allocate_device_buffer(sums.nbytes, label="scan_block_sums")
-        ho = head.allocate_device_buffer(sums.nbytes, label="scan_block_offsets")
-        try:
-            head.write(hs, sums)
-            _scan.scan_device(head, hs, ho, sums.size, ty, inclusive=False)
-            offsets = np.asarray(head.read(ho, dtype=ty.numpy))
-        finally:
-            self._release(hs)
-            self._release(ho)
+        hs = self._scratch_buffer(head, ("head_in",), sums.nbytes)
+        ho = self._scratch_buffer(head, ("head_out",), sums.nbytes)
+        head.write(hs, sums)
+        _scan.scan_device(head, hs, ho, sums.size, ty, inclusive=False, use_pipeline=False)
+        offsets = np.asarray(head.read(ho, 0, sums.nbytes, dtype=ty.numpy))
         extra: dict[int, dict[str, Any]] = {}
         uploads = []
         first = 0
         for s, _, g in parts:
-            ob = s.backend.allocate_device_buffer(g * ty.byte_size, label=f"scan_offsets[{s.index}]")
+            ob = self._scratch_buffer(s.backend, ("offsets", s.index), g * ty.byte_size)
             extra[s.index] = {"offsets": ob}
             uploads.append((s.backend, ob, offsets[first:first + g], 0))
             first += g
-        try:
-            self._write_all(uploads)
-            prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
-                                            carry_in=True)
-            dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
-            bufs = [next(dsts) if s.count else None for s in arr.shards]
-        finally:
-            for e in extra.values():
-                self._release(e["offsets"])
+        self._write_all(uploads)
+        prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
+                                        carry_in=True)
+        dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
+        bufs = [next(dsts) if s.count else None for s in arr.shards]
         return ShardedArray(self, arr.shards, bufs, arr.dtype, (), label)
 
 
@@ -445,16 +471,13 @@ class DeviceGroup:
             raise InvalidDispatch(f"histogram works on 1-D arrays without halos; {arr.label!r} "
                                   f"has rows of {arr.row_shape} and halo {arr.halo}")
         ty = ScalarType.from_numpy(arr.dtype)
-        counts = []
+        reads = []
         for s, b in arr.live():
-            bins = s.backend.allocate_device_buffer(4 * max(nbins, 1), label=f"bins[{s.index}]")
-            try:
-                _hist.histogram_device(s.backend, b, s.count, bins, nbins, ty, lo=lo,
-                                       scale=scale)
-                counts.append(self._read_all([(s.backend, bins, 0, 4 * nbins,
-                                               np.dtype(np.uint32))])[0])
-            finally:
-                self._release(bins)
+            bins = self._scratch_buffer(s.backend, ("bins", s.index), 4 * nbins)
+            _hist.histogram_device(s.backend, b, s.count, bins, nbins, ty, use_pipeline=False,
+                                   lo=lo, scale=scale)
+            reads.append((s.backend, bins, 0, 4 * nbins, np.dtype(np.uint32)))
+        counts = self._read_all(reads) if nbins else []
         total = np.zeros(nbins, np.uint32)
         for c in counts:
             total += c  # u32, wrapping like the device's counters: exact in any order

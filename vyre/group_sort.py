@@ -88,7 +88,7 @@ def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArr
                 group._copy(b, 0, kb, 0, s.count * 4)
             else:
                 _map(s.backend, ty, b, kb, s.count, True)
-            radix_sort.radix_sort_device(s.backend, kb, s.count)
+            radix_sort.radix_sort_device(s.backend, kb, s.count, use_pipeline=False)
             bits.append(kb)
         # 2. splitters from evenly spaced samples, and each shard's bucket bounds
         per = SAMPLES_PER_MEMBER
@@ -130,7 +130,7 @@ def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArr
                 if count:
                     group._copy(kb, 4 * bd[j], recv, 4 * at, 4 * count)
                     at += count
-            radix_sort.radix_sort_device(backend, recv, sizes[j])
+            radix_sort.radix_sort_device(backend, recv, sizes[j], use_pipeline=False)
             if ty is u32:
                 out_buf = recv
                 made.remove(recv)

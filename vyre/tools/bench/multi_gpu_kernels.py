@@ -12,7 +12,7 @@ import numpy as np
 
 import vyre
 from vyre.config import DispatchConfig
-from vyre.group import DeviceGroup
+from vyre.group import DeviceGroup, ShardedArray
 
 HEAT_K = 0.2
 
@@ -44,24 +44,39 @@ def heat_numpy(grid: np.ndarray, steps: int, k: float = HEAT_K) -> np.ndarray:
     return u
 
 
-def run_heat(group: DeviceGroup, grid: np.ndarray, steps: int, k: float = HEAT_K) -> np.ndarray:
-    """`steps` heat steps of `grid` sharded by rows over `group`, ghost rows exchanged
-    between the members after every step; the grid read back."""
-    w = grid.shape[1]
+def heat_arrays(group: DeviceGroup, grid: np.ndarray) -> tuple[ShardedArray, ShardedArray]:
+    """`grid` sharded by rows with one ghost row on each side, and its ping-pong partner
+    (ghost rows beyond the grid zero in both)."""
     u = group.scatter(grid, halo=1, label="u")
-    v = group.empty(u.shards, np.float32, (w,), label="v", halo=1)
-    for _s, b in v.live():  # v's ghost rows beyond the grid must read as zero too
+    v = group.empty(u.shards, np.float32, (grid.shape[1],), label="v", halo=1)
+    for _s, b in v.live():
         b.owner.write(b, np.zeros(b.byte_len // 4, np.float32))
+    return u, v
+
+
+def heat_steps(group: DeviceGroup, u: ShardedArray, v: ShardedArray, steps: int,
+               k: float = HEAT_K) -> tuple[ShardedArray, ShardedArray]:
+    """`steps` heat steps from `u`, ghost rows exchanged between the members after each
+    (nothing waited for: each member's work and the copies are ordered on the devices);
+    (the array holding the result, the other)."""
+    w = u.row_shape[0]
 
     def cfg(s: Any) -> DispatchConfig:
         return DispatchConfig(grid=(-(-w // 16), -(-s.count // 16), 1),
                               params={"rows": s.count, "W": w, "k": k})
 
+    for _ in range(steps):
+        group.map(heat_step.program, {"u": u}, {"out": v}, cfg, wait=False)
+        group.exchange_halos(v)
+        u, v = v, u
+    return u, v
+
+
+def run_heat(group: DeviceGroup, grid: np.ndarray, steps: int, k: float = HEAT_K) -> np.ndarray:
+    """`steps` heat steps of `grid` sharded by rows over `group`; the grid read back."""
+    u, v = heat_arrays(group, grid)
     try:
-        for _ in range(steps):
-            group.map(heat_step.program, {"u": u}, {"out": v}, cfg)
-            group.exchange_halos(v)
-            u, v = v, u
+        u, v = heat_steps(group, u, v, steps, k)
         return u.gather()
     finally:
         u.free()
