@@ -205,7 +205,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     try:
         _transfer(gpus, (16 if quick else 256) << 20, 5 if quick else 20, rows)
         _all_gather(gpus, (1 if quick else 16) << 20, 3 if quick else 10, rows)
-        _scaling(gpus, (1 << 22) if quick else (1 << 28), 1024 if quick else 8192,
+        _scaling(gpus, (1 << 22) if quick else (1 << 29), 1024 if quick else 16384,
                  2 if quick else 5, rows)
     finally:
         for g in gpus:
