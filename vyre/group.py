@@ -200,9 +200,19 @@ class DeviceGroup:
             backend.write(buf, data, offset)
 
     def _read_all(self, items: Sequence[tuple[Any, Any, int, int, np.dtype]]) -> list[np.ndarray]:
-        """(backend, buffer, byte offset, byte length, dtype) reads, in order."""
-        return [np.asarray(backend.read(buf, offset, length, dtype))
-                for backend, buf, offset, length, dtype in items]
+        """(backend, buffer, byte offset, byte length, dtype) reads, in order: one
+        read_many (one wait) per backend."""
+        by_backend: dict[int, list[int]] = {}
+        for i, (backend, *_rest) in enumerate(items):
+            by_backend.setdefault(id(backend), []).append(i)
+        out: list[Any] = [None] * len(items)
+        for indices in by_backend.values():
+            backend = items[indices[0]][0]
+            got = backend.read_many([(items[i][1], items[i][2], items[i][3], items[i][4])
+                                     for i in indices])
+            for i, arr in zip(indices, got):
+                out[i] = np.asarray(arr)
+        return out
 
     def _release(self, buffer: Any) -> None:
         buffer.owner.free(buffer)
