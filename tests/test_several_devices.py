@@ -368,3 +368,59 @@ def test_copy_ranges_between_any_backends(backends: dict[str, Any]) -> None:
             with pytest.raises(vyre.BufferStateError, match="freed"):
                 vyre.copy(x, y)
             dst_be.free(y)
+
+
+def test_copy_many_between_devices_runs_concurrently(tmp_path: Path) -> None:
+    """One `written` event per source, every copy on its destination's stream after its
+    source's event, one `read` event per destination that every source it read waits
+    for: no copy waits for another, and nothing waits on the host."""
+    from vyre.backends.cuda import driver as D
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    before = D._driver
+    drv = cuda_standin.install(PEER_CALLS, devices=2, strict_contexts=True)
+    try:
+        with CudaBackend(0, cache_dir=str(tmp_path)) as a, \
+                CudaBackend(1, cache_dir=str(tmp_path)) as b:
+            xa = a.allocate_device_buffer(256)
+            xb = b.allocate_device_buffer(256)
+            ya, yb = a.allocate_device_buffer(256), b.allocate_device_buffer(256)
+            drv.calls.clear()
+            vyre.copy_many([(xa, yb, 0, 0, 64), (xa, yb, 64, 64, 64), (xb, ya),
+                            (xa, ya, 0, 128, 16)])
+            calls = [(n, args) for n, _t, args in drv.calls if n != "cuCtxEnablePeerAccess"]
+            assert not {"cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"} & {
+                n for n, _ in calls}
+            records = [args for n, args in calls if n == "cuEventRecord"]
+            copies = [args for n, args in calls if n == "cuMemcpyPeerAsync"]
+            assert len(copies) == 4 and len(records) == 4  # 2 sources + 2 destinations
+            written = {int(args[1]): args[0] for args in records[:2]}  # stream -> event
+            waits = [(int(args[0]), int(args[1])) for n, args in calls
+                     if n == "cuStreamWaitEvent"]
+            for args in copies:  # each copy's stream waited for its source's event first
+                src_stream = a.cu_stream if args[3] == a._state.ctx else b.cu_stream
+                assert (int(args[5]), int(written[int(src_stream)])) in waits
+            reads = {int(args[1]): args[0] for args in records[2:]}
+            for src in (a, b):  # each source waits for every destination it was read by
+                assert (int(src.cu_stream), int(reads[int(b.cu_stream if src is a else
+                                                         a.cu_stream)])) in waits
+    finally:
+        D._driver = before
+
+
+def test_copy_many_checks_every_copy_before_any_runs(backends: dict[str, Any]) -> None:
+    for be in backends.values():
+        x = be.allocate_device_buffer(64)
+        be.write(x, np.arange(16, dtype=np.uint32))
+        y = be.allocate_device_buffer(64)
+        be.write(y, np.zeros(16, np.uint32))
+        with pytest.raises(vyre.InvalidDispatch, match="item 1 must be"):
+            vyre.copy_many([(x, y), "nope"])
+        with pytest.raises(vyre.InvalidDispatch, match="at least 96 bytes"):
+            vyre.copy_many([(x, y), (x, y, 0, 32, 64)])
+        assert not np.asarray(be.read(y, dtype=np.uint32)).any()  # the first did not run
+        vyre.copy_many([(x, y, 0, 32, 32), (x, y, 32, 0, 32)])
+        np.testing.assert_array_equal(np.asarray(be.read(y, dtype=np.uint32)),
+                                      np.r_[np.arange(8, 16), np.arange(8)])
+        be.free(x)
+        be.free(y)

@@ -85,7 +85,7 @@ from .kernel import (
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
-from .transfers import copy, transfer
+from .transfers import copy, copy_many, transfer
 
 __version__ = "0.1.0"
 
@@ -154,6 +154,7 @@ __all__ = [
     "clamp",
     "continue_",
     "copy",
+    "copy_many",
     "cos",
     "dispatch",
     "else_",

@@ -243,6 +243,14 @@ class BaseBackend:
         cannot, and `vyre.copy` goes through the host."""
         return False
 
+    @staticmethod
+    def _copy_batch(copies: list[Any]) -> bool:
+        """Hook (optional), asked of the first copy's destination backend type: run every
+        `vyre.transfers.Copy` of `copies` (checked) on the devices, concurrently, and
+        return True; False where this backend cannot take all of them (then each runs
+        through `_copy_from` or the host)."""
+        return False
+
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         raise UnsupportedFeature(
             "managed_memory", self.id,

@@ -43,7 +43,7 @@ from vyre.ir.types import ScalarType
 from vyre.programs import reduce as _reduce
 from vyre.programs import scan as _scan
 from vyre.programs._common import blocks_grid, ceil_div, identity
-from vyre.transfers import copy
+from vyre.transfers import copy, copy_many
 
 #: Shards of arrays given to `reduce` and `scan` start on multiples of this many elements
 #: (one block of the library's first pass); `scatter(..., align=LIBRARY_BLOCK)`.
@@ -221,6 +221,11 @@ class DeviceGroup:
         """Bytes between two shards' buffers (device to device where they reach)."""
         copy(src, dst, src_offset=src_offset, dst_offset=dst_offset, nbytes=nbytes)
 
+    def _copy_all(self, copies: list[tuple[Any, Any, int, int, int]]) -> None:
+        """Several (src, dst, src_offset, dst_offset, nbytes) copies at once (concurrent
+        between devices that reach each other, vyre.copy_many)."""
+        copy_many(copies)
+
     # ------------------------------------------------------------ data
     def layout(self, rows: int, align: int = 1) -> tuple[Shard, ...]:
         return tuple(Shard(i, b, s, c) for i, (b, (s, c))
@@ -303,9 +308,8 @@ class DeviceGroup:
             raise InvalidDispatch(
                 f"all_gather: out must hold {total} bytes on each of the "
                 f"{len(self.backends)} members; pass an earlier all_gather's result")
-        for dst in out.buffers.values():
-            for s, src in arr.live():
-                self._copy(src, h * rb, dst, s.start * rb, s.count * rb)
+        self._copy_all([(src, dst, h * rb, s.start * rb, s.count * rb)
+                        for dst in out.buffers.values() for s, src in arr.live()])
         return out
 
     def exchange_halos(self, arr: ShardedArray) -> None:
@@ -324,10 +328,10 @@ class DeviceGroup:
                 f"exchange_halos: shards {thin} of {arr.label!r} have fewer than {h} rows of "
                 "their own, so a ghost row would come from beyond a neighbour; use fewer "
                 "backends or a larger array")
-        for (s, b), (_t, c) in itertools.pairwise(live):
-            # s's last h own rows -> t's leading ghost rows; t's first h -> s's trailing
-            self._copy(b, s.count * rb, c, 0, h * rb)
-            self._copy(c, h * rb, b, (s.count + h) * rb, h * rb)
+        # s's last h own rows -> t's leading ghost rows; t's first h -> s's trailing
+        self._copy_all([item for (s, b), (_t, c) in itertools.pairwise(live)
+                        for item in ((b, c, s.count * rb, 0, h * rb),
+                                     (c, b, h * rb, (s.count + h) * rb, h * rb))])
 
     # ------------------------------------------------------------ dispatch
     def map(self, program: Program, inputs: Mapping[str, ShardedArray | Replicated],

@@ -1,5 +1,6 @@
 """Explicit copies between buffers of any two backends: `vyre.copy` (a byte range into an
-existing buffer) and `vyre.transfer` (a whole buffer to another backend).
+existing buffer), `vyre.copy_many` (several at once) and `vyre.transfer` (a whole buffer
+to another backend).
 
 Device to device where the destination reaches the source's device directly (the
 destination backend's `_copy_from` hook: two CUDA instances of this process copy peer to
@@ -11,6 +12,8 @@ This module must never move bytes implicitly: every copy is one the caller asked
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,12 +39,22 @@ def _index(value: Any, what: str) -> int:
     return int(value)
 
 
-def copy(src: DeviceBuffer, dst: DeviceBuffer, *, src_offset: int = 0, dst_offset: int = 0,
-         nbytes: int | None = None) -> None:
-    """Copy `nbytes` bytes (default: the rest of `src` from `src_offset`) from `src` at
-    `src_offset` into `dst` at `dst_offset`; the buffers may belong to any backends (the
-    same one included; the ranges of one buffer must not overlap). Ordered after the work
-    already enqueued on both backends and before their later work."""
+@dataclass(frozen=True)
+class Copy:
+    """One checked copy: `nbytes` bytes of `src` (a live buffer of `src_owner`) at
+    `src_offset` into `dst` (of `dst_owner`) at `dst_offset`, nbytes > 0."""
+
+    src_owner: BaseBackend
+    src: BufferBase
+    src_offset: int
+    dst_owner: BaseBackend
+    dst: BufferBase
+    dst_offset: int
+    nbytes: int
+
+
+def _checked(src: Any, dst: Any, src_offset: Any, dst_offset: Any, nbytes: Any) -> Copy | None:
+    """The copy checked (None: nothing to copy), or the error that names the fix."""
     s_owner, d_owner = _owner(src, "source"), _owner(dst, "destination")
     s_buf, d_buf = owned_buffer(s_owner, src), owned_buffer(d_owner, dst)
     s_off, d_off = _index(src_offset, "src_offset"), _index(dst_offset, "dst_offset")
@@ -61,12 +74,49 @@ def copy(src: DeviceBuffer, dst: DeviceBuffer, *, src_offset: int = 0, dst_offse
         raise InvalidDispatch(
             f"copy: the ranges [{s_off}, {s_off + n}) and [{d_off}, {d_off + n}) of one "
             "buffer overlap; copy through a second buffer")
-    if not n:
+    return Copy(s_owner, s_buf, s_off, d_owner, d_buf, d_off, n) if n else None
+
+
+def _run(c: Copy) -> None:
+    if c.dst_owner._copy_from(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes):
         return
-    if d_owner._copy_from(s_buf, s_off, d_buf, d_off, n):
+    data = c.src_owner.read(c.src, c.src_offset, c.nbytes)
+    c.dst_owner.write(c.dst, data, c.dst_offset)
+
+
+def copy(src: DeviceBuffer, dst: DeviceBuffer, *, src_offset: int = 0, dst_offset: int = 0,
+         nbytes: int | None = None) -> None:
+    """Copy `nbytes` bytes (default: the rest of `src` from `src_offset`) from `src` at
+    `src_offset` into `dst` at `dst_offset`; the buffers may belong to any backends (the
+    same one included; the ranges of one buffer must not overlap). Ordered after the work
+    already enqueued on both backends and before their later work."""
+    c = _checked(src, dst, src_offset, dst_offset, nbytes)
+    if c is not None:
+        _run(c)
+
+
+def copy_many(copies: Iterable[tuple[Any, ...]]) -> None:
+    """Several copies, each `(src, dst)` or `(src, dst, src_offset, dst_offset, nbytes)`
+    as `copy` takes them, all checked before any starts. Between devices that reach each
+    other they run concurrently (e.g. every shard of an all-gather at once) where one
+    `copy` after another would wait for each other's source."""
+    checked: list[Copy] = []
+    for i, item in enumerate(copies):
+        if not isinstance(item, tuple) or len(item) not in (2, 5):
+            raise InvalidDispatch(
+                f"copy_many: item {i} must be (src, dst) or (src, dst, src_offset, "
+                f"dst_offset, nbytes), got {type(item).__name__}")
+        src, dst, *rest = item
+        so, do, n = rest if rest else (0, 0, None)
+        c = _checked(src, dst, so, do, n)
+        if c is not None:
+            checked.append(c)
+    if not checked:
         return
-    data = s_owner.read(s_buf, s_off, n)
-    d_owner.write(d_buf, data, d_off)
+    if type(checked[0].dst_owner)._copy_batch(checked):
+        return
+    for c in checked:
+        _run(c)
 
 
 def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None, *,

@@ -99,3 +99,59 @@ def _enqueue_copy(src: Any, buffer: BufferBase, src_offset: int, dst: Any, out: 
     finally:
         with contextlib.suppress(Exception):
             drv.cuEventDestroy(written)
+
+
+def copy_batch(copies: list[tuple[Any, BufferBase, int, Any, BufferBase, int, int]]) -> None:
+    """Several (src backend, buffer, offset, dst backend, out, offset, nbytes) copies,
+    checked, all between CUDA instances of one driver, run concurrently: each source
+    records one event for all its copies (one `written`), each destination waits for the
+    sources it reads, copies, and records one `read` event; each source then waits for
+    every destination that read it. Copies issued one by one would serialise every copy
+    from one source behind the previous one's wait."""
+    members = sorted({id(b): b for c in copies for b in (c[0], c[3])}.values(), key=id)
+    with contextlib.ExitStack() as locks:
+        for b in members:  # one lock order for every set: no deadlock
+            locks.enter_context(b.lock)
+        for b in members:
+            b.check_open()
+        drv = members[0].driver
+        flags = int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        events: list[tuple[Any, Any]] = []  # (owner, event), destroyed at the end
+        try:
+            written: dict[int, Any] = {}
+            for src in {id(c[0]): c[0] for c in copies}.values():
+                src.context_state.make_current()
+                ev = src.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
+                events.append((src, ev))
+                src.driver_call(drv.cuEventRecord, ev, src.cu_stream, what="cuEventRecord")
+                written[id(src)] = ev
+            reads: dict[int, list[Any]] = {}
+            by_dst: dict[int, list[tuple[Any, BufferBase, int, Any, BufferBase, int, int]]] = {}
+            for c in copies:
+                by_dst.setdefault(id(c[3]), []).append(c)
+            for group in by_dst.values():
+                dst = group[0][3]
+                dst.context_state.make_current()
+                for src in {id(c[0]): c[0] for c in group}.values():
+                    peer_access(dst, src)
+                    dst.driver_call(drv.cuStreamWaitEvent, dst.cu_stream, written[id(src)], 0,
+                                    what="cuStreamWaitEvent")
+                for src, buffer, so, _dst, out, do, n in group:
+                    dst.driver_call(drv.cuMemcpyPeerAsync, dst.device_pointer(out) + do,
+                                    dst.context_state.ctx, src.device_pointer(buffer) + so,
+                                    src.context_state.ctx, n, dst.cu_stream,
+                                    what=f"cuMemcpyPeerAsync of {n} bytes")
+                ev = dst.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
+                events.append((dst, ev))
+                dst.driver_call(drv.cuEventRecord, ev, dst.cu_stream, what="cuEventRecord")
+                for c in group:
+                    reads.setdefault(id(c[0]), []).append(ev)
+            for src in {id(c[0]): c[0] for c in copies}.values():
+                src.context_state.make_current()
+                for ev in {id(e): e for e in reads[id(src)]}.values():
+                    src.driver_call(drv.cuStreamWaitEvent, src.cu_stream, ev, 0,
+                                    what="cuStreamWaitEvent")
+        finally:
+            for _owner, ev in events:
+                with contextlib.suppress(Exception):
+                    drv.cuEventDestroy(ev)

@@ -512,6 +512,17 @@ class CudaBackend(BaseBackend):
         peer.copy_between(owner, src, src_offset, self, dst, dst_offset, nbytes)
         return True
 
+    @staticmethod
+    def _copy_batch(copies: list[Any]) -> bool:
+        owners = {id(b): b for c in copies for b in (c.src_owner, c.dst_owner)}.values()
+        drivers = {id(getattr(b, "_drv", None)) for b in owners}
+        if (not all(isinstance(b, CudaBackend) for b in owners) or len(drivers) != 1
+                or any(b.interop_active for b in owners)):
+            return False  # one by one (framework streams are ordered there)
+        peer.copy_batch([(c.src_owner, c.src, c.src_offset, c.dst_owner, c.dst,
+                          c.dst_offset, c.nbytes) for c in copies])
+        return True
+
     def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
         return managed.host_view(self, buffer, dtype)
 
