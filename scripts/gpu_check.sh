@@ -2,7 +2,7 @@
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
 # with a short table. Sections (arguments, default all): tests fuzz exactness resources
 # div-bench cuda-tuning bench evidence, and the robustness sections (not in the default set;
-# each fits one 10-minute device command): interrupts (SIGINT storm on cuda and wgpu),
+# each fits one 10-minute device command), multi-gpu (on a machine of several GPUs): interrupts (SIGINT storm on cuda and wgpu),
 # cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
 # parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
 # time: run it as its own command), soak (fuzz-long in the background while the whole test
@@ -90,6 +90,13 @@ for s in "${sections[@]}"; do
                 --fuzz-log "$OUT/fuzz.log" | tee "$OUT/exactness.txt" >&2 ;;
         evidence)
             run_section evidence "$PY" -m vyre.tools.bench.evidence --json "$OUT/evidence.json" ;;
+        multi-gpu)
+            # several GPUs of one host (nvidia-h100-x2 / -x4): their tests, then the multi_gpu
+            # benchmark (every result checked against one GPU's bits)
+            run_section multi-gpu-tests "$PY" -m pytest -q -p no:cacheprovider -rfEs \
+                tests/test_several_devices.py tests/test_device_group.py
+            run_section multi-gpu-bench "$PY" -m vyre.tools.bench.multi_gpu \
+                --json "$OUT/multi_gpu.json" ;;
         interrupts)
             VYRE_INTERRUPT_STORM_SECONDS="${GPU_CHECK_STORM_SECONDS:-20}" \
                 run_section interrupts timeout 580 "$PY" -m pytest -q -p no:cacheprovider -s \
