@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh: everything worth running on a lent GPU machine, in one call, ending
 # with a short table. Sections (arguments, default all): tests fuzz exactness resources
-# div-bench cuda-tuning bench evidence, and the robustness sections (not in the default set;
-# each fits one 10-minute device command), multi-gpu (on a machine of several GPUs): interrupts (SIGINT storm on cuda and wgpu),
+# div-bench cuda-tuning bench evidence; multi-gpu (not in the default set: on a machine of
+# several GPUs, the several-device tests and the multi_gpu benchmark); and the robustness
+# sections (not in the default set; each fits one 10-minute device command): interrupts
+# (SIGINT storm on cuda and wgpu),
 # cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
 # parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
 # time: run it as its own command), soak (fuzz-long in the background while the whole test
