@@ -10,31 +10,15 @@ caching allocator, and `dst.copy_(src)` into a tensor made once, like
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 import vyre
+from vyre.tools.bench.multi_gpu import median_seconds
 
 
 def _gbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e9
-
-
-def _timed(fn: Callable[[], object], sync: Callable[[], object], repeat: int) -> float:
-    """Median seconds per call over 5 rounds of `repeat` calls, each round ended by sync."""
-    fn()
-    sync()
-    rounds = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - t0) / repeat)
-    return statistics.median(rounds)
 
 
 def main() -> None:
@@ -61,10 +45,10 @@ def main() -> None:
                 b.free(buf)
             del made[:-1]
 
-        t_new = _timed(one, sync_and_free, args.repeat)
+        t_new = median_seconds(one, sync_and_free, args.repeat)
         assert np.array_equal(np.asarray(b.read(made[-1], dtype=np.uint32)), data)
         out = b.allocate_device_buffer(nbytes)
-        t_vyre = _timed(lambda: vyre.transfer(x, b, out=out), b.synchronize, args.repeat)
+        t_vyre = median_seconds(lambda: vyre.transfer(x, b, out=out), b.synchronize, args.repeat)
         assert np.array_equal(np.asarray(b.read(out, dtype=np.uint32)), data)
         rows = [("vyre.transfer(out=)", t_vyre), ("vyre.transfer (allocates)", t_new)]
         try:
@@ -80,9 +64,9 @@ def main() -> None:
                 torch.cuda.synchronize(args.dst)
 
             rows.append(("torch src.to(dst device)",
-                         _timed(lambda: src.to(f"cuda:{args.dst}"), sync, args.repeat)))
+                         median_seconds(lambda: src.to(f"cuda:{args.dst}"), sync, args.repeat)))
             rows.append(("torch dst.copy_(src)",
-                         _timed(lambda: dst.copy_(src), sync, args.repeat)))
+                         median_seconds(lambda: dst.copy_(src), sync, args.repeat)))
     best_peer = min(t for name, t in rows[2:]) if len(rows) > 2 else None
     print(f"peer copy of {args.mib} MiB, cuda:{args.src} -> cuda:{args.dst}")
     for name, t in rows:

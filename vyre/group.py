@@ -175,21 +175,26 @@ class DeviceGroup:
     def __exit__(self, *exc: object) -> None:
         self.free_scratch()
 
+    #: what a member must be, an example of the call, and where other members go
+    _MEMBER: Any = BaseBackend
+    _KIND = "backend"
+    _EXAMPLE = "DeviceGroup([vyre.get_backend('cuda:0'), vyre.get_backend('cuda:1')])"
+    _ELSEWHERE = ("pass vyre.get_backend(...) instances (Ray actors from "
+                  "vyre.distributed.spawn go in vyre.distributed.Sharded)")
+
     @classmethod
     def _checked_backends(cls, backends: Any) -> tuple[Any, ...]:
+        name, kind = cls.__name__, cls._KIND
         if isinstance(backends, (str, bytes)) or not isinstance(backends, Sequence):
-            raise InvalidDispatch(
-                f"{cls.__name__} takes a list of backends, got {type(backends).__name__}; "
-                f"e.g. {cls.__name__}([vyre.get_backend('cuda:0'), vyre.get_backend('cuda:1')])")
+            raise InvalidDispatch(f"{name} takes a list of {kind}s, got "
+                                  f"{type(backends).__name__}; e.g. {cls._EXAMPLE}")
         if not backends:
-            raise InvalidDispatch(f"{cls.__name__} needs at least one backend")
-        bad = [i for i, b in enumerate(backends) if not isinstance(b, BaseBackend)]
+            raise InvalidDispatch(f"{name} needs at least one {kind}; e.g. {cls._EXAMPLE}")
+        bad = [i for i, b in enumerate(backends) if not isinstance(b, cls._MEMBER)]
         if bad:
             i = bad[0]
-            raise InvalidDispatch(
-                f"{cls.__name__}: member {i} is a {type(backends[i]).__name__}, not a backend "
-                "of this process; pass vyre.get_backend(...) instances (Ray actors from "
-                "vyre.distributed.spawn go in vyre.distributed.Sharded)")
+            raise InvalidDispatch(f"{name}: member {i} is a {type(backends[i]).__name__}, not "
+                                  f"a {kind}; {cls._ELSEWHERE}")
         return tuple(backends)
 
     # ------------------------------------------------------------ primitives

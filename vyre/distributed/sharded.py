@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from vyre.errors import InvalidDispatch
 from vyre.group import LIBRARY_BLOCK, DeviceGroup, Replicated, Shard, ShardedArray, split
 
 from .remote import RemoteBackend
@@ -31,23 +30,12 @@ class Sharded(DeviceGroup):
     def __init__(self, backends: Sequence[RemoteBackend]) -> None:
         self.backends = self._checked_backends(backends)
 
-    @classmethod
-    def _checked_backends(cls, backends: Any) -> tuple[Any, ...]:
-        if isinstance(backends, (str, bytes)) or not isinstance(backends, Sequence):
-            raise InvalidDispatch(
-                f"Sharded takes a list of RemoteBackends, got {type(backends).__name__}; "
-                "e.g. Sharded([spawn('cuda'), spawn('cuda')])")
-        if not backends:
-            raise InvalidDispatch("Sharded needs at least one RemoteBackend")
-        bad = [i for i, b in enumerate(backends) if not isinstance(b, RemoteBackend)]
-        if bad:
-            i = bad[0]
-            raise InvalidDispatch(
-                f"Sharded: member {i} is a {type(backends[i]).__name__}, not a RemoteBackend; "
-                "every member is a Ray actor from vyre.distributed.spawn (backends of this "
-                "process go in vyre.group.DeviceGroup; move data between the two with "
-                "vyre.distributed.transfer)")
-        return tuple(backends)
+    _MEMBER = RemoteBackend
+    _KIND = "RemoteBackend"
+    _EXAMPLE = "Sharded([spawn('cuda'), spawn('cuda')])"
+    _ELSEWHERE = ("every member is a Ray actor from vyre.distributed.spawn (backends of this "
+                  "process go in vyre.DeviceGroup; move data between the two with "
+                  "vyre.distributed.transfer)")
 
     def _write_all(self, items: Sequence[tuple[Any, Any, np.ndarray, int]]) -> None:
         sent = [(b, b._send("write_many", [(buf.ref, data, off)], handles=[buf]), buf)

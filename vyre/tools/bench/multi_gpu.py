@@ -30,7 +30,7 @@ import vyre
 from vyre.group import LIBRARY_BLOCK, DeviceGroup
 
 
-def _median_s(fn: Callable[[], object], sync: Callable[[], object], repeat: int) -> float:
+def median_seconds(fn: Callable[[], object], sync: Callable[[], object], repeat: int) -> float:
     """Median seconds per call over 5 rounds of `repeat` calls, each round ended by sync."""
     fn()
     sync()
@@ -59,7 +59,7 @@ def _transfer(gpus: list[Any], nbytes: int, repeat: int, rows: list[dict[str, An
     x = a.allocate_device_buffer(nbytes)
     a.write(x, data)
     y = b.allocate_device_buffer(nbytes)
-    t = _median_s(lambda: vyre.transfer(x, b, out=y), b.synchronize, repeat)
+    t = median_seconds(lambda: vyre.transfer(x, b, out=y), b.synchronize, repeat)
     ok = bool(np.array_equal(np.asarray(b.read(y, dtype=np.uint32)), data))
     row = {"metric": "transfer", "unit": "GB/s", "gpus": 2, "vyre": nbytes / t / 1e9,
            "checked": ok}
@@ -74,7 +74,7 @@ def _transfer(gpus: list[Any], nbytes: int, repeat: int, rows: list[dict[str, An
             torch.cuda.synchronize(1)
 
         row["peer"] = "torch dst.copy_(src)"
-        row["peer_value"] = nbytes / _median_s(lambda: dst.copy_(src), sync, repeat) / 1e9
+        row["peer_value"] = nbytes / median_seconds(lambda: dst.copy_(src), sync, repeat) / 1e9
     except ImportError:
         row["peer"] = "torch not installed"
     a.free(x)
@@ -93,7 +93,7 @@ def _all_gather(gpus: list[Any], per_gpu: int, repeat: int, rows: list[dict[str,
         for g in gpus:
             g.synchronize()
 
-    t = _median_s(lambda: group.all_gather(arr, out=out), sync, repeat)
+    t = median_seconds(lambda: group.all_gather(arr, out=out), sync, repeat)
     ok = all(np.array_equal(np.asarray(g.read(out.buffers[i], dtype=np.float32)), data)
              for i, g in enumerate(gpus))
     row = {"metric": "all_gather", "unit": "GB/s", "gpus": k, "vyre": data.nbytes / t / 1e9,
@@ -112,7 +112,7 @@ def _all_gather(gpus: list[Any], per_gpu: int, repeat: int, rows: list[dict[str,
                 torch.cuda.synchronize(i)
 
         row["peer"] = "NCCL all_gather (torch.cuda.nccl)"
-        row["peer_value"] = data.nbytes / _median_s(lambda: nccl.all_gather(ins, outs), tsync,
+        row["peer_value"] = data.nbytes / median_seconds(lambda: nccl.all_gather(ins, outs), tsync,
                                                     repeat) / 1e9
     except Exception as exc:  # no torch, or NCCL unusable here: say why in the table
         row["peer"] = f"unavailable: {exc}"[:80]
@@ -180,7 +180,7 @@ def _scaling(gpus: list[Any], n: int, grid_side: int, repeat: int,
                     if hasattr(old, "free"):
                         old.free()
 
-            t = _median_s(call, sync, 1 if name in ("sort", "stencil100") else repeat)
+            t = median_seconds(call, sync, 1 if name in ("sort", "stencil100") else repeat)
             got = bits(made[-1])
             if hasattr(made[-1], "free"):
                 made[-1].free()
