@@ -200,6 +200,17 @@ class StandInDriver:
     def _cuGraphInstantiate(self, graph: Any, flags: int) -> tuple[Any, Any]:
         return OK, real.CUgraphExec(self._ptr(1))
 
+    def _cuIpcGetMemHandle(self, ptr: Any) -> tuple[Any, Any]:
+        """The handle's 64 bytes name the pointer (the real driver's are opaque)."""
+        handle = real.CUipcMemHandle()
+        ctypes.memmove(handle.getPtr(), int(ptr).to_bytes(8, "little") + b"ipc" * 18 + b"!",
+                       64)
+        return OK, handle
+
+    def _cuIpcOpenMemHandle(self, handle: Any, flags: int) -> tuple[Any, Any]:
+        raw = ctypes.string_at(handle.getPtr(), 64)
+        return OK, real.CUdeviceptr(int.from_bytes(raw[:8], "little") + 0x1000000)
+
     def _cuDeviceCanAccessPeer(self, dev: Any, peer: Any) -> tuple[Any, int]:
         return OK, 1
 
@@ -211,6 +222,7 @@ class StandInDriver:
     _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
     _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
     _cuMemcpyDtoHAsync = _cuModuleUnload = _cuMemcpyPeerAsync = _cuCtxEnablePeerAccess = _ok
+    _cuIpcCloseMemHandle = _cuMemcpyDtoDAsync = _ok
     _cuStreamBeginCapture = _cuGraphLaunch = _cuGraphDestroy = _cuGraphExecDestroy = _ok
 
 

@@ -424,3 +424,39 @@ def test_copy_many_checks_every_copy_before_any_runs(backends: dict[str, Any]) -
                                       np.r_[np.arange(8, 16), np.arange(8)])
         be.free(x)
         be.free(y)
+
+
+def test_cuda_ipc_export_then_copy_from_the_handle(tmp_path: Path) -> None:
+    """What two CUDA actors of one node do for vyre.distributed.transfer: the owner waits
+    for its stream and exports the buffer's handle; the other process opens it, copies
+    device to device on its stream, waits, and closes it before returning."""
+    from vyre.backends.cuda import driver as D
+    from vyre.backends.cuda import ipc
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    before = D._driver
+    drv = cuda_standin.install(frozenset({"cuStreamSynchronize", "cuIpcOpenMemHandle",
+                                          "cuMemcpyDtoDAsync", "cuIpcCloseMemHandle"}),
+                               devices=2)
+    try:
+        with CudaBackend(0, cache_dir=str(tmp_path)) as a, \
+                CudaBackend(1, cache_dir=str(tmp_path)) as b:
+            x = a.allocate_device_buffer(1000)
+            handle = ipc.export_handle(a, x)
+            assert len(handle) == ipc.HANDLE_BYTES
+            assert [n for n, _t, _a in drv.calls] == ["cuStreamSynchronize"]
+            drv.calls.clear()
+            y = b.allocate_device_buffer(1024)
+            ipc.copy_from_handle(b, y, handle, 1000)
+            names = [n for n, _t, _a in drv.calls]
+            assert names == ["cuIpcOpenMemHandle", "cuMemcpyDtoDAsync", "cuStreamSynchronize",
+                             "cuIpcCloseMemHandle"]
+            (_, args), = drv.calls_of("cuMemcpyDtoDAsync")
+            assert (args[0], int(args[1]), *args[2:]) == (y.ptr, x.ptr + 0x1000000, 1000, b.cu_stream)
+            assert ipc.export_handle(a, a.allocate_device_buffer(0)) == b""
+            with pytest.raises(vyre.InvalidDispatch, match="at most 1024 bytes"):
+                ipc.copy_from_handle(b, y, handle, 2000)
+            with pytest.raises(vyre.InvalidDispatch, match="64-byte handle"):
+                ipc.copy_from_handle(b, y, b"short", 10)
+    finally:
+        D._driver = before
