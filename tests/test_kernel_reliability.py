@@ -141,7 +141,7 @@ def test_an_unresolvable_annotation_names_itself(tmp_path: Path) -> None:
 def numpy_scalars(x: vyre.Buffer[f32], y: Output[f32]) -> None:
     i = vyre.global_linear_id()
     with vyre.if_(i < y.length()):
-        big = np.float32(1.0) < x[i]  # NumPy on the left: still the kernel's operator
+        big = np.float32(1.0) < x[i]
         y[i] = vyre.select(big, np.float32(2.0) * x[i] + np.float32(0.5), np.float32(3.0) - x[i])
 
 
@@ -149,7 +149,7 @@ def test_numpy_scalars_on_the_left_still_build_operators(  # kept working by __a
 backend: BaseBackend) -> None:
     x = np.linspace(-2, 2, 64, dtype=np.float32)
     got = numpy_scalars.launch(backend, 64, x, 64)["y"]
-    np.testing.assert_array_equal(got, np.where(1.0 < x, 2 * x + 0.5, 3 - x).astype(np.float32))
+    np.testing.assert_array_equal(got, np.where(x > 1.0, 2 * x + 0.5, 3 - x).astype(np.float32))
 
 
 def test_builder_if_without_with_is_refused_at_build() -> None:
@@ -171,4 +171,4 @@ def test_a_control_block_is_entered_once() -> None:
             y[0] = 2.0
 
     with pytest.raises(BuildError, match="entered once"):
-        twice.program
+        _ = twice.program

@@ -549,7 +549,7 @@ class _Control:
     until entered, and `build()` refuses a program with any left over.
     """
 
-    __slots__ = ("_b", "_cm", "_fix", "_site", "_entered")
+    __slots__ = ("_b", "_cm", "_entered", "_fix", "_site")
 
     def __init__(self, builder: ProgramBuilder, fix: str, cm: Any) -> None:
         self._b = builder

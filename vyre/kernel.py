@@ -33,8 +33,8 @@ public dispatch methods.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import builtins
 import inspect
 import struct
@@ -286,9 +286,9 @@ def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
     closure = dict(zip(fn.__code__.co_freevars,
                        (c.cell_contents for c in fn.__closure__ or ()
                         if _cell_filled(c))))
-    namespace = {"__builtins__": builtins, **fn.__globals__}  # type: ignore[attr-defined]
+    namespace = {"__builtins__": builtins, **fn.__globals__}
     try:
-        return eval(ann, namespace, closure)  # noqa: S307 (the user's own annotation text)
+        return eval(ann, namespace, closure)  # the user's own annotation text
     except Exception as exc:
         future = bool(fn.__code__.co_flags & __future__.annotations.compiler_flag)
         why = (" (with `from __future__ import annotations` an annotation is evaluated at "
