@@ -22,11 +22,16 @@ reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
 - Locals that change are declared with `v = vyre.let(init)` and changed with `v.set(x)`,
   `v += x`, ...; a plain `v = v + x` inside a block only rebinds the Python name, and using
   such a value after its block is an error that says so.
+- `vyre.if_` / `else_` / `while_` act only through `with` (and `vyre.range` through `for`):
+  one made and never entered is an error at build, never a block silently dropped.
+- A kernel is a plain `def` (no `yield`, no `async`): anything else would trace nothing.
 
 Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
 `vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
 scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
-none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`.
+none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`. Annotations
+are evaluated as typing.get_type_hints does (module globals and closure). Programs are
+cached per constants by type and bits (`0.0` / `-0.0`, `1` / `True` are different kernels).
 
 This module must never evaluate a kernel or talk to a device except through a backend's
 public dispatch methods.
