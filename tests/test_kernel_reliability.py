@@ -112,7 +112,7 @@ def test_future_annotations_resolve_in_the_kernels_module_and_closure(
 
 
 def test_an_annotation_that_is_not_a_vyre_type_is_refused_by_name(tmp_path: Path) -> None:
-    with pytest.raises(BuildError, match=r"'a' needs an annotation.*uint32.*not a vyre type"):
+    with pytest.raises(BuildError, match=r"argument 'a' .*uint32.*not a vyre type"):
         _import(tmp_path, "kmod_shadow", """
             import numpy as np
             import vyre
@@ -121,6 +121,22 @@ def test_an_annotation_that_is_not_a_vyre_type_is_refused_by_name(tmp_path: Path
             @vyre.kernel
             def k(y: vyre.InOut[vyre.u32], a: u32):
                 y[0] = a
+            """)
+
+
+def test_a_numpy_type_on_a_keyword_only_argument_is_refused_not_made_a_constant(
+        tmp_path: Path) -> None:
+    # keyword-only + a non-vyre annotation used to mean "build-time constant": with the
+    # module's own u32 = np.uint32, `*, n: u32` silently stopped being a param
+    with pytest.raises(BuildError, match=r"'n' is annotated <class 'numpy.uint32'>.*vyre.u32"):
+        _import(tmp_path, "kmod_kwonly", """
+            import numpy as np
+            import vyre
+            u32 = np.uint32
+
+            @vyre.kernel
+            def k(y: vyre.InOut[vyre.u32], *, n: u32):
+                y[0] = n
             """)
 
 

@@ -306,6 +306,13 @@ def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
         ) from None
 
 
+def _looks_like_a_type_for_data(ann: Any) -> bool:
+    """A NumPy scalar type or dtype (or its name as text): a data type, but not vyre's."""
+    if isinstance(ann, np.dtype) or (isinstance(ann, type) and issubclass(ann, np.generic)):
+        return True
+    return isinstance(ann, str) and ann in {t.value for t in ScalarType}
+
+
 def _cell_filled(cell: Any) -> bool:
     try:
         cell.cell_contents  # noqa: B018 (an unassigned closure cell raises ValueError)
@@ -331,6 +338,14 @@ def _classify(fn: Callable[..., Any]) -> list[_Arg]:
             out.append(_Arg(p.name, "param", ann))
         elif isinstance(ann, TypeParam):
             out.append(_Arg(p.name, "param", ann.name))
+        elif _looks_like_a_type_for_data(ann):
+            # most likely meant as a param (a module's own `u32 = np.uint32`, say): taking
+            # it as a build-time constant would silently change the kernel's interface
+            raise BuildError(
+                f"kernel argument {p.name!r} is annotated {ann!r}, which is not a vyre type: "
+                f"for a param write a vyre type (vyre.u32, vyre.f32, ...); for a "
+                f"build-time constant annotate it with int / float / vyre.ScalarType or "
+                f"nothing", _def_site(fn))
         elif p.kind is p.KEYWORD_ONLY:
             out.append(_Arg(p.name, "const", p.default))
         else:
