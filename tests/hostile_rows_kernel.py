@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -115,6 +116,9 @@ ROWS: list[Any] = [
     ("kernel divmod(v, 2)", _body(lambda x, y: divmod(x[0], 2)), InvalidProgram, ("a // b",)),
     ("kernel np.sqrt(v)", _body(lambda x, y: np.sqrt(x[0])), InvalidProgram, ("vyre.sqrt",)),
     ("kernel np.power(v, 2)", _body(lambda x, y: np.power(x[0], 2)), InvalidProgram, ("v * v",)),
+    ("kernel math.sqrt(v)", _body(lambda x, y: math.sqrt(x[0])), InvalidProgram, ("vyre.sqrt",)),
+    ("kernel float(v)", _body(lambda x, y: float(x[0])), InvalidProgram, ("v.cast(f32)",)),
+    ("kernel math.floor(v)", _body(lambda x, y: math.floor(x[0])), InvalidProgram, ("vyre.floor",)),
     ("kernel v @ w", _body(lambda x, y: x[0] @ y[0]), InvalidProgram, ("a * b",)),
     ("kernel positional-only", lambda c: vyre.kernel(_positional_only),
      InvalidProgram, ("positional-only", "remove the `/`")),

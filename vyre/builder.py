@@ -192,6 +192,19 @@ class Value:
         raise self._no("round()", "vyre.round_(v) (to nearest, ties to even), vyre.floor, "
                        "vyre.ceil or vyre.trunc")
 
+    def __float__(self) -> float:  # float(v), and math.sqrt(v) & co, which call it
+        raise self._no("float() and the math module (they compute on the host)",
+                       "vyre.sqrt, vyre.exp, vyre.sin, ... for math, v.cast(f32) to convert")
+
+    def __floor__(self) -> Value:
+        raise self._no("math.floor()", "vyre.floor(v)")
+
+    def __ceil__(self) -> Value:
+        raise self._no("math.ceil()", "vyre.ceil(v)")
+
+    def __trunc__(self) -> Value:
+        raise self._no("math.trunc()", "vyre.trunc(v)")
+
     def __divmod__(self, o: Any) -> Value:
         raise self._no("divmod()", "q = a // b and r = a % b (integers)")
 
