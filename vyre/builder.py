@@ -16,12 +16,13 @@ message naming the fix. This module must never evaluate a kernel or know about b
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -30,7 +31,7 @@ import numpy as np
 from .errors import InvalidProgram
 from .ir import nodes as N
 from .ir.types import ScalarType, normalise_literal
-from .ir.validate import MAX_NAME_LEN, is_valid_name, validate
+from .ir.validate import MAX_DEPTH, MAX_NAME_LEN, is_valid_name, validate
 
 U32 = ScalarType.U32
 BOOL = ScalarType.BOOL
@@ -172,6 +173,68 @@ class Value:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __iter__(self) -> Iterator[Any]:
+        raise BuildError("a kernel value is one scalar and cannot be iterated; loop on the "
+                         "device with `for i in vyre.range(n):`")
+
+    # Python operators and builtins with no IR operation: an error naming what to write,
+    # never Python's bare TypeError from deep inside the trace
+    def _no(self, what: str, fix: str) -> BuildError:
+        return BuildError(f"{what} is not defined on kernel values; write {fix}")
+
+    def __pow__(self, o: Any) -> Value:
+        raise self._no("**", "v * v (a square), v * v * v, ... or vyre.pow_(x, y) for floats")
+
+    def __rpow__(self, o: Any) -> Value:
+        raise self._no("**", "vyre.pow_(x, y) (floats) or repeated *")
+
+    def __round__(self, ndigits: Any = None) -> Value:
+        raise self._no("round()", "vyre.round_(v) (to nearest, ties to even), vyre.floor, "
+                       "vyre.ceil or vyre.trunc")
+
+    def __float__(self) -> float:  # float(v), and math.sqrt(v) & co, which call it
+        raise self._no("float() and the math module (they compute on the host)",
+                       "vyre.sqrt, vyre.exp, vyre.sin, ... for math, v.cast(f32) to convert")
+
+    def __floor__(self) -> Value:
+        raise self._no("math.floor()", "vyre.floor(v)")
+
+    def __ceil__(self) -> Value:
+        raise self._no("math.ceil()", "vyre.ceil(v)")
+
+    def __trunc__(self) -> Value:
+        raise self._no("math.trunc()", "vyre.trunc(v)")
+
+    def __divmod__(self, o: Any) -> Value:
+        raise self._no("divmod()", "q = a // b and r = a % b (integers)")
+
+    def __rdivmod__(self, o: Any) -> Value:
+        raise self._no("divmod()", "q = a // b and r = a % b (integers)")
+
+    def __matmul__(self, o: Any) -> Value:
+        raise self._no("@ (matrix product)", "a * b for scalars, or a loop over "
+                       "vyre.range(n) summing a[i] * b[i] into a vyre.let")
+
+    def __rmatmul__(self, o: Any) -> Value:
+        raise self._no("@ (matrix product)", "a * b for scalars")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy scalars meet kernel values through here: `np.float32(2) * v` is the
+        operator (a literal of v's type); any other NumPy function is an error naming the
+        vyre function to use (NumPy would compute on the host, not in the kernel)."""
+        pair = _UFUNC_OPERATORS.get(ufunc.__name__)
+        if method == "__call__" and not kwargs and pair is not None and len(inputs) == 2:
+            # NumPy may hand the scalar over as a 0-d array: back to the scalar (a literal)
+            a, b = (x[()] if isinstance(x, np.ndarray) and x.ndim == 0 else x for x in inputs)
+            if isinstance(a, Value):
+                return getattr(a, f"__{pair[0]}__")(b)
+            return getattr(b, f"__{pair[1]}__")(a)
+        name = ufunc.__name__
+        fix = _NUMPY_FIX.get(name, f"the vyre function (vyre.{name}, if it exists; see "
+                                   "docs/guide.md)")
+        raise BuildError(f"numpy.{name} cannot run on a kernel value (NumPy computes on "
+                         f"host arrays while the kernel is traced); use {fix}")
+
     # -- helpers
     def _other(self, other: Any, op: str) -> N.ExprNode:
         return self._b._coerce(other, self.ty, f"right operand of {op}")
@@ -252,11 +315,11 @@ class Value:
     # -- conversions
     def cast(self, ty: ScalarType) -> Value:
         """Value conversion (float->int truncates and saturates, NaN -> 0)."""
-        return Value(self._b, N.Cast(a=self.expr, ty=ScalarType(ty)))
+        return Value(self._b, N.Cast(a=self.expr, ty=_scalar_type(ty, "cast")))
 
     def bitcast(self, ty: ScalarType) -> Value:
         """Reinterpret the bits as `ty` (same width)."""
-        ty = ScalarType(ty)
+        ty = _scalar_type(ty, "bitcast")
         if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
             raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
         return Value(self._b, N.Bitcast(a=self.expr, ty=ty))
@@ -350,6 +413,21 @@ class BufferRef:
     def __len__(self) -> int:
         raise BuildError(f"use {self.name}.length() inside a kernel, not len()")
 
+    # without these, `for v in buf` / `sum(buf)` / `v in buf` would index 0, 1, 2, ...
+    # forever through __getitem__ (Python's old iteration protocol): a hang that eats memory
+    def __iter__(self) -> Iterator[Value]:
+        raise BuildError(
+            f"a buffer cannot be iterated (nor summed with sum()) while tracing: loop on "
+            f"the device with `for i in vyre.range({self.name}.length()):` and use "
+            f"{self.name}[i] (accumulate into a vyre.let)"
+        )
+
+    def __contains__(self, item: Any) -> bool:
+        raise BuildError(
+            f"`in {self.name}` would search the buffer on the host; loop on the device with "
+            f"`for i in vyre.range({self.name}.length()):` and compare {self.name}[i]"
+        )
+
     def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None) -> Value:
         return self._b.atomic(op, self, index, value, comparand)
 
@@ -385,6 +463,26 @@ class BufferRef:
     def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
         """Store `value` if the element equals `compare`; returns the old value."""
         return self._atomic("compare_exchange", index, value, compare)
+
+
+# NumPy ufuncs that are Python operators: (method when the Value is on the left, on the right)
+_UFUNC_OPERATORS: dict[str, tuple[str, str]] = {
+    "add": ("add", "radd"), "subtract": ("sub", "rsub"), "multiply": ("mul", "rmul"),
+    "true_divide": ("truediv", "rtruediv"), "floor_divide": ("floordiv", "rfloordiv"),
+    "remainder": ("mod", "rmod"), "bitwise_and": ("and", "rand"),
+    "bitwise_or": ("or", "ror"), "bitwise_xor": ("xor", "rxor"),
+    "less": ("lt", "gt"), "less_equal": ("le", "ge"), "greater": ("gt", "lt"),
+    "greater_equal": ("ge", "le"), "equal": ("eq", "eq"), "not_equal": ("ne", "ne"),
+}
+_NUMPY_FIX: dict[str, str] = {
+    "power": "v * v (a square) or vyre.pow_(x, y) (floats)", "square": "v * v",
+    "absolute": "vyre.abs_(v)", "fabs": "vyre.abs_(v)", "rint": "vyre.round_(v)",
+    "minimum": "vyre.min_(a, b)", "maximum": "vyre.max_(a, b)", "fmin": "vyre.min_(a, b)",
+    "fmax": "vyre.max_(a, b)", "arctan2": "vyre.atan2(y, x)", "negative": "-v",
+    "matmul": "a * b for scalars", "divmod": "a // b and a % b",
+    **{f: f"vyre.{f}(v)" for f in ("sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan",
+                                   "tanh", "floor", "ceil", "trunc")},
+}
 
 
 # ------------------------------------------------------------------ typing rules
@@ -456,6 +554,51 @@ def _scalar_type(ty: Any, name: object) -> ScalarType:
         ) from None
 
 
+class _Control:
+    """A control block (`if_`, `else_`, `while_`, `for_range`) made but not yet entered.
+
+    Python runs `k.if_(c)` without `with` as a call whose result is dropped: nothing would
+    be recorded and the indented code would run unconditionally. Every one made is kept
+    until entered, and `build()` refuses a program with any left over.
+    """
+
+    __slots__ = ("_b", "_cm", "_entered", "_fix", "_site")
+
+    def __init__(self, builder: ProgramBuilder, fix: str, cm: Any) -> None:
+        self._b = builder
+        self._cm = cm
+        self._fix = fix
+        self._site = user_site()
+        self._entered = False
+        builder._unentered[id(self)] = self
+
+    def __enter__(self) -> Any:
+        if self._entered:
+            raise BuildError(f"a control block is entered once; write a new {self._fix}")
+        self._entered = True
+        self._b._unentered.pop(id(self), None)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._cm.__exit__(*exc)
+
+    def error(self) -> BuildError:
+        return BuildError(
+            f"a control block was made but never entered, so it does nothing (the code meant "
+            f"for its block ran unconditionally, or not at all); write {self._fix}", self._site
+        )
+
+
+def _tracked(fix: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make a control-block method return a `_Control` (see there); `fix` is the spelling."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def control(self: ProgramBuilder, *args: Any, **kwargs: Any) -> _Control:
+            return _Control(self, fix, method(self, *args, **kwargs))
+        return control
+    return wrap
+
+
 class ProgramBuilder:
     """Builds one Program; see the module docstring."""
 
@@ -490,6 +633,7 @@ class ProgramBuilder:
         self._block_scopes: list[_Scope] = []
         self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
         self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
+        self._unentered: dict[int, _Control] = {}  # control blocks made, not yet entered
 
     def _block_scope(self) -> _Scope | None:
         return self._block_scopes[-1] if self._strict and self._block_scopes else None
@@ -612,7 +756,7 @@ class ProgramBuilder:
 
     def lit(self, x: Any, ty: ScalarType | None = None) -> Value:
         """A literal of type `ty` (default: i32 for int, f32 for float, bool)."""
-        return Value(self, _const(x, ScalarType(ty) if ty else _literal_type(x)))
+        return Value(self, _const(x, _scalar_type(ty, "lit") if ty else _literal_type(x)))
 
     def _index(self, index: Any) -> N.ExprNode:
         e = self._coerce(index, U32, "index")
@@ -648,8 +792,9 @@ class ProgramBuilder:
 
     def let(self, value: Any, ty: ScalarType | None = None, name: str | None = None) -> Variable:
         """Declare a mutable local initialised to `value` (type from value, or `ty`)."""
-        e = self._coerce(value, ScalarType(ty) if ty else None, "let value")
-        if ty is not None and e.ty != ScalarType(ty):
+        ty = _scalar_type(ty, "let") if ty is not None else None
+        e = self._coerce(value, ty, "let value")
+        if ty is not None and e.ty != ty:
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
         name = self._name_for(name, "v")
         self._declare_name(name, "variable")
@@ -746,6 +891,12 @@ class ProgramBuilder:
     # -- control flow
     @contextmanager
     def _block(self) -> Iterator[list[N.StmtNode]]:
+        if len(self._blocks) > MAX_DEPTH:  # refused here, before any deep recursion
+            raise BuildError(
+                f"control blocks nested more than {MAX_DEPTH} deep (the IR's limit); flatten "
+                "them: combine conditions with & (`with vyre.if_((a) & (b)):`), use "
+                "vyre.select, or move the inner work into a separate kernel"
+            )
         block: list[N.StmtNode] = []
         self._blocks.append(block)
         self._scopes.append([])
@@ -770,6 +921,8 @@ class ProgramBuilder:
             raise BuildError(f"{what} must be bool, got {e.ty}; compare it, e.g. x != 0")
         return e
 
+    @_tracked("`with vyre.if_(cond):` (or `with k.if_(cond):`) with the block indented "
+              "under it")
     @contextmanager
     def if_(self, cond: Any) -> Iterator[None]:
         """`with k.if_(cond):` runs the block where the bool `cond` holds."""
@@ -779,6 +932,7 @@ class ProgramBuilder:
             yield
         self._emit(N.If(cond=c, then=tuple(body)), site)
 
+    @_tracked("`with vyre.else_():` (or `with k.else_():`) directly after the if_ block")
     @contextmanager
     def else_(self) -> Iterator[None]:
         """Must directly follow a `with k.if_(...)` block."""
@@ -796,6 +950,7 @@ class ProgramBuilder:
             if id(last) in self._sites:
                 self._sites[id(new)] = self._sites[id(last)]
 
+    @_tracked("`for i in vyre.range(n):` (or `with k.for_range(n) as i:`)")
     @contextmanager
     def for_range(
         self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None,
@@ -806,7 +961,7 @@ class ProgramBuilder:
             start, end = 0, start
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
             raise BuildError(f"for_range step must be a positive int constant, got {step!r}")
-        t = ScalarType(ty) if ty else None
+        t = _scalar_type(ty, "loop variable") if ty else None
         if t is None:
             for v in (start, end):
                 if isinstance(v, Value):
@@ -833,6 +988,8 @@ class ProgramBuilder:
             scope.alive = False
         self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)), site)
 
+    @_tracked("`with vyre.while_(cond):` (or `with k.while_(cond):`) with the loop body "
+              "indented under it")
     @contextmanager
     def while_(self, cond: Any) -> Iterator[None]:
         """Loop while `cond` (re-evaluated each iteration) holds; break_/continue_ inside."""
@@ -851,6 +1008,8 @@ class ProgramBuilder:
         """The validated, immutable Program."""
         if len(self._blocks) != 1:
             raise BuildError("build() called inside an open block")
+        if self._unentered:
+            raise next(iter(self._unentered.values())).error()
         prog = N.Program(
             name=self.name,
             workgroup_size=self.workgroup_size,

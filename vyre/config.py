@@ -119,6 +119,9 @@ class DispatchConfig(BaseModel):
                         f"param {name!r} = {x!r} is a {type(x).__name__}, not a number; pass "
                         "a Python int, float or bool (convert text with float(s))"
                     )
+            # a NumPy scalar as the Python value it holds: np.True_ stays a bool (refused
+            # for a number param like True is), where pydantic's lax mode would make it 1
+            return {name: x.item() if isinstance(x, np.generic) else x for name, x in v.items()}
         return v
 
     @field_validator("grid", mode="before")

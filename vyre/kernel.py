@@ -22,19 +22,27 @@ reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
 - Locals that change are declared with `v = vyre.let(init)` and changed with `v.set(x)`,
   `v += x`, ...; a plain `v = v + x` inside a block only rebinds the Python name, and using
   such a value after its block is an error that says so.
+- `vyre.if_` / `else_` / `while_` act only through `with` (and `vyre.range` through `for`):
+  one made and never entered is an error at build, never a block silently dropped.
+- A kernel is a plain `def` (no `yield`, no `async`): anything else would trace nothing.
 
 Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
 `vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
 scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
-none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`.
+none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`. Annotations
+are evaluated as typing.get_type_hints does (module globals and closure). Programs are
+cached per constants by type and bits (`0.0` / `-0.0`, `1` / `True` are different kernels).
 
 This module must never evaluate a kernel or talk to a device except through a backend's
 public dispatch methods.
 """
 
 from __future__ import annotations
+import __future__
 
+import builtins
 import inspect
+import struct
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -60,6 +68,8 @@ from .pipeline import Step
 
 _ACCESS = ("read", "write", "read_write")
 _current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", default=None)
+# the kernels whose functions are being traced now (a kernel that builds itself recurses)
+_tracing: ContextVar[tuple[Kernel, ...]] = ContextVar("vyre_kernel_tracing", default=())
 
 
 @dataclass(frozen=True)
@@ -271,35 +281,101 @@ class _Arg:
     spec: Any  # BufferSpec, ScalarType, or the constant's default (inspect.Parameter.empty)
 
 
-def _classify(fn: Callable[..., Any]) -> list[_Arg]:
+def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
+    """The object an annotation stands for, evaluated like typing.get_type_hints does: a
+    string (every annotation under `from __future__ import annotations`, or a quoted one)
+    is evaluated in the function's module globals and closure, never looked up as a bare
+    name in vyre's own namespace."""
+    if not isinstance(ann, str):
+        return ann
+    closure = dict(zip(fn.__code__.co_freevars,
+                       (c.cell_contents for c in fn.__closure__ or ()
+                        if _cell_filled(c))))
+    namespace = {"__builtins__": builtins, **fn.__globals__}
     try:
-        hints = inspect.get_annotations(fn, eval_str=True)
+        return eval(ann, namespace, closure)  # the user's own annotation text
     except Exception as exc:
-        raise BuildError(f"cannot read the annotations of {fn.__qualname__}: {exc}",
-                         _def_site(fn)) from None
+        future = bool(fn.__code__.co_flags & __future__.annotations.compiler_flag)
+        why = (" (with `from __future__ import annotations` an annotation is evaluated at "
+               "build time, and a name used only in annotations inside a function is not "
+               "kept by Python: define it at module level or write vyre.f32 / "
+               "vyre.Buffer[vyre.f32] directly)") if future else ""
+        raise BuildError(
+            f"the annotation {ann!r} of kernel argument {arg!r} cannot be evaluated in "
+            f"{fn.__qualname__}'s module: {type(exc).__name__}: {exc}{why}", _def_site(fn)
+        ) from None
+
+
+def _looks_like_a_type_for_data(ann: Any) -> bool:
+    """A NumPy scalar type or dtype (or its name as text): a data type, but not vyre's."""
+    if isinstance(ann, np.dtype) or (isinstance(ann, type) and issubclass(ann, np.generic)):
+        return True
+    return isinstance(ann, str) and ann in {t.value for t in ScalarType}
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an unassigned closure cell raises ValueError)
+    except ValueError:
+        return False
+    return True
+
+
+def _classify(fn: Callable[..., Any]) -> list[_Arg]:
     out = []
     for p in inspect.signature(fn).parameters.values():
-        ann = hints.get(p.name, p.annotation)
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise BuildError(f"kernel argument *{p.name}: a kernel's arguments must be named",
                              _def_site(fn))
+        if p.kind is p.POSITIONAL_ONLY:
+            raise BuildError(
+                f"kernel argument {p.name!r} is positional-only: kernels pass every argument "
+                "by name; remove the `/` from the signature", _def_site(fn))
+        ann = _resolve(fn, p.name, p.annotation)
         if isinstance(ann, BufferSpec):
             out.append(_Arg(p.name, "buffer", ann))
         elif isinstance(ann, ScalarType):
             out.append(_Arg(p.name, "param", ann))
         elif isinstance(ann, TypeParam):
             out.append(_Arg(p.name, "param", ann.name))
+        elif _looks_like_a_type_for_data(ann):
+            # most likely meant as a param (a module's own `u32 = np.uint32`, say): taking
+            # it as a build-time constant would silently change the kernel's interface
+            raise BuildError(
+                f"kernel argument {p.name!r} is annotated {ann!r}, which is not a vyre type: "
+                f"for a param write a vyre type (vyre.u32, vyre.f32, ...); for a "
+                f"build-time constant annotate it with int / float / vyre.ScalarType or "
+                f"nothing", _def_site(fn))
         elif p.kind is p.KEYWORD_ONLY:
             out.append(_Arg(p.name, "const", p.default))
         else:
+            got = ("no annotation" if ann is inspect.Parameter.empty
+                   else f"{ann!r} ({type(ann).__name__}), which is not a vyre type")
             raise BuildError(
                 f"kernel argument {p.name!r} needs an annotation: vyre.Buffer[ty] / "
-                f"vyre.Buffer[ty, 'read_write'] for a buffer, a vyre type (f32, u32, ...) for a "
-                f"param, or make it keyword-only (after *) for a build-time constant; got "
-                f"{ann if ann is not inspect.Parameter.empty else 'no annotation'}",
+                f"vyre.Buffer[ty, 'read_write'] for a buffer, a vyre type (vyre.f32, vyre.u32, "
+                f"...) for a param, or make it keyword-only (after *) for a build-time "
+                f"constant; got {got}",
                 _def_site(fn),
             )
     return out
+
+
+def _const_key(value: Any) -> Any:
+    """A cache key for a build-time constant that tells apart what `==` conflates: the
+    type and, for numbers, the bits (0.0 vs -0.0, NaN payloads, True vs 1 vs 1.0, np.float32
+    vs float). Raises TypeError for an unhashable value (then the kernel is not cached)."""
+    if isinstance(value, np.generic):
+        return (type(value), value.tobytes())
+    if isinstance(value, float):
+        return (type(value), struct.pack("<d", value))
+    if isinstance(value, complex):
+        return (type(value), struct.pack("<dd", value.real, value.imag))
+    if isinstance(value, (tuple, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, frozenset) else value
+        return (type(value), tuple(_const_key(v) for v in items))
+    hash(value)
+    return (type(value), value)
 
 
 def _def_site(fn: Callable[..., Any]) -> str:
@@ -322,10 +398,12 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any], workgroup_size: Any = 64,
                  name: str | None = None) -> None:
+        _check_kernel_function(fn)
         self.fn = fn
         self.name = name or fn.__name__
         self.workgroup_size = workgroup_size
         self.args = _classify(fn)
+        # keyed by (name, _const_key(value)): type and bits, never `==` alone
         self._cache: dict[tuple[tuple[str, Any], ...], Program] = {}
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
@@ -367,7 +445,7 @@ class Kernel:
             raise BuildError(f"kernel {self.name!r} has no build-time constant(s) {unknown}")
         values = self._consts(consts)
         try:
-            key = tuple(sorted(values.items()))
+            key = tuple(sorted((k, _const_key(v)) for k, v in values.items()))
             hash(key)
         except TypeError:
             return self._trace(values)
@@ -389,10 +467,23 @@ class Kernel:
                 call[a.name] = b.param(a.name, self._type(a.name, a.spec, consts))
             else:
                 call[a.name] = consts[a.name]
+        if self in _tracing.get():
+            raise BuildError(
+                f"kernel {self.name!r} builds itself while it is being traced (its function "
+                f"uses {self.name}.program / .build / .launch): a kernel cannot call itself; "
+                "compute with a device loop (vyre.range / vyre.while_) instead",
+                _def_site(self.fn))
         token = _current.set(b)
+        tracing = _tracing.set((*_tracing.get(), self))
         filename = self.fn.__code__.co_filename
         try:
-            self.fn(**call)
+            result = self.fn(**call)
+            if inspect.isawaitable(result) or inspect.isgenerator(result):
+                getattr(result, "close", lambda: None)()
+                raise BuildError(
+                    f"kernel function {self.fn.__qualname__} returned a "
+                    f"{type(result).__name__}, so its body was never traced; a kernel is a "
+                    "plain `def` without yield or await", _def_site(self.fn))
             if b._trace_errors:
                 raise b._trace_errors[0]
             if len(b._blocks) != 1:
@@ -401,6 +492,7 @@ class Kernel:
         except BuildError as exc:
             raise self._relocated(exc, filename, sys.exc_info()[2]) from None
         finally:
+            _tracing.reset(tracing)
             _current.reset(token)
 
     def _type(self, arg: str, ty: ScalarType | str, consts: dict[str, Any]) -> ScalarType:
@@ -432,7 +524,13 @@ class Kernel:
         `vyre.global_linear_id()`) or a tuple of 1-3 extents in axis order (x, y, z; index
         with `vyre.global_id(axis)`)."""
         prog = program or self.program
-        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        if isinstance(shape, (bool, np.bool_)) or not isinstance(
+                shape, (int, np.integer, tuple, list)):
+            raise InvalidDispatch(
+                f"kernel {self.name!r}: the launch shape must be an element count (an int) or "
+                f"a tuple (nx, ny[, nz]) of ints, got {shape!r} ({type(shape).__name__}); "
+                "e.g. launch(backend, n, ...) with n = int(...)")
+        if isinstance(shape, (int, np.integer)):
             if prog.workgroup_size[1:] != (1, 1):
                 raise InvalidDispatch(
                     f"kernel {self.name!r} has a {prog.workgroup_size} workgroup: launch it "
@@ -499,7 +597,12 @@ class Kernel:
         param set to the repeat index on each `Pipeline.run(repeat=...)` round. Leave that
         param out of the arguments."""
         if index_param is not None:
-            kwargs.setdefault(index_param, 0)
+            if index_param in kwargs:  # it would be overwritten by the round index
+                raise InvalidDispatch(
+                    f"kernel {self.name!r}: {index_param}={kwargs[index_param]!r} is given but "
+                    f"index_param={index_param!r} sets it to the repeat index each round; "
+                    f"leave {index_param} out of the arguments (or drop index_param)")
+            kwargs[index_param] = 0
         program, bufs, params = self._split(args, kwargs)
         if index_param is not None:
             params.pop(index_param, None)
@@ -507,6 +610,25 @@ class Kernel:
         ins = {d.name: bufs[d.name] for d in program.inputs}
         outs = {d.name: bufs[d.name] for d in program.outputs}
         return Step(program, ins, outs, cfg, index_param=index_param)
+
+
+def _check_kernel_function(fn: Any) -> None:
+    """A kernel is traced by calling a plain Python function once; anything else (a
+    builtin, a class, a partial, a callable object) has no source line or signature to
+    trace, and a generator or coroutine function would trace nothing at all."""
+    if not inspect.isfunction(fn):
+        raise BuildError(
+            f"@vyre.kernel decorates a plain `def` function, got {fn!r} "
+            f"({type(fn).__name__}); write a def with annotated arguments (it may call "
+            "other Python helpers while tracing)")
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or (
+            inspect.isasyncgenfunction(fn)):
+        kind = "an async def" if (inspect.iscoroutinefunction(fn)
+                                  or inspect.isasyncgenfunction(fn)) else "a generator (it uses yield)"
+        raise BuildError(
+            f"kernel function {fn.__qualname__} is {kind}, so calling it would trace an "
+            "empty program; write a plain `def` (loop on the device with vyre.range)",
+            _def_site(fn))
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
