@@ -31,7 +31,7 @@ import numpy as np
 from vyre import features as F
 from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.backends.cuda.render import SUBGROUP_SIZE
-from vyre.binding import BoundDispatch
+from vyre.binding import BoundDispatch, next_epoch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
@@ -69,6 +69,7 @@ class _State:
         self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
         self.current_threads: set[int] = set()
         self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
+        self.stream: Any = None  # the owner's stream, once made: frees wait for its work
         _STATES.add(self)
 
     @property
@@ -90,9 +91,14 @@ class _State:
             self.current_threads.add(tid)
 
     def free_ptr(self, ptr: int) -> None:
+        """Free device memory once the kernels already enqueued on the owner's stream (which
+        may use it: a launch enqueued just before a free() or a drop) have finished; not
+        left to cuMemFree's implicit synchronisation, which the driver does not promise."""
         if ptr and self.usable:
             with contextlib.suppress(Exception):
                 self.make_current()
+                if self.stream is not None:
+                    self.drv.cuStreamSynchronize(self.stream)
                 self.drv.cuMemFree(ptr)
 
 
@@ -197,6 +203,7 @@ class CudaBackend(BaseBackend):
         self._state.current_threads.add(threading.get_ident())
         self._stream = D.call(drv.cuStreamCreate,
                               int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        self._state.stream = self._stream
         self._caps = managed.extend_caps(self._probe_caps(), drv, self._dev)
         # threads on which a launch needs no check: the context is current there and no
         # buffer is shared with a framework stream (then it is empty: see interop_active)
@@ -619,9 +626,9 @@ class CudaBackend(BaseBackend):
         self._launch_threads = frozenset() if value else self._state.current_threads
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        """One cuLaunchKernel of the packed record, lock-free (the record is immutable, the
-        driver thread-safe, and CUDA graphs are captured on a private stream, so a launch
-        from another thread never ends up inside a pipeline's graph). Kept to one set
+        """One cuLaunchKernel of the packed record, under the instance lock the core holds
+        (so no free() comes between the core's check of the buffers and this enqueue; a
+        free after it is ordered after the kernel, see CudaBuffer). Kept to one set
         lookup and one call: this is the launch overhead `vyre bench --workloads dispatch`
         measures. A launch touching a buffer shared with a framework stream is ordered
         with that stream by events (interop.py), under the lock."""
@@ -633,11 +640,10 @@ class CudaBackend(BaseBackend):
         if self._interop_active:
             streams = interop.streams_of(buffers)
             if streams:
-                with self._lock:
-                    self._check_open()
-                    interop.wait_for(self, streams)
-                    self._enqueue(record)
-                    interop.signal(self, streams)
+                self._check_open()
+                interop.wait_for(self, streams)
+                self._enqueue(record)
+                interop.signal(self, streams)
                 return
         if _get_ident() not in self._state.current_threads:
             self._state.make_current()
@@ -925,6 +931,7 @@ class CudaBackend(BaseBackend):
         self._graphs.clear()
         self._staging_bytes = _NO_STAGING  # never a view of freed memory
         page_locked.unregister_all(st)  # (the arrays outlive this instance: NumPy owns them)
+        st.stream = None  # a late finalizer's free must not wait on the destroyed stream
         if usable:
             with contextlib.suppress(Exception):
                 if self._staging[0]:
@@ -1030,4 +1037,4 @@ class CudaBackend(BaseBackend):
 def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
     me = wself()
     if me is not None:
-        me._epoch += 1  # its prepared launches re-check the instance (and refuse) next time
+        me._epoch = next_epoch()  # its prepared launches re-check the instance (and refuse)

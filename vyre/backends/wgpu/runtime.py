@@ -917,17 +917,17 @@ class WgpuBackend(BaseBackend):
             rec.binding.data = rec.data
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        # wgpu-native aborts the process when two threads submit at once: under the lock
-        with self._lock:
-            if self._closed or self._device_lost is not None:
-                self._check_open()
-            if record.status or self._uniforms_stale(record):
-                # an interrupt between the uniform write and noting it, or between the
-                # submit and noting its status flags, would leave either stale: deferred
-                with deferred_interrupts():
-                    self._submit_record(record)
-            else:  # (an interrupt here drops at most an encoder that was never submitted)
+        # called under the lock (wgpu-native aborts the process when two threads submit at
+        # once, or when a buffer a free() destroyed is submitted)
+        if self._closed or self._device_lost is not None:
+            self._check_open()
+        if record.status or self._uniforms_stale(record):
+            # an interrupt between the uniform write and noting it, or between the
+            # submit and noting its status flags, would leave either stale: deferred
+            with deferred_interrupts():
                 self._submit_record(record)
+        else:  # (an interrupt here drops at most an encoder that was never submitted)
+            self._submit_record(record)
 
     def _submit_record(self, record: _Recorded) -> None:
         try:
