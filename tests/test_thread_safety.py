@@ -73,7 +73,7 @@ def test_free_racing_a_bound_redispatch_gives_only_vyre_errors(be: BaseBackend) 
                         launched += 1
                     except BackendError:
                         return  # the freed buffer refused, as it must be
-                    except BaseException as exc:  # noqa: BLE001 (what the test looks for)
+                    except BaseException as exc:  # (what the test looks for)
                         raw.append(exc)
                         return
 
@@ -189,9 +189,8 @@ def test_pipeline_step_bound_elsewhere_names_the_step(be: BaseBackend) -> None:
         pytest.skip(f"{be.id} has no pipelines")
     other, bound = _bound_on_another(be)
     try:
-        with be.allocate_device_buffer(256) as mine:
-            with pytest.raises(BufferOwnershipError, match="pipeline step 1"):
-                be.pipeline([Step(_inc(), [], [mine], DispatchConfig.for_elements(64, 64)),
-                             bound])
+        with be.allocate_device_buffer(256) as mine, \
+                pytest.raises(BufferOwnershipError, match="pipeline step 1"):
+            be.pipeline([Step(_inc(), [], [mine], DispatchConfig.for_elements(64, 64)), bound])
     finally:
         other.close()
