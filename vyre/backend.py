@@ -14,8 +14,9 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -168,7 +169,10 @@ class BaseBackend:
         self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
         self._compile_cache_limit = compile_cache_size_from_env()
         self.compile_stats = CompileStats()
-        self._live: dict[int, BufferBase] = {}
+        # held weakly: a buffer whose last handle is dropped without free() is released
+        # like any Python object (a backend whose memory needs an explicit release attaches
+        # a finalizer to the buffer, as cuda and wgpu do); free() and close() release now
+        self._live: MutableMapping[int, BufferBase] = weakref.WeakValueDictionary()
         # dispatches re-issued over the same buffers are bound and prepared once (see
         # dispatch_with_device_buffers); evicted with their buffers
         self._launches = LaunchCache(self._lock)
