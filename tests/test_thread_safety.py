@@ -24,7 +24,7 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, Step, f32
 from vyre.backend import BaseBackend
-from vyre.errors import BackendError, BufferOwnershipError
+from vyre.errors import BufferOwnershipError, BufferStateError
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,13 +47,15 @@ def _inc() -> vyre.Program:
 
 
 def test_free_racing_a_bound_redispatch_gives_only_vyre_errors(be: BaseBackend) -> None:
-    """One thread re-dispatches a bound dispatch while another frees its buffer: before the
-    launch path took the lock around its check and submit, the reference raised IndexError
-    from inside the interpreter and wgpu aborted the process."""
+    """One thread re-dispatches a bound dispatch (and records a pipeline) while another
+    frees its buffer: before the launch path took the lock around its check and submit, the
+    reference raised IndexError from inside the interpreter and wgpu aborted the process;
+    a pipeline recorded just after the free failed in wgpu validation (DispatchError)."""
     prog, n = _inc(), 4096
     cfg = DispatchConfig.for_elements(n, 64)
     raw: list[BaseException] = []
     launched = 0
+    pipelines = "pipeline" in be.capabilities().features
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as CPython allows
     try:
@@ -69,9 +71,11 @@ def test_free_racing_a_bound_redispatch_gives_only_vyre_errors(be: BaseBackend) 
                     started.set()
                     try:
                         be.dispatch_with_device_buffers(bound)
-                        be.dispatch_with_device_buffers(_inc(), [], [bound.buffers[0]], cfg)
                         launched += 1
-                    except BackendError:
+                        be.dispatch_with_device_buffers(_inc(), [], [bound.buffers[0]], cfg)
+                        if pipelines:  # recorded over the buffer, then run
+                            be.pipeline([Step(prog, [], [bound.buffers[0]], cfg)]).run()
+                    except BufferStateError:
                         return  # the freed buffer refused, as it must be
                     except BaseException as exc:  # (what the test looks for)
                         raw.append(exc)

@@ -828,6 +828,11 @@ class BaseBackend:
             self._compiled_for(s.program, self._specialisation(s))
         with self._lock:
             self._check_open()
+            for b in p.buffers():  # bound outside the lock: another thread may have freed
+                check_usable(b)  # one since, and the recording must never see it
+            for st in p.steps:
+                if isinstance(st.grid, IndirectGrid):
+                    check_usable(st.grid.buffer)
             self._record_pipeline(p)
         return p
 
