@@ -198,3 +198,32 @@ def test_pipeline_step_bound_elsewhere_names_the_step(be: BaseBackend) -> None:
             be.pipeline([Step(_inc(), [], [mine], DispatchConfig.for_elements(64, 64)), bound])
     finally:
         other.close()
+
+
+def test_kernel_keeps_a_bounded_number_of_specialisations() -> None:
+    """@vyre.kernel kept one Program per distinct build-time constant value forever
+    (188,093 values: 677 MiB); now the least recently used beyond KERNEL_CACHE_SIZE go."""
+    from vyre.kernel import KERNEL_CACHE_SIZE
+
+    @vyre.kernel(workgroup_size=64)
+    def add_c(y: vyre.InOut[f32], *, c: float = 0.0) -> None:
+        i = vyre.global_linear_id()
+        with vyre.if_(i < y.length()):
+            y[i] = y[i] + c
+
+    first = add_c.build(c=0.0)
+    kept = add_c.build(c=1.0)
+    assert add_c.build(c=0.0) is first  # cached
+    for v in range(2, KERNEL_CACHE_SIZE + 50):
+        add_c.build(c=float(v))
+        if v % 16 == 0:
+            assert add_c.build(c=1.0) is kept  # used recently: stays
+    assert add_c.build(c=1.0) is kept
+    again = add_c.build(c=0.0)
+    assert again is not first  # dropped, rebuilt: the same program
+    assert again.content_hash == first.content_hash
+    recent = add_c.build(c=float(KERNEL_CACHE_SIZE + 49))
+    assert add_c.build(c=float(KERNEL_CACHE_SIZE + 49)) is recent
+    with vyre.get_backend("reference") as be:
+        out = add_c.launch(be, 4, np.zeros(4, np.float32), c=3.0)
+        np.testing.assert_array_equal(out["y"], np.full(4, 3, np.float32))

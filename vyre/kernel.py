@@ -56,9 +56,11 @@ from .config import DispatchConfig
 from .errors import InvalidDispatch
 from .ir.nodes import Program
 from .ir.types import ScalarType
+from .lru import LruDict
 from .pipeline import Step
 
 _ACCESS = ("read", "write", "read_write")
+KERNEL_CACHE_SIZE = 256  # Programs a kernel keeps, one per distinct build-time constants
 _current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", default=None)
 
 
@@ -326,7 +328,10 @@ class Kernel:
         self.name = name or fn.__name__
         self.workgroup_size = workgroup_size
         self.args = _classify(fn)
-        self._cache: dict[tuple[tuple[str, Any], ...], Program] = {}
+        # one Program per distinct build-time constants, the least recently used dropped
+        # beyond KERNEL_CACHE_SIZE (rebuilt when asked for again): a caller sweeping a
+        # constant through 188,093 values held 677 MiB of Programs
+        self._cache: LruDict[tuple[tuple[str, Any], ...], Program] = LruDict(KERNEL_CACHE_SIZE)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
