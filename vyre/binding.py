@@ -350,7 +350,7 @@ def check_bound_owner(backend: BaseBackend, bound: BoundDispatch, what: str) -> 
     Its buffers were proved to belong to the instance that bound it; another instance would
     run on memory it does not own (the reference) or hand the driver foreign handles."""
     ref = bound.launch.owner
-    binder = ref() if ref is not None else None
+    binder: object = ref() if ref is not None else None
     if binder is backend:
         return
     if binder is None:  # made outside bind(), or its instance is gone: its buffers decide

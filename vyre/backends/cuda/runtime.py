@@ -183,8 +183,6 @@ class CudaBackend(BaseBackend):
             if coarsen is None else int(coarsen)
         self.coarsen_min_invocations = COARSEN_MIN_INVOCATIONS
         super().__init__(f"cuda:{ordinal}")
-        # buffers are tracked weakly so that a dropped buffer is freed by its finalizer
-        self._live = weakref.WeakValueDictionary()  # type: ignore[assignment]
         drv = D.load()
         count = int(D.call(drv.cuDeviceGetCount))
         if count == 0:
