@@ -23,6 +23,7 @@ import collections
 import os
 import random
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -232,7 +233,10 @@ def main() -> int:
     if args.seconds <= 0 or args.threads < 1:
         ap.error("--seconds must be > 0 and --threads >= 1")
     sys.setswitchinterval(args.switch_interval)
-    return run(args.backend, args.seconds, args.threads, args.seed)
+    # the programs compiled here (new ones all the time) never fill the user's disk cache
+    with tempfile.TemporaryDirectory(prefix="vyre-stress-cache-") as cache:
+        os.environ.setdefault("VYRE_CACHE_DIR", cache)
+        return run(args.backend, args.seconds, args.threads, args.seed)
 
 
 if __name__ == "__main__":
