@@ -161,8 +161,8 @@ class BaseBackend:
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
         self._closed = False
-        # set when close() begins: a lock-free launch racing it that the driver then
-        # refuses is reported as the closed instance it is (BackendUnavailable)
+        # set when close() begins: a driver call racing it that the driver then refuses
+        # is reported as the closed instance it is (BackendUnavailable)
         self._closing = False
         self._lock = threading.RLock()
         # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)

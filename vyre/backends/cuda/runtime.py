@@ -356,7 +356,7 @@ class CudaBackend(BaseBackend):
             raise
 
     def _raise(self, what: str, err: Any, requested: int | None = None) -> None:
-        if self._closing:  # a lock-free launch raced close(): its module is gone
+        if self._closing:  # a driver call raced close(): what it used is gone
             raise self._closed_error() from None
         exc = D.fail(what, err, requested)
         if isinstance(exc, D.CudaError) and exc.sticky:
@@ -737,8 +737,8 @@ class CudaBackend(BaseBackend):
         """Capture what `body(stream)` enqueues on `stream` as an instantiated CUDA graph.
 
         Capture runs on a private stream in thread-local mode (caller holds the lock):
-        launches that other threads make meanwhile on the backend's stream (the lock-free
-        fast path) stay out of the graph, and nothing this thread does is blocked.
+        launches that other threads make meanwhile on the backend's stream stay out of the
+        graph, and nothing this thread does is blocked.
         """
         drv = self._drv
         if self._capture_stream is None:
@@ -953,15 +953,19 @@ class CudaBackend(BaseBackend):
                 drv.cuDevicePrimaryCtxRelease(self._dev)
 
     def close(self) -> None:
-        # modules are unloaded with the kernels; do it before the base clears the cache
-        if not self._closed and self._state.usable:
-            with contextlib.suppress(Exception):
-                self._state.make_current()
-                self._drv.cuStreamSynchronize(self._stream)
-                for k in list(self._compiled.values()):
-                    self._drv.cuModuleUnload(k.module)
-                self._unload_retired()
-        super().close()
+        # modules are unloaded with the kernels; do it before the base clears the cache,
+        # under the lock that launches hold from their check to their enqueue (so none
+        # launches an unloaded kernel)
+        with self._lock:
+            if not self._closed and self._state.usable:
+                self._closing = True
+                with contextlib.suppress(Exception):
+                    self._state.make_current()
+                    self._drv.cuStreamSynchronize(self._stream)
+                    for k in list(self._compiled.values()):
+                        self._drv.cuModuleUnload(k.module)
+                    self._unload_retired()
+            super().close()
 
     # ------------------------------------------------------------ runtime services
     # What interop.py, managed.py, benchmarks and tests use of this instance: public, so
