@@ -692,7 +692,8 @@ class BaseBackend:
         if type(program) is BoundDispatch:
             launch = program.launch
             if launch.untimed:  # (never a profiled one)
-                with self._lock:
+                with self._lock:  # (`with`, not acquire() then try: an interrupt
+                    # landing between those two would leave the lock held for ever)
                     if launch.epoch == self._epoch:
                         self._launch_record(launch.record, program.buffers)
                         return NO_TIMING
