@@ -3,9 +3,9 @@
     python scripts/thread_stress.py --backend NAME --seconds S [--threads N] [--seed K]
 
 Each thread picks operations at random until the time is up: compile a new program;
-dispatch (bound, unbound, async), pipeline and read on a buffer of its own and check the
-exact result; dispatch, re-dispatch a bound dispatch, pipeline and read on buffers shared
-by all threads, which other threads free and replace at any moment (a read of a shared
+dispatch (bound, unbound, async, host path), pipeline and read on a buffer of its own and
+check the exact result; dispatch, re-dispatch a bound dispatch, pipeline, write, read and
+read_into on buffers shared by all threads, which other threads free and replace at any moment (a read of a shared
 buffer must show every element equal to a whole number of increments); drop buffers
 without freeing them. Every exception must be a vyre.BackendError (a freed buffer refused
 is the expected one); anything else, or a wrong result, or a hang, fails the run.
@@ -101,6 +101,11 @@ class Stress:
             self.check_exact(be.read(buf, dtype=np.uint32), want, "read of an own buffer")
         finally:
             be.free(buf)
+        if rng.random() < 0.2:  # the host path: its own buffers, allocated and freed inside
+            x = np.full(N, start, np.uint32)
+            got = be.dispatch(self.prog, {"y": x}, DispatchConfig.for_elements(
+                N, 64, params={"a": 5}))["y"]
+            self.check_exact(got, start + 5, "host dispatch")
 
     def check_exact(self, got: np.ndarray, want: int, what: str) -> None:
         if got.shape != (N,) or not np.all(got == np.uint32(want)):
@@ -129,7 +134,7 @@ class Stress:
     def shared_use(self, rng: random.Random) -> None:
         be = self.be
         buf = self.shared[rng.randrange(SHARED)]
-        choice = rng.randrange(5)
+        choice = rng.randrange(7)
         if choice == 0:
             bound = be.bind(self.prog, [], [buf], self.cfg1)
             for _ in range(rng.randrange(1, 50)):
@@ -142,6 +147,11 @@ class Stress:
             self.check_uniform(res.reads[0], "pipeline read of a shared buffer")
         elif choice == 3 and self.asynchronous:
             be.dispatch_async(self.prog, [], [buf], self.cfg1).wait()
+        elif choice == 4:  # every element the same value: still uniform
+            be.write(buf, np.full(N, rng.randrange(1 << 20), np.uint32))
+        elif choice == 5:
+            out = np.empty(N, np.uint32)
+            self.check_uniform(be.read_into(buf, out), "read_into of a shared buffer")
         else:
             self.check_uniform(be.read(buf, dtype=np.uint32), "read of a shared buffer")
 
