@@ -14,8 +14,9 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -28,7 +29,9 @@ from .binding import (
     Launch,
     LaunchCache,
     bind,
+    check_bound_owner,
     check_program_fits,
+    next_epoch,
     owned_buffer,
     readable_twice,
     rebind,
@@ -158,21 +161,26 @@ class BaseBackend:
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
         self._closed = False
-        # set when close() begins: a lock-free launch racing it that the driver then
-        # refuses is reported as the closed instance it is (BackendUnavailable)
+        # set when close() begins: a driver call racing it that the driver then refuses
+        # is reported as the closed instance it is (BackendUnavailable)
         self._closing = False
         self._lock = threading.RLock()
         # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
         self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
         self._compile_cache_limit = compile_cache_size_from_env()
         self.compile_stats = CompileStats()
-        self._live: dict[int, BufferBase] = {}
+        # held weakly: a buffer whose last handle is dropped without free() is released
+        # like any Python object (a backend whose memory needs an explicit release attaches
+        # a finalizer to the buffer, as cuda and wgpu do); free() and close() release now
+        self._live: MutableMapping[int, BufferBase] = weakref.WeakValueDictionary()
         # dispatches re-issued over the same buffers are bound and prepared once (see
         # dispatch_with_device_buffers); evicted with their buffers
         self._launches = LaunchCache(self._lock)
-        # bumped on every free, close and context loss: a prepared launch is re-checked
-        # (instance open, buffers usable) only when this moved since it last was
-        self._epoch = 0
+        # moved on every free, close and context loss: a prepared launch is re-checked
+        # (instance open, buffers usable) only when this moved since it last was. Values
+        # come from one process-wide counter, so no two instances ever share one (a launch
+        # stamped by another instance is never current here)
+        self._epoch = next_epoch()
         self._generation = 0  # bumped when the device context is lost (see _context_lost)
         self._lost_reason: str | None = None
 
@@ -209,9 +217,9 @@ class BaseBackend:
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         """Enqueue one launch of a prepared record; `buffers` are its buffers in declaration
-        order. The hot path: called without the lock, after the core checked (at most once
-        per epoch) that the instance is open and the buffers usable. Default: the async
-        path, waited for."""
+        order. The hot path: called with the lock held, right after the core checked (at
+        most once per epoch) that the instance is open and the buffers usable, so no free
+        can come between that check and this enqueue."""
         raise UnsupportedFeature("dispatch_with_device_buffers", self.id)
 
     def _launch(self, bound: BoundDispatch) -> Pending:
@@ -306,7 +314,7 @@ class BaseBackend:
         """The device context is gone: every buffer allocated so far becomes stale."""
         with self._lock:
             self._generation += 1
-            self._epoch += 1
+            self._epoch = next_epoch()
             self._lost_reason = reason
 
     def _stale_reason(self, buffer: BufferBase) -> str | None:
@@ -393,7 +401,7 @@ class BaseBackend:
         with self._lock:
             if buffer.freed:
                 return
-            self._epoch += 1
+            self._epoch = next_epoch()
             self._launches.evict(id(buffer))
             if not self._closed:
                 self._free(buffer)
@@ -610,6 +618,7 @@ class BaseBackend:
         """Check that `bound` may run now and return its prepared record (made on first use)."""
         with self._lock:
             self._check_open()
+            check_bound_owner(self, bound, "dispatch")
             for b in bound.buffers:
                 check_usable(b)
             grid = bound.grid
@@ -638,11 +647,13 @@ class BaseBackend:
             self._ready(bound)
             return self._launch(bound)
 
-    def _cached_launch(self, program: Program, inputs: BufferArg, outputs: BufferArg,
-                       cfg: DispatchConfig) -> tuple[Launch, tuple[Any, ...]]:
-        """The launch and slot-ordered buffers of a (program, inputs, outputs, config) call:
-        from the launch cache, or bound, prepared and remembered the first time. Kept out of
-        dispatch_with_device_buffers so that the bound hot path's frame stays small."""
+    def _launch_cached(self, program: Program, inputs: BufferArg, outputs: BufferArg,
+                       cfg: DispatchConfig) -> Launch:
+        """Launch a (program, inputs, outputs, config) call: from the launch cache, or
+        bound, prepared and remembered the first time; returns its Launch. The check (when
+        the epoch moved) and the enqueue are one step under the lock, so a buffer freed by
+        another thread is refused, never launched. Kept out of dispatch_with_device_buffers
+        so that the bound hot path's frame stays small."""
         ti, to = type(inputs), type(outputs)
         if (ti is list or ti is tuple) and (to is list or to is tuple):
             given = (*inputs, *outputs)  # the common case, without helper calls
@@ -654,14 +665,18 @@ class BaseBackend:
         entry = self._launches.get(key) if key is not None else None
         if entry is None:  # first time: validate, bind, prepare, remember
             bound = self._bind_new(program, inputs, outputs, cfg, given, key)
-            self._ready(bound)
-            return bound.launch, bound.buffers
-        launch = entry.launch
-        if launch.epoch != self._epoch:  # something was freed or lost meanwhile
             with self._lock:
-                self._check_open()  # its own buffers are live: it would be evicted
-                launch.epoch = self._epoch
-        return launch, given if entry.in_order else tuple(given[j] for j in entry.order)
+                self._ready(bound)
+                self._launch_record(bound.launch.record, bound.buffers)
+            return bound.launch
+        launch = entry.launch
+        with self._lock:
+            if launch.epoch != self._epoch:  # something was freed or lost meanwhile, or
+                # another thread remembered the entry and has not prepared it yet
+                self._ready(rebind(entry, program, given, cfg))
+            self._launch_record(launch.record,
+                                given if entry.in_order else tuple(given[j] for j in entry.order))
+        return launch
 
     def dispatch_with_device_buffers(
         self,
@@ -683,31 +698,38 @@ class BaseBackend:
         (LaunchCache) until one of its buffers is freed or dropped. The Timing is all
         zeros unless `DispatchOptions(timing=True)` (then it holds the host enqueue time)
         or `profile=True` (then it waits and holds the device time too).
-        No lock is taken on the hot path: records are immutable once made.
+        The epoch check and the enqueue happen under the instance's lock as one step: a
+        free() from another thread (which bumps the epoch under that lock) comes wholly
+        before them (the launch is re-checked and refused) or wholly after (the device
+        work is already enqueued, and each backend's free is ordered after it).
         """
         # the hot path (a bound, untimed dispatch re-launched, checked in this epoch): a few
-        # attribute reads and one call, no clock
+        # attribute reads, one uncontended lock and one call, no clock. The epoch is unique
+        # to this instance, so a binding of another instance never matches it.
         if type(program) is BoundDispatch:
             launch = program.launch
-            if launch.untimed and launch.epoch == self._epoch:  # (never a profiled one)
-                self._launch_record(launch.record, program.buffers)
-                return NO_TIMING
+            if launch.untimed:  # (never a profiled one)
+                with self._lock:  # (`with`, not acquire() then try: an interrupt
+                    # landing between those two would leave the lock held for ever)
+                    if launch.epoch == self._epoch:
+                        self._launch_record(launch.record, program.buffers)
+                        return NO_TIMING
         t0 = _perf_ns()
         if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
             launch = program.launch
-            if launch.epoch != self._epoch:  # a profiled launch is never current (_ready)
-                if launch.profile:  # waits for the device and times it
-                    return self.dispatch_async(program).wait()
-                self._ready(program)
-            buffers: tuple[Any, ...] = program.buffers
+            if launch.profile:  # waits for the device and times it (never stamped current)
+                return self.dispatch_async(program).wait()
+            with self._lock:
+                if launch.epoch != self._epoch:
+                    self._ready(program)
+                self._launch_record(launch.record, program.buffers)
         else:
             cfg = config or _DEFAULT_CONFIG
             if type(cfg) is not DispatchConfig:
                 self._check_bindable(program, cfg)  # raises, naming what was passed
             if cfg.profile:
                 return self.dispatch_async(program, inputs, outputs, cfg).wait()
-            launch, buffers = self._cached_launch(program, inputs, outputs, cfg)
-        self._launch_record(launch.record, buffers)
+            launch = self._launch_cached(program, inputs, outputs, cfg)
         if launch.untimed:
             return NO_TIMING
         ns = _perf_ns() - t0
@@ -824,6 +846,11 @@ class BaseBackend:
             self._compiled_for(s.program, self._specialisation(s))
         with self._lock:
             self._check_open()
+            for b in p.buffers():  # bound outside the lock: another thread may have freed
+                check_usable(b)  # one since, and the recording must never see it
+            for st in p.steps:
+                if isinstance(st.grid, IndirectGrid):
+                    check_usable(st.grid.buffer)
             self._record_pipeline(p)
         return p
 
@@ -854,7 +881,7 @@ class BaseBackend:
                     b._freed = True
                 self._live.clear()
                 self._launches.clear()
-                self._epoch += 1
+                self._epoch = next_epoch()
                 self._compiled.clear()
                 self._close()
             finally:

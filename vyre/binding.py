@@ -9,6 +9,7 @@ those things at run time. This module must never touch device memory.
 
 from __future__ import annotations
 
+import itertools
 import struct
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -266,6 +267,7 @@ def bind(
         grid=grid,
         config=config,
         aliased=frozenset(aliased),
+        launch=Launch(config, backend),
     )
 
 
@@ -313,15 +315,56 @@ class Launch:
     loss, so a launch is re-checked exactly when something it depends on may have gone. A
     profiled launch is never stamped (it always takes the checked, waited path), so one
     epoch comparison is all the hot path asks.
+
+    `owner` is a weak reference to the instance that bound it (None for a Launch made
+    outside `bind`): an instance refuses another's binding (see `check_bound_owner`). Epoch
+    values are drawn from one process-wide counter (`next_epoch`), so a launch stamped by one
+    instance never compares equal to another's epoch: the hot path's one comparison also
+    proves the binding is this instance's.
     """
 
-    __slots__ = ("epoch", "profile", "record", "untimed")
+    __slots__ = ("epoch", "owner", "profile", "record", "untimed")
 
-    def __init__(self, config: DispatchConfig) -> None:
+    def __init__(self, config: DispatchConfig, owner: BaseBackend | None = None) -> None:
         self.record: Any = None
         self.epoch = -1
+        self.owner: weakref.ref[BaseBackend] | None = (
+            None if owner is None else weakref.ref(owner))
         self.profile = config.profile
         self.untimed = not config.options.timing
+
+
+_epochs = itertools.count(1)
+#: A fresh epoch value, unique in this process (next() on a count is atomic under the GIL).
+next_epoch = _epochs.__next__
+
+
+def _instance(backend: object) -> str:
+    """An instance named so that two of one kind are told apart."""
+    return f"{getattr(backend, 'id', '?')!r} (instance {id(backend):#x})"
+
+
+def check_bound_owner(backend: BaseBackend, bound: BoundDispatch, what: str) -> None:
+    """`bound` was bound by `backend`, else BufferOwnershipError naming both instances.
+
+    Its buffers were proved to belong to the instance that bound it; another instance would
+    run on memory it does not own (the reference) or hand the driver foreign handles."""
+    ref = bound.launch.owner
+    binder: object = ref() if ref is not None else None
+    if binder is backend:
+        return
+    if binder is None:  # made outside bind(), or its instance is gone: its buffers decide
+        owners = {id(b.owner): b.owner for b in bound.buffers}
+        if all(o is backend for o in owners.values()):
+            return
+        binder = next(o for o in owners.values() if o is not backend)
+    raise BufferOwnershipError(
+        f"{what}: this BoundDispatch of program {bound.program.name!r} was bound by "
+        f"{_instance(binder)}, not by this backend {_instance(backend)}; its buffers are the "
+        "other instance's memory. Bind it here with this backend's bind(program, inputs, "
+        "outputs, config) over this backend's buffers (move data with vyre.transfer(buffer, "
+        "backend)), or dispatch it on the instance that bound it"
+    )
 
 
 @dataclass(frozen=True)

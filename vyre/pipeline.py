@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .binding import BoundDispatch, BufferArg, bind, owned_buffer
+from .binding import BoundDispatch, BufferArg, bind, check_bound_owner, owned_buffer
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
 from .errors import InvalidDispatch
@@ -136,6 +136,7 @@ class Pipeline:
         bound: list[BoundDispatch] = []
         for i, s in enumerate(steps):
             if isinstance(s, BoundDispatch):
+                check_bound_owner(backend, s, f"pipeline step {i}")
                 bound.append(s)
                 continue
             if not isinstance(s, Step):

@@ -31,7 +31,7 @@ import numpy as np
 from vyre import features as F
 from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.backends.cuda.render import SUBGROUP_SIZE
-from vyre.binding import BoundDispatch
+from vyre.binding import BoundDispatch, next_epoch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
@@ -70,6 +70,7 @@ class _State:
         self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
         self.current_threads: set[int] = set()
         self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
+        self.stream: Any = None  # the owner's stream, once made: frees wait for its work
         _STATES.add(self)
 
     @property
@@ -101,9 +102,14 @@ class _State:
         return True
 
     def free_ptr(self, ptr: int) -> None:
+        """Free device memory once the kernels already enqueued on the owner's stream (which
+        may use it: a launch enqueued just before a free() or a drop) have finished; not
+        left to cuMemFree's implicit synchronisation, which the driver does not promise."""
         if ptr and self.usable:
             with contextlib.suppress(Exception):
                 self.make_current()
+                if self.stream is not None:
+                    self.drv.cuStreamSynchronize(self.stream)
                 self.drv.cuMemFree(ptr)
 
 
@@ -188,8 +194,6 @@ class CudaBackend(BaseBackend):
             if coarsen is None else int(coarsen)
         self.coarsen_min_invocations = COARSEN_MIN_INVOCATIONS
         super().__init__(f"cuda:{ordinal}")
-        # buffers are tracked weakly so that a dropped buffer is freed by its finalizer
-        self._live = weakref.WeakValueDictionary()  # type: ignore[assignment]
         drv = D.load()
         count = int(D.call(drv.cuDeviceGetCount))
         if count == 0:
@@ -208,6 +212,7 @@ class CudaBackend(BaseBackend):
         self._state.current_threads.add(threading.get_ident())
         self._stream = D.call(drv.cuStreamCreate,
                               int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        self._state.stream = self._stream
         self._caps = managed.extend_caps(self._probe_caps(), drv, self._dev)
         # threads on which a launch needs no check: the context is current there and no
         # buffer is shared with a framework stream (then it is empty: see interop_active)
@@ -362,7 +367,7 @@ class CudaBackend(BaseBackend):
             raise
 
     def _raise(self, what: str, err: Any, requested: int | None = None) -> None:
-        if self._closing:  # a lock-free launch raced close(): its module is gone
+        if self._closing:  # a driver call raced close(): what it used is gone
             raise self._closed_error() from None
         exc = D.fail(what, err, requested)
         if isinstance(exc, D.CudaError) and exc.sticky:
@@ -649,9 +654,9 @@ class CudaBackend(BaseBackend):
         self._launch_threads = frozenset() if value else self._state.current_threads
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        """One cuLaunchKernel of the packed record, lock-free (the record is immutable, the
-        driver thread-safe, and CUDA graphs are captured on a private stream, so a launch
-        from another thread never ends up inside a pipeline's graph). Kept to one set
+        """One cuLaunchKernel of the packed record, under the instance lock the core holds
+        (so no free() comes between the core's check of the buffers and this enqueue; a
+        free after it is ordered after the kernel, see CudaBuffer). Kept to one set
         lookup and one call: this is the launch overhead `vyre bench --workloads dispatch`
         measures. A launch touching a buffer shared with a framework stream is ordered
         with that stream by events (interop.py), under the lock."""
@@ -663,11 +668,10 @@ class CudaBackend(BaseBackend):
         if self._interop_active:
             streams = interop.streams_of(buffers)
             if streams:
-                with self._lock:
-                    self._check_open()
-                    interop.wait_for(self, streams)
-                    self._enqueue(record)
-                    interop.signal(self, streams)
+                self._check_open()
+                interop.wait_for(self, streams)
+                self._enqueue(record)
+                interop.signal(self, streams)
                 return
         self._state.make_current()
         (err,) = record.launch(*record.args)
@@ -774,8 +778,8 @@ class CudaBackend(BaseBackend):
         """Capture what `body(stream)` enqueues on `stream` as an instantiated CUDA graph.
 
         Capture runs on a private stream in thread-local mode (caller holds the lock):
-        launches that other threads make meanwhile on the backend's stream (the lock-free
-        fast path) stay out of the graph, and nothing this thread does is blocked.
+        launches that other threads make meanwhile on the backend's stream stay out of the
+        graph, and nothing this thread does is blocked.
         """
         drv = self._drv
         if self._capture_stream is None:
@@ -966,6 +970,7 @@ class CudaBackend(BaseBackend):
         self._graphs.clear()
         self._staging_bytes = _NO_STAGING  # never a view of freed memory
         page_locked.unregister_all(st)  # (the arrays outlive this instance: NumPy owns them)
+        st.stream = None  # a late finalizer's free must not wait on the destroyed stream
         if usable:
             with contextlib.suppress(Exception):
                 if self._staging[0]:
@@ -989,15 +994,19 @@ class CudaBackend(BaseBackend):
                 drv.cuDevicePrimaryCtxRelease(self._dev)
 
     def close(self) -> None:
-        # modules are unloaded with the kernels; do it before the base clears the cache
-        if not self._closed and self._state.usable:
-            with contextlib.suppress(Exception):
-                self._state.make_current()
-                self._drv.cuStreamSynchronize(self._stream)
-                for k in list(self._compiled.values()):
-                    self._drv.cuModuleUnload(k.module)
-                self._unload_retired()
-        super().close()
+        # modules are unloaded with the kernels; do it before the base clears the cache,
+        # under the lock that launches hold from their check to their enqueue (so none
+        # launches an unloaded kernel)
+        with self._lock:
+            if not self._closed and self._state.usable:
+                self._closing = True
+                with contextlib.suppress(Exception):
+                    self._state.make_current()
+                    self._drv.cuStreamSynchronize(self._stream)
+                    for k in list(self._compiled.values()):
+                        self._drv.cuModuleUnload(k.module)
+                    self._unload_retired()
+            super().close()
 
     # ------------------------------------------------------------ runtime services
     # What interop.py, managed.py, benchmarks and tests use of this instance: public, so
@@ -1071,4 +1080,4 @@ class CudaBackend(BaseBackend):
 def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
     me = wself()
     if me is not None:
-        me._epoch += 1  # its prepared launches re-check the instance (and refuse) next time
+        me._epoch = next_epoch()  # its prepared launches re-check the instance (and refuse)

@@ -19,6 +19,7 @@ import contextlib
 import os
 import struct
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,9 @@ class WgpuBuffer(BufferBase):
         super().__init__(owner, byte_len, label)
         self.gpu = gpu
         self.alloc_size = int(gpu.size)
+        # dropped without free(): its device buffer is handed to the owner, which destroys
+        # it under its lock (never from a finalizer, which may run on any thread mid-submit)
+        self.on_drop = weakref.finalize(self, owner._dropped.append, (self.serial, gpu))
 
 
 @dataclass
@@ -200,6 +204,9 @@ class WgpuBackend(BaseBackend):
         # costs about as much as the launch itself on lavapipe. A pool of device objects,
         # not a launch cache (vyre.binding.LaunchCache is that): dropped with its buffers.
         self._bind_groups: OrderedDict[tuple[Any, ...], _Binding] = OrderedDict()
+        # (serial, device buffer) of buffers dropped without free(), appended by their
+        # finalizers and destroyed under the lock by the next allocate, free or synchronize
+        self._dropped: list[tuple[int, Any]] = []
         self._staging: Any = None
         # timestamp query sets with their resolve and map buffers, reused: creating them per
         # profiled dispatch cost ~34 ms of host time each on the H100 once a 64 MB buffer
@@ -347,6 +354,8 @@ class WgpuBackend(BaseBackend):
     # ------------------------------------------------------------ memory
     @interrupt_safe
     def _allocate(self, byte_len: int, label: str | None) -> WgpuBuffer:
+        if self._dropped:
+            self._destroy_dropped()
         size = max(8, _align_up(byte_len))
         u = self._usage
         try:
@@ -362,14 +371,32 @@ class WgpuBackend(BaseBackend):
     @interrupt_safe
     def _free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, WgpuBuffer)
-        for key in [k for k in self._bind_groups if buffer.serial in k[1]]:
-            del self._bind_groups[key]
+        buffer.on_drop.detach()
+        self._forget_bindings(buffer.serial)
+        if self._dropped:
+            self._destroy_dropped()
         if self._device_lost is not None:
             return  # the memory went with the device; destroying it again can only fail
         try:
             buffer.gpu.destroy()
         except Exception as exc:
             raise self._gpu_error("freeing a buffer", exc) from None
+
+    def _forget_bindings(self, serial: int) -> None:
+        for key in [k for k in self._bind_groups if serial in k[1]]:
+            del self._bind_groups[key]
+
+    def _destroy_dropped(self) -> None:
+        """Destroy the device buffers of buffers dropped without free() (caller holds the
+        lock). Nothing can submit them again: the buffer objects are gone, their launch
+        cache entries went with them, and their shared bind groups go here; work already
+        submitted keeps them until it finishes (wgpu defers the release)."""
+        while self._dropped:
+            serial, gpu = self._dropped.pop()
+            self._forget_bindings(serial)
+            if self._device_lost is None:
+                with contextlib.suppress(Exception):  # (a finalizer's leftovers: best effort)
+                    gpu.destroy()
 
     @interrupt_safe
     def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
@@ -917,17 +944,17 @@ class WgpuBackend(BaseBackend):
             rec.binding.data = rec.data
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        # wgpu-native aborts the process when two threads submit at once: under the lock
-        with self._lock:
-            if self._closed or self._device_lost is not None:
-                self._check_open()
-            if record.status or self._uniforms_stale(record):
-                # an interrupt between the uniform write and noting it, or between the
-                # submit and noting its status flags, would leave either stale: deferred
-                with deferred_interrupts():
-                    self._submit_record(record)
-            else:  # (an interrupt here drops at most an encoder that was never submitted)
+        # called under the lock (wgpu-native aborts the process when two threads submit at
+        # once, or when a buffer a free() destroyed is submitted)
+        if self._closed or self._device_lost is not None:
+            self._check_open()
+        if record.status or self._uniforms_stale(record):
+            # an interrupt between the uniform write and noting it, or between the
+            # submit and noting its status flags, would leave either stale: deferred
+            with deferred_interrupts():
                 self._submit_record(record)
+        else:  # (an interrupt here drops at most an encoder that was never submitted)
+            self._submit_record(record)
 
     def _submit_record(self, record: _Recorded) -> None:
         try:
@@ -1053,6 +1080,8 @@ class WgpuBackend(BaseBackend):
         return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
 
     def _synchronize(self) -> None:
+        if self._dropped:
+            self._destroy_dropped()
         try:
             # the wait only asks (polls), which leaves nothing half-done for an interrupt to
             # tear; only reading the status flags back (a submit and a map) is guarded, so
@@ -1068,6 +1097,7 @@ class WgpuBackend(BaseBackend):
 
     @interrupt_safe
     def _close(self) -> None:
+        self._destroy_dropped()
         self._bind_groups.clear()
         for ts in self._timestamp_pool:
             ts.destroy()
