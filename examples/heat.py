@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import sys
 
+import _harness as h  # examples/_harness.py: every backend vs the reference, PNG writing
 import numpy as np
 
 import vyre
 from vyre import Buffer, Output, f32, u32
-
-try:
-    from examples import _harness as h
-except ImportError:  # run as `python examples/heat.py`
-    import _harness as h  # type: ignore[no-redef]
 
 
 @vyre.kernel(workgroup_size=(16, 16))

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import sys
 
+import _harness as h  # examples/_harness.py: every backend vs the reference, PNG writing
 import numpy as np
 
 import vyre
 from vyre import InOut, f32, u32
-
-try:
-    from examples import _harness as h
-except ImportError:  # run as `python examples/monte_carlo_pi.py`
-    import _harness as h  # type: ignore[no-redef]
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57          # Philox4x32 multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85          # Weyl key increments
@@ -88,7 +84,7 @@ def philox_numpy(ctr: np.ndarray, key: tuple[int, int]) -> np.ndarray:
     c = ctr.astype(np.uint64)
     k0, k1 = np.uint64(key[0]), np.uint64(key[1])
     mask = np.uint64(0xFFFFFFFF)
-    for r in range(10):
+    for _ in range(10):
         p0, p1 = c[:, 0] * np.uint64(M0), c[:, 2] * np.uint64(M1)
         c = np.stack([(p1 >> np.uint64(32)) ^ c[:, 1] ^ k0, p1 & mask,
                       (p0 >> np.uint64(32)) ^ c[:, 3] ^ k1, p0 & mask], axis=1)
