@@ -1,7 +1,7 @@
 """Mandelbrot set: one invocation per pixel iterates z = z^2 + c in f32 and counts the steps
 until |z| > 2; the host colours the counts and writes `mandelbrot.png`.
 
-    python examples/mandelbrot.py [--backend wgpu] [--width 384 --height 256]
+    python examples/mandelbrot.py [--backend wgpu] [--width 288 --height 192]
 
 Only + - * and comparisons: exact IEEE f32 in vyre's IR, so every backend gives the same
 counts, bit for bit (checked here against the reference backend).
@@ -55,8 +55,8 @@ def picture(counts: np.ndarray, max_iter: int) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     p = h.parser(__doc__.splitlines()[0])
-    p.add_argument("--width", type=int, default=384)
-    p.add_argument("--height", type=int, default=256)
+    p.add_argument("--width", type=int, default=288)
+    p.add_argument("--height", type=int, default=192)
     p.add_argument("--max-iter", type=int, default=200)
     p.add_argument("--out", default=str(h.HERE / "mandelbrot.png"))
     args = p.parse_args(argv)

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.file).read_bytes()
     result, ok = h.check_everywhere(lambda gpu: count(gpu, data), args.backend)
     words, lines = (int(v) for v in result["counts"])
-    print(f"{args.file}: {lines} lines, {words} words, {len(data)} bytes")
+    print(f"{Path(args.file).name}: {lines} lines, {words} words, {len(data)} bytes")
     top = np.argsort(-result["letters"].astype(np.int64), kind="stable")[:8]
     letters = result["letters"]
     print("most frequent letters: " + " ".join(f"{chr(97 + k)}:{letters[k]}" for k in top))
