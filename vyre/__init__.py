@@ -191,6 +191,7 @@ __all__ = [
     "min_",
     "num_workgroups",
     "pow_",
+    "programs",
     "range",
     "return_",
     "round_",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._common import LibraryArgumentError
 from .cpp_rules import (
     BACKSLASH,
     CLASS_NEWLINE,
@@ -35,8 +36,9 @@ class FrontendResult:
 
     def __post_init__(self) -> None:
         if not len(self.text) == len(self.classes) == len(self.boundaries):
-            raise ValueError(
-                f"text, classes and boundaries differ in length: "
+            raise LibraryArgumentError(
+                f"text, classes and boundaries must have one length (one class and one "
+                f"boundary flag per byte of text); they differ: "
                 f"{len(self.text)}, {len(self.classes)}, {len(self.boundaries)}"
             )
 
