@@ -37,9 +37,9 @@ class FrontendResult:
     def __post_init__(self) -> None:
         if not len(self.text) == len(self.classes) == len(self.boundaries):
             raise LibraryArgumentError(
-                f"text, classes and boundaries must have one length (one class and one "
-                f"boundary flag per byte of text); they differ: "
-                f"{len(self.text)}, {len(self.classes)}, {len(self.boundaries)}"
+                f"text, classes and boundaries differ in length: "
+                f"{len(self.text)}, {len(self.classes)}, {len(self.boundaries)}; give one "
+                "class and one boundary flag per byte of text"
             )
 
     def tokens(self) -> list[bytes]:
