@@ -142,3 +142,33 @@ def test_library_errors_are_backend_errors_naming_the_fix(reference: BaseBackend
             assert fix in str(info.value), str(info.value)
     finally:
         reference.free(buf)
+
+
+# ------------------------------------------------------------------ counts from the device
+
+
+@pytest.mark.parametrize("nbins", [64, 3000])
+def test_histogram_of_a_compaction_reads_its_count_on_the_device(backend: BaseBackend,
+                                                                  nbins: int) -> None:
+    """Compaction writes how many it kept to a device buffer; the histogram of the kept
+    values reads that count there, in one pipeline, with no readback between."""
+    x = np.random.default_rng(nbins).integers(0, 3 * nbins, 9000).astype(np.uint32)
+    x[::3] = 0                                        # dropped by the compaction
+    n = x.size
+    src = backend.allocate_device_buffer(x.nbytes)
+    kept = backend.allocate_device_buffer(x.nbytes)
+    count = backend.allocate_device_buffer(4)
+    bins = backend.allocate_device_buffer(nbins * 4)
+    try:
+        backend.write(src, x)
+        backend.write(kept, np.ones(n, np.uint32))      # stale values past the count: bin 1
+        plan = S.plan_compact(backend, src, kept, count, n, u32)
+        plan.extend(H.plan_histogram(backend, kept, n, bins, nbins, count=count))
+        run_plan(backend, plan)
+        got = backend.read(bins, dtype=np.uint32)
+        nz = x[x != 0]
+        np.testing.assert_array_equal(got, np.bincount(nz[nz < nbins], minlength=nbins))
+        assert int(backend.read(count, dtype=np.uint32)[0]) == nz.size < n
+    finally:
+        for b in (src, kept, count, bins):
+            backend.free(b)

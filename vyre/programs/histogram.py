@@ -25,7 +25,7 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value, select
+from vyre.builder import ProgramBuilder, Value, min_, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -91,7 +91,7 @@ def check_nbins(nbins: object) -> None:
 @cache
 def histogram_program(
     nbins: int, ty: ScalarType = u32, workgroup_size: int = WORKGROUP,
-    per_thread: int = PER_THREAD, strided: bool = False,
+    per_thread: int = PER_THREAD, strided: bool = False, device_count: bool = False,
 ) -> Program:
     """bins[b] += number of src[:n] elements in bin b (bins is read_write: accumulates).
 
@@ -101,18 +101,26 @@ def histogram_program(
     bins to the global ones, so a grid of fewer workgroups issues fewer global atomics.
 
     Past `MAX_BINS` bins (more than workgroup memory holds) every element is added straight
-    into the global bins instead: any `nbins` up to `MAX_ANY_BINS`."""
+    into the global bins instead: any `nbins` up to `MAX_ANY_BINS`.
+
+    `device_count`: the element count is min(count[0], n), read on the device from a u32
+    buffer `count` (e.g. the count a compaction wrote); `n` is then the capacity the grid
+    covers."""
     ty = check_type(ty, NUMERIC, "histogram")
     check_nbins(nbins)
     private = nbins <= MAX_BINS    # the bins fit workgroup memory
     wg, per = workgroup_size, per_thread
     block = wg * per
     where = "" if private else "_global"
+    counted = "_devcount" if device_count else ""
     k = ProgramBuilder(
-        f"histogram_{ty}_{nbins}{where}_{wg}x{per}{'_strided' if strided else ''}", wg)
+        f"histogram_{ty}_{nbins}{where}{counted}_{wg}x{per}{'_strided' if strided else ''}", wg)
     src = k.buffer("src", ty)
     bins = k.buffer("bins", u32, "read_write")
+    count_buf = k.buffer("count", u32) if device_count else None
     n = k.param("n", u32)
+    if count_buf is not None:
+        n = k.let(min_(count_buf[0], n))   # the device's count, never past the capacity
     stride = k.param("stride", u32) if strided else None
     lo = scale = None
     if ty is f32:
@@ -182,9 +190,14 @@ def plan_histogram(
     per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
     max_groups: int | None = None,
+    count: BufferBase | None = None,
 ) -> Plan:
     """Zero `bins` (unless `accumulate`), then count src[:n] into it. The kernel shape
-    (workgroup_size, per_thread, max_groups) defaults to shape_for(backend)."""
+    (workgroup_size, per_thread, max_groups) defaults to shape_for(backend).
+
+    `count`: a u32 buffer whose first element is the element count, read on the device
+    when the plan runs (e.g. `scan.plan_compact`'s count, with no readback between); `n` is
+    then the most elements it may say (the grid covers n)."""
     ty = ScalarType(ty)
     check_nbins(nbins)
     tuned = shape_for(backend)
@@ -204,9 +217,10 @@ def plan_histogram(
     if strided:
         groups = cap
         params["stride"] = cap
+    inputs = {"src": src} if count is None else {"src": src, "count": count}
     plan.add(
-        histogram_program(nbins, ty, wg, per, strided),
-        {"src": src},
+        histogram_program(nbins, ty, wg, per, strided, count is not None),
+        inputs,
         {"bins": bins},
         blocks_grid(groups, wg, max_per_dim, **params),
     )
