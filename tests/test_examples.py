@@ -189,3 +189,15 @@ def test_harness_fails_a_backend_that_differs(capsys):
     _, ok = h.check_everywhere(lambda gpu: {"k": np.array([gpu.kind == "reference"])}, None)
     assert not ok
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_example_kernels_compile_for_cuda() -> None:
+    """No GPU here: NVRTC compiles every example kernel to a cubin (the H100 runs them)."""
+    from vyre.backends.cuda import compile_program
+
+    kernels = [example("mandelbrot").mandelbrot, example("heat").heat_step,
+               example("nbody").kick, example("nbody").drift, example("wordcount").count_text,
+               example("monte_carlo_pi").count_inside, example("monte_carlo_pi").philox_blocks,
+               example("spmv").spmv_csr]
+    for k in kernels:
+        assert type(compile_program(k.program, "sm_90")).__name__ == "CompiledCubin", k

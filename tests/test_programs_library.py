@@ -172,3 +172,14 @@ def test_histogram_of_a_compaction_reads_its_count_on_the_device(backend: BaseBa
     finally:
         for b in (src, kept, count, bins):
             backend.free(b)
+
+
+def test_new_library_programs_compile_for_cuda() -> None:
+    """No GPU here: NVRTC compiles the global-atomic histogram, its device-count form and
+    compaction with positions (tests on every backend run them where CUDA is present)."""
+    from vyre.backends.cuda import compile_program
+
+    for p in (H.histogram_program(5000, f32), H.histogram_program(5000, u32, 256, 8, True, True),
+              H.histogram_program(100, u32, device_count=True),
+              S.compact_scatter_program(u32, with_indices=True)):
+        assert type(compile_program(p, "sm_90")).__name__ == "CompiledCubin", p.name
