@@ -64,20 +64,22 @@ MAINS = {
     "wordcount": [],
     "monte_carlo_pi": ["--points", "4096"],
     "spmv": ["--grid", "8", "--iters", "3"],
+    "equalize": ["--size", "40"],
 }
+PICTURES = ("mandelbrot", "heat", "equalize")
 
 
 @pytest.mark.parametrize("name", sorted(MAINS))
 def test_example_main_matches_on_every_backend(name, tmp_path, capsys):
     args = list(MAINS[name])
-    if name in ("mandelbrot", "heat"):
+    if name in PICTURES:
         args += ["--out", str(tmp_path / f"{name}.png")]
     assert example(name).main(args) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     for a in vyre.available_backends():
         if a.available:
             assert f"  {a.name}: bit-identical to reference" in out
-    if name in ("mandelbrot", "heat"):
+    if name in PICTURES:
         img = read_png(tmp_path / f"{name}.png")
         assert img.shape[2] == 3 and len(np.unique(img.reshape(-1, 3), axis=0)) > 4
 
@@ -167,6 +169,15 @@ def test_spmv_matches_python(ref):
     assert np.allclose(got, dense @ x, rtol=1e-6)
 
 
+def test_equalize_matches_numpy(ref):
+    eq = example("equalize")
+    img = eq.low_contrast(48)
+    got = eq.equalize(ref, img)
+    assert np.array_equal(got["out"], eq.numpy_equalize(img))
+    assert np.array_equal(got["counts"], np.bincount(img.ravel(), minlength=256))
+    assert got["out"].max() == 255 and img.max() - img.min() == 70
+
+
 def test_harness_reports_a_one_bit_difference(capsys):
     h = example("_harness")
     a = np.float32([1.0, 2.0, 3.0])
@@ -198,6 +209,6 @@ def test_example_kernels_compile_for_cuda() -> None:
     kernels = [example("mandelbrot").mandelbrot, example("heat").heat_step,
                example("nbody").kick, example("nbody").drift, example("wordcount").count_text,
                example("monte_carlo_pi").count_inside, example("monte_carlo_pi").philox_blocks,
-               example("spmv").spmv_csr]
+               example("spmv").spmv_csr, example("equalize").remap]
     for k in kernels:
         assert type(compile_program(k.program, "sm_90")).__name__ == "CompiledCubin", k
