@@ -77,7 +77,13 @@ def check_everywhere(run: Callable[[vyre.BaseBackend], Outputs],
     first: Outputs | None = None
     with vyre.get_backend("reference") as reference:
         for name in backend_names(choice):
-            with vyre.get_backend(name) as gpu:
+            try:
+                gpu = vyre.get_backend(name)
+            except vyre.BackendError as exc:      # e.g. --backend cuda on a machine without
+                print(f"  {name}: {exc}")          # one: the reason and the fix, then fail
+                ok = False
+                continue
+            with gpu:
                 got = run(gpu)
                 ref = reference_for(gpu, reference)
                 if id(ref) not in ref_outputs:
@@ -92,7 +98,8 @@ def check_everywhere(run: Callable[[vyre.BaseBackend], Outputs],
                 else:
                     print(f"  {name}: bit-identical to {ref.id} "
                           f"({', '.join(sorted(want))})")
-    assert first is not None
+    if first is None:
+        raise SystemExit(f"no backend ran (asked for {choice!r}); `vyre probe` lists them")
     return first, ok
 
 

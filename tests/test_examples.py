@@ -212,3 +212,9 @@ def test_example_kernels_compile_for_cuda() -> None:
                example("spmv").spmv_csr, example("equalize").remap]
     for k in kernels:
         assert type(compile_program(k.program, "sm_90")).__name__ == "CompiledCubin", k
+
+
+def test_an_unknown_backend_fails_with_the_reason(capsys) -> None:
+    with pytest.raises(SystemExit, match="no backend ran"):
+        example("spmv").main(["--backend", "nope", "--grid", "4", "--iters", "1"])
+    assert "no backend of that name is registered" in capsys.readouterr().out
