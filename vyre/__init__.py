@@ -90,16 +90,6 @@ from .transfers import copy, copy_many, transfer
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # DeviceGroup lives above the program library (it combines shards in the library's
-    # order), which imports this package: imported on first use, not at `import vyre`
-    if name == "DeviceGroup":
-        from .group import DeviceGroup
-
-        return DeviceGroup
-    raise AttributeError(f"module 'vyre' has no attribute {name!r}")
-
-
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:
     """One-shot host dispatch on the default (or named) backend."""
     with get_backend(backend) as b:
@@ -185,6 +175,7 @@ __all__ = [
     "min_",
     "num_workgroups",
     "pow_",
+    "programs",
     "range",
     "return_",
     "round_",
@@ -212,3 +203,7 @@ __all__ = [
     "workgroup_id",
     "workgroup_linear_id",
 ]
+
+# last: DeviceGroup sits above the program library (it combines shards in the library's
+# order), which imports this package; every name above exists by then
+from .group import DeviceGroup  # noqa: E402

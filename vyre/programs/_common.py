@@ -29,6 +29,7 @@ from vyre.builder import (
 from vyre.builder import max_ as _max
 from vyre.builder import min_ as _min
 from vyre.config import MAX_GRID_DIM, DispatchConfig
+from vyre.errors import InvalidDispatch
 from vyre.features import PIPELINE, SUBGROUP
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -38,13 +39,28 @@ u32 = ScalarType.U32
 i32 = ScalarType.I32
 f32 = ScalarType.F32
 
+class LibraryArgumentError(InvalidDispatch, ValueError):
+    """A library program or driver was asked for something it cannot build or run (an
+    element type, a size, a kernel shape, an option); the message names the values that
+    work. A `vyre.BackendError` like every error vyre raises, and still a `ValueError` (what
+    these raised before), so existing `except ValueError` code keeps working."""
+
+
 #: Element types the reductions, scans and sorts are written for.
 NUMERIC = (u32, i32, f32)
 
 
 @dataclass
 class Plan:
-    """Dispatch steps over resident buffers, plus the temporaries to free after them."""
+    """Dispatch steps over resident buffers, plus the temporaries to free after them.
+
+    Every `plan_*` function of the library (`scan.plan_scan`, `scan.plan_compact`,
+    `reduce.plan_reduce`, `histogram.plan_histogram`, `radix_sort.plan_radix_sort`, ...)
+    returns one without running anything. Run it with `run_plan(backend, plan)` (one recorded
+    pipeline where the backend has pipelines; frees the temporaries after), or splice it
+    into your own pipeline: `backend.pipeline(my_steps + plan.steps + more_steps)` and free
+    `plan.temporaries` (with `backend.free`) once that pipeline will not run again.
+    `plan.extend(other)` appends another plan's steps and temporaries."""
 
     steps: list[Step] = field(default_factory=list)
     temporaries: list[BufferBase] = field(default_factory=list)
@@ -56,9 +72,11 @@ class Plan:
         outputs: Mapping[str, Any],
         config: DispatchConfig,
     ) -> None:
+        """Append one dispatch of `program` over resident `inputs` / `outputs` (by name)."""
         self.steps.append(Step(program, dict(inputs), dict(outputs), config))
 
     def extend(self, other: Plan) -> None:
+        """Append `other`'s steps after these, and take over its temporaries."""
         self.steps.extend(other.steps)
         self.temporaries.extend(other.temporaries)
 
@@ -145,13 +163,18 @@ def read_elems(backend: BaseBackend, buf: BufferBase, ty: ScalarType, n: int) ->
 def check_type(ty: ScalarType, allowed: tuple[ScalarType, ...], what: str) -> ScalarType:
     ty = ScalarType(ty)
     if ty not in allowed:
-        raise ValueError(f"{what} supports {[str(t) for t in allowed]}, got {ty}")
+        raise LibraryArgumentError(
+            f"{what} supports element types {[str(t) for t in allowed]}, got {ty}; convert "
+            f"the data first (e.g. `array.astype(np.float32)`, or vyre.programs.elementwise."
+            f"convert(src_type, dst_type) on device buffers)")
     return ty
 
 
 def check_pow2(n: int, what: str) -> None:
     if n < 1 or n & (n - 1):
-        raise ValueError(f"{what} must be a power of two, got {n}")
+        raise LibraryArgumentError(
+            f"{what} must be a power of two (1, 2, 4, ... 1024), got {n}; pick the nearest one "
+            "or leave it out for the tuned default")
 
 
 # ------------------------------------------------------------------ reduction operators
@@ -177,7 +200,7 @@ def combine(op: str, a: Value, b: Any) -> Value:
         return _min(a, b)
     if op == "max":
         return _max(a, b)
-    raise ValueError(f"unknown reduction {op!r}; use one of {REDUCE_OPS}")
+    raise LibraryArgumentError(f"unknown reduction {op!r}; use one of {REDUCE_OPS}")
 
 
 # ------------------------------------------------------------------ in-workgroup scan

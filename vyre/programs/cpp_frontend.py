@@ -67,6 +67,7 @@ from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, ReadRange
 
 from . import cpp_kernels as K
+from ._common import LibraryArgumentError
 from .cpp_python import FrontendResult, cpp_frontend_python
 from .cpp_scan import level_lengths, scan_passes, sums_name
 
@@ -118,9 +119,11 @@ class CppFrontend:
         max_grid_x: int | None = None,
     ) -> None:
         if workgroup_size < 1 or workgroup_size & (workgroup_size - 1):
-            raise ValueError(f"workgroup_size must be a power of two, got {workgroup_size}")
+            raise LibraryArgumentError(f"workgroup_size must be a power of two (e.g. 64, 128, 256), got "
+                                       f"{workgroup_size}")
         if items_per_thread < 1:
-            raise ValueError(f"items_per_thread must be >= 1, got {items_per_thread}")
+            raise LibraryArgumentError(f"items_per_thread must be at least 1 (default 4), got "
+                                       f"{items_per_thread}")
         self.backend = backend
         self.capacity = max(4, int(capacity))
         self.wg = workgroup_size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._common import LibraryArgumentError
 from .cpp_rules import (
     BACKSLASH,
     CLASS_NEWLINE,
@@ -35,9 +36,10 @@ class FrontendResult:
 
     def __post_init__(self) -> None:
         if not len(self.text) == len(self.classes) == len(self.boundaries):
-            raise ValueError(
+            raise LibraryArgumentError(
                 f"text, classes and boundaries differ in length: "
-                f"{len(self.text)}, {len(self.classes)}, {len(self.boundaries)}"
+                f"{len(self.text)}, {len(self.classes)}, {len(self.boundaries)}; give one "
+                "class and one boundary flag per byte of text"
             )
 
     def tokens(self) -> list[bytes]:

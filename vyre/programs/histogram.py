@@ -10,8 +10,10 @@ Integer input (u32 / i32): a value v counts in bin v when 0 <= v < nbins, else n
 f32 input: bin floor((x - lo) * scale) when that is in [0, nbins) (params lo, scale; NaN
 counts nowhere); the arithmetic is plain f32 (no fma), so every backend bins identically.
 Counts are order-independent, so results are bit-exact on every backend. `nbins` is fixed
-per program (workgroup memory holds the private bins: 4 bytes each). This module must never
-use float atomics or read the counts back to the host between passes.
+per program: up to `MAX_BINS` the private bins live in workgroup memory (4 bytes each);
+beyond it (up to `MAX_ANY_BINS`) each element adds one directly into the global bins (no
+workgroup memory: slower per element, the same exact counts). This module must never use
+float atomics or read the counts back to the host between passes.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase
-from vyre.builder import ProgramBuilder, Value, select
+from vyre.builder import ProgramBuilder, Value, min_, select
 from vyre.config import MAX_GRID_DIM
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
 from ._common import (
     NUMERIC,
+    LibraryArgumentError,
     Plan,
     alloc,
     blocks_grid,
@@ -46,7 +49,10 @@ from .elementwise import fill
 
 WORKGROUP = 256
 PER_THREAD = 8
-MAX_BINS = 2048  # 8 KiB of workgroup memory
+MAX_BINS = 2048  # 8 KiB of workgroup memory: the most bins counted privately per workgroup
+#: The most bins of any histogram (global-atomic path past MAX_BINS): 16M, 64 MiB of counts,
+#: and every bin index of f32 input exact in f32 (floor((x - lo) * scale) < 2^24).
+MAX_ANY_BINS = 1 << 24
 
 
 class HistShape(NamedTuple):
@@ -74,35 +80,56 @@ def shape_for(backend: BaseBackend) -> HistShape:
     return TUNED.get(backend.kind, DEFAULT)
 
 
+def check_nbins(nbins: object) -> None:
+    """Refuse a bin count the histogram cannot take, naming what it can."""
+    if isinstance(nbins, bool) or not isinstance(nbins, int) or not 1 <= nbins <= MAX_ANY_BINS:
+        raise LibraryArgumentError(
+            f"nbins must be an int in 1..{MAX_ANY_BINS}, got {nbins!r}; for wider ranges bin "
+            "coarser (f32 input: a smaller `scale`) or histogram the range in parts")
+
+
 @cache
 def histogram_program(
     nbins: int, ty: ScalarType = u32, workgroup_size: int = WORKGROUP,
-    per_thread: int = PER_THREAD, strided: bool = False,
+    per_thread: int = PER_THREAD, strided: bool = False, device_count: bool = False,
 ) -> Program:
     """bins[b] += number of src[:n] elements in bin b (bins is read_write: accumulates).
 
     Each invocation loads its `per_thread` elements of a block first (all in flight), then
     counts them into the workgroup's bins. `strided`: workgroup g counts blocks g,
     g + stride, ... (param `stride`: the number of workgroups launched) before adding its
-    bins to the global ones, so a grid of fewer workgroups issues fewer global atomics."""
+    bins to the global ones, so a grid of fewer workgroups issues fewer global atomics.
+
+    Past `MAX_BINS` bins (more than workgroup memory holds) every element is added straight
+    into the global bins instead: any `nbins` up to `MAX_ANY_BINS`.
+
+    `device_count`: the element count is min(count[0], n), read on the device from a u32
+    buffer `count` (e.g. the count a compaction wrote); `n` is then the capacity the grid
+    covers."""
     ty = check_type(ty, NUMERIC, "histogram")
-    if not 1 <= nbins <= MAX_BINS:
-        raise ValueError(f"nbins must be in 1..{MAX_BINS}, got {nbins}")
+    check_nbins(nbins)
+    private = nbins <= MAX_BINS    # the bins fit workgroup memory
     wg, per = workgroup_size, per_thread
     block = wg * per
-    k = ProgramBuilder(f"histogram_{ty}_{nbins}_{wg}x{per}{'_strided' if strided else ''}", wg)
+    where = "" if private else "_global"
+    counted = "_devcount" if device_count else ""
+    k = ProgramBuilder(
+        f"histogram_{ty}_{nbins}{where}{counted}_{wg}x{per}{'_strided' if strided else ''}", wg)
     src = k.buffer("src", ty)
     bins = k.buffer("bins", u32, "read_write")
+    count_buf = k.buffer("count", u32) if device_count else None
     n = k.param("n", u32)
+    if count_buf is not None:
+        n = k.let(min_(count_buf[0], n))   # the device's count, never past the capacity
     stride = k.param("stride", u32) if strided else None
     lo = scale = None
     if ty is f32:
         lo = k.param("lo", f32)
         scale = k.param("scale", f32)
-    local = k.shared("local_bins", u32, nbins)
+    local = k.shared("local_bins", u32, nbins) if private else bins   # where counts go first
     t = k.let(k.local_index())
     g = k.let(k.workgroup_linear_id())
-    rounds = ceil_div(nbins, wg)
+    rounds = ceil_div(nbins, wg) if private else 0
     for r in range(rounds):
         b = t + r * wg
         if (r + 1) * wg <= nbins:
@@ -110,7 +137,8 @@ def histogram_program(
         else:
             with k.if_(b < nbins):
                 local[b] = 0
-    k.barrier()
+    if private:
+        k.barrier()
 
     def count(blk: Value) -> None:
         base = k.let(blk * block)
@@ -138,7 +166,8 @@ def histogram_program(
         with k.while_(blk < nblocks):
             count(blk)
             blk.set(blk + stride)
-    k.barrier()
+    if private:
+        k.barrier()
     for r in range(rounds):
         b = k.let(t + r * wg)
         c = k.let(local[b])
@@ -161,10 +190,16 @@ def plan_histogram(
     per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
     max_groups: int | None = None,
+    count: BufferBase | None = None,
 ) -> Plan:
     """Zero `bins` (unless `accumulate`), then count src[:n] into it. The kernel shape
-    (workgroup_size, per_thread, max_groups) defaults to shape_for(backend)."""
+    (workgroup_size, per_thread, max_groups) defaults to shape_for(backend).
+
+    `count`: a u32 buffer whose first element is the element count, read on the device
+    when the plan runs (e.g. `scan.plan_compact`'s count, with no readback between); `n` is
+    then the most elements it may say (the grid covers n)."""
     ty = ScalarType(ty)
+    check_nbins(nbins)
     tuned = shape_for(backend)
     wg = tuned.workgroup_size if workgroup_size is None else workgroup_size
     per = tuned.per_thread if per_thread is None else per_thread
@@ -182,9 +217,10 @@ def plan_histogram(
     if strided:
         groups = cap
         params["stride"] = cap
+    inputs = {"src": src} if count is None else {"src": src, "count": count}
     plan.add(
-        histogram_program(nbins, ty, wg, per, strided),
-        {"src": src},
+        histogram_program(nbins, ty, wg, per, strided, count is not None),
+        inputs,
         {"bins": bins},
         blocks_grid(groups, wg, max_per_dim, **params),
     )
@@ -213,6 +249,7 @@ def histogram_host(
     **kw: float,
 ) -> np.ndarray:
     """Upload, histogram on `backend`, read back the nbins counts (u32)."""
+    check_nbins(nbins)
     ty = ScalarType.from_numpy(data.dtype)
     src = upload(backend, data, "histogram_src")
     bins = alloc(backend, u32, nbins, "histogram_bins")

@@ -34,7 +34,7 @@ from vyre.builder import ProgramBuilder, Value, fma, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig, Timing
 from vyre.ir.nodes import Program
 
-from ._common import alloc, ceil_div, check_pow2, f32, read_elems, u32, upload
+from ._common import LibraryArgumentError, alloc, ceil_div, check_pow2, f32, read_elems, u32, upload
 
 #: Default tile of C per workgroup (rows = columns), outputs per invocation per side, and
 #: the K step staged in workgroup memory: 128 x 128 x 8 with 8 x 8 outputs (256 invocations).
@@ -50,8 +50,10 @@ Side = int | tuple[int, int]
 class Tiles(NamedTuple):
     """A kernel's tile shape (see matmul_program); every shape gives the same bits."""
 
-    block: Side = BLOCK
-    per_thread: Side = PER_THREAD
+    # (Side written out: a NamedTuple's generated __new__ cannot resolve the alias, and the
+    # API reference, pdoc, evaluates its annotations)
+    block: int | tuple[int, int] = BLOCK
+    per_thread: int | tuple[int, int] = PER_THREAD
     block_k: int = BLOCK_K
     split: bool = True
     unroll: bool = True
@@ -95,13 +97,15 @@ def _check_shape(block: Side, per_thread: Side, block_k: int) -> int:
                     (block_k, "block_k")):
         check_pow2(v, what)
     if pm * pn > min(bm, bn):  # an invocation's staged run stays within one row
-        raise ValueError(f"per_thread {per_thread} has {pm * pn} outputs per invocation, "
-                         f"more than the shorter side of block {block} ({min(bm, bn)})")
+        raise LibraryArgumentError(f"per_thread {per_thread} has {pm * pn} outputs per invocation, "
+                      f"more than the shorter side of block {block} ({min(bm, bn)}); use a "
+                      "smaller per_thread or a larger block")
     wg = (bm // pm) * (bn // pn)
     if wg > 1024 or (bm * block_k) % wg or (bn * block_k) % wg:
-        raise ValueError(
+        raise LibraryArgumentError(
             f"block {block}, per_thread {per_thread}, block_k {block_k}: needs "
-            f"{wg} invocations, which must be at most 1024 and divide block*block_k"
+            f"{wg} invocations, which must be at most 1024 and divide block*block_k; "
+            "change per_thread or block_k, or leave all three out for the tuned tiles"
         )
     return wg
 
@@ -244,7 +248,8 @@ def matmul_config(
     bm, bn = _pair(block)
     gx, gy = ceil_div(n, bn), ceil_div(m, bm)
     if gx > MAX_GRID_DIM or gy > MAX_GRID_DIM:
-        raise ValueError(f"matmul of {m} x {n} needs more than {MAX_GRID_DIM} tiles per side")
+        raise LibraryArgumentError(f"matmul of {m} x {n} needs more than {MAX_GRID_DIM} tiles per "
+                                   "side; use a larger block or split the product into parts")
     return DispatchConfig(grid=(gx, gy, 1), params={"M": m, "N": n, "K": kdim})
 
 
@@ -272,10 +277,12 @@ def matmul_host(
     them): with none of them, tiles_for(backend); otherwise the missing ones from
     Tiles()."""
     if a.dtype != np.float32 or b.dtype != np.float32:
-        raise ValueError("matmul takes float32 matrices")
+        raise LibraryArgumentError(f"matmul takes float32 matrices, got {a.dtype} @ {b.dtype}; convert "
+                                   "with .astype(np.float32)")
     (m, kdim), (k2, n) = a.shape, b.shape
     if kdim != k2:
-        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
+        raise LibraryArgumentError(f"inner dimensions differ: {a.shape} @ {b.shape}; A's columns must "
+                                   "equal B's rows (transpose one of them?)")
     tiles = None
     if (block, per_thread, block_k, split) != (None, None, None, None):
         d = Tiles()

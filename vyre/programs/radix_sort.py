@@ -45,6 +45,7 @@ from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
 from ._common import (
+    LibraryArgumentError,
     Plan,
     alloc,
     bank_padded,
@@ -115,7 +116,8 @@ def radix_scatter_program(
     wg, per = workgroup_size, per_thread
     check_pow2(wg, "workgroup_size")
     if wg < RADIX:
-        raise ValueError(f"radix sort needs workgroup_size >= {RADIX}")
+        raise LibraryArgumentError(f"radix sort needs workgroup_size >= {RADIX} (one invocation per "
+                                   f"digit value); got {wg}, pass {RADIX} or more")
     k = ProgramBuilder(f"radix_scatter_{'kv' if with_values else 'k'}_{wg}x{per}", wg)
     keys, values, offsets, keys_out, values_out, n, shift, mask, nb = _scatter_io(k, with_values)
     table = k.shared("rank_table", u32, RADIX * wg)  # [digit][invocation]
@@ -154,10 +156,11 @@ def radix_scatter_program(
 def _check_digit_shape(wg: int, per: int) -> None:
     check_pow2(wg, "workgroup_size")
     if per < 1:
-        raise ValueError(f"per_thread must be >= 1, got {per}")
+        raise LibraryArgumentError(f"per_thread must be at least 1, got {per}; leave it out for the "
+                                   "tuned default")
     if wg * per > 1 << 16:  # the ranking table counts in 16-bit halves
-        raise ValueError(f"radix sort blocks hold at most 65536 keys, got workgroup_size "
-                         f"{wg} * per_thread {per}")
+        raise LibraryArgumentError(f"radix sort blocks hold at most 65536 keys, got workgroup_size "
+                                   f"{wg} * per_thread {per}; make one of them smaller")
 
 
 @cache
@@ -317,7 +320,8 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
     """The order-preserving map between i32 / f32 keys and u32 sort bits (or back)."""
     ty = ScalarType(ty)
     if ty not in (i32, f32):
-        raise ValueError(f"key_map_program is for i32 and f32 keys, got {ty}")
+        raise LibraryArgumentError(f"key_map_program is for i32 and f32 keys, got {ty}; u32 keys need "
+                                   "no map")
     top, ones = np.uint32(0x80000000), np.uint32(0xFFFFFFFF)
 
     def fwd(x: Value) -> Value:
@@ -349,7 +353,8 @@ def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | Non
     digits unless asked for 4 or the 8-bit scatter's workgroup memory does not fit the
     backend's max_workgroup_bytes (then 4, which needs far less)."""
     if digit_bits not in (None, 4, 8):
-        raise ValueError(f"digit_bits must be 4 or 8, got {digit_bits}")
+        raise LibraryArgumentError(f"digit_bits must be 4 or 8 (or None: 8 where it fits), got "
+                                   f"{digit_bits}")
     tuned_wg, tuned_per = shape_for(backend, with_values)
     wg, per = workgroup_size or tuned_wg, per_thread or tuned_per
     if digit_bits is None:
@@ -380,7 +385,8 @@ def plan_radix_sort(
     the design (module docstring; None: 8 where its workgroup memory fits the backend).
     n == 0 gives no steps."""
     if not 1 <= key_bits <= 32:
-        raise ValueError(f"key_bits must be in 1..32, got {key_bits}")
+        raise LibraryArgumentError(f"key_bits must be in 1..32 (the low bits that vary), got "
+                                   f"{key_bits}")
     key_type = check_type(key_type, KEY_TYPES, "radix sort keys")
     plan = Plan()
     if n == 0:
@@ -464,7 +470,9 @@ def radix_sort_host(
     key_type = ScalarType.from_numpy(keys.dtype)
     check_type(key_type, KEY_TYPES, "radix sort keys")
     if values is not None and (values.dtype.itemsize != 4 or values.shape != keys.shape):
-        raise ValueError("values must be a 32-bit array of the keys' shape")
+        raise LibraryArgumentError(f"values must be a 32-bit array of the keys' shape {keys.shape}, got "
+                                   f"{values.dtype}{values.shape}; e.g. "
+                                   "np.arange(keys.size, dtype=np.uint32) for positions")
     kb = upload(backend, keys, "sort_keys")
     vb = upload(backend, values, "sort_values") if values is not None else None
     try:

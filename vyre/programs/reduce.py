@@ -32,6 +32,7 @@ from vyre.ir.types import ScalarType
 from ._common import (
     NUMERIC,
     REDUCE_OPS,
+    LibraryArgumentError,
     Plan,
     alloc,
     blocks_grid,
@@ -64,7 +65,8 @@ def reduce_program(
     lane t with lane t + s for s = S/2 .. 1: the same operations as those levels), so the
     result is the same bits for every S; the workgroup size must be a multiple of S."""
     if op not in REDUCE_OPS:
-        raise ValueError(f"reduction {op!r} is not one of {REDUCE_OPS}")
+        raise LibraryArgumentError(f"reduction {op!r} is not one of {REDUCE_OPS}; argmin / argmax "
+                                   "are arg_reduce_program")
     ty = check_type(ty, NUMERIC, "reduce")
     check_pow2(workgroup_size, "workgroup_size")
     wg, per = workgroup_size, per_thread
@@ -138,7 +140,8 @@ def arg_reduce_program(
     passes read (src, src_index) pairs made by an earlier pass.
     """
     if op not in ("argmin", "argmax"):
-        raise ValueError(f"{op!r} is not argmin or argmax")
+        raise LibraryArgumentError(f"{op!r} is not argmin or argmax; sum / min / max are "
+                                   "reduce_program")
     ty = check_type(ty, NUMERIC, op)
     check_pow2(workgroup_size, "workgroup_size")
     wg, per = workgroup_size, per_thread
@@ -206,7 +209,8 @@ def plan_reduce(
     ty = ScalarType(ty)
     arg = op in ("argmin", "argmax")
     if arg and out_index is None:
-        raise ValueError(f"{op} needs out_index, a u32 buffer for the position")
+        raise LibraryArgumentError(f"{op} needs out_index, a u32 buffer for the position: pass "
+                                   "out_index=backend.allocate_device_buffer(4)")
     plan = Plan()
     block = workgroup_size * per_thread
     cur, cur_index, count, first = src, None, n, True

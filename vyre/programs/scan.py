@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from vyre.ir.types import ScalarType
 
 from ._common import (
     NUMERIC,
+    LibraryArgumentError,
     Plan,
     alloc,
     bank_padded,
@@ -156,7 +158,8 @@ def plan_scan(
     """Passes scanning src[:n] into dst[:n] (distinct buffers). n == 0 gives no steps."""
     ty = ScalarType(ty)
     if src is dst:
-        raise ValueError("scan src and dst must be distinct buffers")
+        raise LibraryArgumentError("scan src and dst must be distinct buffers (the scan is not in "
+                                   "place); allocate a second buffer for dst")
     plan = Plan()
     if n == 0:
         return plan
@@ -237,15 +240,19 @@ def compact_flags_program(
 
 @cache
 def compact_scatter_program(
-    ty: ScalarType, pred: Predicate = nonzero, workgroup_size: int = WORKGROUP
+    ty: ScalarType, pred: Predicate = nonzero, workgroup_size: int = WORKGROUP,
+    with_indices: bool = False,
 ) -> Program:
-    """dst[pos[i]] = src[i] where pred(src[i]); count[0] = number kept (by invocation n-1)."""
+    """dst[pos[i]] = src[i] where pred(src[i]); count[0] = number kept (by invocation n-1).
+    `with_indices`: also indices[pos[i]] = i (where each kept element came from)."""
     ty = check_type(ty, NUMERIC, "compact")
-    k = ProgramBuilder(f"compact_scatter_{ty}_{pred.__name__}", workgroup_size)
+    suffix = "_indices" if with_indices else ""
+    k = ProgramBuilder(f"compact_scatter_{ty}_{pred.__name__}{suffix}", workgroup_size)
     src = k.buffer("src", ty)
     pos = k.buffer("positions", u32)
     dst = k.buffer("dst", ty, "write")
     count = k.buffer("count", u32, "write")
+    indices = k.buffer("indices", u32, "write") if with_indices else None
     n = k.param("n", u32)
     i = k.let(k.global_linear_id())
     with k.if_(i < n):
@@ -253,6 +260,8 @@ def compact_scatter_program(
         keep = k.let(pred(v))
         with k.if_(keep):
             dst[pos[i]] = v
+            if indices is not None:
+                indices[pos[i]] = i
         with k.if_(i == n - 1):
             count[0] = pos[i] + keep.cast(u32)
     return k.build()
@@ -268,9 +277,11 @@ def plan_compact(
     pred: Predicate = nonzero,
     workgroup_size: int = WORKGROUP,
     max_per_dim: int = MAX_GRID_DIM,
+    indices: BufferBase | None = None,
 ) -> Plan:
-    """Passes writing the kept elements of src[:n] to dst[:count] and the count to count[0].
-    n == 0 gives no steps (`compact_device` writes count 0 then)."""
+    """Passes writing the kept elements of src[:n] to dst[:count] and the count to count[0];
+    with `indices` (a u32 buffer of n elements) also each kept element's position in src to
+    indices[:count], in order. n == 0 gives no steps (`compact_device` writes count 0 then)."""
     ty = ScalarType(ty)
     plan = Plan()
     if n == 0:
@@ -281,10 +292,13 @@ def plan_compact(
     cfg = grid(n, workgroup_size, max_per_dim, n=n)
     plan.add(compact_flags_program(ty, pred, workgroup_size), {"src": src}, {"flags": flags}, cfg)
     plan.extend(plan_scan(backend, flags, pos, n, u32, False, max_per_dim=max_per_dim))
+    outs = {"dst": dst, "count": count}
+    if indices is not None:
+        outs["indices"] = indices
     plan.add(
-        compact_scatter_program(ty, pred, workgroup_size),
+        compact_scatter_program(ty, pred, workgroup_size, indices is not None),
         {"src": src, "positions": pos},
-        {"dst": dst, "count": count},
+        outs,
         cfg,
     )
     return plan
@@ -299,9 +313,10 @@ def compact_device(
     ty: ScalarType,
     pred: Predicate = nonzero,
     use_pipeline: bool | None = None,
-    **kw: int,
+    **kw: Any,
 ) -> None:
-    """Compact resident src[:n] into resident dst, count into count[0]; no readback."""
+    """Compact resident src[:n] into resident dst, count into count[0]; no readback.
+    `indices=buf` (a u32 buffer of n elements) also gets the kept elements' positions."""
     if n == 0:
         backend.write(count, np.zeros(1, dtype=np.uint32))
         return
@@ -316,14 +331,40 @@ def compact_host(
     **kw: int,
 ) -> np.ndarray:
     """Upload, compact on `backend`, read back the kept elements."""
+    return _compact_host(backend, data, pred, use_pipeline, False, **kw)[0]
+
+
+def compact_indices_host(
+    backend: BaseBackend,
+    data: np.ndarray,
+    pred: Predicate = nonzero,
+    use_pipeline: bool | None = None,
+    **kw: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upload, compact on `backend`, read back (the kept elements, their positions in
+    `data` as u32), like `(data[idx], idx)` with `idx = np.flatnonzero(pred(data))`."""
+    values, idx = _compact_host(backend, data, pred, use_pipeline, True, **kw)
+    assert idx is not None
+    return values, idx
+
+
+def _compact_host(
+    backend: BaseBackend, data: np.ndarray, pred: Predicate, use_pipeline: bool | None,
+    with_indices: bool, **kw: int,
+) -> tuple[np.ndarray, np.ndarray | None]:
     ty = ScalarType.from_numpy(data.dtype)
     src = upload(backend, data, "compact_src")
     dst = alloc(backend, ty, data.size, "compact_dst")
     count = alloc(backend, u32, 1, "compact_count")
+    idx = alloc(backend, u32, data.size, "compact_indices") if with_indices else None
     try:
-        compact_device(backend, src, dst, count, data.size, ty, pred, use_pipeline, **kw)
+        extra: dict[str, Any] = {"indices": idx} if idx is not None else {}
+        compact_device(backend, src, dst, count, data.size, ty, pred, use_pipeline, **kw,
+                       **extra)
         c = int(read_elems(backend, count, u32, 1)[0])
-        return read_elems(backend, dst, ty, c)
+        values = read_elems(backend, dst, ty, c)
+        return values, (read_elems(backend, idx, u32, c) if idx is not None else None)
     finally:
-        for b in (src, dst, count):
-            backend.free(b)
+        for b in (src, dst, count, idx):
+            if b is not None:
+                backend.free(b)

@@ -25,7 +25,7 @@ from vyre.ir.nodes import Program
 from vyre.kernel import Buffer, Output, kernel
 from vyre.pipeline import Step
 
-from ._common import alloc, ceil_div, f32, read_elems, u32, upload
+from ._common import LibraryArgumentError, alloc, ceil_div, f32, read_elems, u32, upload
 
 TILE = 16
 BOUNDARIES = ("clamp", "zero")
@@ -57,7 +57,7 @@ def _stencil5(u: Buffer[f32], out: Output[f32], H: u32, W: u32, wc: f32, wn: f32
 def stencil_program(boundary: str = "clamp", tile: int = TILE) -> Program:
     """One five-point step u -> out (params H, W and weights wc, wn, ws, ww, we)."""
     if boundary not in BOUNDARIES:
-        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+        raise LibraryArgumentError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
     return _stencil5.build(boundary=boundary, tile=tile)
 
 
@@ -66,7 +66,8 @@ def stencil_config(
 ) -> DispatchConfig:
     gx, gy = ceil_div(w, tile), ceil_div(h, tile)
     if gx > MAX_GRID_DIM or gy > MAX_GRID_DIM:
-        raise ValueError(f"a {h} x {w} grid needs more than {MAX_GRID_DIM} tiles per side")
+        raise LibraryArgumentError(f"a {h} x {w} grid needs more than {MAX_GRID_DIM} tiles per side; "
+                                   "use a larger tile or split the grid")
     names = ("wc", "wn", "ws", "ww", "we")
     return DispatchConfig(grid=(gx, gy, 1), params={"H": h, "W": w, **dict(zip(names, weights))})
 
@@ -114,7 +115,8 @@ def stencil_host(
 ) -> np.ndarray:
     """Upload an f32 (H, W) grid, apply the stencil `steps` times, read back."""
     if grid2d.dtype != np.float32 or grid2d.ndim != 2:
-        raise ValueError("stencil takes a 2-D float32 array")
+        raise LibraryArgumentError(f"stencil takes a 2-D float32 array, got {grid2d.dtype}"
+                                   f"{grid2d.shape}; use .astype(np.float32) / .reshape(H, W)")
     h, w = grid2d.shape
     u = upload(backend, grid2d, "stencil_u")
     s = alloc(backend, f32, h * w, "stencil_scratch")
