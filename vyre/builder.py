@@ -30,6 +30,7 @@ import numpy as np
 from .errors import InvalidProgram
 from .ir import nodes as N
 from .ir.types import ScalarType, normalise_literal
+from .ir.sites import remember as remember_sites
 from .ir.validate import MAX_NAME_LEN, is_valid_name, validate
 
 U32 = ScalarType.U32
@@ -864,6 +865,7 @@ class ProgramBuilder:
         except InvalidProgram as exc:
             raise self._located(prog, exc) from None
         self._built = True
+        remember_sites(prog, self._sites)  # for diagnostics after the build (checked mode)
         return prog
 
     def _located(self, prog: N.Program, exc: InvalidProgram) -> InvalidProgram:

@@ -1,0 +1,461 @@
+"""The reference backend's checked mode: runs a dispatch exactly as the unchecked
+interpreter does (same results, bit for bit) while logging every memory access, then
+reports what makes a program's results depend on the backend or the run:
+
+- data races: two invocations touch one element, at least one writes, and no barrier
+  orders them (invocations of different workgroups are never ordered; within a workgroup
+  a Barrier orders accesses before it against accesses after it); atomics racing with
+  atomics are fine, atomics mixed with plain accesses are not;
+- reads of workgroup memory no invocation has written yet;
+- loads, stores and atomics past the end of a buffer (the IR defines them as a zero read /
+  dropped store, but they are nearly always an off-by-one);
+- barriers and subgroup operations reached by only part of a workgroup (a subgroup).
+
+How: `CheckedInvocations` is the interpreter with hooks on its accesses. Each access of a
+statement appends one vector record per lane (element, invocation, barrier epoch, kind,
+statement) to its buffer's log; the epoch counter rises at every Barrier. After the run the
+logs are checked with NumPy sorts and segment reductions (no per-element Python), and
+the first findings of each kind are kept (bounded). Workgroup-array logs are checked per
+chunk (they never outlive it); storage-buffer logs at the end of the dispatch (workgroups
+of different chunks race too).
+
+This module must never change what the interpreter computes; `vyre.backends.reference.
+runtime` only calls it when the instance's check setting is on, so the unchecked path
+keeps its code and speed.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vyre.errors import BackendError, DispatchError
+from vyre.ir import nodes as N
+from vyre.ir.sites import site_of
+from vyre.ir.types import ScalarType
+
+from .interpreter import Chunk, Invocations, Memory
+from .plan import HostMemory, Launch, memory_of
+from .render import expr
+
+Array = np.ndarray
+
+ENV_CHECK = "VYRE_CHECK"
+ENV_CHECK_BOUNDS = "VYRE_CHECK_BOUNDS"
+MODES = ("off", "error", "warn")
+READ, WRITE, ATOMIC = 0, 1, 2
+# Findings kept per kind (the counts stay exact); the error message lists the first few.
+MAX_FINDINGS_PER_KIND = 20
+MESSAGE_FINDINGS = 8
+
+KINDS = ("race", "atomic-race", "uninitialised-read", "out-of-bounds",
+         "divergent-barrier", "divergent-subgroup")
+HINTS = {
+    "race": "put a vyre.barrier() between the accesses (same workgroup), give each "
+            "invocation its own elements, or use an atomic",
+    "atomic-race": "access the element only atomically in this part of the dispatch, or "
+                   "separate the plain access from the atomics with a barrier (same "
+                   "workgroup) or a second dispatch",
+    "uninitialised-read": "write every element of the workgroup array (and barrier) "
+                          "before reading it; its contents start undefined on GPUs",
+    "out-of-bounds": "guard the index (if i < buf.length()) or fix the off-by-one; the "
+                     "IR reads 0 and drops the store there, which is rarely what was meant",
+    "divergent-barrier": "make every invocation of the workgroup reach the barrier (no "
+                         "return or data-dependent branch around it)",
+    "divergent-subgroup": "make every invocation of the subgroup reach the subgroup "
+                          "operation (move it out of the branch)",
+}
+
+
+class CheckWarning(UserWarning):
+    """A checked-mode finding reported as a warning (check="warn", or bounds warnings)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One defect: what, where (buffer or workgroup array, element), who (the two
+    invocations, as 'wg (x,y,z) lane l'), and the statements (pseudo-code) involved."""
+
+    kind: str
+    buffer: str
+    element: int
+    invocations: tuple[str, ...]
+    statements: tuple[str, ...]
+
+    def __str__(self) -> str:
+        what = {
+            "race": "data race on", "atomic-race": "atomic and plain accesses race on",
+            "uninitialised-read": "read of never-written workgroup memory",
+            "out-of-bounds": "access past the end of",
+            "divergent-barrier": "barrier reached by only part of a workgroup",
+            "divergent-subgroup": "subgroup operation reached by only part of a subgroup",
+        }[self.kind]
+        where = f" {self.buffer}[{self.element}]" if self.buffer else ""
+        who = " and ".join(self.invocations)
+        stmts = " / ".join(dict.fromkeys(self.statements))
+        return f"{what}{where}: {who}; at {stmts}"
+
+
+@dataclass
+class CheckReport:
+    """What the checked mode found in one dispatch: `findings` (the first
+    MAX_FINDINGS_PER_KIND of each kind) and `counts` (every finding, per kind)."""
+
+    program: str
+    findings: list[Finding] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def of(self, kind: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    def add(self, finding: Finding) -> None:
+        n = self.counts.get(finding.kind, 0)
+        self.counts[finding.kind] = n + 1
+        if n < MAX_FINDINGS_PER_KIND:
+            self.findings.append(finding)
+
+    def count(self, kind: str, extra: int) -> None:
+        """Count `extra` findings of `kind` beyond those added one by one."""
+        if extra > 0:
+            self.counts[kind] = self.counts.get(kind, 0) + extra
+
+    def summary(self, limit: int = MESSAGE_FINDINGS) -> str:
+        total = sum(self.counts.values())
+        head = (f"checked mode: program {self.program!r} has {total} finding(s) ("
+                + ", ".join(f"{k}: {v}" for k, v in self.counts.items()) + ")")
+        lines = [head] + [f"  - {f}" for f in self.findings[:limit]]
+        if total > min(limit, len(self.findings)):
+            lines.append(f"  ... {total - min(limit, len(self.findings))} more "
+                         "(backend.last_check_report has the first "
+                         f"{MAX_FINDINGS_PER_KIND} of each kind)")
+        lines.append("fix: " + "; ".join(f"{k}: {HINTS[k]}" for k in self.counts))
+        return "\n".join(lines)
+
+    __str__ = summary
+
+
+@dataclass(frozen=True)
+class CheckSetting:
+    """How findings surface: `mode` "error" raises DispatchError (the default of check=True),
+    "warn" emits CheckWarning; `bounds` does the same for out-of-bounds findings alone."""
+
+    mode: str = "error"
+    bounds: str = "error"
+
+    @property
+    def on(self) -> bool:
+        return self.mode != "off"
+
+    @classmethod
+    def parse(cls, check: bool | str | CheckSetting | None) -> CheckSetting:
+        """check: None (from $VYRE_CHECK, default off), a bool, or one of MODES ("1" is
+        "error"); out-of-bounds findings follow $VYRE_CHECK_BOUNDS when it is set."""
+        if isinstance(check, CheckSetting):
+            for v in (check.mode, check.bounds):
+                if v not in MODES:
+                    raise BackendError(f"CheckSetting: {v!r} is not a check setting; use "
+                                       f"one of {MODES}")
+            return check
+        src = "check="
+        if check is None:
+            check, src = os.environ.get(ENV_CHECK, "").strip() or "off", f"${ENV_CHECK}="
+        mode = {True: "error", False: "off", "1": "error", "0": "off", "": "off",
+                "true": "error", "false": "off", "on": "error"}.get(
+            check.lower() if isinstance(check, str) else check,
+            check if isinstance(check, str) else "?")
+        if mode not in MODES:
+            raise BackendError(f"{src}{check!r} is not a check setting; use one of "
+                               f"{MODES} (or True/False, 1/0)")
+        bounds = os.environ.get(ENV_CHECK_BOUNDS, "").strip().lower() or mode
+        if bounds not in MODES:
+            raise BackendError(f"${ENV_CHECK_BOUNDS}={bounds!r} is not a check setting; "
+                               f"use one of {MODES}")
+        return cls(mode=mode, bounds=bounds)
+
+    def surface(self, report: CheckReport) -> None:
+        """Raise or warn about the report's findings as the setting says."""
+        if report.ok:
+            return
+        errors = [f for f in report.findings
+                  if (self.bounds if f.kind == "out-of-bounds" else self.mode) == "error"]
+        if errors:
+            raise DispatchError(report.summary())
+        if any((self.bounds if f.kind == "out-of-bounds" else self.mode) == "warn"
+               for f in report.findings):
+            warnings.warn(report.summary(), CheckWarning, stacklevel=4)
+
+
+def describe(s: N.StmtNode | N.Stmt) -> str:
+    """One line of pseudo-code for a statement (its head for blocks)."""
+    if isinstance(s, N.Store):
+        return f"{s.buffer}[{expr(s.index)}] = {expr(s.value)}"
+    if isinstance(s, N.Atomic):
+        return f"atomic_{s.op}({s.buffer}[{expr(s.index)}], {expr(s.value)})"
+    if isinstance(s, (N.Let, N.Assign)):
+        return f"{s.name} = {expr(s.value)}"
+    if isinstance(s, N.If):
+        return f"if {expr(s.cond)}"
+    if isinstance(s, N.While):
+        return f"while {expr(s.cond)}"
+    if isinstance(s, N.For):
+        return f"for {s.var} in {expr(s.start)}..{expr(s.end)}"
+    if isinstance(s, N.Barrier):
+        return "barrier()"
+    return type(s).__name__.lower()
+
+
+class _Log:
+    """The accesses of one buffer or workgroup array: lists of per-statement vectors."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[Array, Array, Array, int, int]] = []
+
+    def add(self, elem: Array, inv: Array, epoch: int, kind: int, site: int) -> None:
+        if elem.size:
+            self.parts.append((elem.astype(np.int64, copy=False), inv, epoch, kind, site))
+
+    def columns(self) -> tuple[Array, Array, Array, Array, Array]:
+        elem = np.concatenate([p[0] for p in self.parts])
+        inv = np.concatenate([p[1] for p in self.parts])
+        sizes = [p[0].size for p in self.parts]
+        epoch = np.repeat(np.array([p[2] for p in self.parts], dtype=np.int64), sizes)
+        kind = np.repeat(np.array([p[3] for p in self.parts], dtype=np.int8), sizes)
+        site = np.repeat(np.array([p[4] for p in self.parts], dtype=np.int32), sizes)
+        return elem, inv, epoch, kind, site
+
+
+class Checker:
+    """One dispatch's logs, epoch counter, statement table and report."""
+
+    def __init__(self, program: N.Program, grid: tuple[int, int, int]) -> None:
+        self.program = program
+        self.grid = grid
+        self.w = program.invocations_per_workgroup
+        self.report = CheckReport(program.name)
+        self.epoch = 0
+        self.sites: list[str] = []
+        self._site_ids: dict[int, int] = {}
+        self.global_logs: dict[str, _Log] = {}
+
+    def site(self, s: N.StmtNode | N.Stmt) -> int:
+        """The statement's number in `sites`: its pseudo-code, then the user's file:line
+        where the program was built by ProgramBuilder / @vyre.kernel."""
+        got = self._site_ids.get(id(s))
+        if got is None:
+            got = self._site_ids[id(s)] = len(self.sites)
+            where = site_of(self.program, s)
+            self.sites.append(describe(s) + (f" [{where}]" if where else ""))
+        return got
+
+    def who(self, inv: int) -> str:
+        """'wg (x,y,z) lane l' of a dispatch-linear invocation number."""
+        wg, lane = divmod(int(inv), self.w)
+        gx, gy, _ = self.grid
+        return f"wg ({wg % gx},{(wg // gx) % gy},{wg // (gx * gy)}) lane {lane}"
+
+    # ------------------------------------------------------------ race analysis
+    def check_log(self, name: str, log: _Log) -> None:
+        if not log.parts:
+            return
+        elem, inv, epoch, kind, site = log.columns()
+        wg = inv // self.w
+        plain = kind != ATOMIC
+        write = kind == WRITE
+        atomic = kind == ATOMIC
+        # within a workgroup and barrier interval: invocations race with each other
+        self._pairs(name, [elem, wg, epoch], inv, write & plain, plain, inv, site, "race")
+        self._pairs(name, [elem, wg, epoch], inv, atomic, plain, inv, site, "atomic-race")
+        # across workgroups no barrier orders anything
+        if self.w and int(wg.min()) != int(wg.max()):
+            self._pairs(name, [elem], wg, write & plain, plain, inv, site, "race")
+            self._pairs(name, [elem], wg, atomic, plain, inv, site, "atomic-race")
+
+    def _pairs(self, name: str, keys: list[Array], actor: Array, x: Array, y: Array,
+               inv: Array, site: Array, kind: str) -> None:
+        """Report each group (records equal on `keys`) holding an `x` record and a `y`
+        record of different actors."""
+        if not x.any() or not y.any():
+            return
+        order = np.lexsort(tuple(reversed(keys)))
+        ks = [k[order] for k in keys]
+        change = np.zeros(order.size, dtype=bool)
+        change[0] = True
+        for k in ks:
+            change[1:] |= k[1:] != k[:-1]
+        starts = np.flatnonzero(change)
+        a = actor[order]
+        big = np.iinfo(np.int64).max
+        xs, ys = x[order], y[order]
+        xmin = np.minimum.reduceat(np.where(xs, a, big), starts)
+        xmax = np.maximum.reduceat(np.where(xs, a, -1), starts)
+        ymin = np.minimum.reduceat(np.where(ys, a, big), starts)
+        ymax = np.maximum.reduceat(np.where(ys, a, -1), starts)
+        bad = (xmax >= 0) & (ymax >= 0) & ~((xmin == xmax) & (ymin == ymax) & (xmin == ymin))
+        hits = np.flatnonzero(bad)
+        if not hits.size:
+            return
+        shown = hits[:MAX_FINDINGS_PER_KIND]
+        ends = np.append(starts[1:], order.size)
+        for g in shown:
+            s0, s1 = int(starts[g]), int(ends[g])
+            ax = int(xmin[g])
+            ay = int(ymin[g]) if ymin[g] != ax else int(ymax[g])
+            if ay == ax:  # y has only ax's records: another x actor races with them
+                ax, ay = int(xmax[g]), ax
+            seg = order[s0:s1]
+            rx = seg[xs[s0:s1] & (a[s0:s1] == ax)][0]
+            ry = seg[ys[s0:s1] & (a[s0:s1] == ay)][0]
+            self.report.add(Finding(kind, name, int(ks[0][s0]),
+                                    (self.who(inv[rx]), self.who(inv[ry])),
+                                    (self.sites[site[rx]], self.sites[site[ry]])))
+        self.report.count(kind, hits.size - shown.size)
+
+    def finish(self) -> CheckReport:
+        for name, log in self.global_logs.items():
+            self.check_log(name, log)
+        self.global_logs.clear()
+        return self.report
+
+
+class CheckedInvocations(Invocations):
+    """The interpreter with access logging: every hook first records, then does exactly
+    what the unchecked interpreter does."""
+
+    def __init__(self, program: N.Program, memory: Memory, chunk: Chunk,
+                 checker: Checker, max_iterations: int | None = None,
+                 subgroup_size: int = 32) -> None:
+        super().__init__(program, memory, chunk, max_iterations, subgroup_size)
+        self.checker = checker
+        self.first_inv = chunk.first * self.w
+        self.inv = np.arange(self.n, dtype=np.int64) + self.first_inv
+        self.written = {name: np.zeros(arr.size, dtype=bool)
+                        for name, (arr, _c, _t) in self.shared.items()}
+        self.shared_logs = {name: _Log() for name in self.shared}
+        self.site_id = 0
+
+    def run(self) -> None:
+        super().run()
+        for name, log in self.shared_logs.items():
+            self.checker.check_log(name, log)
+
+    # ------------------------------------------------------------ logging
+    def _log(self, name: str, idx: Array, ok: Array, sel: Array, kind: int,
+             what: str) -> None:
+        """Record the accesses of lanes `sel` to `name` at per-lane index `idx` (in range
+        where `ok`); report those out of range."""
+        c = self.checker
+        idx = self.lanes(idx)
+        out = sel & ~ok
+        if out.any():
+            lanes = np.flatnonzero(out)
+            for lane in lanes[:MAX_FINDINGS_PER_KIND]:
+                c.report.add(Finding("out-of-bounds", name, int(idx[lane]),
+                                     (c.who(self.inv[lane]),),
+                                     (f"{what} in {c.sites[self.site_id]}",)))
+            c.report.count("out-of-bounds", lanes.size - min(lanes.size, MAX_FINDINGS_PER_KIND))
+        inside = sel & ok
+        if not inside.any():
+            return
+        lanes = np.flatnonzero(inside)
+        e = idx[lanes].astype(np.int64)
+        sh = self.shared.get(name)
+        if sh is None:
+            log = c.global_logs.setdefault(name, _Log())
+            log.add(e, self.inv[lanes], c.epoch, kind, self.site_id)
+            return
+        count = sh[1]
+        flat = self.wg_local()[lanes] * count + e
+        if kind != WRITE:
+            unset = ~self.written[name][flat]
+            if unset.any():
+                bad = np.flatnonzero(unset)
+                for j in bad[:MAX_FINDINGS_PER_KIND]:
+                    c.report.add(Finding("uninitialised-read", name, int(e[j]),
+                                         (c.who(self.inv[lanes[j]]),),
+                                         (c.sites[self.site_id],)))
+                c.report.count("uninitialised-read",
+                               bad.size - min(bad.size, MAX_FINDINGS_PER_KIND))
+        if kind != READ:
+            self.written[name][flat] = True
+        self.shared_logs[name].add(flat, self.inv[lanes], c.epoch, kind, self.site_id)
+
+    def _partial(self, mask: Array, group: int, kind: str) -> None:
+        """Report groups of `group` lanes (workgroups, subgroups) that `mask` covers only
+        in part."""
+        rows = np.asarray(mask).reshape(-1, group)
+        some, every = rows.any(axis=1), rows.all(axis=1)
+        partial = np.flatnonzero(some & ~every)
+        c = self.checker
+        for r in partial[:MAX_FINDINGS_PER_KIND]:
+            lanes = np.flatnonzero(rows[r])
+            missing = np.flatnonzero(~rows[r])
+            c.report.add(Finding(kind, "", -1, (
+                c.who(self.inv[r * group + lanes[0]]) + " reaches it",
+                c.who(self.inv[r * group + missing[0]]) + " does not"),
+                (c.sites[self.site_id],)))
+        c.report.count(kind, partial.size - min(partial.size, MAX_FINDINGS_PER_KIND))
+
+    # ------------------------------------------------------------ hooks
+    def stmt(self, s: N.StmtNode, mask: Array) -> None:
+        self.site_id = self.checker.site(s)
+        if isinstance(s, N.Barrier):
+            self._partial(mask, self.w, "divergent-barrier")
+            self.checker.epoch += 1
+        super().stmt(s, mask)
+
+    def load(self, name: str, index: Array, ty: ScalarType, raw: bool = False) -> Array:
+        sh = self.shared.get(name)
+        count = sh[1] if sh is not None else self.mem.counts[name]
+        idx = self.lanes(np.asarray(index))
+        self._log(name, idx, idx < count, self.active, READ, "load")
+        return super().load(name, index, ty, raw)
+
+    def store(self, s: N.Store, mask: Array) -> None:
+        self._access(s.buffer, s.index, mask, WRITE, "store")
+        super().store(s, mask)
+
+    def atomic(self, s: N.Atomic, mask: Array) -> None:
+        self._access(s.buffer, s.index, mask, ATOMIC, "atomic")
+        super().atomic(s, mask)
+
+    def _access(self, name: str, index: N.ExprNode, mask: Array, kind: int,
+                what: str) -> None:
+        # Evaluating the index twice is safe: expressions have no side effects.
+        self.active = mask
+        idx = self.lanes(np.asarray(self.eval(index)))
+        sh = self.shared.get(name)
+        count = sh[1] if sh is not None else self.mem.counts[name]
+        self._log(name, idx, idx < count, mask, kind, what)
+
+    def subgroup(self, e: N.Subgroup) -> Array:
+        self._partial(self.active, self.subgroup_size, "divergent-subgroup")
+        return super().subgroup(e)
+
+
+def execute_checked(launch: Launch, buffers: Sequence[HostMemory]) -> CheckReport:
+    """`plan.execute` with checking: the same chunks in the same order, then the report."""
+    plan = launch.plan
+    grid = launch.workgroups()
+    checker = Checker(plan.program, grid)
+    total = grid[0] * grid[1] * grid[2]
+    if total == 0:
+        return checker.report
+    mem = memory_of(launch, buffers)
+    step = plan.workgroups_per_chunk
+    for first in range(0, total, step):
+        chunk = Chunk(grid=grid, first=first, count=min(step, total - first))
+        CheckedInvocations(plan.program, mem, chunk, checker, launch.max_loop_iterations,
+                           plan.subgroup_size).run()
+    return checker.finish()
+
+
+__all__ = ["CheckReport", "CheckSetting", "CheckWarning", "Checker", "CheckedInvocations",
+           "Finding", "execute_checked"]
