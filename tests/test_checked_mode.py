@@ -289,6 +289,20 @@ def ok_barrier_orders_global_in_one_wg(k, x, y, t, ids):  # type: ignore[no-unty
         y[i] = y[i + (WG - 1)] + 1.0
 
 
+def ok_same_value_flag(k, x, y, t, ids):  # type: ignore[no-untyped-def]
+    _, i = ids
+    with k.if_(x[i] > 3.0):
+        y[0] = 1.0  # many invocations, one value: every order gives the same bits
+
+
+def flag_read_while_set(k, x, y, t, ids):  # type: ignore[no-untyped-def]
+    li, i = ids
+    with k.if_(x[i] > 3.0):
+        y[0] = 1.0
+    with k.if_(li == 1):
+        y[1] = y[0]  # may see the flag or not
+
+
 CASES = [
     Case("ww_global_one_wg", _io("a", ww_global_one_wg), _x, 1, "race", "y"),
     Case("ww_global_across_wgs", _io("b", ww_global_across_wgs), _x, 2, "race", "y"),
@@ -321,6 +335,8 @@ CASES = [
     Case("atomic_then_plain_read", _io("u", atomic_then_plain_read), _x, 1, "atomic-race", "y"),
     Case("atomic_and_plain_store", _io("v", atomic_and_plain_store), _x, 2, "atomic-race", "y"),
     Case("shared_atomic_mixed", _io("w", shared_atomic_mixed, 1), _x, 1, "atomic-race", "t"),
+    Case("flag_read_while_set", _io("x", flag_read_while_set), _x, 1, "race", "y"),
+    Case("ok_same_value_flag", _io("ok7", ok_same_value_flag), _x, 2, None),
     Case("ok_saxpy", _io("ok1", ok_saxpy), _x, 2, None),
     Case("ok_reduction", _io("ok2", ok_reduction, WG), _x, 2, None),
     Case("ok_scan", _io("ok3", ok_scan, WG), _x, 2, None),

@@ -5,7 +5,10 @@ reports what makes a program's results depend on the backend or the run:
 - data races: two invocations touch one element, at least one writes, and no barrier
   orders them (invocations of different workgroups are never ordered; within a workgroup
   a Barrier orders accesses before it against accesses after it); atomics racing with
-  atomics are fine, atomics mixed with plain accesses are not;
+  atomics are fine, atomics mixed with plain accesses are not; stores racing only with
+  stores of the same bits (a "found" flag set to 1 by many invocations) are benign: every
+  order gives the same result; so are reads racing only with stores that leave the element
+  as it was (floyd-warshall's row k: min(d, d + w) with w >= 0);
 - reads of workgroup memory no invocation has written yet;
 - loads, stores and atomics past the end of a buffer (the IR defines them as a zero read /
   dropped store, but they are nearly always an off-by-one);
@@ -47,7 +50,9 @@ Array = np.ndarray
 ENV_CHECK = "VYRE_CHECK"
 ENV_CHECK_BOUNDS = "VYRE_CHECK_BOUNDS"
 MODES = ("off", "error", "warn")
-READ, WRITE, ATOMIC = 0, 1, 2
+# SILENT: a store of the bits the element already holds (a reader sees the same bits
+# whether it runs before or after it)
+READ, WRITE, ATOMIC, SILENT = 0, 1, 2, 3
 # Findings kept per kind (the counts stay exact); the error message lists the first few.
 MAX_FINDINGS_PER_KIND = 20
 MESSAGE_FINDINGS = 8
@@ -213,23 +218,27 @@ def describe(s: N.StmtNode | N.Stmt) -> str:
 
 
 class _Log:
-    """The accesses of one buffer or workgroup array: lists of per-statement vectors."""
+    """The accesses of one buffer or workgroup array: lists of per-statement vectors
+    (stores also keep the bits they write: racing stores of equal bits are benign)."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[Array, Array, Array, int, int]] = []
+        self.parts: list[tuple[Array, Array, int, int, int, Array | None]] = []
 
-    def add(self, elem: Array, inv: Array, epoch: int, kind: int, site: int) -> None:
+    def add(self, elem: Array, inv: Array, epoch: int, kind: int, site: int,
+            bits: Array | None = None) -> None:
         if elem.size:
-            self.parts.append((elem.astype(np.int64, copy=False), inv, epoch, kind, site))
+            self.parts.append((elem.astype(np.int64, copy=False), inv, epoch, kind, site, bits))
 
-    def columns(self) -> tuple[Array, Array, Array, Array, Array]:
+    def columns(self) -> tuple[Array, Array, Array, Array, Array, Array]:
         elem = np.concatenate([p[0] for p in self.parts])
         inv = np.concatenate([p[1] for p in self.parts])
         sizes = [p[0].size for p in self.parts]
         epoch = np.repeat(np.array([p[2] for p in self.parts], dtype=np.int64), sizes)
         kind = np.repeat(np.array([p[3] for p in self.parts], dtype=np.int8), sizes)
         site = np.repeat(np.array([p[4] for p in self.parts], dtype=np.int32), sizes)
-        return elem, inv, epoch, kind, site
+        bits = np.concatenate([p[5] if p[5] is not None else np.zeros(p[0].size, np.int64)
+                               for p in self.parts])
+        return elem, inv, epoch, kind, site, bits
 
 
 class Checker:
@@ -265,23 +274,25 @@ class Checker:
     def check_log(self, name: str, log: _Log) -> None:
         if not log.parts:
             return
-        elem, inv, epoch, kind, site = log.columns()
+        elem, inv, epoch, kind, site, bits = log.columns()
         wg = inv // self.w
-        plain = kind != ATOMIC
-        write = kind == WRITE
-        atomic = kind == ATOMIC
-        # within a workgroup and barrier interval: invocations race with each other
-        self._pairs(name, [elem, wg, epoch], inv, write & plain, plain, inv, site, "race")
-        self._pairs(name, [elem, wg, epoch], inv, atomic, plain, inv, site, "atomic-race")
-        # across workgroups no barrier orders anything
-        if self.w and int(wg.min()) != int(wg.max()):
-            self._pairs(name, [elem], wg, write & plain, plain, inv, site, "race")
-            self._pairs(name, [elem], wg, atomic, plain, inv, site, "atomic-race")
+        changing, read, atomic = kind == WRITE, kind == READ, kind == ATOMIC
+        write = changing | (kind == SILENT)
+        plain = ~atomic
+        groupings: list[tuple[list[Array], Array]] = [([elem, wg, epoch], inv)]
+        if int(wg.min()) != int(wg.max()):
+            # across workgroups no barrier orders anything
+            groupings.append(([elem], wg))
+        for keys, actor in groupings:
+            self._pairs(name, keys, actor, changing, read, inv, site, "race")
+            self._pairs(name, keys, actor, write, write, inv, site, "race", bits)
+            self._pairs(name, keys, actor, atomic, plain, inv, site, "atomic-race")
 
     def _pairs(self, name: str, keys: list[Array], actor: Array, x: Array, y: Array,
-               inv: Array, site: Array, kind: str) -> None:
+               inv: Array, site: Array, kind: str, bits: Array | None = None) -> None:
         """Report each group (records equal on `keys`) holding an `x` record and a `y`
-        record of different actors."""
+        record of different actors; with `bits` (write/write), not groups whose `x`
+        records all store the same bits (every order gives the same result)."""
         if not x.any() or not y.any():
             return
         order = np.lexsort(tuple(reversed(keys)))
@@ -299,6 +310,11 @@ class Checker:
         ymin = np.minimum.reduceat(np.where(ys, a, big), starts)
         ymax = np.maximum.reduceat(np.where(ys, a, -1), starts)
         bad = (xmax >= 0) & (ymax >= 0) & ~((xmin == xmax) & (ymin == ymax) & (xmin == ymin))
+        if bits is not None and bad.any():
+            b = bits[order]
+            same = (np.minimum.reduceat(np.where(xs, b, big), starts)
+                    == np.maximum.reduceat(np.where(xs, b, np.iinfo(np.int64).min), starts))
+            bad &= ~same
         hits = np.flatnonzero(bad)
         if not hits.size:
             return
@@ -340,6 +356,7 @@ class CheckedInvocations(Invocations):
                         for name, (arr, _c, _t) in self.shared.items()}
         self.shared_logs = {name: _Log() for name in self.shared}
         self.site_id = 0
+        self._quiet = False
 
     def run(self) -> None:
         super().run()
@@ -348,7 +365,7 @@ class CheckedInvocations(Invocations):
 
     # ------------------------------------------------------------ logging
     def _log(self, name: str, idx: Array, ok: Array, sel: Array, kind: int,
-             what: str) -> None:
+             what: str, bits: Array | None = None) -> None:
         """Record the accesses of lanes `sel` to `name` at per-lane index `idx` (in range
         where `ok`); report those out of range."""
         c = self.checker
@@ -369,11 +386,12 @@ class CheckedInvocations(Invocations):
         sh = self.shared.get(name)
         if sh is None:
             log = c.global_logs.setdefault(name, _Log())
-            log.add(e, self.inv[lanes], c.epoch, kind, self.site_id)
+            log.add(e, self.inv[lanes], c.epoch, kind, self.site_id,
+                    None if bits is None else bits[lanes])
             return
         count = sh[1]
         flat = self.wg_local()[lanes] * count + e
-        if kind != WRITE:
+        if kind in (READ, ATOMIC):
             unset = ~self.written[name][flat]
             if unset.any():
                 bad = np.flatnonzero(unset)
@@ -385,7 +403,8 @@ class CheckedInvocations(Invocations):
                                bad.size - min(bad.size, MAX_FINDINGS_PER_KIND))
         if kind != READ:
             self.written[name][flat] = True
-        self.shared_logs[name].add(flat, self.inv[lanes], c.epoch, kind, self.site_id)
+        self.shared_logs[name].add(flat, self.inv[lanes], c.epoch, kind, self.site_id,
+                                   None if bits is None else bits[lanes])
 
     def _partial(self, mask: Array, group: int, kind: str) -> None:
         """Report groups of `group` lanes (workgroups, subgroups) that `mask` covers only
@@ -412,6 +431,8 @@ class CheckedInvocations(Invocations):
         super().stmt(s, mask)
 
     def load(self, name: str, index: Array, ty: ScalarType, raw: bool = False) -> Array:
+        if self._quiet:  # (re-evaluating an expression the run itself evaluates too)
+            return super().load(name, index, ty, raw)
         sh = self.shared.get(name)
         count = sh[1] if sh is not None else self.mem.counts[name]
         idx = self.lanes(np.asarray(index))
@@ -419,7 +440,7 @@ class CheckedInvocations(Invocations):
         return super().load(name, index, ty, raw)
 
     def store(self, s: N.Store, mask: Array) -> None:
-        self._access(s.buffer, s.index, mask, WRITE, "store")
+        self._access(s.buffer, s.index, mask, WRITE, "store", s.value)
         super().store(s, mask)
 
     def atomic(self, s: N.Atomic, mask: Array) -> None:
@@ -427,16 +448,36 @@ class CheckedInvocations(Invocations):
         super().atomic(s, mask)
 
     def _access(self, name: str, index: N.ExprNode, mask: Array, kind: int,
-                what: str) -> None:
-        # Evaluating the index twice is safe: expressions have no side effects.
+                what: str, value: N.ExprNode | None = None) -> None:
+        # Evaluating the index (and a store's value) twice is safe: expressions have no
+        # side effects. Loads inside them are logged by the evaluation the parent does.
         self.active = mask
-        idx = self.lanes(np.asarray(self.eval(index)))
         sh = self.shared.get(name)
         count = sh[1] if sh is not None else self.mem.counts[name]
-        self._log(name, idx, idx < count, mask, kind, what)
+        logging, self._quiet = self._quiet, True
+        try:
+            idx = self.lanes(np.asarray(self.eval(index)))
+            bits = None
+            if value is not None:
+                dt = sh[2].numpy if sh is not None else self.mem.views[name].dtype
+                v = np.ascontiguousarray(self.lanes(np.asarray(self.eval(value), dtype=dt)))
+                bits = v.view(f"u{dt.itemsize}").astype(np.int64)
+                arr, flat, ok, _c, _t = self._where(name, idx)
+                old = np.ascontiguousarray(arr[np.where(ok, flat, 0)]) if arr.size else v
+                silent = old.view(f"u{dt.itemsize}").astype(np.int64) == bits
+        finally:
+            self._quiet = logging
+        self.active = mask
+        ok = idx < count
+        if bits is not None and silent.any():
+            self._log(name, idx, ok, mask & ~silent, kind, what, bits)
+            self._log(name, idx, ok, mask & silent, SILENT, what, bits)
+        else:
+            self._log(name, idx, ok, mask, kind, what, bits)
 
     def subgroup(self, e: N.Subgroup) -> Array:
-        self._partial(self.active, self.subgroup_size, "divergent-subgroup")
+        if not self._quiet:
+            self._partial(self.active, self.subgroup_size, "divergent-subgroup")
         return super().subgroup(e)
 
 
