@@ -303,6 +303,13 @@ def flag_read_while_set(k, x, y, t, ids):  # type: ignore[no-untyped-def]
         y[1] = y[0]  # may see the flag or not
 
 
+def ok_select_masked_load(k, x, y, t, ids):  # type: ignore[no-untyped-def]
+    _, i = ids
+    v = k.let(vyre.select(i < x.length(), x[i], 0.0))  # the IR's masked load: no finding
+    with k.if_(i < y.length()):
+        y[i] = v
+
+
 CASES = [
     Case("ww_global_one_wg", _io("a", ww_global_one_wg), _x, 1, "race", "y"),
     Case("ww_global_across_wgs", _io("b", ww_global_across_wgs), _x, 2, "race", "y"),
@@ -337,6 +344,7 @@ CASES = [
     Case("shared_atomic_mixed", _io("w", shared_atomic_mixed, 1), _x, 1, "atomic-race", "t"),
     Case("flag_read_while_set", _io("x", flag_read_while_set), _x, 1, "race", "y"),
     Case("ok_same_value_flag", _io("ok7", ok_same_value_flag), _x, 2, None),
+    Case("ok_select_masked_load", _io("ok8", ok_select_masked_load), lambda: _x(100), 2, None),
     Case("ok_saxpy", _io("ok1", ok_saxpy), _x, 2, None),
     Case("ok_reduction", _io("ok2", ok_reduction, WG), _x, 2, None),
     Case("ok_scan", _io("ok3", ok_scan, WG), _x, 2, None),

@@ -96,7 +96,10 @@ def save_dispatch(
                           "it with DispatchConfig(grid=(x, y, z))")
     arrays: dict[str, np.ndarray] = {}
     for d in program.buffers:
-        if d.name in inputs:
+        given = inputs.get(d.name)
+        if isinstance(given, int) and not isinstance(given, bool):  # a write-only count
+            arrays[d.name] = np.zeros(given, dtype=d.ty.numpy)
+        elif d.name in inputs:
             arrays[d.name] = np.asarray(inputs[d.name], dtype=d.ty.numpy).reshape(-1)
         elif outputs is not None and d.name in outputs:
             arrays[d.name] = np.zeros(np.asarray(outputs[d.name]).size, dtype=d.ty.numpy)

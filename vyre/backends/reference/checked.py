@@ -41,6 +41,7 @@ from vyre.ir import nodes as N
 from vyre.ir.sites import site_of
 from vyre.ir.types import ScalarType
 
+from . import numeric
 from .interpreter import Chunk, Invocations, Memory
 from .plan import HostMemory, Launch, memory_of
 from .render import expr
@@ -244,8 +245,10 @@ class _Log:
 class Checker:
     """One dispatch's logs, epoch counter, statement table and report."""
 
-    def __init__(self, program: N.Program, grid: tuple[int, int, int]) -> None:
+    def __init__(self, program: N.Program, grid: tuple[int, int, int],
+                 bounds: bool = True) -> None:
         self.program = program
+        self.bounds = bounds  # whether accesses past a buffer's end are findings
         self.grid = grid
         self.w = program.invocations_per_workgroup
         self.report = CheckReport(program.name)
@@ -357,6 +360,9 @@ class CheckedInvocations(Invocations):
         self.shared_logs = {name: _Log() for name in self.shared}
         self.site_id = 0
         self._quiet = False
+        # lanes whose value a select keeps (None: all): loads on the other side are
+        # discarded, so `select(i < n, a[i], 0)`, the IR's masked load, is no finding
+        self._kept: Array | None = None
 
     def run(self) -> None:
         super().run()
@@ -371,7 +377,7 @@ class CheckedInvocations(Invocations):
         c = self.checker
         idx = self.lanes(idx)
         out = sel & ~ok
-        if out.any():
+        if c.bounds and out.any():
             lanes = np.flatnonzero(out)
             for lane in lanes[:MAX_FINDINGS_PER_KIND]:
                 c.report.add(Finding("out-of-bounds", name, int(idx[lane]),
@@ -436,8 +442,23 @@ class CheckedInvocations(Invocations):
         sh = self.shared.get(name)
         count = sh[1] if sh is not None else self.mem.counts[name]
         idx = self.lanes(np.asarray(index))
-        self._log(name, idx, idx < count, self.active, READ, "load")
+        sel = self.active if self._kept is None else self.active & self._kept
+        self._log(name, idx, idx < count, sel, READ, "load")
         return super().load(name, index, ty, raw)
+
+    def eval(self, e: N.ExprNode) -> Array:
+        if not isinstance(e, N.Select) or isinstance(e, N.Guarded):
+            return super().eval(e)
+        cond = self.lanes(self.eval(e.cond))
+        outer = self._kept
+        try:
+            self._kept = cond if outer is None else outer & cond
+            a = self.eval(e.a)
+            self._kept = ~cond if outer is None else outer & ~cond
+            b = self.eval(e.b)
+        finally:
+            self._kept = outer
+        return numeric.select(cond, a, b, e.ty)
 
     def store(self, s: N.Store, mask: Array) -> None:
         self._access(s.buffer, s.index, mask, WRITE, "store", s.value)
@@ -481,11 +502,13 @@ class CheckedInvocations(Invocations):
         return super().subgroup(e)
 
 
-def execute_checked(launch: Launch, buffers: Sequence[HostMemory]) -> CheckReport:
-    """`plan.execute` with checking: the same chunks in the same order, then the report."""
+def execute_checked(launch: Launch, buffers: Sequence[HostMemory],
+                    bounds: bool = True) -> CheckReport:
+    """`plan.execute` with checking: the same chunks in the same order, then the report
+    (without out-of-bounds findings unless `bounds`)."""
     plan = launch.plan
     grid = launch.workgroups()
-    checker = Checker(plan.program, grid)
+    checker = Checker(plan.program, grid, bounds)
     total = grid[0] * grid[1] * grid[2]
     if total == 0:
         return checker.report

@@ -153,7 +153,8 @@ class ReferenceBackend(BaseBackend):
             if not self.check.on:
                 execute(launch, buffers)
             else:
-                self.last_check_report = execute_checked(launch, buffers)
+                self.last_check_report = execute_checked(
+                    launch, buffers, bounds=self.check.bounds != "off")
         if self.check.on:
             self.check.surface(self.last_check_report)  # type: ignore[arg-type]
         return time.perf_counter_ns() - t0
