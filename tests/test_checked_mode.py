@@ -202,7 +202,7 @@ def shared_past_end(k, x, y, t, ids):  # type: ignore[no-untyped-def]
 
 
 def atomic_then_plain_read(k, x, y, t, ids):  # type: ignore[no-untyped-def]
-    li, i = ids
+    li, _ = ids
     k.atomic("add", y, 0, 1.0)
     with k.if_(li == 5):
         y[1] = y[0]
@@ -212,9 +212,8 @@ def atomic_and_plain_store(k, x, y, t, ids):  # type: ignore[no-untyped-def]
     li, _ = ids
     with k.if_(k.workgroup_id(0) == 0):
         k.atomic("add", y, li % 2, 1.0)
-    with k.else_():
-        with k.if_(li == 0):
-            y[0] = 0.0
+    with k.else_(), k.if_(li == 0):
+        y[0] = 0.0
 
 
 def shared_atomic_mixed(k, x, y, t, ids):  # type: ignore[no-untyped-def]
@@ -266,7 +265,7 @@ def ok_scan(k, x, y, t, ids):  # type: ignore[no-untyped-def]
 
 
 def ok_histogram(k, x, y, t, ids):  # type: ignore[no-untyped-def]
-    li, i = ids
+    li, _ = ids
     with k.if_(li < 8):
         t[li] = 0.0
     k.barrier()

@@ -15,7 +15,7 @@ from vyre.backends.reference.checked import CheckSetting
 from vyre.tools.fuzz import FuzzCase, cases, options_for
 
 CHECKED = ReferenceBackend(check=CheckSetting(mode="error", bounds="off"))
-EXAMPLES = int(os.environ.get("VYRE_FUZZ_RACE_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("VYRE_FUZZ_RACE_EXAMPLES", "12"))
 
 
 @settings(settings.get_profile("ci"), max_examples=EXAMPLES, deadline=None)

@@ -29,8 +29,8 @@ import numpy as np
 
 from .errors import InvalidProgram
 from .ir import nodes as N
-from .ir.types import ScalarType, normalise_literal
 from .ir.sites import remember as remember_sites
+from .ir.types import ScalarType, normalise_literal
 from .ir.validate import MAX_NAME_LEN, is_valid_name, validate
 
 U32 = ScalarType.U32

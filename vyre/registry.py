@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .backend import BaseBackend
 from .errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from .backends.reference.checked import CheckSetting
 
 GROUP = "vyre.backends"
 ENV_DEFAULT = "VYRE_BACKEND"

@@ -51,8 +51,8 @@ from vyre.builder import (
     tanh,
     trunc,
 )
-from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 from vyre.tools.replay import save_on_request
+from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
 ST = ScalarType
 N = 256

@@ -286,7 +286,7 @@ def save_on_request(program: Program, inputs: Mapping[str, Any], config: Dispatc
     name = f"{program.name}-{program.content_hash[:12]}-{time.time_ns()}.zip"
     try:
         return save_dispatch(d / name, program, inputs, config, backend=backend, note=note)
-    except Exception:  # noqa: BLE001 - see the docstring
+    except Exception:
         return None
 
 

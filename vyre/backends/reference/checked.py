@@ -521,5 +521,12 @@ def execute_checked(launch: Launch, buffers: Sequence[HostMemory],
     return checker.finish()
 
 
-__all__ = ["CheckReport", "CheckSetting", "CheckWarning", "Checker", "CheckedInvocations",
-           "Finding", "execute_checked"]
+__all__ = [
+    "CheckReport",
+    "CheckSetting",
+    "CheckWarning",
+    "CheckedInvocations",
+    "Checker",
+    "Finding",
+    "execute_checked",
+]
