@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import vyre
+import vyre.backends.reference
 from vyre import DispatchConfig, ProgramBuilder, f32
 from vyre.errors import DispatchError
 from vyre.ir.nodes import Program
@@ -145,3 +146,35 @@ def test_check_on_a_clean_dispatch_and_bad_backend_choice(tmp_path: Path) -> Non
     out = io.StringIO()
     assert main(["replay", str(p), "--check", "--backend", "wgpu"], out) == 2
     assert "drop --backend" in out.getvalue()
+
+
+class _OffByOneUlp(vyre.backends.reference.ReferenceBackend):  # type: ignore[name-defined]
+    """A backend whose float results are one ulp high: a conformance failure to save."""
+
+    def dispatch(self, program, inputs, config):  # type: ignore[no-untyped-def,override]
+        outs = super().dispatch(program, inputs, config)
+        return {k: (np.nextafter(v, v.dtype.type(np.inf)) if v.dtype.kind == "f" else v)
+                for k, v in outs.items()}
+
+
+def test_conformance_failure_writes_a_replay_file_on_request(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vyre.tools.conformance import CASES, check_case
+
+    case = next(c for c in CASES.values() if any(b.ty == f32 and b.access != "read"
+                                                 for b in c.program.buffers))
+    bad, ref = _OffByOneUlp("wrong"), vyre.get_backend("reference")
+    try:
+        with pytest.raises(AssertionError) as no_dir:
+            check_case(case, bad, ref)
+        assert "replay file" not in str(no_dir.value)
+        monkeypatch.setenv(R.ENV_REPLAY_DIR, str(tmp_path))
+        with pytest.raises(AssertionError, match="replay file: .*vyre replay"):
+            check_case(case, bad, ref)
+        (path,) = tmp_path.glob("*.zip")
+        res = R.replay(path, backend=bad, against=ref)
+        assert not res.ok and "differ" in str(res)
+        assert R.replay(path, backend=ref).ok  # the saved case itself is sound
+    finally:
+        bad.close()
+        ref.close()
