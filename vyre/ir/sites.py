@@ -21,7 +21,7 @@ _BY_PROGRAM: dict[int, dict[int, str]] = {}
 def _statements(stmts: tuple[N.StmtNode, ...] | tuple[N.Stmt, ...]) -> list[N.StmtNode]:
     out: list[N.StmtNode] = []
     for st in stmts:
-        out.append(st)  # type: ignore[arg-type]
+        out.append(st)
         for name in ("then", "orelse", "body"):
             inner = getattr(st, name, None)
             if isinstance(inner, tuple):
