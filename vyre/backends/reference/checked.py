@@ -287,17 +287,24 @@ class Checker:
             # across workgroups no barrier orders anything
             groupings.append(([elem], wg))
         for keys, actor in groupings:
-            self._pairs(name, keys, actor, changing, read, inv, site, "race")
-            self._pairs(name, keys, actor, write, write, inv, site, "race", bits)
-            self._pairs(name, keys, actor, atomic, plain, inv, site, "atomic-race")
+            grp = _Groups(keys, actor)  # one sort serves the three questions
+            grp.pairs(self, name, actor, changing, read, inv, site, "race")
+            grp.pairs(self, name, actor, write, write, inv, site, "race", bits)
+            grp.pairs(self, name, actor, atomic, plain, inv, site, "atomic-race")
 
-    def _pairs(self, name: str, keys: list[Array], actor: Array, x: Array, y: Array,
-               inv: Array, site: Array, kind: str, bits: Array | None = None) -> None:
-        """Report each group (records equal on `keys`) holding an `x` record and a `y`
-        record of different actors; with `bits` (write/write), not groups whose `x`
-        records all store the same bits (every order gives the same result)."""
-        if not x.any() or not y.any():
-            return
+    def finish(self) -> CheckReport:
+        for name, log in self.global_logs.items():
+            self.check_log(name, log)
+        self.global_logs.clear()
+        return self.report
+
+
+class _Groups:
+    """Records sorted into groups equal on `keys`, keeping only the groups touched by more
+    than one actor (the only ones that can race: usually none, which makes the rest
+    free); `order` lists the kept records group by group, `starts` where each begins."""
+
+    def __init__(self, keys: list[Array], actor: Array) -> None:
         order = np.lexsort(tuple(reversed(keys)))
         ks = [k[order] for k in keys]
         change = np.zeros(order.size, dtype=bool)
@@ -305,6 +312,26 @@ class Checker:
         for k in ks:
             change[1:] |= k[1:] != k[:-1]
         starts = np.flatnonzero(change)
+        a = actor[order]
+        many = np.minimum.reduceat(a, starts) != np.maximum.reduceat(a, starts)
+        self.empty = not many.any()
+        if self.empty:
+            return
+        keep = np.repeat(many, np.diff(np.append(starts, order.size)))
+        self.order = order[keep]
+        first = ks[0][keep]
+        change = change[keep]
+        self.starts = np.flatnonzero(change)
+        self.first_key = first
+
+    def pairs(self, c: Checker, name: str, actor: Array, x: Array, y: Array,
+              inv: Array, site: Array, kind: str, bits: Array | None = None) -> None:
+        """Report each group (records equal on `keys`) holding an `x` record and a `y`
+        record of different actors; with `bits` (write/write), not groups whose `x`
+        records all store the same bits (every order gives the same result)."""
+        if self.empty or not x.any() or not y.any():
+            return
+        order, starts = self.order, self.starts
         a = actor[order]
         big = np.iinfo(np.int64).max
         xs, ys = x[order], y[order]
@@ -332,16 +359,10 @@ class Checker:
             seg = order[s0:s1]
             rx = seg[xs[s0:s1] & (a[s0:s1] == ax)][0]
             ry = seg[ys[s0:s1] & (a[s0:s1] == ay)][0]
-            self.report.add(Finding(kind, name, int(ks[0][s0]),
-                                    (self.who(inv[rx]), self.who(inv[ry])),
-                                    (self.sites[site[rx]], self.sites[site[ry]])))
-        self.report.count(kind, hits.size - shown.size)
-
-    def finish(self) -> CheckReport:
-        for name, log in self.global_logs.items():
-            self.check_log(name, log)
-        self.global_logs.clear()
-        return self.report
+            c.report.add(Finding(kind, name, int(self.first_key[s0]),
+                                 (c.who(inv[rx]), c.who(inv[ry])),
+                                 (c.sites[site[rx]], c.sites[site[ry]])))
+        c.report.count(kind, hits.size - shown.size)
 
 
 class CheckedInvocations(Invocations):
