@@ -299,21 +299,55 @@ class Checker:
         return self.report
 
 
+def _pack(keys: list[Array]) -> Array | None:
+    """The keys (non-negative int64 columns) as one int64 whose order is theirs, when
+    their ranges fit in 62 bits; else None."""
+    if len(keys) == 1:
+        return keys[0]
+    out = np.zeros(keys[0].size, dtype=np.int64)
+    span = 1
+    for k in reversed(keys):
+        lo, hi = int(k.min()), int(k.max())
+        width = hi - lo + 1
+        if lo < 0 or span * width >= 1 << 62:
+            return None
+        out += (k - lo) * span
+        span *= width
+    return out
+
+
 class _Groups:
     """Records sorted into groups equal on `keys`, keeping only the groups touched by more
     than one actor (the only ones that can race: usually none, which makes the rest
     free); `order` lists the kept records group by group, `starts` where each begins."""
 
     def __init__(self, keys: list[Array], actor: Array) -> None:
-        order = np.lexsort(tuple(reversed(keys)))
-        ks = [k[order] for k in keys]
-        change = np.zeros(order.size, dtype=bool)
-        change[0] = True
-        for k in ks:
-            change[1:] |= k[1:] != k[:-1]
-        starts = np.flatnonzero(change)
-        a = actor[order]
-        many = np.minimum.reduceat(a, starts) != np.maximum.reduceat(a, starts)
+        packed = _pack(keys)
+        alo, ahi = int(actor.min()), int(actor.max())
+        wa = ahi - alo + 1
+        if packed is not None and alo >= 0 and (int(packed.max()) + 1) * wa < 1 << 62:
+            # one int64 key, the actor least significant: a single argsort, and each
+            # group's first and last records hold its smallest and largest actor
+            full = packed * wa + (actor - alo)
+            order = np.argsort(full, kind="stable")
+            sk = full[order] // wa
+            ks = [keys[0][order]]
+            change = np.empty(order.size, dtype=bool)
+            change[0] = True
+            np.not_equal(sk[1:], sk[:-1], out=change[1:])
+            starts = np.flatnonzero(change)
+            a = actor[order]
+            many = a[starts] != a[np.append(starts[1:], order.size) - 1]
+        else:
+            order = np.lexsort(tuple(reversed(keys)))
+            ks = [k[order] for k in keys]
+            change = np.zeros(order.size, dtype=bool)
+            change[0] = True
+            for k in ks:
+                change[1:] |= k[1:] != k[:-1]
+            starts = np.flatnonzero(change)
+            a = actor[order]
+            many = np.minimum.reduceat(a, starts) != np.maximum.reduceat(a, starts)
         self.empty = not many.any()
         if self.empty:
             return
