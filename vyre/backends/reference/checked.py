@@ -504,8 +504,8 @@ class CheckedInvocations(Invocations):
     def eval(self, e: N.ExprNode) -> Array:
         if not isinstance(e, N.Select) or isinstance(e, N.Guarded):
             return super().eval(e)
-        cond = self.lanes(self.eval(e.cond))
-        outer = self._kept
+        c = self.eval(e.cond)
+        cond, outer = self.lanes(c), self._kept
         try:
             self._kept = cond if outer is None else outer & cond
             a = self.eval(e.a)
@@ -513,7 +513,7 @@ class CheckedInvocations(Invocations):
             b = self.eval(e.b)
         finally:
             self._kept = outer
-        return numeric.select(cond, a, b, e.ty)
+        return numeric.select(c, a, b, e.ty)  # exactly what the unchecked run computes
 
     def store(self, s: N.Store, mask: Array) -> None:
         self._access(s.buffer, s.index, mask, WRITE, "store", s.value)
