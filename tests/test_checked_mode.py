@@ -478,3 +478,31 @@ def test_reference_backend_constructor_takes_the_setting() -> None:
     finally:
         be.close()
     assert u32 and i32  # (dtypes used by the table's builders)
+
+
+def test_fuzz_corpus_gives_the_same_bits_checked_and_no_race() -> None:
+    """The saved fuzz cases (tests/regressions) run checked with bit-identical results and
+    no finding (their accesses past the end are on purpose). The two loop-budget cases
+    (65,000+ iterations per invocation, seconds here) run with the whole corpus under
+    VYRE_CHECK=1 VYRE_CHECK_BOUNDS=off pytest tests/test_regressions.py instead."""
+    from pathlib import Path
+
+    from vyre.tools.fuzz import load_case
+
+    long_loops = {"for_loop_70000.json", "nested_loops_100x1000.json"}
+    files = [f for f in sorted((Path(__file__).parent / "regressions").glob("*.json"))
+             if f.name not in long_loops]
+    assert files
+    plain = vyre.get_backend("reference")
+    checked = vyre.get_backend("reference", check=CheckSetting(mode="error", bounds="off"))
+    try:
+        for f in files:
+            case = load_case(f)
+            want = plain.dispatch(case.program, case.inputs, case.config)
+            got = checked.dispatch(case.program, case.inputs, case.config)
+            assert checked.last_check_report is not None and checked.last_check_report.ok
+            for name in want:
+                assert got[name].tobytes() == want[name].tobytes(), (f.name, name)
+    finally:
+        plain.close()
+        checked.close()
