@@ -274,7 +274,9 @@ class Checker:
         return f"wg ({wg % gx},{(wg // gx) % gy},{wg // (gx * gy)}) lane {lane}"
 
     # ------------------------------------------------------------ race analysis
-    def check_log(self, name: str, log: _Log) -> None:
+    def check_log(self, name: str, log: _Log, per_workgroup: int | None = None) -> None:
+        """Find the races among `log`'s records (for a workgroup array, `per_workgroup`
+        is its length: the logged elements are chunk-wide, workgroup by workgroup)."""
         if not log.parts:
             return
         elem, inv, epoch, kind, site, bits = log.columns()
@@ -288,6 +290,7 @@ class Checker:
             groupings.append(([elem], wg))
         for keys, actor in groupings:
             grp = _Groups(keys, actor)  # one sort serves the three questions
+            grp.wrap = per_workgroup
             grp.pairs(self, name, actor, changing, read, inv, site, "race")
             grp.pairs(self, name, actor, write, write, inv, site, "race", bits)
             grp.pairs(self, name, actor, atomic, plain, inv, site, "atomic-race")
@@ -320,6 +323,8 @@ class _Groups:
     """Records sorted into groups equal on `keys`, keeping only the groups touched by more
     than one actor (the only ones that can race: usually none, which makes the rest
     free); `order` lists the kept records group by group, `starts` where each begins."""
+
+    wrap: int | None = None  # element numbers modulo this (workgroup arrays)
 
     def __init__(self, keys: list[Array], actor: Array) -> None:
         packed = _pack(keys)
@@ -393,7 +398,8 @@ class _Groups:
             seg = order[s0:s1]
             rx = seg[xs[s0:s1] & (a[s0:s1] == ax)][0]
             ry = seg[ys[s0:s1] & (a[s0:s1] == ay)][0]
-            c.report.add(Finding(kind, name, int(self.first_key[s0]),
+            element = int(self.first_key[s0])
+            c.report.add(Finding(kind, name, element % self.wrap if self.wrap else element,
                                  (c.who(inv[rx]), c.who(inv[ry])),
                                  (c.sites[site[rx]], c.sites[site[ry]])))
         c.report.count(kind, hits.size - shown.size)
@@ -422,7 +428,7 @@ class CheckedInvocations(Invocations):
     def run(self) -> None:
         super().run()
         for name, log in self.shared_logs.items():
-            self.checker.check_log(name, log)
+            self.checker.check_log(name, log, self.shared[name][1])
 
     # ------------------------------------------------------------ logging
     def _log(self, name: str, idx: Array, ok: Array, sel: Array, kind: int,
