@@ -22,6 +22,9 @@ the first findings of each kind are kept (bounded). Workgroup-array logs are che
 chunk (they never outlive it); storage-buffer logs at the end of the dispatch (workgroups
 of different chunks race too).
 
+Cost: a 1M-invocation saxpy (3M logged accesses) takes 0.6-0.8 s checked against 20 ms
+unchecked on a shared 2-core machine (some 30x); the unchecked path is unchanged.
+
 This module must never change what the interpreter computes; `vyre.backends.reference.
 runtime` only calls it when the instance's check setting is on, so the unchecked path
 keeps its code and speed.
