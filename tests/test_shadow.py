@@ -107,3 +107,42 @@ def test_bad_settings_are_refused(kwargs: dict, phrase: str) -> None:  # type: i
             Shadow(be, **kwargs)
     finally:
         be.close()
+
+
+def test_recorded_pipeline_replays_on_another_backend(tmp_path: Path) -> None:
+    """A time-stepped pipeline (index_param) recorded on one backend instance reruns from
+    its file on another (here two references; on a GPU host: record on cuda, replay on
+    wgpu) with the same bits, and a changed read is named."""
+    from vyre import Step, u32
+    from vyre.tools.replay_pipeline import record_pipeline, replay_pipeline
+
+    k = ProgramBuilder("step_add", workgroup_size=64)
+    y = k.buffer("y", f32, "read_write")
+    t = k.param("t", u32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] * 0.5 + t.cast(f32)
+    prog = k.build()
+    src = ReferenceBackend("source")
+    try:
+        yb = src.allocate_device_buffer(400)
+        src.write(yb, X)
+        reads = record_pipeline(tmp_path / "p.zip", src,
+                                [Step(prog, {}, {"y": yb}, CFG, index_param="t")], repeat=5,
+                                read=[vyre.ReadRange(yb, 0, None, np.float32)])
+        src.free(yb)
+    finally:
+        src.close()
+    want = X.copy()
+    for r in range(5):
+        want = want * np.float32(0.5) + np.float32(r)
+    assert reads[0].tobytes() == want.tobytes()
+    res = replay_pipeline(tmp_path / "p.zip", "reference")
+    assert res.ok, str(res)
+    assert "saved reads (from source)" in res.compared_with
+    wrong = _OneUlpHigh("wrong")
+    try:
+        diffs = replay_pipeline(tmp_path / "p.zip", wrong).differences
+    finally:
+        wrong.close()
+    assert diffs[0].startswith("read 0: 100 of 100 elements differ")
