@@ -7,6 +7,7 @@ from typing import Any
 
 from . import builder, errors, features
 from .backend import BaseBackend, Capabilities, CompileStats, Pending
+from .backends.reference.checked import CheckReport, CheckSetting, CheckWarning
 from .binding import BoundDispatch, validate_buffer_ownership
 from .buffer import BufferBase, DeviceBuffer
 from .builder import (
@@ -108,6 +109,9 @@ __all__ = [
     "BufferOwnershipError",
     "BufferStateError",
     "Capabilities",
+    "CheckReport",
+    "CheckSetting",
+    "CheckWarning",
     "CompileError",
     "CompileStats",
     "DeviceBuffer",

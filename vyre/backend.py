@@ -50,6 +50,7 @@ from .errors import (
     BackendError,
     BackendUnavailable,
     BufferStateError,
+    DispatchError,
     InvalidDispatch,
     InvalidProgram,
     OutOfDeviceMemory,
@@ -151,6 +152,21 @@ class Pending:
         p = cls(lambda: True, lambda: timing)
         p._timing = timing
         return p
+
+
+def _save_replay_on_request(backend: BaseBackend, program: Program, data: Mapping[str, Any],
+                            config: DispatchConfig, exc: BaseException) -> None:
+    """With $VYRE_REPLAY_DIR set, save the failed dispatch as a replay file there and add
+    its path to the error (vyre.tools.replay)."""
+    from vyre.tools.replay import save_on_request
+
+    path = save_on_request(program, data, config, backend, f"{type(exc).__name__}: {exc}")
+    if path is not None:
+        where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"
+        if len(exc.args) == 1 and isinstance(exc.args[0], str):
+            exc.args = (f"{exc.args[0]}\n{where}",)
+        else:
+            exc.add_note(where)
 
 
 class BaseBackend:
@@ -762,12 +778,16 @@ class BaseBackend:
                 arr = data[d.name]
                 bufs[d.name] = self.allocate_device_buffer(arr.nbytes, label=d.name)
             self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-            self.dispatch_with_device_buffers(
-                program,
-                {d.name: bufs[d.name] for d in program.inputs},
-                {d.name: bufs[d.name] for d in program.outputs},
-                config,
-            )
+            try:
+                self.dispatch_with_device_buffers(
+                    program,
+                    {d.name: bufs[d.name] for d in program.inputs},
+                    {d.name: bufs[d.name] for d in program.outputs},
+                    config,
+                )
+            except DispatchError as exc:
+                _save_replay_on_request(self, program, data, config, exc)
+                raise
             outs = self.read_many(
                 [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
             )

@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidProgram
 from .ir import nodes as N
+from .ir.sites import remember as remember_sites
 from .ir.types import ScalarType, normalise_literal
 from .ir.validate import MAX_DEPTH, MAX_NAME_LEN, is_valid_name, validate
 
@@ -1023,6 +1024,7 @@ class ProgramBuilder:
         except InvalidProgram as exc:
             raise self._located(prog, exc) from None
         self._built = True
+        remember_sites(prog, self._sites)  # for diagnostics after the build (checked mode)
         return prog
 
     def _located(self, prog: N.Program, exc: InvalidProgram) -> InvalidProgram:

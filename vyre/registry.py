@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .backend import BaseBackend
 from .errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from .backends.reference.checked import CheckSetting
 
 GROUP = "vyre.backends"
 ENV_DEFAULT = "VYRE_BACKEND"
@@ -90,12 +93,15 @@ def default_backend_name() -> str:
     raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
 
 
-def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None) -> BaseBackend:
+def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None,
+                check: bool | str | CheckSetting | None = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
     ($VYRE_BACKEND, else the first available of cuda, wgpu, reference).
 
     `compile_cache_size`: most compiled programs the instance keeps (LRU; default
-    $VYRE_COMPILE_CACHE_SIZE, else 512)."""
+    $VYRE_COMPILE_CACHE_SIZE, else 512).
+    `check`: the reference backend's checked mode (True / "error" / "warn"; races,
+    uninitialised reads, out-of-bounds accesses, divergent barriers), reference only."""
     if spec is not None and not isinstance(spec, str):
         raise BackendUnavailable(
             repr(spec)[:40], f"a backend spec is a string such as 'wgpu', 'cuda:1' or "
@@ -112,7 +118,18 @@ def get_backend(spec: str | None = None, *, compile_cache_size: int | None = Non
         )
     if isinstance(prov, Exception):
         raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
-    backend = prov.create(dev)
+    if check is not None:
+        if name != "reference":
+            raise BackendUnavailable(
+                name, "check= (the checked mode) is a setting of the reference backend only; "
+                "use get_backend('reference', check=True) to check a program, then run it "
+                "on this backend")
+        from vyre.backends.reference import ReferenceBackend
+
+        backend: BaseBackend = ReferenceBackend(
+            "reference" if dev in (None, "", 0, "0", "cpu") else f"reference:{dev}", check=check)
+    else:
+        backend = prov.create(dev)
     if compile_cache_size is not None:
         try:
             backend.set_compile_cache_limit(compile_cache_size)

@@ -425,6 +425,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_arguments(bb)
     bb.set_defaults(func=cmd_bench)
+
+    from . import replay_cli
+
+    rp = sub.add_parser("replay", help="rerun a saved dispatch (a replay file) and compare "
+                        "its outputs bit for bit with the saved ones or another backend's")
+    replay_cli.add_replay_arguments(rp)
+    rp.set_defaults(func=replay_cli.cmd_replay)
+    ck = sub.add_parser("check", help="run a saved dispatch on the reference in checked "
+                        "mode: races, uninitialised reads, out-of-bounds, divergent barriers")
+    replay_cli.add_check_arguments(ck)
+    ck.set_defaults(func=replay_cli.cmd_check)
     return parser
 
 

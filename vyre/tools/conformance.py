@@ -51,6 +51,7 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
 ST = ScalarType
@@ -324,23 +325,30 @@ def check_case(case: Case, backend: BaseBackend, reference: BaseBackend) -> None
     values docs/IR.md defines (`Case.expected`), so a wrong reference fails too."""
     inputs = inputs_of(case)
     program, config = case.program, case.config
-    tol = tolerance_for(program, backend.kind)
-    ref = reference_for(backend, reference)
-    want = ref.dispatch(program, inputs, config)
-    got = want if backend is ref else backend.dispatch(program, inputs, config)
-    for name, e in want.items():
-        if name not in case.order_dependent:
-            assert_agree(got[name], e, tol, f"{case.name} on {backend.id}, buffer {name!r}")
-    if case.expected is not None:
-        ieee = want if ref is reference else reference.dispatch(program, inputs, config)
-        for name, e in case.expected(inputs).items():
-            assert_agree(ieee[name], np.asarray(e, dtype=ieee[name].dtype),
-                         tolerance_for(program, reference.kind),
-                         f"{case.name} on {reference.id} against docs/IR.md, buffer {name!r}")
-    if case.invariant is not None:
-        for b, out in ((backend, got), (ref, want)):
-            why = case.invariant(inputs, out)
-            assert why is None, f"{case.name} on {b.id}: {why}"
+    try:
+        tol = tolerance_for(program, backend.kind)
+        ref = reference_for(backend, reference)
+        want = ref.dispatch(program, inputs, config)
+        got = want if backend is ref else backend.dispatch(program, inputs, config)
+        for name, e in want.items():
+            if name not in case.order_dependent:
+                assert_agree(got[name], e, tol, f"{case.name} on {backend.id}, buffer {name!r}")
+        if case.expected is not None:
+            ieee = want if ref is reference else reference.dispatch(program, inputs, config)
+            for name, e in case.expected(inputs).items():
+                assert_agree(ieee[name], np.asarray(e, dtype=ieee[name].dtype),
+                             tolerance_for(program, reference.kind),
+                             f"{case.name} on {reference.id} against docs/IR.md, buffer {name!r}")
+        if case.invariant is not None:
+            for b, out in ((backend, got), (ref, want)):
+                why = case.invariant(inputs, out)
+                assert why is None, f"{case.name} on {b.id}: {why}"
+    except AssertionError as exc:
+        # with $VYRE_REPLAY_DIR set, the failing dispatch as one file to rerun anywhere
+        path = save_on_request(program, inputs, config, backend, str(exc)[:2000])
+        if path is None:
+            raise
+        raise AssertionError(f"{exc}\nreplay file: {path} (vyre replay {path})") from None
 
 
 __all__ = ["CASES", "Case", "check_case", "inputs_of", "unsupported_reason"]

@@ -82,6 +82,7 @@ from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import ScalarType
 from vyre.subgroups import mapping_promised
 
+from .replay import save_on_request
 from .testing import (
     SIGN_OF_ZERO_OPEN,
     Tolerance,
@@ -1626,9 +1627,12 @@ def fuzz_backends(
         if failure and save_dir is not None:
             case, msg = failure[0]  # the last failing example run: the shrunk one
             path = save_case(case, save_dir, note=msg[:2000])
+            replay_file = save_on_request(case.program, case.inputs, case.config,
+                                          others[0] if others else None, msg[:2000])
+            also = f"; replay file: {replay_file}" if replay_file is not None else ""
             raise AssertionError(
                 f"differential fuzzing found a disagreement; the shrunk case is saved as "
-                f"{path} (replayed by tests/test_regressions.py): {msg[:2000]}"
+                f"{path} (replayed by tests/test_regressions.py){also}: {msg[:2000]}"
             ) from None
         raise
     return ran[0]

@@ -5,7 +5,9 @@ never a fallback for the others.
 Modules, one job each: `numeric` (operator semantics), `atomics` (atomic RMW over lanes),
 `interpreter` (statements with lane masks), `plan` (compiled form, running a bound
 dispatch), `buffers` (host-memory device buffers), `source` (pseudo-code listing),
-`backend` (the BaseBackend subclass). This module only exposes the provider and must never
+`backend` (the BaseBackend subclass), `checked` (the checked mode: the interpreter with an
+access log, reporting races, uninitialised workgroup reads, out-of-bounds accesses and
+divergent barriers; `ReferenceBackend(check=...)`, $VYRE_CHECK). This module only exposes the provider and must never
 hold behaviour of its own.
 
 Choices where docs/IR.md leaves freedom (the oracle is deterministic):

@@ -29,6 +29,7 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import numeric
 from .buffers import ReferenceBuffer
+from .checked import CheckReport, CheckSetting, execute_checked
 from .plan import Launch, Plan, execute
 from .render import listing
 
@@ -63,13 +64,19 @@ class ReferenceBackend(BaseBackend):
     def __init__(
         self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
         subgroup_size: int | None = None, flush_tininess: str = F.TININESS_AFTER_ROUNDING,
+        check: bool | str | CheckSetting | None = None,
     ) -> None:
         """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
         exactly with a backend whose device flushes them; vyre.tools.testing picks it), with
         tiny results decided by `flush_tininess` (one of `F.TININESS_RULES`).
         `subgroup_size`: the subgroup size this instance reports and runs with (a power of
         two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
-        picks the compared backend's."""
+        picks the compared backend's.
+        `check`: the checked mode (vyre.backends.reference.checked): True or "error" raises
+        DispatchError on a race, uninitialised read, out-of-bounds access or divergent
+        barrier, "warn" warns; default $VYRE_CHECK, else off. Results never change."""
+        self.check = CheckSetting.parse(check)
+        self.last_check_report: CheckReport | None = None
         super().__init__(instance_id)
         self.version = VERSION
         self.flush_subnormals = frozenset(flush_subnormals)
@@ -101,6 +108,7 @@ class ReferenceBackend(BaseBackend):
                 "flushes_subnormals": sorted(t.value for t in self.flush_subnormals),
                 "flush_tininess": self.flush_tininess,
                 "subgroup_size": self.subgroup_size,
+                "check": self.check.mode,
             },
         )
 
@@ -142,7 +150,13 @@ class ReferenceBackend(BaseBackend):
         """Execute one prepared dispatch now; returns the nanoseconds it took."""
         t0 = time.perf_counter_ns()
         with numeric.flushing(self.flush_subnormals, self.flush_tininess):
-            execute(launch, buffers)
+            if not self.check.on:
+                execute(launch, buffers)
+            else:
+                self.last_check_report = execute_checked(
+                    launch, buffers, bounds=self.check.bounds != "off")
+        if self.check.on:
+            self.check.surface(self.last_check_report)  # type: ignore[arg-type]
         return time.perf_counter_ns() - t0
 
     def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:

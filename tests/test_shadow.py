@@ -1,0 +1,148 @@
+"""Shadow runs (vyre.tools.shadow): a sample of a backend's dispatches rerun on a second
+backend and compared bit for bit; a difference raises (or logs) naming a replay file that
+reproduces it; the sampling is what was asked; bad settings are refused with the fix."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ProgramBuilder, f32
+from vyre.backends.reference import ReferenceBackend
+from vyre.errors import BackendError
+from vyre.ir.nodes import Program
+from vyre.tools import replay as R
+from vyre.tools.shadow import Shadow, ShadowDifference
+
+
+def scale() -> Program:
+    k = ProgramBuilder("scale_s", workgroup_size=64)
+    x = k.buffer("x", f32)
+    y = k.buffer("y", f32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = x[i] * 3.0
+    return k.build()
+
+
+class _OneUlpHigh(ReferenceBackend):
+    """Float outputs one ulp high, on the host path and the resident path alike."""
+
+    def _run(self, launch, buffers):  # type: ignore[no-untyped-def]
+        ns = super()._run(launch, buffers)
+        for decl, buf, n in zip(launch.plan.program.buffers, buffers, launch.counts):
+            if decl.access != "read" and decl.ty == f32:
+                v = buf.array[: n * 4].view(np.float32)
+                v[:] = np.nextafter(v, np.float32(np.inf))
+        return ns
+
+
+X = np.arange(100, dtype=np.float32)
+CFG = DispatchConfig(grid=(2, 1, 1))
+
+
+def test_a_difference_raises_with_a_replay_file_that_reproduces_it(tmp_path: Path) -> None:
+    sh = Shadow(_OneUlpHigh("wrong"), every=1, replay_dir=tmp_path)
+    try:
+        with pytest.raises(ShadowDifference, match=r"y: 100 of 100 elements differ") as info:
+            sh.dispatch(scale(), {"x": X, "y": 100}, CFG)
+    finally:
+        sh.close()
+    (path,) = tmp_path.glob("shadow-scale_s-*.zip")
+    assert f"vyre replay {path}" in str(info.value)
+    again = R.replay(path, backend="reference")  # the saved outputs are the wrong ones
+    assert not again.ok and "y: 100 of 100 elements differ" in str(again)
+
+
+def test_resident_dispatches_are_shadowed_and_log_mode_goes_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wrong = _OneUlpHigh("wrong")
+    sh = Shadow(wrong, every=2, on_difference="log", replay_dir=tmp_path)
+    try:
+        xb, yb = wrong.allocate_device_buffer(400), wrong.allocate_device_buffer(400)
+        wrong.write(xb, X)
+        with caplog.at_level(logging.WARNING, logger="vyre.shadow"):
+            for _ in range(4):
+                sh.dispatch_with_device_buffers(scale(), {"x": xb}, {"y": yb}, CFG)
+        assert (sh.dispatches, sh.shadowed, len(sh.differences)) == (4, 2, 2)
+        assert "differ" in caplog.text and len(list(tmp_path.glob("*.zip"))) == 2
+        got = wrong.read_many([vyre.ReadRange(yb, 0, None, np.float32)])[0]
+        assert got.tobytes() == np.nextafter(X * 3, np.float32(np.inf)).tobytes()  # unchanged
+        wrong.free(xb)
+        wrong.free(yb)
+    finally:
+        sh.close()
+
+
+def test_equal_backends_and_the_sampling_rate() -> None:
+    sh = Shadow(vyre.get_backend("reference"), rate=0.25, seed=1)
+    try:
+        for _ in range(200):
+            out = sh.dispatch(scale(), {"x": X, "y": 100}, CFG)
+        assert out["y"].tobytes() == (X * 3).tobytes()
+        assert sh.dispatches == 200 and 30 <= sh.shadowed <= 70 and not sh.differences
+    finally:
+        sh.close()
+    off = Shadow(vyre.get_backend("reference"), rate=0.0)
+    try:
+        off.dispatch(scale(), {"x": X, "y": 100}, CFG)
+        assert off.shadowed == 0
+    finally:
+        off.close()
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    ({}, "exactly one of rate="), ({"rate": 0.1, "every": 3}, "exactly one of rate="),
+    ({"rate": 2.0}, "use 0..1"), ({"every": 0}, "positive int"),
+    ({"every": 1, "on_difference": "ignore"}, "'raise' or 'log'"),
+])
+def test_bad_settings_are_refused(kwargs: dict, phrase: str) -> None:  # type: ignore[type-arg]
+    be = vyre.get_backend("reference")
+    try:
+        with pytest.raises(BackendError, match=phrase.replace("(", r"\(")):
+            Shadow(be, **kwargs)
+    finally:
+        be.close()
+
+
+def test_recorded_pipeline_replays_on_another_backend(tmp_path: Path) -> None:
+    """A time-stepped pipeline (index_param) recorded on one backend instance reruns from
+    its file on another (here two references; on a GPU host: record on cuda, replay on
+    wgpu) with the same bits, and a changed read is named."""
+    from vyre import Step, u32
+    from vyre.tools.replay_pipeline import record_pipeline, replay_pipeline
+
+    k = ProgramBuilder("step_add", workgroup_size=64)
+    y = k.buffer("y", f32, "read_write")
+    t = k.param("t", u32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] * 0.5 + t.cast(f32)
+    prog = k.build()
+    src = ReferenceBackend("source")
+    try:
+        yb = src.allocate_device_buffer(400)
+        src.write(yb, X)
+        reads = record_pipeline(tmp_path / "p.zip", src,
+                                [Step(prog, {}, {"y": yb}, CFG, index_param="t")], repeat=5,
+                                read=[vyre.ReadRange(yb, 0, None, np.float32)])
+        src.free(yb)
+    finally:
+        src.close()
+    want = X.copy()
+    for r in range(5):
+        want = want * np.float32(0.5) + np.float32(r)
+    assert reads[0].tobytes() == want.tobytes()
+    res = replay_pipeline(tmp_path / "p.zip", "reference")
+    assert res.ok, str(res)
+    assert "saved reads (from source)" in res.compared_with
+    wrong = _OneUlpHigh("wrong")
+    try:
+        diffs = replay_pipeline(tmp_path / "p.zip", wrong).differences
+    finally:
+        wrong.close()
+    assert diffs[0].startswith("read 0: 100 of 100 elements differ")
