@@ -29,6 +29,7 @@ import numpy as np
 
 from .errors import InvalidProgram
 from .ir import nodes as N
+from .ir import ops
 from .ir.types import ScalarType, normalise_literal
 from .ir.validate import MAX_NAME_LEN, is_valid_name, validate
 
@@ -434,12 +435,13 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
     for x in args[1:]:
         if x.ty != t:
             raise BuildError(f"{fn} arguments must share one type, got {[a.ty for a in args]}")
-    if fn in N.FLOAT_ONLY_FNS and not t.is_float:
+    rec = ops.CALLS[fn]
+    if rec.float_only and not t.is_float:
         raise BuildError(f"{fn} needs a float argument, got {t}; cast with .cast(f32)")
     if not t.is_numeric:
         raise BuildError(f"{fn} needs numbers, got {t}")
-    if len(args) != N.FN_ARITY[fn]:
-        raise BuildError(f"{fn} takes {N.FN_ARITY[fn]} arguments, got {len(args)}")
+    if len(args) != rec.arity:
+        raise BuildError(f"{fn} takes {rec.arity} arguments, got {len(args)}")
     return N.Call(fn=cast(N.CallFn, fn), args=tuple(args), ty=t)
 
 
@@ -917,6 +919,14 @@ def _fn(fn: str, *xs: Any) -> Value:
     args = _args(*xs)
     b = next(x._b for x in xs if isinstance(x, Value))
     return Value(b, _call(fn, *args))
+
+
+def call_fn(fn: str, *xs: Any) -> Value:
+    """The registry function `fn` (vyre.ir.ops.CALLS) of `xs`, by name: for code generic
+    over functions (the conformance suite); programs use the named helpers below."""
+    if fn not in ops.CALLS:
+        raise BuildError(f"unknown function {fn!r}; the functions are {sorted(ops.CALLS)}")
+    return _fn(fn, *xs)
 
 
 def sqrt(x: Value) -> Value:

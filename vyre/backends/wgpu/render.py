@@ -25,6 +25,7 @@ from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
+from vyre.ir import ops
 from vyre.ir.analysis import atomic_buffers, has_any, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
@@ -78,15 +79,11 @@ _AXES = "xyz"
 # select of a guarded load (_guarded_load), which marks its module unproven. Uniforms are
 # struct fields; subgroup shuffles index no array.
 _SIMPLE_BIN = {
-    "add": "+", "sub": "-", "mul": "*",
-    "and": "&", "or": "|", "xor": "^",
-    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-    "logical_and": "&", "logical_or": "|",
+    **ops.binary_symbols("arith", "bitwise", "comparison"),
+    "logical_and": "&", "logical_or": "|",  # bool operands: WGSL's non-short-circuit forms
 }
-_DIRECT_FNS = {
-    "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "floor", "ceil", "trunc",
-    "round", "fma", "atan2",
-}
+# functions WGSL spells with a builtin of its own (vyre.ir.ops); the rest have hooks (_call)
+_DIRECT_FNS = {op.name: op.wgsl for op in ops.CALL_OPS if op.wgsl}
 
 
 def wgsl_type(t: ScalarType) -> str:
@@ -1300,7 +1297,7 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
 # NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
-_NO_F64 = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
+_NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
@@ -1324,6 +1321,14 @@ def _fma_f16(ctx: _Ctx) -> str:
         "    }\n"
         "    return f16(bitcast<f32>(bits));\n}",
     )
+
+
+# Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
+# (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
+_FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
+    "tanh": _tanh,
+    "pow": _pow,
+}
 
 
 def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
@@ -1367,10 +1372,8 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_fma_f32(ctx)}({', '.join(fa)})"
     elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
-    elif fn == "tanh":
-        r = f"{_tanh(ctx, ct)}({fa[0]})"
-    elif fn == "pow":
-        r = f"{_pow(ctx, ct)}({fa[0]}, {fa[1]})"
+    elif fn in _FN_HOOKS:
+        r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:
         r = f"{_sincos_f32(ctx, fn)}({fa[0]})"
     elif fn in ("exp", "exp2", "log", "log2") and ct is T.F32:
@@ -1380,7 +1383,7 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     elif fn == "atan2" and ct is T.F32:
         r = f"{_atan2_f32(ctx)}({fa[0]}, {fa[1]})"
     elif fn in _DIRECT_FNS:
-        r = f"{fn}({', '.join(fa)})"
+        r = f"{_DIRECT_FNS[fn]}({', '.join(fa)})"
     else:
         raise InvalidProgram(f"unknown function {fn}")
     if fn in _NO_ROUNDING:
