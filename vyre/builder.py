@@ -993,6 +993,17 @@ def atan2(y: Any, x: Any) -> Value:
     """The angle of (x, y), in radians."""
     return _fn("atan2", y, x)
 
+def asin(x: Value) -> Value:
+    """Arc sine in [-pi/2, pi/2] (approximate); NaN outside [-1, 1]."""
+    return _fn("asin", x)
+
+
+def hypot(x: Any, y: Any) -> Value:
+    """sqrt(x^2 + y^2) without intermediate overflow or underflow (approximate); +inf if
+    either is infinite, even beside a NaN."""
+    return _fn("hypot", x, y)
+
+
 def fma(a: Any, b: Any, c: Any) -> Value:
     """a * b + c rounded once."""
     return _fn("fma", a, b, c)

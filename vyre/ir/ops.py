@@ -117,7 +117,8 @@ CALL_OPS: tuple[CallOp, ...] = (
     CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
     _approx("pow", 2, np.power, None),
     _approx("atan2", 2, np.arctan2, "atan2"),
-    #ASIN_HYPOT
+    _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
+    _approx("hypot", 2, np.hypot, None, (_HYPOT_X, _HYPOT_Y)),
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (
