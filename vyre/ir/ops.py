@@ -78,15 +78,16 @@ class CallOp:
         assert not self.samples or len(self.samples) == self.arity, self.name
 
 
-def _libm(name: str, arity: int, wgsl: str | None, **kw: object) -> CallOp:
-    """A float function spelled `namef` / `name` in C."""
-    return CallOp(name, arity, c_f32=f"{name}f", c_f64=name, wgsl=wgsl, **kw)  # type: ignore[arg-type]
+def _libm(name: str, arity: int, wgsl: str | None) -> CallOp:
+    """An exact float function spelled `namef` / `name` in C."""
+    return CallOp(name, arity, c_f32=f"{name}f", c_f64=name, wgsl=wgsl)
 
 
 def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
             samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
-    return _libm(name, arity, wgsl, approximate=True, reference=reference, wgsl_f64=False,
-                 samples=samples)
+    """An approximate function spelled `namef` / `name` in C, with no f64 form in WGSL."""
+    return CallOp(name, arity, approximate=True, reference=reference, c_f32=f"{name}f",
+                  c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
 
 
 # Near 1 asin's slope is unbounded: the samples include 1 - 2^-k and the ends exactly.
