@@ -134,3 +134,23 @@ def test_f16_and_f64_forms(reference: BaseBackend) -> None:
     assert got["ob"][0] == np.arcsin(0.5)
     assert "vy_f2h(hypotf(" in cuda.generate(prog).source
     assert "asin(" in cuda.generate(prog).source
+
+
+def test_hypot_of_inf_and_a_signaling_nan_is_inf(backend: BaseBackend) -> None:
+    """docs/IR.md: hypot(+-inf, NaN) = +inf for any NaN; NumPy's hypot (libm) gives NaN for
+    a signaling one (the operator sweep's f16 edge 0x7c01), GPUs have no signaling NaN."""
+    k = ProgramBuilder("h16", workgroup_size=64)
+    a = k.buffer("a", f16)
+    b = k.buffer("b", f16)
+    out = k.buffer("out", f16, "write")
+    i = k.let(k.global_id(0))
+    with k.if_(i < a.length()):
+        out[i] = vyre.hypot(a[i], b[i])
+    prog = k.build()
+    snan = np.array([0x7C01, 0xFC00, 0x7E00], np.uint16).view(np.float16)
+    inputs: dict[str, Any] = {"a": np.array([np.inf, snan[0], -np.inf], np.float16),
+                              "b": snan[[0, 1, 2]], "out": 3}
+    if not backend.supports(f16.feature or ""):
+        pytest.skip(f"{backend.id} has no f16")
+    got = backend.dispatch(prog, inputs, vyre.DispatchConfig(grid=1))["out"]
+    assert got.tolist() == [np.inf, np.inf, np.inf]

@@ -99,6 +99,13 @@ _HYPOT_X = (3.0, -3.0, 0.0, -0.0, 1e30, 3e38, 1e-30, 1e-40, float("inf"), float(
 _HYPOT_Y = (4.0, 4.0, 0.0, 0.0, 1e30, 3e38, 1e-30, 2e-40, float("nan"), float("inf"),
             1.0, 12.0, 1e-8, -2.5, 1e-20, 24.0, 0.2, 3e-20, 65504.0, 5.0)
 
+def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C99 Annex F's hypot: +inf for an infinite operand beside any NaN, a signaling one
+    included (NumPy/libm give NaN there; GPUs have no signaling NaNs)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(x) | np.isinf(y), np.inf, np.hypot(x, y))
+
+
 CALL_OPS: tuple[CallOp, ...] = (
     CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs"),
     _libm("sqrt", 1, "sqrt"),
@@ -119,7 +126,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     _approx("pow", 2, np.power, None),
     _approx("atan2", 2, np.arctan2, "atan2"),
     _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
-    _approx("hypot", 2, np.hypot, None, (_HYPOT_X, _HYPOT_Y)),
+    _approx("hypot", 2, _hypot, None, (_HYPOT_X, _HYPOT_Y)),
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (
