@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import InvalidProgram
 from .ir import nodes as N
+from .ir import ops
 from .ir.sites import remember as remember_sites
 from .ir.types import ScalarType, normalise_literal
 from .ir.validate import MAX_DEPTH, MAX_NAME_LEN, is_valid_name, validate
@@ -533,12 +534,13 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
     for x in args[1:]:
         if x.ty != t:
             raise BuildError(f"{fn} arguments must share one type, got {[a.ty for a in args]}")
-    if fn in N.FLOAT_ONLY_FNS and not t.is_float:
+    rec = ops.CALLS[fn]
+    if rec.float_only and not t.is_float:
         raise BuildError(f"{fn} needs a float argument, got {t}; cast with .cast(f32)")
     if not t.is_numeric:
         raise BuildError(f"{fn} needs numbers, got {t}")
-    if len(args) != N.FN_ARITY[fn]:
-        raise BuildError(f"{fn} takes {N.FN_ARITY[fn]} arguments, got {len(args)}")
+    if len(args) != rec.arity:
+        raise BuildError(f"{fn} takes {rec.arity} arguments, got {len(args)}")
     return N.Call(fn=cast(N.CallFn, fn), args=tuple(args), ty=t)
 
 
@@ -1080,6 +1082,14 @@ def _fn(fn: str, *xs: Any) -> Value:
     return Value(b, _call(fn, *args))
 
 
+def call_fn(fn: str, *xs: Any) -> Value:
+    """The registry function `fn` (vyre.ir.ops.CALLS) of `xs`, by name: for code generic
+    over functions (the conformance suite); programs use the named helpers below."""
+    if fn not in ops.CALLS:
+        raise BuildError(f"unknown function {fn!r}; the functions are {sorted(ops.CALLS)}")
+    return _fn(fn, *xs)
+
+
 def sqrt(x: Value) -> Value:
     """Square root (correctly rounded)."""
     return _fn("sqrt", x)
@@ -1143,6 +1153,17 @@ def pow_(x: Any, y: Any) -> Value:
 def atan2(y: Any, x: Any) -> Value:
     """The angle of (x, y), in radians."""
     return _fn("atan2", y, x)
+
+def asin(x: Value) -> Value:
+    """Arc sine in [-pi/2, pi/2] (approximate); NaN outside [-1, 1]."""
+    return _fn("asin", x)
+
+
+def hypot(x: Any, y: Any) -> Value:
+    """sqrt(x^2 + y^2) without intermediate overflow or underflow (approximate); +inf if
+    either is infinite, even beside a NaN."""
+    return _fn("hypot", x, y)
+
 
 def fma(a: Any, b: Any, c: Any) -> Value:
     """a * b + c rounded once."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from . import ops
 from .types import ScalarType, normalise_literal
 
 if TYPE_CHECKING:
@@ -42,40 +43,30 @@ BuiltinName = Literal[
     "subgroup_size", "subgroup_lane",
 ]
 
-BinaryOp = Literal[
-    "add", "sub", "mul", "div", "rem",
-    "min", "max",
-    "and", "or", "xor", "shl", "shr",
-    "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or",
-]
-UnaryOp = Literal["neg", "bit_not", "not"]
-CallFn = Literal[
-    "abs", "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh",
-    "floor", "ceil", "trunc", "round", "fma", "clamp", "pow", "atan2",
-]
+# The op names come from the registry (ops.py); to mypy they are plain strings.
+if TYPE_CHECKING:
+    BinaryOp = str
+    UnaryOp = str
+    CallFn = str
+else:
+    BinaryOp = Literal[tuple(o.name for o in ops.BINARY_OPS)]
+    UnaryOp = Literal[tuple(o.name for o in ops.UNARY_OPS)]
+    CallFn = Literal[tuple(o.name for o in ops.CALL_OPS)]
 SubgroupOp = Literal["shuffle", "broadcast", "reduce", "inclusive_scan", "exclusive_scan"]
 SubgroupCombine = Literal["add", "min", "max", "and", "or", "xor"]
 SUBGROUP_BUILTINS = frozenset({"subgroup_size", "subgroup_lane"})
 AtomicOp = Literal["add", "min", "max", "and", "or", "xor", "exchange", "compare_exchange"]
 Access = Literal["read", "write", "read_write"]
 
-COMPARISON_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-LOGICAL_OPS = frozenset({"logical_and", "logical_or"})
-BITWISE_OPS = frozenset({"and", "or", "xor"})
-SHIFT_OPS = frozenset({"shl", "shr"})
-ARITH_OPS = frozenset({"add", "sub", "mul", "div", "rem", "min", "max"})
-FLOAT_ONLY_FNS = frozenset(
-    {"sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "floor", "ceil",
-     "trunc", "round", "fma", "pow", "atan2"}
-)
+COMPARISON_OPS = ops.binary_names("comparison")
+LOGICAL_OPS = ops.binary_names("logical")
+BITWISE_OPS = ops.binary_names("bitwise")
+SHIFT_OPS = ops.binary_names("shift")
+ARITH_OPS = ops.binary_names("arith")
+FLOAT_ONLY_FNS = frozenset(o.name for o in ops.CALL_OPS if o.float_only)
 # Functions whose float results are compared with a ulp tolerance rather than bit-exactly.
-APPROX_FNS = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
-FN_ARITY = {
-    "abs": 1, "sqrt": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "sin": 1, "cos": 1,
-    "tan": 1, "tanh": 1, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
-    "fma": 3, "clamp": 3, "pow": 2, "atan2": 2,
-}
+APPROX_FNS = frozenset(o.name for o in ops.CALL_OPS if o.approximate)
+FN_ARITY = {o.name: o.arity for o in ops.CALL_OPS}
 
 
 class Const(Node):

@@ -55,9 +55,9 @@ from collections import OrderedDict
 from typing import NoReturn
 
 from ..errors import InvalidProgram
+from . import ops
 from .nodes import (
     CORE_ONLY,
-    FN_ARITY,
     MAX_WORKGROUP_DIM,
     MAX_WORKGROUP_INVOCATIONS,
     Assign,
@@ -88,9 +88,6 @@ from .nodes import (
     While,
     check_tree_size,
 )
-from .nodes import (
-    FLOAT_ONLY_FNS as _FLOAT_ONLY_FNS,
-)
 from .types import ScalarType, normalise_literal
 
 MAX_DEPTH = 64
@@ -113,10 +110,10 @@ _F32 = ScalarType.F32
 _ATOMIC_INT = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64})
 _UNIFORM_BUILTINS = frozenset({"workgroup_id", "num_workgroups", "subgroup_size"})
 _SUBGROUP_TYPES = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.F32})
-_COMPARISON = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-_LOGICAL = frozenset({"logical_and", "logical_or"})
-_BITWISE = frozenset({"and", "or", "xor"})
-_SHIFT = frozenset({"shl", "shr"})
+_COMPARISON = ops.binary_names("comparison")
+_LOGICAL = ops.binary_names("logical")
+_BITWISE = ops.binary_names("bitwise")
+_SHIFT = ops.binary_names("shift")
 
 
 def is_valid_name(name: object) -> bool:
@@ -773,7 +770,8 @@ class _Validator:
         return ta
 
     def call(self, e: Call, path: str, d: int) -> tuple[ScalarType, list[int]]:
-        arity = FN_ARITY[e.fn]
+        rec = ops.CALLS[e.fn]
+        arity = rec.arity
         if len(e.args) != arity:
             self.fail(path, f"call {e.fn} has {len(e.args)} arguments; it takes {arity}")
         deps: list[int] = []
@@ -788,7 +786,7 @@ class _Validator:
                       "share one type (cast them)")
         if not t.is_numeric:
             self.fail(path, f"call {e.fn} needs numbers, got {t}")
-        if e.fn in _FLOAT_ONLY_FNS and not t.is_float:
+        if rec.float_only and not t.is_float:
             self.fail(path, f"call {e.fn} needs a float argument, got {t}; cast it to f32")
         self.same(e.ty, t, path, f"call {e.fn}")
         return t, deps

@@ -26,6 +26,7 @@ from vyre.builder import (
     Value,
     abs_,
     atan2,
+    call_fn,
     ceil,
     clamp,
     cos,
@@ -46,6 +47,7 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.ir import ops
 from vyre.tools.testing import random_array
 
 if TYPE_CHECKING:
@@ -579,6 +581,31 @@ def approx_case(ty: ScalarType) -> Case:
     return elementwise_case(f"ir_approx_{ty}", {"x": ty, "y": ty}, [("out", ty, fns)], data)
 
 
+def registry_case(ty: ScalarType) -> Case | None:
+    """Every approximate function of the op registry (vyre.ir.ops) that names conformance
+    samples, on those samples: within docs/IR.md's bound of its f64 reference rounded once
+    to `ty`. A function added to the registry is checked here with no edit to this file."""
+    sampled = [op for op in ops.CALL_OPS if op.approximate and op.samples]
+    if not sampled:
+        return None
+    n = max(len(col) for op in sampled for col in op.samples)
+    cols = {f"{op.name}_{k}": ty for op in sampled for k in range(op.arity)}
+
+    def data(rng: np.random.Generator) -> Arrays:
+        return {f"{op.name}_{k}": to_type(np.resize(np.asarray(col, np.float64), n), ty)
+                for op in sampled for k, col in enumerate(op.samples)}
+
+    def check(op: ops.CallOp) -> tuple[IrFn, PyFn]:
+        names = [f"{op.name}_{k}" for k in range(op.arity)]
+        ref = op.reference
+        assert ref is not None
+        return (lambda r: call_fn(op.name, *(r[c] for c in names)),
+                lambda c: ref(*(floats(c[x]) for x in names)))
+
+    return elementwise_case(f"ir_registry_approx_{ty}", cols,
+                            [("out", ty, [check(op) for op in sampled])], data)
+
+
 # ------------------------------------------------------------------ programs with fixed values
 
 
@@ -1089,6 +1116,7 @@ def cases() -> list[Case]:
         bitcast_case(32), bitcast_case(64),
         approx_case(F32), approx_case(F64),
         approx_wide_case(), f16_odd_case(),
+        *(c for c in (registry_case(F32), registry_case(F64)) if c is not None),
         params_case((I32, U32, F32, F16, I64, U64), "ir_params"),
         params_case((F64,), "ir_params_f64"),
         oob_case(), length_case(), literal_case(), control_case(), workgroup_case(),

@@ -404,7 +404,7 @@ def count_loop_iterations(program: N.Program) -> N.Program:
     wid = [N.Builtin(name="workgroup_id", axis=a) for a in range(3)]
 
     def u(op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
-        return N.Binary(op=op, a=a, b=b, ty=U32)  # type: ignore[arg-type]
+        return N.Binary(op=op, a=a, b=b, ty=U32)
 
     wlin = u("add", u("add", wid[0], u("mul", wid[1], nwg[0])),
              u("mul", wid[2], u("mul", nwg[0], nwg[1])))

@@ -31,6 +31,7 @@ import numpy as np
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
+from vyre.ir import ops
 from vyre.ir.analysis import uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
@@ -171,21 +172,12 @@ def prelude(code: str) -> str:
     return "\n".join(["// ---- vyre prelude: the exact-semantics helpers this kernel uses ----",
                       *parts, "// ---- end of prelude ----", ""])
 
-_F32_FN = {
-    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f",
-    "sin": "sinf", "cos": "cosf", "tan": "tanf", "tanh": "tanhf", "floor": "floorf",
-    "ceil": "ceilf", "trunc": "truncf", "round": "rintf", "fma": "fmaf", "pow": "powf",
-    "atan2": "atan2f", "abs": "fabsf",
-}
-_F64_FN = {
-    "sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
-    "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor",
-    "ceil": "ceil", "trunc": "trunc", "round": "rint", "fma": "fma", "pow": "pow",
-    "atan2": "atan2", "abs": "fabs",
-}
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ARITH = {"add": "+", "sub": "-", "mul": "*"}
-_BITS = {"and": "&", "or": "|", "xor": "^"}
+# C spellings from the op registry (vyre.ir.ops); clamp and the f16 forms are spelled below
+_F32_FN = {op.name: op.c_f32 for op in ops.CALL_OPS if op.c_f32}
+_F64_FN = {op.name: op.c_f64 for op in ops.CALL_OPS if op.c_f64}
+_CMP = ops.binary_symbols("comparison")
+_ARITH = ops.binary_symbols("arith")
+_BITS = ops.binary_symbols("bitwise")
 
 def mangle(prefix: str, name: str) -> str:
     """A C identifier for a user name: `prefix` + vyre.lower's injective mangling."""

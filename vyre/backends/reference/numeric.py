@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from vyre import features as F
+from vyre.ir import ops
 from vyre.ir.types import ScalarType
 
 Array = np.ndarray
@@ -238,9 +239,9 @@ def _approx_wide(fn: Callable[..., Array], *args: Array) -> Array:
     return np.asarray(fn(*(np.asarray(x, dtype=np.float64) for x in args)))
 
 
+# the registry's f64 NumPy function of each approximate function (vyre.ir.ops)
 _APPROX: dict[str, Callable[..., Array]] = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin,
-    "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "pow": np.power, "atan2": np.arctan2,
+    op.name: op.reference for op in ops.CALL_OPS if op.approximate and op.reference
 }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
+from vyre.ir import ops
 from vyre.ir.analysis import atomic_buffers, has_any, types_used, uses_subgroups
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
@@ -78,15 +79,11 @@ _AXES = "xyz"
 # select of a guarded load (_guarded_load), which marks its module unproven. Uniforms are
 # struct fields; subgroup shuffles index no array.
 _SIMPLE_BIN = {
-    "add": "+", "sub": "-", "mul": "*",
-    "and": "&", "or": "|", "xor": "^",
-    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-    "logical_and": "&", "logical_or": "|",
+    **ops.binary_symbols("arith", "bitwise", "comparison"),
+    "logical_and": "&", "logical_or": "|",  # bool operands: WGSL's non-short-circuit forms
 }
-_DIRECT_FNS = {
-    "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "floor", "ceil", "trunc",
-    "round", "fma", "atan2",
-}
+# functions WGSL spells with a builtin of its own (vyre.ir.ops); the rest have hooks (_call)
+_DIRECT_FNS = {op.name: op.wgsl for op in ops.CALL_OPS if op.wgsl}
 
 
 def wgsl_type(t: ScalarType) -> str:
@@ -1300,7 +1297,7 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
 # NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
-_NO_F64 = frozenset({"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "atan2"})
+_NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
@@ -1324,6 +1321,63 @@ def _fma_f16(ctx: _Ctx) -> str:
         "    }\n"
         "    return f16(bitcast<f32>(bits));\n}",
     )
+
+
+def _asin(ctx: _Ctx, ty: ScalarType) -> str:
+    """Cephes asinf (about 2 ulp; GLSL.std.450's asin inherits atan's 4096 ulp bound, and
+    llvmpipe's atan is ~20 ulp off): a polynomial in x^2 below 0.5, above it
+    pi/2 - 2 asin(sqrt((1 - |x|) / 2)), pi/2 in two parts; NaN outside [-1, 1]."""
+    assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    return _helper(
+        ctx, "vy_asin_f32",
+        "fn vy_asin_f32(x: f32) -> f32 {\n"
+        "    let b = bitcast<u32>(x) & 0x7fffffffu;\n"
+        "    if (b > 0x3f800000u) { return vy_bits_f32(0x7fc00000u); }  // NaN or |x| > 1\n"
+        "    if (b < 0x38d1b717u) { return x; }  // |x| < 1e-4: x^3 / 6 is below half an ulp\n"
+        "    let a = bitcast<f32>(b);\n"
+        "    let big = a > 0.5f;\n"
+        "    var z = a * a;\n"
+        "    var s = a;\n"
+        "    if (big) { z = 0.5f * (1.0f - a); s = sqrt(z); }\n"
+        "    var r = ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z"
+        " + 7.4953002686e-2f) * z + 1.6666752422e-1f) * z * s + s;\n"
+        "    if (big) { r = (1.57079637f - (r + r)) - 4.37113883e-8f; }\n"
+        "    return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(x) & 0x80000000u));\n}",
+    )
+
+
+def _hypot(ctx: _Ctx, ty: ScalarType) -> str:
+    """sqrt(x^2 + y^2) without overflow or underflow: both scaled by one power of two
+    (exact) so the larger is in [1, 4), the result scaled back; an infinite operand gives
+    +inf even beside a NaN (C99 Annex F)."""
+    assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    sqrt = _exact_sqrt_f32(ctx) if ctx.exact_sqrt else "sqrt"
+    return _helper(
+        ctx, "vy_hypot_f32",
+        "fn vy_hypot_f32(x: f32, y: f32) -> f32 {\n"
+        "    let ax = bitcast<u32>(x) & 0x7fffffffu;\n"
+        "    let ay = bitcast<u32>(y) & 0x7fffffffu;\n"
+        "    if (ax == 0x7f800000u || ay == 0x7f800000u) { return vy_bits_f32(0x7f800000u); }\n"
+        "    if (ax > 0x7f800000u || ay > 0x7f800000u) { return vy_bits_f32(0x7fc00000u); }\n"
+        "    let hi = max(ax, ay);  // non-negative floats order as their bits\n"
+        "    if (hi == 0u) { return 0.0f; }\n"
+        "    let e = clamp(254u - min(hi >> 23u, 254u), 1u, 253u);  // 2^(e - 127) scales\n"
+        "    let a = bitcast<f32>(hi) * bitcast<f32>(e << 23u);\n"
+        "    let b = bitcast<f32>(min(ax, ay)) * bitcast<f32>(e << 23u);\n"
+        f"    return {sqrt}(a * a + b * b) * bitcast<f32>((254u - e) << 23u);\n}}",
+    )
+
+
+# Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
+# (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
+_FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
+    "tanh": _tanh,
+    "pow": _pow,
+    "asin": _asin,
+    "hypot": _hypot,
+}
 
 
 def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
@@ -1367,10 +1421,8 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_fma_f32(ctx)}({', '.join(fa)})"
     elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
-    elif fn == "tanh":
-        r = f"{_tanh(ctx, ct)}({fa[0]})"
-    elif fn == "pow":
-        r = f"{_pow(ctx, ct)}({fa[0]}, {fa[1]})"
+    elif fn in _FN_HOOKS:
+        r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:
         r = f"{_sincos_f32(ctx, fn)}({fa[0]})"
     elif fn in ("exp", "exp2", "log", "log2") and ct is T.F32:
@@ -1380,7 +1432,7 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     elif fn == "atan2" and ct is T.F32:
         r = f"{_atan2_f32(ctx)}({fa[0]}, {fa[1]})"
     elif fn in _DIRECT_FNS:
-        r = f"{fn}({', '.join(fa)})"
+        r = f"{_DIRECT_FNS[fn]}({', '.join(fa)})"
     else:
         raise InvalidProgram(f"unknown function {fn}")
     if fn in _NO_ROUNDING:

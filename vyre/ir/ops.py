@@ -1,0 +1,179 @@
+"""The operation registry: one frozen record per unary, binary and call operation.
+
+Everything that says what an op is (its name, arity, operand and result type rule, float
+class, the reference's NumPy semantics for approximate functions, the C and WGSL spellings,
+the conformance sample arguments) is written here once; `ir/nodes.py` (the `CallFn`
+Literal and the per-class sets), the validator, the reference, both printers' tables, the
+conformance suite and the fuzzer derive theirs from it (the Warp `add_builtin` idea). To add
+a function: a `CallOp` here, its builder helper and export, and a WGSL hook where WGSL has
+no builtin for it (docs/IR.md documents the semantics).
+
+Spellings are data, not printing: this module must never import a backend or print source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+# how an operator types its result from its operands (docs/IR.md, Binary):
+# "same" = the operands' type, "bool" = bool
+BinaryKind = Literal["arith", "bitwise", "shift", "comparison", "logical"]
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """`a op b`. `symbol`: the infix operator C and WGSL share where the op is one (the
+    printers spell the rest themselves: div, rem, min, max, shifts and the logical ops have
+    target-specific exact forms)."""
+
+    name: str
+    kind: BinaryKind
+    symbol: str | None = None
+
+    @property
+    def result_is_bool(self) -> bool:
+        return self.kind in ("comparison", "logical")
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    """`op a`: `neg` (numbers), `bit_not` (integers), `not` (bool)."""
+
+    name: str
+    operand: Literal["number", "int", "bool"]
+
+
+@dataclass(frozen=True)
+class CallOp:
+    """A function call. Operands and result share one type.
+
+    `approximate`: docs/IR.md's approximate class (compared within 4 ulp plus 1e-6 near
+    zero); `reference` is then the f64 NumPy function the reference evaluates and rounds
+    once to the type (exact functions have their own code in the reference's numeric.py).
+    `c_f32` / `c_f64`: the C math library names (CUDA); f16 goes through f32.
+    `wgsl`: the WGSL builtin printed as is, or None where the WGSL printer has a hook (a
+    helper that gives the IR's semantics) for it. `wgsl_f64`: WGSL/SPIR-V has an f64 form
+    (GLSL.std.450's transcendental functions are 16/32-bit only).
+    `samples`: conformance arguments (one tuple per operand) on which every backend must
+    agree with `reference` within the approximate tolerance; () for functions the
+    conformance suite covers by hand."""
+
+    name: str
+    arity: int
+    float_only: bool = True
+    approximate: bool = False
+    reference: Callable[..., np.ndarray] | None = None
+    c_f32: str = ""
+    c_f64: str = ""
+    wgsl: str | None = None
+    wgsl_f64: bool = True
+    samples: tuple[tuple[float, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        assert not self.approximate or self.reference is not None, self.name
+        assert not self.samples or len(self.samples) == self.arity, self.name
+
+
+def _libm(name: str, arity: int, wgsl: str | None) -> CallOp:
+    """An exact float function spelled `namef` / `name` in C."""
+    return CallOp(name, arity, c_f32=f"{name}f", c_f64=name, wgsl=wgsl)
+
+
+def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
+            samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
+    """An approximate function spelled `namef` / `name` in C, with no f64 form in WGSL."""
+    return CallOp(name, arity, approximate=True, reference=reference, c_f32=f"{name}f",
+                  c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
+
+
+# Near 1 asin's slope is unbounded: the samples include 1 - 2^-k and the ends exactly.
+_ASIN_X = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 0.999, -0.9999999, 1e-30, 0.25, 0.75,
+           0.0625, 1.5, -2.0, float("inf"), float("nan"), 0.9999, 0.70710677, -0.3, 1e-5)
+# hypot: no overflow of x*x, exact for Pythagorean triples, inf beats NaN (C99 Annex F)
+_HYPOT_X = (3.0, -3.0, 0.0, -0.0, 1e30, 3e38, 1e-30, 1e-40, float("inf"), float("nan"),
+            float("-inf"), 5.0, 1.0, 2.5, 1e20, 7.0, 0.1, -1e-20, 65504.0, 12.0)
+_HYPOT_Y = (4.0, 4.0, 0.0, 0.0, 1e30, 3e38, 1e-30, 2e-40, float("nan"), float("inf"),
+            1.0, 12.0, 1e-8, -2.5, 1e-20, 24.0, 0.2, 3e-20, 65504.0, 5.0)
+
+def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C99 Annex F's hypot: +inf for an infinite operand beside any NaN, a signaling one
+    included (NumPy/libm give NaN there; GPUs have no signaling NaNs)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(x) | np.isinf(y), np.inf, np.hypot(x, y))
+
+
+CALL_OPS: tuple[CallOp, ...] = (
+    CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs"),
+    _libm("sqrt", 1, "sqrt"),
+    _approx("exp", 1, np.exp, "exp"),
+    _approx("exp2", 1, np.exp2, "exp2"),
+    _approx("log", 1, np.log, "log"),
+    _approx("log2", 1, np.log2, "log2"),
+    _approx("sin", 1, np.sin, "sin"),
+    _approx("cos", 1, np.cos, "cos"),
+    _approx("tan", 1, np.tan, "tan"),
+    _approx("tanh", 1, np.tanh, None),
+    _libm("floor", 1, "floor"),
+    _libm("ceil", 1, "ceil"),
+    _libm("trunc", 1, "trunc"),
+    CallOp("round", 1, c_f32="rintf", c_f64="rint", wgsl="round"),  # half to even
+    _libm("fma", 3, "fma"),
+    CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
+    _approx("pow", 2, np.power, None),
+    _approx("atan2", 2, np.arctan2, "atan2"),
+    _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
+    _approx("hypot", 2, _hypot, None, (_HYPOT_X, _HYPOT_Y)),
+)
+
+BINARY_OPS: tuple[BinaryOp, ...] = (
+    BinaryOp("add", "arith", "+"),
+    BinaryOp("sub", "arith", "-"),
+    BinaryOp("mul", "arith", "*"),
+    BinaryOp("div", "arith"),
+    BinaryOp("rem", "arith"),
+    BinaryOp("min", "arith"),
+    BinaryOp("max", "arith"),
+    BinaryOp("and", "bitwise", "&"),
+    BinaryOp("or", "bitwise", "|"),
+    BinaryOp("xor", "bitwise", "^"),
+    BinaryOp("shl", "shift"),
+    BinaryOp("shr", "shift"),
+    BinaryOp("eq", "comparison", "=="),
+    BinaryOp("ne", "comparison", "!="),
+    BinaryOp("lt", "comparison", "<"),
+    BinaryOp("le", "comparison", "<="),
+    BinaryOp("gt", "comparison", ">"),
+    BinaryOp("ge", "comparison", ">="),
+    BinaryOp("logical_and", "logical"),
+    BinaryOp("logical_or", "logical"),
+)
+
+UNARY_OPS: tuple[UnaryOp, ...] = (
+    UnaryOp("neg", "number"),
+    UnaryOp("bit_not", "int"),
+    UnaryOp("not", "bool"),
+)
+
+CALLS: dict[str, CallOp] = {op.name: op for op in CALL_OPS}
+BINARIES: dict[str, BinaryOp] = {op.name: op for op in BINARY_OPS}
+UNARIES: dict[str, UnaryOp] = {op.name: op for op in UNARY_OPS}
+
+
+def binary_names(kind: BinaryKind) -> frozenset[str]:
+    """The binary operators of one kind."""
+    return frozenset(op.name for op in BINARY_OPS if op.kind == kind)
+
+
+def binary_symbols(*kinds: BinaryKind) -> dict[str, str]:
+    """name -> infix symbol for the operators of `kinds` that have one, in registry order."""
+    return {op.name: op.symbol for op in BINARY_OPS if op.kind in kinds and op.symbol}
+
+
+__all__ = [
+    "BINARIES", "BINARY_OPS", "CALLS", "CALL_OPS", "UNARIES", "UNARY_OPS", "BinaryKind",
+    "BinaryOp", "CallOp", "UnaryOp", "binary_names", "binary_symbols",
+]
