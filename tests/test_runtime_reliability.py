@@ -76,3 +76,70 @@ def test_config_survives_pickle_and_copy_immutable() -> None:
         assert again == cfg and dict(again.params) == {"a": 2.0, "n": 7}
         with pytest.raises(InvalidDispatch, match="cannot be changed"):
             again.params["a"] = 1.0
+
+
+# ------------------------------------------------------------------ errors cross processes
+
+
+def _all_error_classes() -> list[type[BaseException]]:
+    """Every BackendError subclass vyre defines (its submodules imported first)."""
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.walk_packages(vyre.__path__, "vyre."):
+        if ".tools." in mod.name or mod.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(mod.name)
+        except Exception:  # a backend whose libraries are absent here
+            continue
+    seen: list[type[BaseException]] = []
+    todo: list[type[BaseException]] = [vyre.BackendError]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.append(cls)
+            todo.extend(cls.__subclasses__())
+    return seen
+
+
+def _instance(cls: type[BaseException]) -> BaseException:
+    """An instance of `cls` built through its own constructor, every argument filled."""
+    import inspect
+
+    args = []
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        ann = str(p.annotation)
+        args.append(12345 if ann == "int" else f"{p.name}-value")
+    return cls(*args)
+
+
+ERROR_CLASSES = _all_error_classes()
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=[c.__name__ for c in ERROR_CLASSES])
+def test_every_vyre_error_survives_pickling(cls: type[BaseException]) -> None:
+    import pickle
+
+    err = _instance(cls)
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is cls
+    assert str(again) == str(err) and again.args == err.args
+    assert again.__dict__ == err.__dict__
+
+
+def _raise_out_of_memory(_: int) -> None:
+    raise vyre.OutOfDeviceMemory("wgpu", 1 << 40, "a test")
+
+
+def test_error_from_a_pool_worker_reaches_the_parent() -> None:
+    """A multiprocessing.Pool parent used to hang forever in .get() on these errors."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        res = pool.map_async(_raise_out_of_memory, [0])
+        with pytest.raises(vyre.OutOfDeviceMemory, match="free buffers") as info:
+            res.get(timeout=60)
+    assert info.value.requested == 1 << 40 and info.value.backend == "wgpu"
