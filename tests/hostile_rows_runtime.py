@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from vyre.errors import InvalidDispatch
 
 ROWS: list[Any] = [
@@ -21,5 +23,21 @@ ROWS: list[Any] = [
     ("cfg model_copy garbage params",
      lambda c: c.cfg.model_copy(update={"params": {"a": "x"}}), InvalidDispatch,
      ("not a number",)),
+    # big-endian host arrays: refused everywhere (dispatch always did), never byte-swapped
+    ("write big-endian", lambda c: c.b.write(c.live, np.array([1, 2], ">u4")), InvalidDispatch,
+     ("big-endian", "astype('<u4')")),
+    ("write_many big-endian", lambda c: c.b.write_many([(c.live, np.array([1.0], ">f4"))]),
+     InvalidDispatch, ("big-endian", "astype('<f4')")),
+    ("write big-endian memoryview",
+     lambda c: c.b.write(c.live, memoryview(np.array([1, 2], ">u4"))), InvalidDispatch,
+     ("big-endian", "little-endian")),
+    ("dispatch big-endian", lambda c: c.disp(x=np.zeros(4, ">f4")), InvalidDispatch,
+     ("big-endian", "astype('<f4')")),
+    ("read dtype big-endian", lambda c: c.b.read(c.live, dtype=">u4"), InvalidDispatch,
+     ("big-endian", "dtype='<u4'")),
+    ("read_many dtype big-endian", lambda c: c.b.read_many([(c.live, 0, None, ">i4")]),
+     InvalidDispatch, ("big-endian", "dtype='<i4'")),
+    ("read_into big-endian", lambda c: c.b.read_into(c.live, np.zeros(4, ">u4")),
+     InvalidDispatch, ("big-endian", "np.empty(n, '<u4')")),
 ]
 

@@ -143,3 +143,40 @@ def test_error_from_a_pool_worker_reaches_the_parent() -> None:
         with pytest.raises(vyre.OutOfDeviceMemory, match="free buffers") as info:
             res.get(timeout=60)
     assert info.value.requested == 1 << 40 and info.value.backend == "wgpu"
+
+
+# ------------------------------------------------------------------ byte order
+
+
+def test_big_endian_upload_is_refused_and_little_endian_round_trips(be: BaseBackend) -> None:
+    """write() used to store '>u4' [1, 2] as 16777216, 33554432; now it refuses like the
+    host dispatch, and the fix it names stores the right values."""
+    buf = be.allocate_device_buffer(8)
+    try:
+        be.write(buf, np.array([7, 7], np.uint32))
+        data = np.array([1, 2], ">u4")
+        with pytest.raises(InvalidDispatch, match="big-endian"):
+            be.write(buf, data)
+        with pytest.raises(InvalidDispatch, match="big-endian"):
+            be.write_many([(buf, data, 0)])
+        np.testing.assert_array_equal(be.read(buf, dtype=np.uint32), [7, 7])  # untouched
+        be.write(buf, data.astype("<u4"))
+        np.testing.assert_array_equal(be.read(buf, dtype=np.uint32), [1, 2])
+        with pytest.raises(InvalidDispatch, match="big-endian"):
+            be.read(buf, dtype=">u4")
+        with pytest.raises(InvalidDispatch, match="big-endian"):
+            be.read_into(buf, np.zeros(2, ">u4"))
+    finally:
+        be.free(buf)
+
+
+def test_vyre_type_names_as_read_dtypes(be: BaseBackend) -> None:
+    """'f16' is vyre's half float (numpy alone reads it as float128)."""
+    buf = be.allocate_device_buffer(4)
+    try:
+        be.write(buf, np.array([1.5, -2.0], np.float16))
+        got = be.read(buf, dtype="f16")
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, [1.5, -2.0])
+    finally:
+        be.free(buf)
