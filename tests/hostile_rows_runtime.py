@@ -32,7 +32,7 @@ ROWS: list[Any] = [
      lambda c: c.b.write(c.live, memoryview(np.array([1, 2], ">u4"))), InvalidDispatch,
      ("big-endian", "little-endian")),
     ("dispatch big-endian", lambda c: c.disp(x=np.zeros(4, ">f4")), InvalidDispatch,
-     ("big-endian", "astype('<f4')")),
+     ("dtype >f4", "astype(np.float32)")),
     ("read dtype big-endian", lambda c: c.b.read(c.live, dtype=">u4"), InvalidDispatch,
      ("big-endian", "dtype='<u4'")),
     ("read_many dtype big-endian", lambda c: c.b.read_many([(c.live, 0, None, ">i4")]),

@@ -171,12 +171,15 @@ def test_big_endian_upload_is_refused_and_little_endian_round_trips(be: BaseBack
 
 
 def test_vyre_type_names_as_read_dtypes(be: BaseBackend) -> None:
-    """'f16' is vyre's half float (numpy alone reads it as float128)."""
-    buf = be.allocate_device_buffer(4)
+    """'u32' reads as vyre.u32; 'f16' (numpy: float128, vyre: float16) used to read as
+    float128 silently and is refused as ambiguous."""
+    buf = be.allocate_device_buffer(8)
     try:
-        be.write(buf, np.array([1.5, -2.0], np.float16))
-        got = be.read(buf, dtype="f16")
-        assert got.dtype == np.float16
-        np.testing.assert_array_equal(got, [1.5, -2.0])
+        be.write(buf, np.array([3, 4], np.uint32))
+        got = be.read(buf, dtype="u32")
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got, [3, 4])
+        with pytest.raises(InvalidDispatch, match="ambiguous"):
+            be.read(buf, dtype="f16")
     finally:
         be.free(buf)

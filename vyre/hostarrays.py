@@ -105,6 +105,17 @@ _DTYPES_MAX = 256  # distinct dtype spellings a process uses are few; never grow
 _VYRE_TYPE_NAMES = frozenset(t.value for t in ScalarType)
 
 
+def _vyre_type_name(name: str) -> np.dtype:
+    """A vyre type spelled as text ("u32") as its numpy dtype. "f16" is refused: numpy reads
+    it as float128 and vyre as float16, and either guess reads garbage when it is wrong."""
+    if name == "f16":
+        raise InvalidDispatch(
+            "dtype 'f16' is ambiguous: numpy reads it as float128, vyre as its half float; "
+            "pass vyre.f16 or np.float16 for half floats (np.longdouble for numpy's float128)"
+        )
+    return ScalarType(name).numpy
+
+
 def as_dtype(dtype: Any) -> np.dtype:
     """A numpy dtype from a numpy dtype-like or a vyre ScalarType.
 
@@ -120,7 +131,7 @@ def as_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, ScalarType):
         dt = dtype.numpy
     elif type(dtype) is str and dtype in _VYRE_TYPE_NAMES:
-        dt = ScalarType(dtype).numpy  # "f16" is vyre.f16 (float16), as vyre.f16 == "f16"
+        dt = _vyre_type_name(dtype)
     else:
         dt = _numeric_dtype(dtype)
     if cacheable and len(_DTYPES) < _DTYPES_MAX:
@@ -240,13 +251,13 @@ def host_bytes(data: Any, what: object, ty: ScalarType | None = None) -> memoryv
             f"{what}: array has dtype {data.dtype} (Python objects), which has no bytes to "
             "copy; convert it with arr.astype(np.float32) or another numeric type"
         )
-    if not data.dtype.isnative:
-        raise _swapped(data.dtype, what)
     if ty is not None and data.dtype != ty.numpy:
         raise InvalidDispatch(
             f"{what}: array has dtype {data.dtype} but the program declares {ty}; "
             f"convert it with arr.astype(np.{ty.numpy.name})"
         )
+    if not data.dtype.isnative:
+        raise _swapped(data.dtype, what)
     if not data.flags.c_contiguous:
         raise InvalidDispatch(
             f"{what}: array is not C-contiguous (strides {data.strides}); "
