@@ -183,3 +183,38 @@ def test_vyre_type_names_as_read_dtypes(be: BaseBackend) -> None:
             be.read(buf, dtype="f16")
     finally:
         be.free(buf)
+
+
+# ------------------------------------------------------------------ indirect grids
+
+
+@pytest.mark.parametrize("count", [70_000, 0xFFFFFFFF])
+def test_indirect_grid_over_the_limit_is_refused_everywhere(be: BaseBackend, count: int) -> None:
+    """The reference ran 70,000 workgroups where wgpu refuses them, and 0xFFFFFFFF for hours;
+    every backend now runs nothing and raises DispatchError naming the limit."""
+    if "indirect_dispatch" not in be.capabilities().features:
+        pytest.skip(f"{be.id} has no indirect dispatch")
+    limit = be.capabilities().limits["max_workgroups_per_dimension"]
+    assert count > limit
+    g = be.allocate_device_buffer(12)
+    x = be.allocate_device_buffer(16)
+    y = be.allocate_device_buffer(16)
+    try:
+        be.write(x, np.ones(4, np.float32))
+        be.write(y, np.zeros(4, np.float32))
+        cfg = DispatchConfig(grid=vyre.IndirectGrid(buffer=g), params={"a": 1.0})
+        for where in (0, 1, 2):
+            grid = np.ones(3, np.uint32)
+            grid[where] = count
+            be.write(g, grid)
+            with pytest.raises(vyre.DispatchError, match=f"indirect grid.*at most {limit}"):
+                be.dispatch_with_device_buffers(saxpy(), [x], [y], cfg)
+                be.synchronize()
+            with pytest.raises(vyre.DispatchError, match="indirect grid"):
+                be.pipeline([vyre.Step(saxpy(), [x], [y], cfg)]).run(read=[y])
+        be.write(g, np.array([1, 1, 1], np.uint32))
+        be.dispatch_with_device_buffers(saxpy(), [x], [y], cfg)
+        np.testing.assert_array_equal(be.read(y, dtype=np.float32), [1, 1, 1, 1])
+    finally:
+        for b in (g, x, y):
+            be.free(b)
