@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from vyre.errors import InvalidDispatch
+import vyre
+from vyre.errors import BackendUnavailable, InvalidDispatch
+
+
+@contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
+def _with_env(name: str, value: str, fn: Callable[[], Any]) -> Any:
+    with _env(name, value):
+        return fn()
 
 ROWS: list[Any] = [
+    # backend specs: a device the backend does not have is refused, never a new "device"
+    ("get_backend reference:abc", lambda c: vyre.get_backend("reference:abc"),
+     BackendUnavailable, ("one device", "'reference'")),
+    ("VYRE_BACKEND reference:abc",
+     lambda c: _with_env("VYRE_BACKEND", "reference:abc", vyre.get_backend),
+     BackendUnavailable, ("one device", "$VYRE_BACKEND='reference:abc'")),
+    ("VYRE_BACKEND unknown", lambda c: _with_env("VYRE_BACKEND", "nope", vyre.get_backend),
+     BackendUnavailable, ("known", "$VYRE_BACKEND='nope'", "unset")),
     # a config's params cannot change behind the launch caches' back
     ("cfg params set", lambda c: c.cfg.params.__setitem__("a", 5.0), InvalidDispatch,
      ("cannot be changed", "model_copy")),

@@ -90,6 +90,19 @@ def default_backend_name() -> str:
     raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
 
 
+def _create(spec: str) -> BaseBackend:
+    name, dev = parse_spec(spec)
+    provs = providers()
+    prov = provs.get(name)
+    if prov is None:
+        raise BackendUnavailable(
+            name, f"no backend of that name is registered; known: {sorted(provs)}"
+        )
+    if isinstance(prov, Exception):
+        raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
+    return prov.create(dev)
+
+
 def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
     ($VYRE_BACKEND, else the first available of cuda, wgpu, reference).
@@ -102,17 +115,17 @@ def get_backend(spec: str | None = None, *, compile_cache_size: int | None = Non
             f"'reference' (or None for the default), got {type(spec).__name__}; "
             "run `vyre probe` to list the backends here",
         )
+    from_env = spec is None and bool(os.environ.get(ENV_DEFAULT))
     spec = spec or default_backend_name()
-    name, dev = parse_spec(spec)
-    provs = providers()
-    prov = provs.get(name)
-    if prov is None:
+    try:
+        backend = _create(spec)
+    except BackendUnavailable as exc:
+        if not from_env:
+            raise
+        # the spec came from the environment: say so, or the user looks for it in their code
         raise BackendUnavailable(
-            name, f"no backend of that name is registered; known: {sorted(provs)}"
-        )
-    if isinstance(prov, Exception):
-        raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
-    backend = prov.create(dev)
+            exc.backend, f"{exc.reason} (the backend was chosen by ${ENV_DEFAULT}={spec!r}; "
+            f"fix or unset ${ENV_DEFAULT})") from None
     if compile_cache_size is not None:
         try:
             backend.set_compile_cache_limit(compile_cache_size)
