@@ -218,3 +218,19 @@ def test_indirect_grid_over_the_limit_is_refused_everywhere(be: BaseBackend, cou
     finally:
         for b in (g, x, y):
             be.free(b)
+
+
+# ------------------------------------------------------------------ CLI bounds
+
+
+@pytest.mark.parametrize("repeat", ["0", "-3", str(10**12)])
+def test_demo_repeat_out_of_range_exits_2(repeat: str) -> None:
+    """`vyre demo --repeat 10**12` ran for ever and `--repeat 0` ran once silently."""
+    import io
+
+    from vyre.tools import cli
+
+    buf = io.StringIO()
+    assert cli.main(["demo", "--backend", "reference", "--repeat", repeat], out=buf) == 2
+    assert f"--repeat must be between 1 and {cli.MAX_REPEAT}" in buf.getvalue()
+    assert repeat in buf.getvalue()
