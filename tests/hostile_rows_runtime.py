@@ -30,6 +30,12 @@ def _with_env(name: str, value: str, fn: Callable[[], Any]) -> Any:
     with _env(name, value):
         return fn()
 
+def _disk_cache() -> Any:
+    from vyre.backends.cuda import DiskCache
+
+    return DiskCache()
+
+
 ROWS: list[Any] = [
     # backend specs: a device the backend does not have is refused, never a new "device"
     ("get_backend reference:abc", lambda c: vyre.get_backend("reference:abc"),
@@ -37,6 +43,14 @@ ROWS: list[Any] = [
     ("VYRE_BACKEND reference:abc",
      lambda c: _with_env("VYRE_BACKEND", "reference:abc", vyre.get_backend),
      BackendUnavailable, ("one device", "$VYRE_BACKEND='reference:abc'")),
+    ("VYRE_CUDA_COARSEN abc",
+     lambda c: _with_env("VYRE_CUDA_COARSEN", "abc", lambda: vyre.get_backend("cuda")),
+     BackendUnavailable, ("$VYRE_CUDA_COARSEN='abc'", "from 1")),
+    ("VYRE_CUDA_COARSEN 0",
+     lambda c: _with_env("VYRE_CUDA_COARSEN", "0", lambda: vyre.get_backend("cuda")),
+     BackendUnavailable, ("$VYRE_CUDA_COARSEN=0", "unset")),
+    ("VYRE_CACHE_DIR blank", lambda c: _with_env("VYRE_CACHE_DIR", " ", _disk_cache),
+     BackendUnavailable, ("$VYRE_CACHE_DIR=' ' is blank", "unset")),
     ("VYRE_BACKEND unknown", lambda c: _with_env("VYRE_BACKEND", "nope", vyre.get_backend),
      BackendUnavailable, ("known", "$VYRE_BACKEND='nope'", "unset")),
     # a config's params cannot change behind the launch caches' back

@@ -234,3 +234,31 @@ def test_demo_repeat_out_of_range_exits_2(repeat: str) -> None:
     assert cli.main(["demo", "--backend", "reference", "--repeat", repeat], out=buf) == 2
     assert f"--repeat must be between 1 and {cli.MAX_REPEAT}" in buf.getvalue()
     assert repeat in buf.getvalue()
+
+
+@pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
+def test_wgpu_dump_into_a_directory_or_a_clear_error(tmp_path: object,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """VYRE_WGPU_DUMP=<dir> raised a raw 'Is a directory'; a directory now gets one file per
+    program, and an unwritable path is a vyre error naming the variable."""
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+    x = np.arange(4, dtype=np.float32)
+    b = vyre.get_backend("wgpu")
+    try:
+        monkeypatch.setenv("VYRE_WGPU_DUMP", str(d))
+        out = b.dispatch(saxpy(), {"x": x, "y": x}, DispatchConfig(params={"a": 1.0}))["y"]
+        np.testing.assert_array_equal(out, 2 * x)
+        (dumped,) = d.glob("saxpy-*.wgsl")
+        assert "fn " in dumped.read_text()
+        (d / "file").write_text("x")
+        monkeypatch.setenv("VYRE_WGPU_DUMP", str(d / "file" / "sub.wgsl"))
+        prog = saxpy().model_copy(update={"name": "saxpy2"})
+        with pytest.raises(vyre.BackendUnavailable, match="VYRE_WGPU_DUMP"):
+            b.compile(prog)
+        monkeypatch.delenv("VYRE_WGPU_DUMP")
+        out = b.dispatch(prog, {"x": x, "y": x}, DispatchConfig(params={"a": 3.0}))["y"]
+        np.testing.assert_array_equal(out, 4 * x)
+    finally:
+        b.close()

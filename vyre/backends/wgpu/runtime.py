@@ -176,6 +176,23 @@ def _align_up(x: int) -> int:
     return (x + 3) & ~3
 
 
+def _dump_source(dump: str, program: Program, source: str) -> None:
+    """Write `source` where $VYRE_WGPU_DUMP says: into that file, or, when it names a
+    directory, into <program name>-<content hash>.wgsl there (one file per program)."""
+    path = dump
+    try:
+        if os.path.isdir(dump):
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in program.name)
+            path = os.path.join(dump, f"{safe[:64]}-{program.content_hash[:12]}.wgsl")
+        with open(path, "w") as f:
+            f.write(source)
+    except OSError as exc:
+        raise BackendUnavailable(
+            "wgpu", f"$VYRE_WGPU_DUMP={dump!r}: cannot write the WGSL of program "
+            f"{program.name!r} to {path!r} ({exc.strerror or exc}); set it to a writable file "
+            "or directory, or unset it") from None
+
+
 class WgpuBackend(BaseBackend):
     """vyre on one WebGPU device (see the module docstring)."""
 
@@ -545,8 +562,7 @@ class WgpuBackend(BaseBackend):
         mod = self.generate(program, key)
         dump = os.environ.get("VYRE_WGPU_DUMP")  # debugging: the source being compiled
         if dump:
-            with open(dump, "w") as f:
-                f.write(mod.source)
+            _dump_source(dump, program, mod.source)
         # what naga / wgpu-native log while compiling goes into the CompileError, never to
         # the user's terminal
         with captured_wgpu_log() as log:
