@@ -262,3 +262,55 @@ def test_wgpu_dump_into_a_directory_or_a_clear_error(tmp_path: object,
         np.testing.assert_array_equal(out, 4 * x)
     finally:
         b.close()
+
+
+# ------------------------------------------------------------------ misleading messages
+
+
+@pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
+def test_wgpu_wait_after_close_says_closed() -> None:
+    """pending.wait() after close() said 'device was lost'."""
+    b = vyre.get_backend("wgpu")
+    y = b.allocate_device_buffer(16)
+    x = b.allocate_device_buffer(16)
+    pending = b.dispatch_async(saxpy(), [x], [y], DispatchConfig(params={"a": 1.0}))
+    b.close()
+    with pytest.raises(vyre.BackendUnavailable, match="closed") as info:
+        pending.wait()
+    assert "lost" not in str(info.value)
+
+
+class _FullQueue:
+    """A wgpu queue whose submissions fail for lack of memory (wgpu-native's message)."""
+
+    def __init__(self, queue: object) -> None:
+        self._queue = queue
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._queue, name)
+
+    def submit(self, *_a: object, **_k: object) -> None:
+        raise RuntimeError("Validation Error\n\nCaused by:\n  Out of memory")
+
+
+@pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
+def test_wgpu_out_of_memory_without_a_size_says_what_failed() -> None:
+    """An OOM while submitting said 'allocating 0 bytes'."""
+    b = vyre.get_backend("wgpu")
+    x = b.allocate_device_buffer(16)
+    y = b.allocate_device_buffer(16)
+    try:
+        real = b.queue
+        b.queue = _FullQueue(real)
+        with pytest.raises(vyre.OutOfDeviceMemory, match="dispatching 'saxpy'") as info:
+            b.dispatch_with_device_buffers(saxpy(), [x], [y], DispatchConfig(params={"a": 1.0}))
+            b.synchronize()
+        b.queue = real
+        msg = str(info.value)
+        assert "0 bytes" not in msg and "driver could not allocate" in msg and "free buffers" in msg
+        b.write(x, np.ones(4, np.float32))
+        b.write(y, np.zeros(4, np.float32))
+        b.dispatch_with_device_buffers(saxpy(), [x], [y], DispatchConfig(params={"a": 2.0}))
+        np.testing.assert_array_equal(b.read(y, dtype=np.float32), [2, 2, 2, 2])
+    finally:
+        b.close()

@@ -95,8 +95,10 @@ class OutOfDeviceMemory(BackendError):
 
     def __init__(self, backend: str, requested: int, detail: str = "") -> None:
         self.backend = backend
-        self.requested = requested
-        msg = f"{backend}: out of device memory allocating {requested} bytes"
+        self.requested = requested  # 0: unknown (an allocation the driver made for itself)
+        msg = f"{backend}: out of device memory"
+        if requested:
+            msg += f" allocating {requested} bytes"
         if detail:
             msg += f" ({detail})"
         msg += "; free buffers you no longer need, or split the work into smaller chunks"

@@ -345,7 +345,12 @@ class WgpuBackend(BaseBackend):
             s in msg.lower()
             for s in ("out of memory", "outofmemory", "out_of_memory", "not enough memory")
         ):
-            return OutOfDeviceMemory(self.id, nbytes, f"{what}: {msg.splitlines()[-1] if msg else exc!r}")
+            said = msg.splitlines()[-1] if msg else repr(exc)
+            # with no size of its own, the allocation that failed was the driver's (command
+            # buffers, bind groups, staging memory): say so, never "allocating 0 bytes"
+            detail = (f"{what}: {said}" if nbytes else
+                      f"{what}: the driver could not allocate its own memory for it: {said}")
+            return OutOfDeviceMemory(self.id, nbytes, detail)
         if "device is lost" in msg.lower() or "device lost" in msg.lower():
             # wgpu-py only logs the loss itself; the first operation that meets it is where
             # vyre learns of it. From then on the instance refuses work instead of letting
@@ -992,6 +997,8 @@ class WgpuBackend(BaseBackend):
             device_ns = None
             try:
                 with self._lock:
+                    if self._closed:  # its device is destroyed: say so, not "device lost"
+                        raise self._closed_error()
                     if ts is not None:
                         device_ns = _timestamp_ns(self._map_staging(ts.staging, 16, [(0, 16)])[0])
                         self._release_timestamps(ts)
