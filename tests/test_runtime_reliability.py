@@ -395,3 +395,76 @@ def test_wgpu_pipeline_memory_does_not_grow_with_repeat() -> None:
     got, grown_mib = out.stdout.split()
     assert int(got) == 120000
     assert float(grown_mib) < 25, f"host memory grew by {grown_mib} MiB over the run"
+
+
+def _accumulate() -> vyre.Program:
+    """y[0] += i and y[1] += 1, where i is the step index."""
+    k = ProgramBuilder("acc", workgroup_size=1)
+    y = k.buffer("y", vyre.u32, "read_write")
+    i = k.param("i", vyre.u32)
+    y[0] = y[0] + i
+    y[1] = y[1] + k.lit(1, vyre.u32)
+    return k.build()
+
+
+def test_indexed_pipeline_runs_in_blocks(be: BaseBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_UNROLLED_ROUNDS an index_param run is recorded a block at a time; every
+    round still runs once with its own index, and the reads come from the end."""
+    from vyre import pipeline as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "MAX_UNROLLED_ROUNDS", 3)
+    y = be.allocate_device_buffer(8)
+    try:
+        pipe = be.pipeline([vyre.Step(_accumulate(), [], [y], DispatchConfig(), index_param="i")])
+        for repeat in (1, 3, 4, 10):
+            be.write(y, np.zeros(2, np.uint32))
+            res = pipe.run(repeat=repeat, read=[y])
+            assert res.reads[0].tolist() == [repeat * (repeat - 1) // 2, repeat]
+            assert res.extra["dispatches"] == repeat
+            assert res.timing.wall_ns > 0
+    finally:
+        be.free(y)
+
+
+def test_indexed_pipeline_memory_does_not_grow_with_repeat(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every round of an index_param run was bound and recorded at once (431 MiB after 25 s
+    on the reference)."""
+    import tracemalloc
+
+    from vyre import pipeline as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "MAX_UNROLLED_ROUNDS", 100, raising=False)
+    b = vyre.get_backend("reference")
+    y = b.allocate_device_buffer(8)
+    pipe = b.pipeline([vyre.Step(_accumulate(), [], [y], DispatchConfig(), index_param="i")])
+    peaks = []
+    try:
+        for repeat in (300, 1500):
+            b.write(y, np.zeros(2, np.uint32))
+            tracemalloc.start()
+            try:
+                got = pipe.run(repeat=repeat, read=[y]).reads[0].tolist()
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            assert got == [repeat * (repeat - 1) // 2, repeat]
+    finally:
+        b.close()
+    assert peaks[1] < 1.5 * peaks[0], f"peak memory grew with repeat: {peaks}"
+
+
+def test_indexed_pipeline_past_its_index_range_is_refused_up_front(be: BaseBackend) -> None:
+    k = ProgramBuilder("acc_i32", workgroup_size=1)
+    y = k.buffer("y", vyre.i32, "read_write")
+    i = k.param("i", vyre.i32)
+    y[0] = y[0] + i
+    buf = be.allocate_device_buffer(4)
+    try:
+        be.write(buf, np.zeros(1, np.int32))
+        pipe = be.pipeline([vyre.Step(k.build(), [], [buf], DispatchConfig(), index_param="i")])
+        with pytest.raises(InvalidDispatch, match="at most 2147483648 rounds"):
+            pipe.run(repeat=2**31 + 1)
+        assert be.read(buf, dtype=np.int32).tolist() == [0]  # nothing ran
+    finally:
+        be.free(buf)
