@@ -468,3 +468,61 @@ def test_indexed_pipeline_past_its_index_range_is_refused_up_front(be: BaseBacke
         assert be.read(buf, dtype=np.int32).tolist() == [0]  # nothing ran
     finally:
         be.free(buf)
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+
+_CTRL_C_SCRIPT = """
+import signal, threading, time, numpy as np, vyre
+from vyre import ProgramBuilder, u32, DispatchConfig
+k = ProgramBuilder("spread", workgroup_size=64)
+o = k.buffer("o", u32, "read_write")
+i = k.global_linear_id()
+o[i % k.lit(64, u32)] = i
+b = vyre.get_backend("wgpu")
+buf = b.allocate_device_buffer(256)
+prog = k.build()
+b.dispatch_with_device_buffers(prog, [], [buf], DispatchConfig(grid=(64, 1, 1)))
+b.synchronize()
+# one dispatch of 1.3e9 invocations: seconds on a CPU adapter, all of them in synchronize()
+b.dispatch_with_device_buffers(prog, [], [buf], DispatchConfig(grid=(65535, 300, 1)))
+main = threading.main_thread().ident
+threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+t0 = time.monotonic()
+synced = None
+try:
+    b.synchronize()
+    synced = time.monotonic() - t0
+    time.sleep(2)  # the work ended first: let the interrupt land here
+except KeyboardInterrupt:
+    t1 = time.monotonic()
+    if synced is not None and synced < 0.3:
+        print("finished-first", synced)
+        raise SystemExit(0)
+    b.synchronize()  # the work goes on; the instance is still usable
+    t2 = time.monotonic()
+    b.write(buf, np.zeros(64, np.uint32))
+    assert b.read(buf, dtype=np.uint32).sum() == 0
+    print("interrupted", (synced if synced is not None else t1 - t0), t2 - t0)
+"""
+
+
+@pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
+def test_wgpu_synchronize_answers_ctrl_c() -> None:
+    """A long wait in synchronize() blocked in the driver and ignored Ctrl-C until the work
+    was done; it now raises KeyboardInterrupt promptly and the instance stays usable."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _CTRL_C_SCRIPT], capture_output=True,
+                         text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    words = out.stdout.split()
+    if words[0] == "finished-first":
+        pytest.skip("the device finished the work before the interrupt arrived")
+    answered, total = float(words[1]), float(words[2])
+    assert answered < 1.5, f"Ctrl-C answered after {answered:.2f} s (work took {total:.2f} s)"
+    assert total > answered
