@@ -46,8 +46,8 @@ class Params(dict[str, bool | int | float]):
             "cfg.model_copy(update={'params': {**cfg.params, 'a': 5.0}})"
         )
 
-    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
 
     def __reduce__(self) -> tuple[Any, ...]:
         # dict's own pickling refills the object with __setitem__, which refuses

@@ -78,9 +78,9 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
             print(f"error: {what}; choose from {','.join(W.WORKLOADS)} (omit --workloads "
                   "for all)", file=out)
             return EXIT_USAGE
-    bad = repeat_error(args.repeat)
-    if bad:
-        print(bad, file=out)
+    refused = repeat_error(args.repeat)
+    if refused:
+        print(refused, file=out)
         return EXIT_USAGE
     if not args.out.strip():
         print("error: --out is empty; name the directory for the results (default "
