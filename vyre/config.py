@@ -40,6 +40,7 @@ class Params(dict[str, bool | int | float]):
     __slots__ = ()
 
     def _refuse(self, *_args: Any, **_kw: Any) -> NoReturn:
+        """Refused: a config's params never change (see Params); make a new config."""
         raise InvalidDispatch(
             "DispatchConfig params cannot be changed once the config is made (dispatches "
             "remember a config's params); make a new config instead, e.g. "
