@@ -188,7 +188,12 @@ def test_workloads_and_backend_restrict_the_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv, needle", [
     (["--workloads", "saxpy,nope"], "unknown workload"),
     (["--backend", "no-such-backend"], "no backend named"),
-    (["--repeat", "0"], "--repeat must be >= 1"),
+    (["--repeat", "0"], "--repeat must be between 1 and"),
+    (["--repeat", str(10**9)], "--repeat must be between 1 and"),
+    (["--workloads", ""], "--workloads names none"),
+    (["--workloads", " , "], "--workloads names none"),
+    (["--out", ""], "--out is empty"),
+    (["--out", "  "], "--out is empty"),
 ])
 def test_bad_arguments_exit_2(tmp_path: Path, argv: list[str], needle: str) -> None:
     buf = io.StringIO()

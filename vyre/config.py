@@ -8,7 +8,8 @@ module must never talk to a device.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -25,6 +26,39 @@ def _invalid(what: str, exc: ValidationError) -> InvalidDispatch:
         loc = ".".join(str(x) for x in err["loc"]) or what
         parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return InvalidDispatch(f"invalid {what}: " + "; ".join(parts))
+
+
+class Params(dict[str, bool | int | float]):
+    """A DispatchConfig's params: a dict that refuses every change.
+
+    The launch caches remember what a config object proved (its params sorted and their
+    bits read once per config, not per call), so a config must never change behind them:
+    `cfg.params["a"] = 5.0` would otherwise be silently ignored by the next resident
+    dispatch. Still a dict (reads, `{**cfg.params}`, json, isinstance checks work).
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *_args: Any, **_kw: Any) -> NoReturn:
+        """Refused: a config's params never change (see Params); make a new config."""
+        raise InvalidDispatch(
+            "DispatchConfig params cannot be changed once the config is made (dispatches "
+            "remember a config's params); make a new config instead, e.g. "
+            "cfg.model_copy(update={'params': {**cfg.params, 'a': 5.0}})"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # dict's own pickling refills the object with __setitem__, which refuses
+        return (Params, (dict(self),))
+
+    def __copy__(self) -> Params:
+        return self
+
+    def __deepcopy__(self, _memo: Any) -> Params:
+        return self  # its values are immutable scalars
 
 
 class IndirectGrid(BaseModel):
@@ -80,13 +114,14 @@ class DispatchConfig(BaseModel):
 
     `grid` is an int, a 1-3 tuple of workgroup counts (each >= 1), or an IndirectGrid.
     `profile=True` makes the dispatch wait and report device nanoseconds where the backend
-    has device timers.
+    has device timers. A config is immutable, its params included (see Params): make a new
+    one with `model_copy(update={...})`, which validates the update like the constructor.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     grid: tuple[int, int, int] | IndirectGrid = (1, 1, 1)
-    params: dict[str, bool | int | float] = Field(default_factory=dict)
+    params: dict[str, bool | int | float] = Field(default_factory=Params)
     label: str | None = None
     profile: bool = False
     options: DispatchOptions = DEFAULT_OPTIONS
@@ -123,6 +158,26 @@ class DispatchConfig(BaseModel):
             # for a number param like True is), where pydantic's lax mode would make it 1
             return {name: x.item() if isinstance(x, np.generic) else x for name, x in v.items()}
         return v
+
+    @field_validator("params", mode="after")
+    @classmethod
+    def _frozen_params(cls, v: Mapping[str, bool | int | float]) -> Params:
+        return v if type(v) is Params else Params(v)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise InvalidDispatch(
+            f"a DispatchConfig cannot be changed (setting {name!r}); make a new one with "
+            f"cfg.model_copy(update={{{name!r}: ...}})"
+        )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> DispatchConfig:
+        """A copy with `update` applied, validated like the constructor (pydantic's own
+        model_copy skips validation: it would let a plain, mutable params dict in)."""
+        if not update:
+            return self  # immutable: the copy would be indistinguishable
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**fields, **update})
 
     @field_validator("grid", mode="before")
     @classmethod

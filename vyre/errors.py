@@ -7,9 +7,30 @@ code: it is imported by everything.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class BackendError(Exception):
-    """Base of every error vyre raises on purpose."""
+    """Base of every error vyre raises on purpose.
+
+    Every subclass pickles as itself, message and attributes included, whatever its
+    constructor takes: errors cross process boundaries (multiprocessing, Ray), and the
+    default exception pickling re-calls `cls(*args)` with the one formatted message, which
+    breaks a constructor with other arguments (a multiprocessing.Pool parent then hangs).
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[BackendError], args: tuple[Any, ...],
+             state: dict[str, Any]) -> BackendError:
+    """An unpickled vyre error: made without its constructor, then given back its message
+    (args) and attributes."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class UnsupportedFeature(BackendError):
@@ -74,8 +95,10 @@ class OutOfDeviceMemory(BackendError):
 
     def __init__(self, backend: str, requested: int, detail: str = "") -> None:
         self.backend = backend
-        self.requested = requested
-        msg = f"{backend}: out of device memory allocating {requested} bytes"
+        self.requested = requested  # 0: unknown (an allocation the driver made for itself)
+        msg = f"{backend}: out of device memory"
+        if requested:
+            msg += f" allocating {requested} bytes"
         if detail:
             msg += f" ({detail})"
         msg += "; free buffers you no longer need, or split the work into smaller chunks"

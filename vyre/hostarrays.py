@@ -4,6 +4,10 @@ NumPy arrays, memoryviews and bytes-like objects go in; NumPy arrays come out wi
 element type the caller names (a numpy dtype or a vyre ScalarType). Anything ambiguous is
 refused with an error that names the fix. This module must never touch device memory nor
 convert data silently (no implicit astype, no implicit copies of non-contiguous arrays).
+
+Device memory is little-endian on every backend: a big-endian (byte-swapped) array is
+refused wherever host arrays enter or leave (uploads, dispatch inputs, read dtypes,
+read_into destinations), never copied as raw bytes that would read back swapped.
 """
 
 from __future__ import annotations
@@ -16,6 +20,17 @@ from .errors import InvalidDispatch
 from .ir.types import ScalarType
 
 _RAW_FORMATS = frozenset({"B", "b", "c"})
+
+
+def _swapped(dt: np.dtype, what: object,
+             fix: str = "convert the array with arr.astype({le})") -> InvalidDispatch:
+    """The error for a dtype whose bytes are not in the device's (little-endian) order;
+    `fix` names the remedy, {le} standing for the little-endian dtype."""
+    return InvalidDispatch(
+        f"{what}: dtype {dt.str!r} is big-endian (byte-swapped) but device memory is "
+        "little-endian, and vyre never swaps bytes silently; "
+        + fix.format(le=repr(dt.newbyteorder("<").str))
+    )
 
 
 def _sequence_array(data: list[Any] | tuple[Any, ...], ty: ScalarType, what: str) -> np.ndarray:
@@ -87,6 +102,20 @@ _DTYPES: dict[tuple[type, Any], np.dtype] = {}
 _DTYPES_MAX = 256  # distinct dtype spellings a process uses are few; never grow without bound
 
 
+_VYRE_TYPE_NAMES = frozenset(t.value for t in ScalarType)
+
+
+def _vyre_type_name(name: str) -> np.dtype:
+    """A vyre type spelled as text ("u32") as its numpy dtype. "f16" is refused: numpy reads
+    it as float128 and vyre as float16, and either guess reads garbage when it is wrong."""
+    if name == "f16":
+        raise InvalidDispatch(
+            "dtype 'f16' is ambiguous: numpy reads it as float128, vyre as its half float; "
+            "pass vyre.f16 or np.float16 for half floats (np.longdouble for numpy's float128)"
+        )
+    return ScalarType(name).numpy
+
+
 def as_dtype(dtype: Any) -> np.dtype:
     """A numpy dtype from a numpy dtype-like or a vyre ScalarType.
 
@@ -99,7 +128,12 @@ def as_dtype(dtype: Any) -> np.dtype:
         cacheable = True
     except TypeError:  # an unhashable dtype-like: checked below every time
         cacheable = False
-    dt = dtype.numpy if isinstance(dtype, ScalarType) else _numeric_dtype(dtype)
+    if isinstance(dtype, ScalarType):
+        dt = dtype.numpy
+    elif type(dtype) is str and dtype in _VYRE_TYPE_NAMES:
+        dt = _vyre_type_name(dtype)
+    else:
+        dt = _numeric_dtype(dtype)
     if cacheable and len(_DTYPES) < _DTYPES_MAX:
         _DTYPES[key] = dt
     return dt
@@ -115,6 +149,8 @@ def _numeric_dtype(dtype: Any) -> np.dtype:
             f"{dtype!r} is not an element type for device bytes; pass a numeric numpy dtype "
             "(np.float32) or a vyre type (vyre.f32)"
         )
+    if not dt.isnative:
+        raise _swapped(dt, "read dtype", "read with dtype={le}")
     return dt
 
 
@@ -150,6 +186,8 @@ def host_destination(out: Any, what: str) -> np.ndarray:
     if out.dtype.hasobject:
         raise InvalidDispatch(f"{what}: an array of Python objects ({out.dtype}) cannot hold "
                               "device bytes; use a numeric dtype")
+    if not out.dtype.isnative:
+        raise _swapped(out.dtype, what, "read into a little-endian array, e.g. np.empty(n, {le})")
     if not out.flags.c_contiguous:
         raise InvalidDispatch(f"{what}: the array is not C-contiguous; read into a contiguous "
                               "array (np.empty(shape, dtype)) and copy it where needed")
@@ -172,6 +210,12 @@ def host_bytes(data: Any, what: object, ty: ScalarType | None = None) -> memoryv
             raise InvalidDispatch(
                 f"{what}: the memoryview is not contiguous; copy it with bytes(view) or pass "
                 "np.ascontiguousarray(view)"
+            )
+        if mv.format[:1] in (">", "!") and mv.itemsize > 1:
+            raise InvalidDispatch(
+                f"{what}: memoryview format {mv.format!r} is big-endian but device memory is "
+                "little-endian, and vyre never swaps bytes silently; pass a little-endian "
+                "numpy array (np.asarray(view).astype(np.asarray(view).dtype.newbyteorder('<')))"
             )
         if ty is None or mv.format in _RAW_FORMATS:
             return mv.cast("B")
@@ -212,6 +256,8 @@ def host_bytes(data: Any, what: object, ty: ScalarType | None = None) -> memoryv
             f"{what}: array has dtype {data.dtype} but the program declares {ty}; "
             f"convert it with arr.astype(np.{ty.numpy.name})"
         )
+    if not data.dtype.isnative:
+        raise _swapped(data.dtype, what)
     if not data.flags.c_contiguous:
         raise InvalidDispatch(
             f"{what}: array is not C-contiguous (strides {data.strides}); "

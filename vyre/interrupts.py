@@ -97,6 +97,14 @@ def deferred_interrupts() -> Iterator[None]:
         _leave()
 
 
+def interruptible_here() -> bool:
+    """Whether a Ctrl-C would be raised in this thread right now: the main thread, outside
+    any deferred section, with a Python SIGINT handler (a long native wait should then
+    return to Python now and then to let it in)."""
+    return (threading.get_ident() == _MAIN and not _depth
+            and callable(_getsignal(_SIGINT)))
+
+
 def interrupt_safe(fn: F) -> F:
     """Decorator: `fn` runs with SIGINT deferred to its end."""
 
@@ -143,4 +151,5 @@ def native_sigint_shield() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)
 
 
-__all__ = ["deferred_interrupts", "interrupt_safe", "native_sigint_shield"]
+__all__ = ["deferred_interrupts", "interrupt_safe", "interruptible_here",
+           "native_sigint_shield"]

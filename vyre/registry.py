@@ -93,6 +93,29 @@ def default_backend_name() -> str:
     raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
 
 
+def _create(spec: str, check: bool | str | CheckSetting | None = None) -> BaseBackend:
+    name, dev = parse_spec(spec)
+    provs = providers()
+    prov = provs.get(name)
+    if prov is None:
+        raise BackendUnavailable(
+            name, f"no backend of that name is registered; known: {sorted(provs)}"
+        )
+    if isinstance(prov, Exception):
+        raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
+    if check is None:
+        return prov.create(dev)
+    if name != "reference":
+        raise BackendUnavailable(
+            name, "check= (the checked mode) is a setting of the reference backend only; "
+            "use get_backend('reference', check=True) to check a program, then run it "
+            "on this backend")
+    from vyre.backends.reference import ReferenceBackend
+
+    return ReferenceBackend(
+        "reference" if dev in (None, "", 0, "0", "cpu") else f"reference:{dev}", check=check)
+
+
 def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None,
                 check: bool | str | CheckSetting | None = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
@@ -108,28 +131,17 @@ def get_backend(spec: str | None = None, *, compile_cache_size: int | None = Non
             f"'reference' (or None for the default), got {type(spec).__name__}; "
             "run `vyre probe` to list the backends here",
         )
+    from_env = spec is None and bool(os.environ.get(ENV_DEFAULT))
     spec = spec or default_backend_name()
-    name, dev = parse_spec(spec)
-    provs = providers()
-    prov = provs.get(name)
-    if prov is None:
+    try:
+        backend = _create(spec, check)
+    except BackendUnavailable as exc:
+        if not from_env:
+            raise
+        # the spec came from the environment: say so, or the user looks for it in their code
         raise BackendUnavailable(
-            name, f"no backend of that name is registered; known: {sorted(provs)}"
-        )
-    if isinstance(prov, Exception):
-        raise BackendUnavailable(name, f"its module failed to import: {prov!r}")
-    if check is not None:
-        if name != "reference":
-            raise BackendUnavailable(
-                name, "check= (the checked mode) is a setting of the reference backend only; "
-                "use get_backend('reference', check=True) to check a program, then run it "
-                "on this backend")
-        from vyre.backends.reference import ReferenceBackend
-
-        backend: BaseBackend = ReferenceBackend(
-            "reference" if dev in (None, "", 0, "0", "cpu") else f"reference:{dev}", check=check)
-    else:
-        backend = prov.create(dev)
+            exc.backend, f"{exc.reason} (the backend was chosen by ${ENV_DEFAULT}={spec!r}; "
+            f"fix or unset ${ENV_DEFAULT})") from None
     if compile_cache_size is not None:
         try:
             backend.set_compile_cache_limit(compile_cache_size)

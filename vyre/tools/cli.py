@@ -37,6 +37,17 @@ REFERENCE = "reference"
 EXIT_OK = 0
 EXIT_FAILED = 1  # a disagreement, an error while running, a backend that failed to start
 EXIT_USAGE = 2  # bad arguments, or something the command needs is missing
+# The most runs `--repeat` may ask for (demo and bench): a best-of-N time settles long
+# before this, and 10**12 would run for ever.
+MAX_REPEAT = 10_000
+
+
+def repeat_error(repeat: int | None) -> str | None:
+    """Why `--repeat N` is refused (None: it is fine, or not given)."""
+    if repeat is not None and not 1 <= repeat <= MAX_REPEAT:
+        return (f"error: --repeat must be between 1 and {MAX_REPEAT} (the number of timed "
+                f"runs), got {repeat}")
+    return None
 
 
 # ----------------------------------------------------------------------------- probe
@@ -260,6 +271,10 @@ def _availability_lines(avail: Sequence[registry.Availability]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    bad = repeat_error(args.repeat)
+    if bad:
+        print(bad, file=out)
+        return EXIT_USAGE
     avail = registry.available_backends()
     by_name = {a.name: a for a in avail}
     print(f"vyre {__version__} demo", file=out)

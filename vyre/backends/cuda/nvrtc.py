@@ -142,6 +142,12 @@ def compile_source(source: str, arch: str, options: tuple[str, ...] | None = Non
 def default_cache_dir() -> Path:
     """$VYRE_CACHE_DIR/cuda, else $XDG_CACHE_HOME/vyre/cuda, else ~/.cache/vyre/cuda."""
     env = os.environ.get("VYRE_CACHE_DIR")
+    if env is not None and env and not env.strip():
+        # a blank value would make a directory named " " in the current directory
+        raise BackendUnavailable(
+            "cuda", f"$VYRE_CACHE_DIR={env!r} is blank: set it to the directory for vyre's "
+            "compile cache, or unset it for the default ($XDG_CACHE_HOME/vyre or "
+            "~/.cache/vyre)")
     if env:
         return Path(env) / "cuda"
     xdg = os.environ.get("XDG_CACHE_HOME")

@@ -180,6 +180,33 @@ def _parse_ordinal(device: int | str | None) -> int:
     raise InvalidDispatch(f"CUDA device must be an ordinal like 'cuda:0' or 1, got {device!r}")
 
 
+ENV_COARSEN = "VYRE_CUDA_COARSEN"
+MAX_COARSEN = 64
+
+
+def _coarsen_setting(coarsen: int | None, device: int | str | None) -> int:
+    """Invocations per CUDA thread: `coarsen`, else $VYRE_CUDA_COARSEN, else the default;
+    an int from 1 to MAX_COARSEN (anything else is refused naming where it came from)."""
+    given: Any = coarsen
+    where = "coarsen"
+    if coarsen is None:
+        raw = os.environ.get(ENV_COARSEN)
+        if raw is None:
+            return DEFAULT_COARSEN
+        where = f"${ENV_COARSEN}"
+        try:
+            given = int(raw.strip())
+        except ValueError:
+            given = raw
+    if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= MAX_COARSEN:
+        raise BackendUnavailable(
+            "cuda" if device is None else f"cuda:{device}",
+            f"{where}={given!r} is not a coarsening factor: use an int from 1 (off) to "
+            f"{MAX_COARSEN} (default {DEFAULT_COARSEN}), or unset {where}",
+        )
+    return given
+
+
 class CudaBackend(BaseBackend):
     """vyre on one NVIDIA GPU; see the module docstring."""
 
@@ -190,8 +217,7 @@ class CudaBackend(BaseBackend):
         ordinal = _parse_ordinal(device)
         self._private_ctx = False
         # invocations per CUDA thread for barrier-free programs (see codegen.coarsening_allowed)
-        self.coarsen = int(os.environ.get("VYRE_CUDA_COARSEN", DEFAULT_COARSEN)) \
-            if coarsen is None else int(coarsen)
+        self.coarsen = _coarsen_setting(coarsen, device)
         self.coarsen_min_invocations = COARSEN_MIN_INVOCATIONS
         super().__init__(f"cuda:{ordinal}")
         drv = D.load()

@@ -25,6 +25,7 @@ Choices where docs/IR.md leaves freedom (the oracle is deterministic):
 
 from __future__ import annotations
 
+from vyre.errors import BackendUnavailable
 from vyre.registry import Availability
 
 from .runtime import ReferenceBackend
@@ -44,8 +45,13 @@ class _Provider:
         )
 
     def create(self, device: int | str | None = None) -> ReferenceBackend:
-        suffix = "" if device in (None, "", 0, "0", "cpu") else f":{device}"
-        return ReferenceBackend(f"reference{suffix}")
+        # its one device is the CPU: any other device name is a typo, never a new device
+        if device not in (None, "", 0, "0", "cpu"):
+            raise BackendUnavailable(
+                f"reference:{device}", f"the reference backend has one device, the CPU; "
+                f"there is no device {device!r}: use 'reference' (or 'reference:cpu')"
+            )
+        return ReferenceBackend("reference")
 
 
 PROVIDER = _Provider()

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from vyre.binding import BoundDispatch
-from vyre.config import IndirectGrid
+from vyre.config import MAX_GRID_DIM, IndirectGrid
+from vyre.errors import DispatchError
 from vyre.ir import nodes as N
 
 from .interpreter import Chunk, Invocations, Memory
@@ -61,24 +62,37 @@ class Launch:
     grid: tuple[int, int, int] | tuple[weakref.ref[HostMemory], int]
     indirect: bool
     max_loop_iterations: int | None
+    grid_limit: int = MAX_GRID_DIM  # the backend's max_workgroups_per_dimension
 
     @classmethod
-    def of(cls, plan: Plan, bound: BoundDispatch) -> Launch:
+    def of(cls, plan: Plan, bound: BoundDispatch, grid_limit: int = MAX_GRID_DIM) -> Launch:
         g = bound.grid
         grid: Any = (weakref.ref(g.buffer), g.offset) if isinstance(g, IndirectGrid) else g
         params = {p.name: np.asarray(v, dtype=p.ty.numpy)
                   for p, v in zip(bound.program.params, bound.params)}
         return cls(plan, bound.counts, params, grid, isinstance(g, IndirectGrid),
-                   bound.config.options.max_loop_iterations)
+                   bound.config.options.max_loop_iterations, grid_limit)
 
     def workgroups(self) -> tuple[int, int, int]:
-        """The workgroup counts: from the config, or three u32 read from the indirect buffer."""
+        """The workgroup counts: from the config, or three u32 read from the indirect buffer.
+
+        Indirect counts are bounded like a direct grid's (binding checks those): the buffer's
+        values are only known now, and 0xFFFFFFFF workgroups would run for hours. wgpu runs
+        nothing for such a dispatch and vyre raises DispatchError; so does this."""
         if not self.indirect:
             return self.grid  # type: ignore[return-value]
         ref, offset = self.grid  # type: ignore[misc]
         buf = ref()
         assert buf is not None  # the core checked it usable
         x, y, z = (int(v) for v in buf.array[offset : offset + 12].view(np.uint32))
+        if max(x, y, z) > self.grid_limit:
+            raise DispatchError(
+                f"program {self.plan.program.name!r} was dispatched with an indirect grid of "
+                f"{(x, y, z)} workgroups, over the limit of {self.grid_limit} per dimension "
+                "(limits['max_workgroups_per_dimension']); nothing ran. Keep every count in "
+                f"the grid buffer at most {self.grid_limit}: use more dimensions (y, z) or a "
+                "larger workgroup size."
+            )
         return (x, y, z)
 
 

@@ -144,7 +144,8 @@ class ReferenceBackend(BaseBackend):
         return listing(program)
 
     def _prepare_launch(self, bound: BoundDispatch) -> Launch:
-        return Launch.of(self._compiled_for(bound.program, self._specialisation(bound)), bound)
+        return Launch.of(self._compiled_for(bound.program, self._specialisation(bound)), bound,
+                         self._caps.limits["max_workgroups_per_dimension"])
 
     def _run(self, launch: Launch, buffers: Sequence[Any]) -> int:
         """Execute one prepared dispatch now; returns the nanoseconds it took."""

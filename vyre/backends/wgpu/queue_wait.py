@@ -15,8 +15,10 @@ H100 (NVIDIA Vulkan 580), one small dispatch then a wait: 108 us with the blocki
 
 It maps only buffers the backend owns (staging and timestamp read-back buffers), through
 wgpu-native directly, and leaves them unmapped again; wgpu-py never sees them mapped.
-This module must never return before the work asked about has finished, never spin
-without a bound, and never leave a buffer mapped.
+A wait on the main thread outside a deferred-interrupt section sleeps between asks instead
+of blocking in the driver once the spin is over, so Ctrl-C ends it (see drain).
+This module must never return before the work asked about has finished (unless
+interrupted), never spin without a bound, and never leave a buffer mapped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from vyre.interrupts import interruptible_here
+
 #: How long a wait asks without blocking before it blocks (ns). Short work (the round trip
 #: of a small dispatch, a small read-back) is done well inside it; long work pays at most
 #: this much asking, then the blocking wait's wake-up, which it then hardly notices.
@@ -37,6 +41,9 @@ SPIN_NS = 200_000
 _BLOCKING_MAP_POLLS = 4
 
 _yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
+_MIN_SLEEP_NS = 20_000  # the shortest sleep between asks of an interruptible wait (~its
+# granularity: before 4x this has been waited, an interruptible wait asks between yields)
+_MAX_SLEEP_NS = 10_000_000  # the longest: Ctrl-C is answered within this
 
 
 class _MapAnswer:
@@ -103,12 +110,26 @@ class QueueWait:
         internal = self._device._internal
         if not internal or poll(internal, False, null) & 0xFF:
             return
-        deadline = time.perf_counter_ns() + (SPIN_NS if self.spins else 0)
+        start = time.perf_counter_ns()
+        deadline = start + (SPIN_NS if self.spins else 0)
         while time.perf_counter_ns() < deadline:
             _yield()
             if poll(internal, False, null) & 0xFF:
                 return
-        poll(internal, True, null)
+        if not interruptible_here():
+            poll(internal, True, null)
+            return
+        # The blocking poll cannot be interrupted: Ctrl-C would wait for the work (a huge
+        # grid runs for minutes). On the main thread, where the interrupt would be raised
+        # right away, sleep between asks instead: a sleep returns to Python for a signal.
+        # Each sleep is a sixteenth of the time waited so far, so a wait ends at most ~6%
+        # (plus one sleep's granularity) after its work, and a long wait asks rarely.
+        while not poll(internal, False, null) & 0xFF:
+            waited = time.perf_counter_ns() - start
+            if waited < _MIN_SLEEP_NS * 4:  # a sleep's granularity would dominate so far
+                _yield()
+                continue
+            time.sleep(min(waited >> 4, _MAX_SLEEP_NS) / 1e9)
 
     def read_mapped(self, buffer: Any, size: int, pieces: list[tuple[int, int]],
                     into: Sequence[np.ndarray | None] | None = None) -> list[np.ndarray]:

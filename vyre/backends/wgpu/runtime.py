@@ -180,6 +180,23 @@ def _align_up(x: int) -> int:
     return (x + 3) & ~3
 
 
+def _dump_source(dump: str, program: Program, source: str) -> None:
+    """Write `source` where $VYRE_WGPU_DUMP says: into that file, or, when it names a
+    directory, into <program name>-<content hash>.wgsl there (one file per program)."""
+    path = dump
+    try:
+        if os.path.isdir(dump):
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in program.name)
+            path = os.path.join(dump, f"{safe[:64]}-{program.content_hash[:12]}.wgsl")
+        with open(path, "w") as f:
+            f.write(source)
+    except OSError as exc:
+        raise BackendUnavailable(
+            "wgpu", f"$VYRE_WGPU_DUMP={dump!r}: cannot write the WGSL of program "
+            f"{program.name!r} to {path!r} ({exc.strerror or exc}); set it to a writable file "
+            "or directory, or unset it") from None
+
+
 class WgpuBackend(BaseBackend):
     """vyre on one WebGPU device (see the module docstring)."""
 
@@ -335,7 +352,12 @@ class WgpuBackend(BaseBackend):
             s in msg.lower()
             for s in ("out of memory", "outofmemory", "out_of_memory", "not enough memory")
         ):
-            return OutOfDeviceMemory(self.id, nbytes, f"{what}: {msg.splitlines()[-1] if msg else exc!r}")
+            said = msg.splitlines()[-1] if msg else repr(exc)
+            # with no size of its own, the allocation that failed was the driver's (command
+            # buffers, bind groups, staging memory): say so, never "allocating 0 bytes"
+            detail = (f"{what}: {said}" if nbytes else
+                      f"{what}: the driver could not allocate its own memory for it: {said}")
+            return OutOfDeviceMemory(self.id, nbytes, detail)
         if "device is lost" in msg.lower() or "device lost" in msg.lower():
             # wgpu-py only logs the loss itself; the first operation that meets it is where
             # vyre learns of it. From then on the instance refuses work instead of letting
@@ -572,8 +594,7 @@ class WgpuBackend(BaseBackend):
         mod = self.generate(program, key)
         dump = os.environ.get("VYRE_WGPU_DUMP")  # debugging: the source being compiled
         if dump:
-            with open(dump, "w") as f:
-                f.write(mod.source)
+            _dump_source(dump, program, mod.source)
         # what naga / wgpu-native log while compiling goes into the CompileError, never to
         # the user's terminal
         with captured_wgpu_log() as log:
@@ -808,17 +829,23 @@ class WgpuBackend(BaseBackend):
         repeat: int,
         timestamps: Any | None,
         runs: _Runs | None = None,
+        first: bool = True,
+        last: bool = True,
     ) -> None:
         """All steps, `repeat` times, in as few compute passes as possible (a pass ends
         only where an indirect grid must first be copied out of a buffer the step binds).
         wgpu orders dispatches inside a pass by their storage-buffer usage. `runs`: the
-        steps' _plain_runs, when the caller has them."""
+        steps' _plain_runs, when the caller has them. `first` / `last`: whether this
+        encoding begins / ends the timed span (a long run is encoded in several)."""
         direct = steps[0].direct if len(steps) == 1 and repeat == 1 else None
         if runs is not None and direct is None:  # a recorded pipeline of plain dispatches
-            tw = None
-            if timestamps is not None:
-                tw = {"query_set": timestamps, "beginning_of_pass_write_index": 0,
-                      "end_of_pass_write_index": 1}
+            tw: dict[str, Any] | None = None
+            if timestamps is not None and (first or last):
+                tw = {"query_set": timestamps}
+                if first:
+                    tw["beginning_of_pass_write_index"] = 0
+                if last:
+                    tw["end_of_pass_write_index"] = 1
             cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
             dispatch = cp.dispatch_workgroups
             for _ in range(repeat):
@@ -845,17 +872,17 @@ class WgpuBackend(BaseBackend):
                         cur = []
                     cur.append(s)
             passes.append(cur)
-        last = len(passes) - 1
+        final = len(passes) - 1
         for pi, group in enumerate(passes):
             if group and group[0].grid_copy is not None:
                 gpu, offset = group[0].indirect  # type: ignore[misc]
                 enc.copy_buffer_to_buffer(gpu, offset, group[0].grid_copy, 0, 12)
             tw = None
-            if timestamps is not None:
+            if timestamps is not None and ((first and pi == 0) or (last and pi == final)):
                 tw = {"query_set": timestamps}
-                if pi == 0:
+                if first and pi == 0:
                     tw["beginning_of_pass_write_index"] = 0
-                if pi == last:
+                if last and pi == final:
                     tw["end_of_pass_write_index"] = 1
             cp = enc.begin_compute_pass(timestamp_writes=tw) if tw else enc.begin_compute_pass()
             dispatch = cp.dispatch_workgroups
@@ -1003,6 +1030,8 @@ class WgpuBackend(BaseBackend):
             device_ns = None
             try:
                 with self._lock:
+                    if self._closed:  # its device is destroyed: say so, not "device lost"
+                        raise self._closed_error()
                     if ts is not None:
                         device_ns = _timestamp_ns(self._map_staging(ts.staging, 16, [(0, 16)])[0])
                         self._release_timestamps(ts)
@@ -1044,8 +1073,7 @@ class WgpuBackend(BaseBackend):
         ranges = [(r.buffer, r.offset, int(r.length or 0)) for r in reads]
         try:
             ts = self._timestamp_set() if profile else None
-            enc = self.device.create_command_encoder()
-            self._encode(enc, steps, repeat, ts.queries if ts else None, state.runs)
+            enc = self._encode_rounds(state, repeat, ts.queries if ts else None)
             nz = [(b, o, n) for b, o, n in ranges if n]
             plan, pieces, total = self._plan_reads(nz, 16 if ts else 0)
             staging = None
@@ -1079,6 +1107,32 @@ class WgpuBackend(BaseBackend):
         timing = Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device_ns)
         return PipelineResult(reads=out, timing=timing, extra={"dispatches": len(steps) * repeat})
 
+    def _encode_rounds(self, state: _PipelineState, repeat: int, timestamps: Any | None) -> Any:
+        """A command encoder holding the last rounds of a `repeat`-round run; the earlier
+        rounds are encoded and submitted in chunks of at most MAX_DISPATCHES_PER_SUBMIT
+        dispatches, each chunk submitted once the one before it has finished, so the host
+        and device memory of the recording do not grow with `repeat` (one encoder for all
+        rounds took ~530 B of host memory per dispatch, and 4e6 rounds exhausted the
+        device's memory and lost the device). The device never waits for the host: the
+        next chunk is encoded while the previous one runs."""
+        steps = state.steps
+        per_chunk = max(1, MAX_DISPATCHES_PER_SUBMIT // len(steps))
+        done = 0
+        first = True
+        while repeat - done > per_chunk:
+            enc = self.device.create_command_encoder()
+            self._encode(enc, steps, per_chunk, timestamps, state.runs, first, False)
+            done += per_chunk
+            self._wait()  # the chunk before this one: at most one chunk in flight
+            self.queue.submit([enc.finish()])
+            self._submitted(state.checked)
+            first = False
+        enc = self.device.create_command_encoder()
+        self._encode(enc, steps, repeat - done, timestamps, state.runs, first, True)
+        if done:
+            self._wait()
+        return enc
+
     def _synchronize(self) -> None:
         if self._dropped:
             self._destroy_dropped()
@@ -1111,6 +1165,9 @@ class WgpuBackend(BaseBackend):
 
 
 _NO_BYTES = np.empty(0, np.uint8)
+#: Most dispatches a pipeline run records into one command buffer before submitting it
+#: (see _encode_rounds): ~8 MiB of host recording, far above any pipeline's steps.
+MAX_DISPATCHES_PER_SUBMIT = 16384
 _TIMESTAMP_POOL = 8  # timestamp sets kept for reuse (more only with dispatches in flight)
 
 

@@ -64,18 +64,27 @@ def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
-    from vyre.tools.cli import probe_report  # lazy: vyre.tools.cli imports this module
+    from vyre.tools.cli import (
+        probe_report,  # lazy: vyre.tools.cli imports this module
+        repeat_error,
+    )
 
     workloads = list(W.WORKLOADS)
-    if args.workloads:
+    if args.workloads is not None:  # given, even empty: '' must not mean "all"
         workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
         unknown = [w for w in workloads if w not in W.WORKLOADS]
         if unknown or not workloads:
-            print(f"error: unknown workload(s) {unknown}; choose from {','.join(W.WORKLOADS)}",
-                  file=out)
+            what = f"unknown workload(s) {unknown}" if unknown else "--workloads names none"
+            print(f"error: {what}; choose from {','.join(W.WORKLOADS)} (omit --workloads "
+                  "for all)", file=out)
             return EXIT_USAGE
-    if args.repeat is not None and args.repeat < 1:
-        print(f"error: --repeat must be >= 1, got {args.repeat}", file=out)
+    refused = repeat_error(args.repeat)
+    if refused:
+        print(refused, file=out)
+        return EXIT_USAGE
+    if not args.out.strip():
+        print("error: --out is empty; name the directory for the results (default "
+              "./vyre-bench)", file=out)
         return EXIT_USAGE
     specs = _specs(args, out)
     if specs is None:
