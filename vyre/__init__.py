@@ -8,7 +8,7 @@ from typing import Any
 from . import builder, errors, features
 from .backend import BaseBackend, Capabilities, CompileStats, Pending
 from .binding import BoundDispatch, validate_buffer_ownership
-from .buffer import BufferBase, DeviceBuffer
+from .buffer import BufferBase, DeviceBuffer, check_label
 from .builder import (
     ProgramBuilder,
     abs_,
@@ -102,10 +102,15 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
             f"{type(buffer).__name__} {buffer!r:.40} has no vyre backend owner to read it "
             "from; transfer takes a buffer from allocate_device_buffer"
         )
+    check_label(label, "transfer")
     data = owner.read(buffer)
     out = backend.allocate_device_buffer(buffer.byte_len, label=label or buffer.label)
-    if data.nbytes:
-        backend.write(out, data)
+    try:
+        if data.nbytes:
+            backend.write(out, data)
+    except BaseException:
+        out.free()  # all or nothing: never a half-made buffer left on the destination
+        raise
     return out
 
 

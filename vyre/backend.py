@@ -61,6 +61,7 @@ from .pipeline import (
     PipelineResult,
     ReadRange,
     Step,
+    as_steps,
     checked_read,
     checked_span,
     element_dtype,
@@ -796,6 +797,7 @@ class BaseBackend:
     def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
         """Record and validate a sequence of dispatches once; run it with `.run()`."""
         self._check_open()
+        steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
         for i, s in enumerate(steps):
             if isinstance(s, Step):
                 try:
