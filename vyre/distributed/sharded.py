@@ -19,7 +19,7 @@ never reorder a float combination, nor move whole shards through the driver exce
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -131,9 +131,21 @@ class Sharded:
     """A group of backend actors that data-parallel work is split over (module docstring)."""
 
     def __init__(self, backends: Sequence[RemoteBackend]) -> None:
-        if not backends:
+        if isinstance(backends, (str, bytes)) or not isinstance(backends, Iterable):
+            raise InvalidDispatch(
+                f"Sharded takes a list of RemoteBackends, got {type(backends).__name__}; e.g. "
+                "Sharded([vyre.distributed.spawn('cuda') for _ in range(2)])")
+        group = tuple(backends)
+        if not group:
             raise InvalidDispatch("Sharded needs at least one RemoteBackend")
-        self.backends = tuple(backends)
+        for i, b in enumerate(group):
+            if not isinstance(b, RemoteBackend):
+                raise InvalidDispatch(
+                    f"Sharded's backend {i} is a {type(b).__name__}, not a RemoteBackend: "
+                    "every shard lives in a backend actor; spawn one with "
+                    f"vyre.distributed.spawn({getattr(b, 'kind', 'reference')!r}), or move "
+                    "local data there with vyre.distributed.transfer")
+        self.backends = group
 
     def layout(self, rows: int, align: int = 1) -> tuple[Shard, ...]:
         return tuple(Shard(i, b, s, c) for i, (b, (s, c))
