@@ -21,6 +21,7 @@ from vyre.errors import (
     BufferOwnershipError,
     BufferStateError,
     InvalidDispatch,
+    OutOfDeviceMemory,
 )
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'vyre[distributed]'")
@@ -172,3 +173,17 @@ def test_a_transfer_from_a_dead_actor_leaves_nothing_on_the_target(
     _alive(target)
     victim.close()
 
+
+
+@pytest.mark.skipif("__reduce__" not in BackendError.__dict__,
+                    reason="vyre errors do not pickle as themselves in this tree yet (the "
+                    "runtime branch's BackendError.__reduce__, issue 28 item 10)")
+def test_an_error_raised_in_the_actor_arrives_as_its_vyre_class(
+    pair: tuple[vd.RemoteBackend, vd.RemoteBackend],
+) -> None:
+    """OutOfDeviceMemory has constructor arguments of its own: it comes back through Ray only
+    because vyre errors pickle as themselves (BackendError.__reduce__)."""
+    a, _ = pair
+    msg = _raises(OutOfDeviceMemory, "free buffers")(lambda: a.allocate_device_buffer(2**80))
+    assert "out of device memory" in msg
+    _alive(a)

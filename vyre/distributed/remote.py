@@ -163,9 +163,12 @@ class RemoteBackend:
         """An answer that is not a vyre error (a bug in vyre, or an error Ray could not
         bring back): a vyre error that keeps its text."""
         text = str(getattr(exc, "cause", None) or exc).strip()
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        # a traceback's last line is the error itself (its type and message)
+        detail = lines[-1] if len(lines) > 1 else text
         return DispatchError(
             f"{what} on ray actor {self.actor_name!r} ({self.backend_id}) failed with "
-            f"{type(exc).__name__}: {text[-800:]}; this is not an error vyre raises on "
+            f"{type(exc).__name__}: {detail[-800:]}; this is not an error vyre raises on "
             "purpose: check that the driver and every node run the same vyre and Ray, and "
             "please report it with this message")
 
