@@ -187,3 +187,56 @@ def test_an_error_raised_in_the_actor_arrives_as_its_vyre_class(
     msg = _raises(OutOfDeviceMemory, "free buffers")(lambda: a.allocate_device_buffer(2**80))
     assert "out of device memory" in msg
     _alive(a)
+
+
+# rows of the local hostile table whose remote answer differs on purpose
+REMOTE_DIFFERS = {
+    "write noncontiguous": "Ray pickles the array contiguous on its way; the actor writes its values",
+    "async bad params": "a remote dispatch_async reports its error on wait(), like every answer",
+    "pickle buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
+    "copy buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
+    "deepcopy buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
+}
+
+
+def test_the_local_hostile_table_on_a_remote_backend(
+    pair: tuple[vd.RemoteBackend, vd.RemoteBackend],
+) -> None:
+    """Every row of tests/test_hostile.py's table, on a RemoteBackend (a foreign buffer of
+    the other actor): the same vyre error with the same phrases, nothing left behind."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import test_hostile as th
+    finally:
+        sys.path.pop(0)
+    a, b = pair
+    ctx = th.Ctx(a, b)
+    pickles = "__reduce__" in BackendError.__dict__  # else OutOfDeviceMemory can't come back
+    tried = 0
+    try:
+        for name, call, exc, phrases in th.TABLE:
+            if name in REMOTE_DIFFERS:
+                continue
+            held = a.stats()["buffers"]
+            try:
+                call(ctx)
+            except BaseException as e:
+                if type(e).__name__ == "Skipped":
+                    continue
+                assert isinstance(e, BackendError), f"{name}: raw {type(e).__name__}: {e}"
+                want = exc if pickles or exc is not OutOfDeviceMemory else BackendError
+                assert isinstance(e, want), f"{name}: {type(e).__name__}, not {exc.__name__}: {e}"
+                for p in phrases:
+                    assert p.lower() in str(e).lower(), f"{name}: {p!r} not in {e}"
+            else:
+                raise AssertionError(f"{name}: no error on a RemoteBackend")
+            assert a.stats()["buffers"] == held, f"{name} left a buffer in the actor"
+            tried += 1
+    finally:
+        for buf in (ctx.live, ctx.foreign):
+            buf.free()
+    assert tried > 150
+    _alive(a)

@@ -89,8 +89,18 @@ from .registry import Availability, available_backends, get_backend
 __version__ = "0.1.0"
 
 
+def _remote(obj: object) -> bool:
+    """Whether `obj` is a vyre.distributed handle or backend (told by its class's module,
+    so that a local transfer never imports vyre.distributed)."""
+    return type(obj).__module__.startswith("vyre.distributed.")
+
+
 def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None) -> BufferBase:
     """Copy a buffer explicitly to another backend (through the host): a new buffer there."""
+    if _remote(backend) or _remote(buffer):
+        from .distributed import transfer as remote_transfer  # (imports no Ray itself)
+
+        return remote_transfer(buffer, backend, label)
     if not isinstance(backend, BaseBackend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "

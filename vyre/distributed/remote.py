@@ -18,7 +18,7 @@ import numpy as np
 from vyre import features as F
 from vyre.backend import Capabilities
 from vyre.binding import BufferArg
-from vyre.buffer import check_label
+from vyre.buffer import BufferBase, check_label
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import (
     BackendError,
@@ -32,6 +32,7 @@ from vyre.errors import (
 from vyre.hostarrays import host_destination
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import to_json
+from vyre.ir.validate import validate
 from vyre.pipeline import PipelineResult, ReadRange, Step, as_read_range, as_steps
 
 from ._ray import require_ray
@@ -192,6 +193,13 @@ class RemoteBackend:
         """The wire reference of a handle of this backend (ownership and state checked)."""
         if isinstance(buf, RemoteBuffer) and buf.owner is self and not buf.freed:
             self._check_genuine(buf, i)
+        if not isinstance(buf, (RemoteBuffer, BufferBase)):
+            kind = ("host data, not a device buffer: allocate it here with "
+                    "allocate_device_buffer(n) and write(buffer, array) first"
+                    if isinstance(buf, (np.ndarray, bytes, bytearray, memoryview))
+                    else "not a device buffer: allocate it with allocate_device_buffer(n) "
+                    f"on ray actor {self.actor_name!r}")
+            raise BufferOwnershipError(f"buffer {i} is {type(buf).__name__} {buf!r:.40}, {kind}")
         if not isinstance(buf, RemoteBuffer) or buf.owner is not self:
             where = (f"ray actor {buf.actor!r} ({buf.device}, instance {buf.instance})"
                      if isinstance(buf, RemoteBuffer)
@@ -227,6 +235,10 @@ class RemoteBackend:
 
     def _refs(self, arg: BufferArg, handles: list[RemoteBuffer]) -> Any:
         if not isinstance(arg, (Mapping, list, tuple)):
+            if isinstance(arg, (str, bytes)) or not isinstance(arg, Iterable):
+                raise InvalidDispatch(
+                    f"buffers are given as a list (declaration order) or a dict by name of "
+                    f"RemoteBuffers, got {type(arg).__name__} {arg!r:.40}")
             arg = tuple(arg)  # an iterator is read once, here
         return map_refs(arg, self._collect(handles))
 
@@ -341,6 +353,10 @@ class RemoteBackend:
         )
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
+        if isinstance(ranges, (str, bytes)) or not isinstance(ranges, Iterable):
+            raise InvalidDispatch(
+                f"read_many takes an iterable of buffers or (buffer, offset, length, dtype) "
+                f"tuples, got {type(ranges).__name__}")
         rs = [as_read_range(r) for r in ranges]
         refs = self._read_refs(rs)
         out: list[np.ndarray] = self._call("read_many", refs, what="read",
@@ -349,6 +365,7 @@ class RemoteBackend:
 
     def compile(self, program: Program) -> str:
         """Send and compile `program` in the actor; returns its content hash."""
+        self._program_hash(program)  # checked (and sent) before its name is used
         self._with_program(program, "compile", what=f"compiling {program.name!r}", handles=())
         return program.content_hash
 
@@ -358,6 +375,7 @@ class RemoteBackend:
 
     def dispatch(self, program: Program, inputs: Any, config: DispatchConfig) -> dict[str, np.ndarray]:
         """Host path in the actor: the data travels with the message, outputs come back."""
+        validate(program)  # InvalidProgram naming the fix, as the local dispatch says
         out: dict[str, np.ndarray] = self._with_program(
             program, "dispatch", inputs, config, what=f"dispatch of {program.name!r}", handles=())
         return out
@@ -378,9 +396,9 @@ class RemoteBackend:
             args: tuple[Any, ...] = ((), (), None)
             name = program.program.name
         else:
+            target = self._program_hash(program)
             args = (self._refs(inputs, handles), self._refs(outputs, handles),
                     self._config(config, handles))
-            target = self._program_hash(program)
             name = program.name
         ref = self._send("dispatch_resident", target, *args, wait, handles=handles)
         return RemotePending(self, ref, f"dispatch of {name!r}", handles)
@@ -400,6 +418,7 @@ class RemoteBackend:
     def bind(self, program: Program, inputs: BufferArg, outputs: BufferArg,
              config: DispatchConfig) -> RemoteBound:
         handles: list[RemoteBuffer] = []
+        self._program_hash(program)
         ins, outs = self._refs(inputs, handles), self._refs(outputs, handles)
         cfg = self._config(config, handles)
         key: str = self._with_program(program, "bind", ins, outs, cfg,
