@@ -10,6 +10,7 @@ import pickle
 from typing import Any
 
 import numpy as np
+import pytest
 
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, Step, f32
@@ -62,4 +63,22 @@ ROWS: list[Any] = [
     ("transfer str buffer", lambda c: vyre.transfer("buf", c.b), BufferOwnershipError, ("allocate_device_buffer",)),  # type: ignore[arg-type]
     ("transfer host array", lambda c: vyre.transfer(np.zeros(4), c.b), BufferOwnershipError, ("allocate_device_buffer",)),  # type: ignore[arg-type]
     ("transfer label int", lambda c: vyre.transfer(c.live, c.b, label=5), E, ("label must be a str",)),  # type: ignore[arg-type]
+]
+
+
+def _readonly_then_writable(c: Any) -> None:
+    """Marking a buffer read-only sticks: a writable mark afterwards is refused (on a
+    borrowed read-only buffer, the mark the producer set is never lifted)."""
+    buf = c.b.allocate_device_buffer(16, label="marked")
+    try:
+        buf.readonly = True
+        with pytest.raises(BufferStateError, match="read-only"):
+            c.b.write(buf, b"1234")
+        buf.readonly = False
+    finally:
+        c.b.free(buf)
+
+
+ROWS += [
+    ("edit readonly", _readonly_then_writable, BufferStateError, ("readonly is fixed",)),
 ]

@@ -53,8 +53,9 @@ class BufferBase:
     #: What every check trusts (which instance owns the memory, how long it is, where it
     #: is): set once at allocation and never again, since a handle edited by hand would
     #: make vyre read or write outside the memory it names. Backends add their own fields.
+    #: (`readonly` and `borrowed` are set once, when a borrowed buffer is made.)
     FIXED_FIELDS: frozenset[str] = frozenset(
-        {"_owner", "backend_id", "byte_len", "serial", "generation"})
+        {"_owner", "backend_id", "byte_len", "serial", "generation", "readonly", "borrowed"})
 
     def __init__(self, owner: BaseBackend, byte_len: int, label: str | None) -> None:
         self._owner = owner
