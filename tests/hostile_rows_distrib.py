@@ -82,3 +82,7 @@ def _readonly_then_writable(c: Any) -> None:
 ROWS += [
     ("edit readonly", _readonly_then_writable, BufferStateError, ("readonly is fixed",)),
 ]
+ROWS += [
+    ("alloc label int", lambda c: c.b.allocate_device_buffer(8, label=5), E, ("label must be a str",)),  # type: ignore[arg-type]
+    ("alloc label bytes", lambda c: c.b.allocate_device_buffer(8, label=b"x"), E, ("label must be a str",)),  # type: ignore[arg-type]
+]

@@ -38,6 +38,7 @@ from .buffer import (
     BufferBase,
     DeviceBuffer,
     as_index,
+    check_label,
     check_range,
     check_usable,
     host_bytes,
@@ -348,6 +349,7 @@ class BaseBackend:
         after synchronize()), on backends that report the 'managed_memory' feature.
         """
         self._check_open()
+        check_label(label, "allocate_device_buffer")
         if kind not in ("device", "managed"):
             raise InvalidDispatch(f"kind must be 'device' or 'managed', got {kind!r}")
         if kind == "managed" and MANAGED_MEMORY not in self.capabilities().features:
