@@ -196,6 +196,7 @@ REMOTE_DIFFERS = {
     "pickle buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
     "copy buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
     "deepcopy buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
+    "edit readonly": "a RemoteBuffer has no read-only mark (only memory lent by a framework has)",
 }
 
 
