@@ -191,7 +191,6 @@ def test_an_error_raised_in_the_actor_arrives_as_its_vyre_class(
 
 # rows of the local hostile table whose remote answer differs on purpose
 REMOTE_DIFFERS = {
-    "write noncontiguous": "Ray pickles the array contiguous on its way; the actor writes its values",
     "async bad params": "a remote dispatch_async reports its error on wait(), like every answer",
     "pickle buffer": "a RemoteBuffer pickles: Ray hands it to tasks",
     "copy buffer": "a RemoteBuffer pickles: Ray hands it to tasks",

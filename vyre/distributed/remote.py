@@ -29,7 +29,7 @@ from vyre.errors import (
     InvalidDispatch,
     UnsupportedFeature,
 )
-from vyre.hostarrays import host_destination
+from vyre.hostarrays import host_bytes, host_destination
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import to_json
 from vyre.ir.validate import validate
@@ -329,7 +329,11 @@ class RemoteBackend:
                     f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
                     f"{type(item).__name__} {item!r:.60}; e.g. write_many([(buffer, array)])")
             buf, data = item[0], item[1]
-            msg.append((self._ref(buf, len(handles)), data, item[2] if len(item) > 2 else 0))
+            ref = self._ref(buf, len(handles))
+            # checked here as a local write checks it (a typed memoryview would reach the
+            # actor as plain bytes, its element type and byte order lost), and sent as bytes
+            raw = np.frombuffer(host_bytes(data, f"write to {buf.describe()}"), np.uint8)
+            msg.append((ref, raw, item[2] if len(item) > 2 else 0))
             handles.append(buf)
         self._call("write_many", msg, what="write", handles=handles)
 
