@@ -391,8 +391,9 @@ class RemoteBackend:
         if isinstance(program, RemoteBound):
             if program.backend is not self:
                 raise BufferOwnershipError(
-                    f"this dispatch of {program.program.name!r} was bound on "
-                    f"{program.backend.id!r}, not on {self.id!r}; bind it on this backend")
+                    f"this dispatch of {program.program.name!r} was bound by "
+                    f"{program.backend.id!r}, not by this backend ({self.id!r}); bind it here "
+                    "with bind(program, inputs, outputs, config)")
             for i, b in enumerate(program.buffers):
                 self._ref(b, i)
             handles.extend(program.buffers)
@@ -436,7 +437,9 @@ class RemoteBackend:
             if isinstance(s, RemoteBound):
                 if s.backend is not self:
                     raise BufferOwnershipError(
-                        f"pipeline step {i} was bound on {s.backend.id!r}, not on {self.id!r}")
+                        f"pipeline step {i} was bound by {s.backend.id!r}, not by this backend "
+                        f"({self.id!r}); bind it here with bind(program, inputs, outputs, "
+                        "config)")
                 handles.extend(s.buffers)
                 wire.append(("bound", s.key))
             elif isinstance(s, Step):
