@@ -41,6 +41,7 @@ from .buffer import (
     BufferBase,
     DeviceBuffer,
     as_index,
+    check_label,
     check_range,
     check_usable,
     host_bytes,
@@ -65,6 +66,7 @@ from .pipeline import (
     PipelineResult,
     ReadRange,
     Step,
+    as_steps,
     checked_read,
     checked_span,
     element_dtype,
@@ -388,6 +390,7 @@ class BaseBackend:
         after synchronize()), on backends that report the 'managed_memory' feature.
         """
         self._check_open()
+        check_label(label, "allocate_device_buffer")
         if kind not in ("device", "managed"):
             raise InvalidDispatch(f"kind must be 'device' or 'managed', got {kind!r}")
         if kind == "managed" and MANAGED_MEMORY not in self.capabilities().features:
@@ -855,6 +858,7 @@ class BaseBackend:
     def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
         """Record and validate a sequence of dispatches once; run it with `.run()`."""
         self._check_open()
+        steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
         for i, s in enumerate(steps):
             if isinstance(s, Step):
                 try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import BufferStateError, InvalidDispatch
+from .errors import BufferOwnershipError, BufferStateError, InvalidDispatch
 from .hostarrays import host_bytes
 
 __all__ = ["BufferBase", "DeviceBuffer", "check_range", "check_usable", "host_bytes"]
@@ -50,6 +50,12 @@ class BufferBase:
     shape: tuple[int, ...] | None = None
     readonly: bool = False
     borrowed: bool = False
+    #: What every check trusts (which instance owns the memory, how long it is, where it
+    #: is): set once at allocation and never again, since a handle edited by hand would
+    #: make vyre read or write outside the memory it names. Backends add their own fields.
+    #: (`readonly` and `borrowed` are set once, when a borrowed buffer is made.)
+    FIXED_FIELDS: frozenset[str] = frozenset(
+        {"_owner", "backend_id", "byte_len", "serial", "generation", "readonly", "borrowed"})
 
     def __init__(self, owner: BaseBackend, byte_len: int, label: str | None) -> None:
         self._owner = owner
@@ -59,6 +65,27 @@ class BufferBase:
         self.serial = next(_ids)
         self._freed = False
         self.generation = owner.context_generation
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.FIXED_FIELDS and name in self.__dict__:
+            raise fixed_field_error(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.FIXED_FIELDS:
+            raise fixed_field_error(self, name)
+        object.__delattr__(self, name)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # (pickle and copy.copy / deepcopy both come here) a copy would be a second handle
+        # to the same memory that free() could not mark freed, and in another process it
+        # would name memory that is not there
+        raise BufferOwnershipError(
+            f"{self.describe()} cannot be pickled or copied: it is a handle to memory of "
+            f"backend instance {self.backend_id!r} in this process; pickle its data instead "
+            "(backend.read(buffer) gives a numpy array), or copy it to another backend with "
+            "vyre.transfer(buffer, backend)"
+        )
 
     @property
     def owner(self) -> object:
@@ -136,6 +163,25 @@ class _TypedExport:
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.buffer.__dlpack_device__()
+
+
+def fixed_field_error(buf: Any, name: str) -> BufferStateError:
+    """The error for changing a field of a buffer handle that is fixed at allocation."""
+    field = name.lstrip("_")
+    return BufferStateError(
+        f"{buf.describe()}: its {field} is fixed at allocation (every check of a read, write "
+        "or dispatch trusts it), and cannot be changed; allocate a new buffer with "
+        "backend.allocate_device_buffer(byte_len) for another size, or move the data to "
+        "another backend with vyre.transfer(buffer, backend)"
+    )
+
+
+def check_label(label: object, what: str) -> None:
+    """A buffer label is a str or None (it names the buffer in every message)."""
+    if label is not None and not isinstance(label, str):
+        raise InvalidDispatch(
+            f"{what}: label must be a str (or None), got {type(label).__name__} {label!r:.40}"
+        )
 
 
 def check_usable(buf: BufferBase) -> None:

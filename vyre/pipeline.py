@@ -8,7 +8,7 @@ This module must never execute anything itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ import numpy as np
 from .binding import BoundDispatch, BufferArg, bind, check_bound_owner, owned_buffer
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
-from .errors import InvalidDispatch
+from .errors import InvalidDispatch, InvalidProgram
 from .hostarrays import as_dtype
 from .ir.nodes import Program
 
@@ -39,6 +39,41 @@ class Step:
     outputs: BufferArg
     config: DispatchConfig
     index_param: str | None = None
+
+    def __post_init__(self) -> None:
+        # checked here, where the mistake is made, not later as an AttributeError inside
+        # pipeline(); the buffers are checked by bind against the program's declarations
+        if not isinstance(self.program, Program):
+            raise InvalidProgram(
+                f"Step's program must be a vyre Program, got {type(self.program).__name__} "
+                f"{self.program!r:.40}; build one with vyre.ProgramBuilder, @vyre.kernel or "
+                "vyre.ir.from_json"
+            )
+        if not isinstance(self.config, DispatchConfig):
+            raise InvalidDispatch(
+                f"Step({self.program.name!r}, ...)'s config must be a vyre.DispatchConfig, got "
+                f"{type(self.config).__name__}; pass e.g. DispatchConfig.for_elements(n, 64, "
+                "params={...})"
+            )
+        if self.index_param is not None and not isinstance(self.index_param, str):
+            raise InvalidDispatch(
+                f"Step({self.program.name!r}, ...)'s index_param must be the name (str) of a "
+                f"u32 or i32 param, or None; got {type(self.index_param).__name__}"
+            )
+
+
+def as_steps(steps: Any) -> tuple[Any, ...]:
+    """`steps` (a list or tuple, or any other iterable, read once here) as a tuple, else
+    InvalidDispatch: a generator read twice would record an empty pipeline."""
+    if type(steps) is list or type(steps) is tuple:
+        return tuple(steps)
+    if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
+        raise InvalidDispatch(
+            f"pipeline takes a list of vyre.Step (or bound dispatches), got "
+            f"{type(steps).__name__} {steps!r:.40}; e.g. backend.pipeline([Step(program, "
+            "inputs, outputs, config)])"
+        )
+    return tuple(steps)
 
 
 @dataclass(frozen=True)
@@ -138,6 +173,7 @@ class Pipeline:
     """Steps bound once; `run(repeat, read)` goes through the backend's `_run_pipeline`."""
 
     def __init__(self, backend: BaseBackend, steps: Sequence[Step | BoundDispatch]) -> None:
+        steps = as_steps(steps)
         if not steps:
             raise InvalidDispatch("a pipeline needs at least one step")
         self.backend = backend

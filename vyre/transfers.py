@@ -20,7 +20,7 @@ import numpy as np
 
 from .backend import BaseBackend
 from .binding import owned_buffer
-from .buffer import BufferBase, DeviceBuffer
+from .buffer import BufferBase, DeviceBuffer, check_label
 from .errors import BackendUnavailable, BufferOwnershipError, InvalidDispatch
 
 
@@ -119,16 +119,27 @@ def copy_many(copies: Iterable[tuple[Any, ...]]) -> None:
         _run(c)
 
 
+def _remote(obj: object) -> bool:
+    """Whether `obj` is a vyre.distributed handle or backend (told by its class's module,
+    so that a local transfer never imports vyre.distributed)."""
+    return type(obj).__module__.startswith("vyre.distributed.")
+
+
 def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None, *,
              out: DeviceBuffer | None = None) -> BufferBase:
     """Copy a whole buffer explicitly to another backend: a new buffer there, or `out` (a
     buffer of `backend` at least as long, made once and reused: no allocation per copy).
     Device to device where `backend` reaches the source's device (module docstring)."""
+    if _remote(backend) or _remote(buffer):
+        from .distributed import transfer as remote_transfer  # (imports no Ray itself)
+
+        return remote_transfer(buffer, backend, label)
     if not isinstance(backend, BaseBackend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "
             f"{type(backend).__name__}; create one with vyre.get_backend()",
         )
+    check_label(label, "transfer")
     owner = _owner(buffer, "transfer's")
     checked = owned_buffer(owner, buffer)  # raises for a freed, stale or foreign buffer
     if out is None:

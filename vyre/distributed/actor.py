@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -29,10 +30,23 @@ from vyre.ir.serialize import from_json
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange, Step
 from vyre.registry import get_backend
 
-from .protocol import BufferRef, ProgramNotLoaded, map_config, map_refs
+from .protocol import (
+    BufferRef,
+    ProgramNotLoaded,
+    as_buffers,
+    as_config,
+    as_list,
+    as_ref,
+    as_str,
+    malformed,
+    map_config,
+    map_refs,
+)
 
 # A pipeline step on the wire: ("step", content_hash, inputs, outputs, config) or
-# ("bound", key) for a dispatch bound earlier with `bind`.
+# ("bound", key) for a dispatch bound earlier with `bind`. Every entry method checks the
+# shape of its message first (RemoteBackend never sends a malformed one; anyone holding the
+# actor handle can), so what it answers is a vyre error, never a TypeError from inside.
 WireStep = tuple[Any, ...]
 
 
@@ -44,10 +58,12 @@ class BackendActor:
         self.instance = uuid.uuid4().hex[:12]  # a restarted actor is a new instance
         self.backend: BaseBackend = get_backend(backend)
         self._keys = itertools.count(1)
-        self._buffers: dict[int, BufferBase] = {}
+        # key -> (buffer, its token): the token, not the small key, is what proves a handle
+        self._buffers: dict[int, tuple[BufferBase, str]] = {}
         self._programs: dict[str, Program] = {}
-        self._bound: dict[int, BoundDispatch] = {}
-        self._pipelines: dict[int, Pipeline] = {}
+        # bound dispatches and pipelines by an unguessable token of their own
+        self._bound: dict[str, BoundDispatch] = {}
+        self._pipelines: dict[str, Pipeline] = {}
         self.programs_loaded = 0
 
     # ------------------------------------------------------------ identity
@@ -71,8 +87,8 @@ class BackendActor:
                 "buffers": len(self._buffers)}
 
     # ------------------------------------------------------------ references
-    def _buf(self, ref: BufferRef) -> BufferBase:
-        actor, instance, key, label = ref
+    def _buf(self, ref: BufferRef, method: str = "dispatch") -> BufferBase:
+        actor, instance, key, token, label = as_ref(method, ref)
         what = f"buffer {label!r}" if label else f"buffer #{key}"
         if actor != self.name:
             raise BufferOwnershipError(
@@ -85,23 +101,33 @@ class BackendActor:
                 f"{self.name!r}, which died and was restarted as instance {self.instance}; its "
                 "memory is gone: allocate and upload it again"
             )
-        buf = self._buffers.get(key)
-        if buf is None:
+        held = self._buffers.get(key)
+        if held is None:
             raise BufferStateError(f"{what} of ray actor {self.name!r} was freed; allocate a new one")
+        buf, real = held
+        if not secrets.compare_digest(token, real):
+            raise BufferOwnershipError(
+                f"{what} of ray actor {self.name!r}: the handle's token is not the buffer's, so "
+                "it was not made by allocate_device_buffer for this buffer (forged, or edited "
+                "by hand); use the handle allocate_device_buffer returned")
         return buf
 
-    def _program(self, content_hash: str) -> Program:
-        prog = self._programs.get(content_hash)
+    def _program(self, content_hash: str, method: str = "dispatch") -> Program:
+        prog = self._programs.get(as_str(method, content_hash, "a program's content hash"))
         if prog is None:
             raise ProgramNotLoaded(content_hash, self.name)
         return prog
 
-    def _cfg(self, config: DispatchConfig | None) -> DispatchConfig | None:
-        return map_config(config, self._buf)
+    def _cfg(self, config: Any, method: str) -> DispatchConfig | None:
+        return map_config(as_config(method, config), lambda r: self._buf(r, method))
+
+    def _refs(self, arg: Any, method: str) -> Any:
+        return map_refs(as_buffers(method, arg), lambda r: self._buf(r, method))
 
     # ------------------------------------------------------------ programs
     def load_program(self, content_hash: str, wire_json: str) -> None:
         """Cache a program sent as wire JSON under its content hash (checked)."""
+        as_str("load_program", content_hash, "a program's content hash")
         prog = from_json(wire_json)
         if prog.content_hash != content_hash:
             raise InvalidDispatch(
@@ -113,32 +139,44 @@ class BackendActor:
         self.programs_loaded += 1
 
     def compile(self, content_hash: str) -> None:
-        self.backend.compile(self._program(content_hash))
+        self.backend.compile(self._program(content_hash, "compile"))
 
     def source(self, content_hash: str) -> str:
-        return self.backend.source(self._program(content_hash))
+        return self.backend.source(self._program(content_hash, "source"))
 
     # ------------------------------------------------------------ memory
-    def allocate(self, byte_len: int, label: str | None, kind: str) -> tuple[int, int, str]:
+    def allocate(self, byte_len: int, label: str | None, kind: str) -> tuple[int, str, int, str]:
+        """A new buffer: (key, token, context generation, actor instance)."""
+        if label is not None and not isinstance(label, str):
+            raise malformed("allocate", "a label is a str or None", label)
         buf = self.backend.allocate_device_buffer(byte_len, label=label, kind=kind)
-        key = next(self._keys)
-        self._buffers[key] = buf
-        return key, buf.generation, self.instance
+        key, token = next(self._keys), secrets.token_hex(16)
+        self._buffers[key] = (buf, token)
+        return key, token, buf.generation, self.instance
 
     def free(self, ref: BufferRef) -> None:
-        buf = self._buffers.pop(ref.key, None) if ref.instance == self.instance else None
-        if buf is not None:
-            self.backend.free(buf)
+        """Free a buffer (one of another instance, or freed already: nothing to do); a
+        forged handle is refused, never frees the buffer whose key it copied."""
+        ref = as_ref("free", ref)
+        if ref.instance != self.instance or ref.key not in self._buffers:
+            return
+        buf = self._buf(ref, "free")
+        del self._buffers[ref.key]
+        self.backend.free(buf)
 
     def write_many(self, items: Sequence[tuple[BufferRef, Any, int]]) -> None:
-        self.backend.write_many([(self._buf(r), data, off) for r, data, off in items])
+        msg = as_list("write_many", items, "(BufferRef, data, offset) tuples", 3)
+        self.backend.write_many([(self._buf(r, "write_many"), data, off) for r, data, off in msg])
 
     def write_from(self, ref: BufferRef, boxed: list[Any], source: str, timeout_s: float) -> None:
         """Write the bytes of another actor's read (an ObjectRef in `boxed`, fetched here
         from the object store) into `ref`: the receiving half of `transfer`."""
         import ray
 
-        buf = self._buf(ref)
+        buf = self._buf(ref, "write_from")
+        if not (isinstance(boxed, list) and len(boxed) == 1
+                and isinstance(boxed[0], ray.ObjectRef)):
+            raise malformed("write_from", "the source comes as [ObjectRef]", boxed)
         try:
             data = ray.get(boxed[0], timeout=timeout_s)
         except ray.exceptions.RayTaskError as exc:
@@ -156,68 +194,86 @@ class BackendActor:
         self.backend.write(buf, data)
 
     def read_many(self, ranges: Sequence[tuple[BufferRef, int, int | None, Any]]) -> list[np.ndarray]:
-        return self.backend.read_many(
-            [ReadRange(self._buf(r), off, n, dt) for r, off, n, dt in ranges])
+        return self.backend.read_many(self._ranges(ranges, "read_many"))
+
+    def _ranges(self, ranges: Any, method: str) -> list[ReadRange]:
+        msg = as_list(method, ranges, "(BufferRef, offset, length, dtype) tuples", 4)
+        return [ReadRange(self._buf(r, method), off, n, dt) for r, off, n, dt in msg]
 
     def read(self, ref: BufferRef) -> np.ndarray:
-        return self.backend.read(self._buf(ref))
+        return self.backend.read(self._buf(ref, "read"))
 
     # ------------------------------------------------------------ dispatch
     def dispatch(self, content_hash: str, inputs: Any, config: DispatchConfig) -> dict[str, np.ndarray]:
         return self.backend.dispatch(self._program(content_hash), inputs, config)
 
-    def _target(self, target: Any) -> Any:
-        if isinstance(target, int):  # a bound dispatch's key
-            bound = self._bound.get(target)
+    def _target(self, target: Any, method: str) -> Any:
+        if isinstance(target, tuple) and len(target) == 2 and target[0] == "bound":
+            bound = self._bound.get(target[1]) if isinstance(target[1], str) else None
             if bound is None:
-                raise BufferStateError(f"bound dispatch #{target} of ray actor {self.name!r} is gone")
+                raise BufferStateError(
+                    f"this bound dispatch of ray actor {self.name!r} is gone (or was never "
+                    "bound there); bind it again with RemoteBackend.bind")
             return bound
-        return self._program(target)
+        return self._program(target, method)
 
     def dispatch_resident(self, target: Any, inputs: Any, outputs: Any,
                           config: DispatchConfig | None, wait: bool) -> Timing:
         """dispatch_with_device_buffers (wait=False) or dispatch_async(...).wait()."""
         # buffers first: a restarted actor reports its stale buffers, not a missing program
-        ins, outs, cfg = map_refs(inputs, self._buf), map_refs(outputs, self._buf), self._cfg(config)
-        args = (self._target(target), ins, outs, cfg)
+        m = "dispatch_resident"
+        ins, outs, cfg = self._refs(inputs, m), self._refs(outputs, m), self._cfg(config, m)
+        if not isinstance(wait, bool):
+            raise malformed(m, "wait is a bool", wait)
+        args = (self._target(target, m), ins, outs, cfg)
         if wait:
             return self.backend.dispatch_async(*args).wait()
         return self.backend.dispatch_with_device_buffers(*args)
 
-    def bind(self, content_hash: str, inputs: Any, outputs: Any, config: DispatchConfig) -> int:
-        cfg = self._cfg(config)
-        assert cfg is not None
-        bound = self.backend.bind(self._program(content_hash), map_refs(inputs, self._buf),
-                                  map_refs(outputs, self._buf), cfg)
-        key = next(self._keys)
+    def bind(self, content_hash: str, inputs: Any, outputs: Any, config: DispatchConfig) -> str:
+        """Bind a dispatch; its key is an unguessable token."""
+        m = "bind"
+        cfg = as_config(m, config, optional=False)
+        bound = self.backend.bind(self._program(content_hash, m), self._refs(inputs, m),
+                                  self._refs(outputs, m), self._cfg(cfg, m))  # type: ignore[arg-type]
+        key = secrets.token_hex(16)
         self._bound[key] = bound
         return key
 
-    def pipeline(self, steps: Sequence[WireStep]) -> int:
+    def pipeline(self, steps: Sequence[WireStep]) -> str:
+        """Record a pipeline; its key is an unguessable token."""
+        m = "pipeline"
         local: list[Step | BoundDispatch] = []
-        for s in steps:
-            if s[0] == "bound":
-                local.append(self._target(s[1]))
-            else:
+        for s in as_list(m, steps, "wire steps"):
+            if isinstance(s, tuple) and len(s) == 2 and s[0] == "bound":
+                local.append(self._target(s, m))
+            elif isinstance(s, tuple) and len(s) == 5 and s[0] == "step":
                 _, h, ins, outs, cfg = s
-                local.append(Step(self._program(h), map_refs(ins, self._buf),
-                                  map_refs(outs, self._buf), self._cfg(cfg) or DispatchConfig()))
-        key = next(self._keys)
+                local.append(Step(self._program(h, m), self._refs(ins, m), self._refs(outs, m),
+                                  self._cfg(cfg, m) or DispatchConfig()))
+            else:
+                raise malformed(m, "a step is ('bound', key) or ('step', content_hash, inputs, "
+                                "outputs, config)", s)
+        key = secrets.token_hex(16)
         self._pipelines[key] = self.backend.pipeline(local)
         return key
 
-    def run_pipeline(self, key: int, repeat: int,
+    def run_pipeline(self, key: str, repeat: int,
                      reads: Sequence[tuple[BufferRef, int, int | None, Any]]) -> PipelineResult:
-        p = self._pipelines.get(key)
+        p = self._pipelines.get(key) if isinstance(key, str) else None
         if p is None:
-            raise BufferStateError(f"pipeline #{key} of ray actor {self.name!r} is gone")
-        res = p.run(repeat, [ReadRange(self._buf(r), off, n, dt) for r, off, n, dt in reads])
+            raise BufferStateError(
+                f"this pipeline of ray actor {self.name!r} is gone (or was never recorded "
+                "there); record it again with RemoteBackend.pipeline")
+        res = p.run(repeat, self._ranges(reads, "run_pipeline"))
         # only plain values leave the actor (a backend's extras may hold device objects)
         extra = {k: v for k, v in res.extra.items() if isinstance(v, (bool, int, float, str))}
         return PipelineResult(res.reads, res.timing, extra)
 
-    def release(self, key: int) -> None:
+    def release(self, key: str) -> None:
         """Forget a bound dispatch or a pipeline."""
+        if not isinstance(key, str):
+            raise malformed("release", "a bound dispatch's or pipeline's key (a str)", key)
         self._bound.pop(key, None)
         self._pipelines.pop(key, None)
 

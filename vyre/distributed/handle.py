@@ -10,7 +10,9 @@ never talk to Ray or hold device memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from vyre.buffer import fixed_field_error
 
 from .protocol import BufferRef
 
@@ -19,12 +21,18 @@ if TYPE_CHECKING:
 
 
 class RemoteBuffer:
-    """A device buffer owned by a backend actor (see the module docstring)."""
+    """A device buffer owned by a backend actor (see the module docstring). It pickles
+    (Ray hands it to tasks and actors of the same driver), but its fields are fixed: the
+    actor trusts none of them without the token it made at allocation."""
 
-    def __init__(self, owner: RemoteBackend, key: int, byte_len: int, label: str | None,
-                 generation: int) -> None:
+    FIXED_FIELDS = frozenset({"_owner", "key", "token", "byte_len", "generation", "backend_id",
+                              "actor", "instance", "device", "node_id", "gpu_ids"})
+
+    def __init__(self, owner: RemoteBackend, key: int, token: str, byte_len: int,
+                 label: str | None, generation: int) -> None:
         self._owner = owner
         self.key = key
+        self.token = token  # 128 random bits from the actor: what proves this handle
         self.byte_len = byte_len
         self.label = label
         self.generation = generation  # the actor's backend context generation at allocation
@@ -35,6 +43,16 @@ class RemoteBuffer:
         self.node_id = owner.node_id
         self.gpu_ids = owner.gpu_ids
         self._freed = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.FIXED_FIELDS and name in self.__dict__:
+            raise fixed_field_error(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.FIXED_FIELDS:
+            raise fixed_field_error(self, name)
+        object.__delattr__(self, name)
 
     @property
     def owner(self) -> RemoteBackend:
@@ -47,7 +65,7 @@ class RemoteBuffer:
     @property
     def ref(self) -> BufferRef:
         """What a message carries for this buffer."""
-        return BufferRef(self.actor, self.instance, self.key, self.label)
+        return BufferRef(self.actor, self.instance, self.key, self.token, self.label)
 
     def describe(self) -> str:
         name = repr(self.label) if self.label else f"#{self.key}"

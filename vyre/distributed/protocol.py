@@ -15,12 +15,64 @@ from vyre.errors import InvalidDispatch
 
 
 class BufferRef(NamedTuple):
-    """A buffer on the wire: which actor (name and instance) and which of its buffers."""
+    """A buffer on the wire: which actor (name and instance), which of its buffers (`key`,
+    a small number for messages) and the buffer's unguessable `token` (128 random bits the
+    actor made at allocation and checks on every use: a handle forged from a key is refused)."""
 
     actor: str
     instance: str
     key: int
+    token: str
     label: str | None
+
+
+def malformed(method: str, what: str, got: Any) -> InvalidDispatch:
+    """The actor's answer to a message that RemoteBackend would never send."""
+    return InvalidDispatch(
+        f"a malformed {method!r} message reached the backend actor: {what}, got "
+        f"{type(got).__name__} {got!r:.60}; drive actors through the methods of the "
+        "RemoteBackend that vyre.distributed.spawn(...) returns, not actor.<method>.remote()"
+    )
+
+
+def as_ref(method: str, ref: Any) -> BufferRef:
+    """`ref` checked to be a BufferRef's fields (a tuple of str, str, int, str, str|None)."""
+    if (isinstance(ref, tuple) and len(ref) == 5 and isinstance(ref[0], str)
+            and isinstance(ref[1], str) and type(ref[2]) is int and isinstance(ref[3], str)
+            and (ref[4] is None or isinstance(ref[4], str))):
+        return ref if isinstance(ref, BufferRef) else BufferRef(*ref)
+    raise malformed(method, "a buffer is named by a BufferRef (actor, instance, key, token, "
+                    "label)", ref)
+
+
+def as_list(method: str, items: Any, what: str, width: int | None = None) -> list[Any]:
+    """`items` a list or tuple (of tuples of `width` items, when given)."""
+    if not isinstance(items, (list, tuple)):
+        raise malformed(method, f"expected a list of {what}", items)
+    if width is not None:
+        for it in items:
+            if not isinstance(it, tuple) or len(it) != width:
+                raise malformed(method, f"expected a list of {what}", it)
+    return list(items)
+
+
+def as_buffers(method: str, arg: Any) -> Any:
+    """A dispatch's buffer argument: a list, tuple or dict of BufferRefs (checked later)."""
+    if not isinstance(arg, (list, tuple, dict)):
+        raise malformed(method, "buffers come as a list or a dict of BufferRefs", arg)
+    return arg
+
+
+def as_config(method: str, config: Any, optional: bool = True) -> DispatchConfig | None:
+    if isinstance(config, DispatchConfig) or (optional and config is None):
+        return config
+    raise malformed(method, "expected a DispatchConfig", config)
+
+
+def as_str(method: str, value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise malformed(method, f"expected {what} (a str)", value)
+    return value
 
 
 class ProgramNotLoaded(InvalidDispatch):

@@ -18,19 +18,22 @@ import numpy as np
 from vyre import features as F
 from vyre.backend import Capabilities
 from vyre.binding import BufferArg
+from vyre.buffer import BufferBase, check_label
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import (
     BackendError,
     BackendUnavailable,
     BufferOwnershipError,
     BufferStateError,
+    DispatchError,
     InvalidDispatch,
     UnsupportedFeature,
 )
-from vyre.hostarrays import host_destination
+from vyre.hostarrays import host_bytes, host_destination
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import to_json
-from vyre.pipeline import PipelineResult, ReadRange, Step, as_read_range
+from vyre.ir.validate import validate
+from vyre.pipeline import PipelineResult, ReadRange, Step, as_read_range, as_steps
 
 from ._ray import require_ray
 from .handle import RemoteBuffer
@@ -64,7 +67,7 @@ class RemotePending:
 class RemoteBound:
     """A dispatch bound once in the actor (`RemoteBackend.bind`); re-issue it cheaply."""
 
-    def __init__(self, backend: RemoteBackend, key: int, program: Program,
+    def __init__(self, backend: RemoteBackend, key: str, program: Program,
                  handles: Sequence[RemoteBuffer], config: DispatchConfig) -> None:
         self.backend = backend
         self.key = key
@@ -76,7 +79,7 @@ class RemoteBound:
 class RemotePipeline:
     """A pipeline recorded in the actor; `run(repeat, read)` as Pipeline.run."""
 
-    def __init__(self, backend: RemoteBackend, key: int, handles: Sequence[RemoteBuffer]):
+    def __init__(self, backend: RemoteBackend, key: str, handles: Sequence[RemoteBuffer]):
         self.backend = backend
         self.key = key
         self._handles = tuple(handles)
@@ -143,7 +146,7 @@ class RemoteBackend:
             cause = getattr(exc, "cause", None)
             if isinstance(cause, BackendError):
                 raise cause from None
-            raise
+            raise self._foreign_error(what, exc) from None
         except ray.exceptions.GetTimeoutError:
             raise BackendUnavailable(
                 self.id, f"{what} got no answer from ray actor {self.actor_name!r} within "
@@ -154,6 +157,21 @@ class RemoteBackend:
             # the call that meets the death reports the backend gone; later uses of its
             # handles report them stale (checked on the driver, no message sent)
             raise self._lost(what, ()) from None
+        except ray.exceptions.RayError as exc:  # e.g. an error Ray could not unpickle
+            raise self._foreign_error(what, exc) from None
+
+    def _foreign_error(self, what: str, exc: BaseException) -> DispatchError:
+        """An answer that is not a vyre error (a bug in vyre, or an error Ray could not
+        bring back): a vyre error that keeps its text."""
+        text = str(getattr(exc, "cause", None) or exc).strip()
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        # a traceback's last line is the error itself (its type and message)
+        detail = lines[-1] if len(lines) > 1 else text
+        return DispatchError(
+            f"{what} on ray actor {self.actor_name!r} ({self.backend_id}) failed with "
+            f"{type(exc).__name__}: {detail[-800:]}; this is not an error vyre raises on "
+            "purpose: check that the driver and every node run the same vyre and Ray, and "
+            "please report it with this message")
 
     def _call(self, method: str, *args: Any, what: str = "",
               handles: Sequence[RemoteBuffer] = ()) -> Any:
@@ -173,6 +191,15 @@ class RemoteBackend:
 
     def _ref(self, buf: object, i: int = 0) -> BufferRef:
         """The wire reference of a handle of this backend (ownership and state checked)."""
+        if isinstance(buf, RemoteBuffer) and buf.owner is self and not buf.freed:
+            self._check_genuine(buf, i)
+        if not isinstance(buf, (RemoteBuffer, BufferBase)):
+            kind = ("host data, not a device buffer: allocate it here with "
+                    "allocate_device_buffer(n) and write(buffer, array) first"
+                    if isinstance(buf, (np.ndarray, bytes, bytearray, memoryview))
+                    else "not a device buffer: allocate it with allocate_device_buffer(n) "
+                    f"on ray actor {self.actor_name!r}")
+            raise BufferOwnershipError(f"buffer {i} is {type(buf).__name__} {buf!r:.40}, {kind}")
         if not isinstance(buf, RemoteBuffer) or buf.owner is not self:
             where = (f"ray actor {buf.actor!r} ({buf.device}, instance {buf.instance})"
                      if isinstance(buf, RemoteBuffer)
@@ -188,6 +215,15 @@ class RemoteBackend:
             raise self._lost("this call", [buf])
         return buf.ref
 
+    def _check_genuine(self, buf: RemoteBuffer, i: int = 0) -> None:
+        """`buf` must be the very handle allocate_device_buffer returned (the actor checks
+        its token again: a handle made in another process is refused there)."""
+        if self._live.get(buf.key) is not buf:
+            raise BufferOwnershipError(
+                f"buffer {i} ({buf.describe()}) is not a handle that allocate_device_buffer of "
+                f"ray actor {self.actor_name!r} returned (made by hand, or copied): use the "
+                "handle allocate_device_buffer returned")
+
     def _collect(self, handles: list[RemoteBuffer]) -> Callable[[object], BufferRef]:
         """A function giving a handle's wire reference (checked) and noting the handle."""
         def one(b: object) -> BufferRef:
@@ -199,6 +235,10 @@ class RemoteBackend:
 
     def _refs(self, arg: BufferArg, handles: list[RemoteBuffer]) -> Any:
         if not isinstance(arg, (Mapping, list, tuple)):
+            if isinstance(arg, (str, bytes)) or not isinstance(arg, Iterable):
+                raise InvalidDispatch(
+                    f"buffers are given as a list (declaration order) or a dict by name of "
+                    f"RemoteBuffers, got {type(arg).__name__} {arg!r:.40}")
             arg = tuple(arg)  # an iterator is read once, here
         return map_refs(arg, self._collect(handles))
 
@@ -247,12 +287,13 @@ class RemoteBackend:
 
     def allocate_device_buffer(self, byte_len: int, label: str | None = None,
                                kind: str = "device") -> RemoteBuffer:
-        key, generation, instance = self._call("allocate", byte_len, label, kind,
-                                               what=f"allocating {byte_len} bytes")
+        check_label(label, "allocate_device_buffer")
+        key, token, generation, instance = self._call("allocate", byte_len, label, kind,
+                                                      what=f"allocating {byte_len} bytes")
         if instance != self.instance:  # Ray restarted the actor (max_restarts > 0)
             self._dead = f"restarted by Ray as instance {instance}"
             raise self._lost("allocate_device_buffer", ())
-        buf = RemoteBuffer(self, key, int(byte_len), label, generation)
+        buf = RemoteBuffer(self, key, token, int(byte_len), label, generation)
         self._live[key] = buf
         return buf
 
@@ -263,6 +304,7 @@ class RemoteBackend:
         assert isinstance(buffer, RemoteBuffer)
         if buffer.freed:
             return
+        self._check_genuine(buffer)  # a forged handle never frees the buffer it copied
         buffer._freed = True
         self._live.pop(buffer.key, None)
         if self._dead is None and not self._closed:
@@ -277,9 +319,21 @@ class RemoteBackend:
     def write_many(self, items: Iterable[tuple[Any, Any, int] | tuple[Any, Any]]) -> None:
         handles: list[RemoteBuffer] = []
         msg = []
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidDispatch(
+                f"write_many takes an iterable of (buffer, data[, offset]) tuples, got "
+                f"{type(items).__name__}")
         for item in items:
+            if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+                raise InvalidDispatch(
+                    f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
+                    f"{type(item).__name__} {item!r:.60}; e.g. write_many([(buffer, array)])")
             buf, data = item[0], item[1]
-            msg.append((self._ref(buf, len(handles)), data, item[2] if len(item) > 2 else 0))
+            ref = self._ref(buf, len(handles))
+            # checked here as a local write checks it (a typed memoryview would reach the
+            # actor as plain bytes, its element type and byte order lost), and sent as bytes
+            raw = np.frombuffer(host_bytes(data, f"write to {buf.describe()}"), np.uint8)
+            msg.append((ref, raw, item[2] if len(item) > 2 else 0))
             handles.append(buf)
         self._call("write_many", msg, what="write", handles=handles)
 
@@ -303,6 +357,10 @@ class RemoteBackend:
         )
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
+        if isinstance(ranges, (str, bytes)) or not isinstance(ranges, Iterable):
+            raise InvalidDispatch(
+                f"read_many takes an iterable of buffers or (buffer, offset, length, dtype) "
+                f"tuples, got {type(ranges).__name__}")
         rs = [as_read_range(r) for r in ranges]
         refs = self._read_refs(rs)
         out: list[np.ndarray] = self._call("read_many", refs, what="read",
@@ -311,6 +369,7 @@ class RemoteBackend:
 
     def compile(self, program: Program) -> str:
         """Send and compile `program` in the actor; returns its content hash."""
+        self._program_hash(program)  # checked (and sent) before its name is used
         self._with_program(program, "compile", what=f"compiling {program.name!r}", handles=())
         return program.content_hash
 
@@ -320,6 +379,7 @@ class RemoteBackend:
 
     def dispatch(self, program: Program, inputs: Any, config: DispatchConfig) -> dict[str, np.ndarray]:
         """Host path in the actor: the data travels with the message, outputs come back."""
+        validate(program)  # InvalidProgram naming the fix, as the local dispatch says
         out: dict[str, np.ndarray] = self._with_program(
             program, "dispatch", inputs, config, what=f"dispatch of {program.name!r}", handles=())
         return out
@@ -331,18 +391,19 @@ class RemoteBackend:
         if isinstance(program, RemoteBound):
             if program.backend is not self:
                 raise BufferOwnershipError(
-                    f"this dispatch of {program.program.name!r} was bound on "
-                    f"{program.backend.id!r}, not on {self.id!r}; bind it on this backend")
+                    f"this dispatch of {program.program.name!r} was bound by "
+                    f"{program.backend.id!r}, not by this backend ({self.id!r}); bind it here "
+                    "with bind(program, inputs, outputs, config)")
             for i, b in enumerate(program.buffers):
                 self._ref(b, i)
             handles.extend(program.buffers)
-            target: int | str = program.key
+            target: tuple[str, str] | str = ("bound", program.key)
             args: tuple[Any, ...] = ((), (), None)
             name = program.program.name
         else:
+            target = self._program_hash(program)
             args = (self._refs(inputs, handles), self._refs(outputs, handles),
                     self._config(config, handles))
-            target = self._program_hash(program)
             name = program.name
         ref = self._send("dispatch_resident", target, *args, wait, handles=handles)
         return RemotePending(self, ref, f"dispatch of {name!r}", handles)
@@ -362,20 +423,23 @@ class RemoteBackend:
     def bind(self, program: Program, inputs: BufferArg, outputs: BufferArg,
              config: DispatchConfig) -> RemoteBound:
         handles: list[RemoteBuffer] = []
+        self._program_hash(program)
         ins, outs = self._refs(inputs, handles), self._refs(outputs, handles)
         cfg = self._config(config, handles)
-        key: int = self._with_program(program, "bind", ins, outs, cfg,
+        key: str = self._with_program(program, "bind", ins, outs, cfg,
                                       what=f"binding {program.name!r}", handles=handles)
         return RemoteBound(self, key, program, handles, config)
 
     def pipeline(self, steps: Sequence[Step | RemoteBound]) -> RemotePipeline:
         handles: list[RemoteBuffer] = []
         wire: list[tuple[Any, ...]] = []
-        for i, s in enumerate(steps):
+        for i, s in enumerate(as_steps(steps)):
             if isinstance(s, RemoteBound):
                 if s.backend is not self:
                     raise BufferOwnershipError(
-                        f"pipeline step {i} was bound on {s.backend.id!r}, not on {self.id!r}")
+                        f"pipeline step {i} was bound by {s.backend.id!r}, not by this backend "
+                        f"({self.id!r}); bind it here with bind(program, inputs, outputs, "
+                        "config)")
                 handles.extend(s.buffers)
                 wire.append(("bound", s.key))
             elif isinstance(s, Step):

@@ -14,8 +14,8 @@ from typing import Any
 
 import vyre
 from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
-from vyre.errors import BufferOwnershipError
+from vyre.buffer import BufferBase, check_label
+from vyre.errors import BackendUnavailable, BufferOwnershipError
 
 from .handle import RemoteBuffer
 from .remote import RemoteBackend
@@ -23,32 +23,58 @@ from .remote import RemoteBackend
 
 def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
              label: str | None = None) -> Any:
-    """Copy `buffer` (a RemoteBuffer or a local buffer) into a new buffer on `backend`."""
+    """Copy `buffer` (a RemoteBuffer or a local buffer) into a new buffer on `backend`.
+
+    All or nothing: when reading the source or writing the destination fails (a dead source
+    actor, a full device), the new buffer is freed before the error is raised."""
+    if not isinstance(backend, (RemoteBackend, BaseBackend)):
+        raise BackendUnavailable(
+            repr(backend)[:40], f"transfer needs a destination backend instance, got "
+            f"{type(backend).__name__}; create one with vyre.get_backend() or "
+            "vyre.distributed.spawn()")
+    check_label(label, "transfer")
+    if not isinstance(buffer, (RemoteBuffer, BufferBase)):
+        raise BufferOwnershipError(
+            f"{type(buffer).__name__} {buffer!r:.40} is not a vyre device buffer; transfer "
+            "takes a buffer from allocate_device_buffer (of a local backend or a RemoteBackend)")
     name = label or buffer.label
     if isinstance(buffer, RemoteBuffer):
         src = buffer.owner
         if isinstance(backend, RemoteBackend):
+            # the read is sent first: a dead or closed source, or a freed or forged handle,
+            # fails here, before anything is allocated on the destination
+            ref = src._ref(buffer)
+            data_ref = src._send("read", ref, handles=[buffer]) if buffer.byte_len else None
             out = backend.allocate_device_buffer(buffer.byte_len, label=name)
-            if buffer.byte_len:
-                # the read's result stays in the object store; the destination fetches it
-                # (boxed in a list so that Ray hands over the reference, not the bytes)
-                data_ref = src._send("read", src._ref(buffer), handles=[buffer])
-                backend._call("write_from", out.ref, [data_ref], buffer.describe(),
-                              src.timeout_s, what=f"transfer of {buffer.describe()}",
-                              handles=[out])
+            try:
+                if data_ref is not None:
+                    # the read's result stays in the object store; the destination fetches
+                    # it (boxed in a list so that Ray hands over the reference, not the bytes)
+                    backend._call("write_from", out.ref, [data_ref], buffer.describe(),
+                                  src.timeout_s, what=f"transfer of {buffer.describe()}",
+                                  handles=[out])
+            except BaseException:
+                out.free()
+                raise
             return out
         data = src.read(buffer)
-        local = backend.allocate_device_buffer(buffer.byte_len, label=name)
-        if data.nbytes:
-            backend.write(local, data)
-        return local
+        return _filled(backend, buffer.byte_len, name, data)
     if isinstance(backend, RemoteBackend):
-        owner = getattr(buffer, "owner", None)
-        if not isinstance(buffer, BufferBase) or not isinstance(owner, BaseBackend):
+        owner = buffer.owner
+        if not isinstance(owner, BaseBackend):
             raise BufferOwnershipError(f"{buffer!r} has no vyre backend owner to read it from")
-        data = owner.read(buffer)
-        out = backend.allocate_device_buffer(buffer.byte_len, label=name)
+        return _filled(backend, buffer.byte_len, name, owner.read(buffer))
+    return vyre.transfer(buffer, backend, label)
+
+
+def _filled(backend: RemoteBackend | BaseBackend, byte_len: int, label: str | None,
+            data: Any) -> Any:
+    """A new buffer on `backend` holding `data`, or nothing left behind on failure."""
+    out = backend.allocate_device_buffer(byte_len, label=label)
+    try:
         if data.nbytes:
             backend.write(out, data)
-        return out
-    return vyre.transfer(buffer, backend, label)
+    except BaseException:
+        out.free()
+        raise
+    return out

@@ -117,6 +117,9 @@ class CudaBuffer(interop.CudaBufferInterop, BufferBase):
     """Device memory from cuMemAlloc (or cuMemAllocManaged, or borrowed through DLPack);
     freed (or handed back) on free(), close(), or when dropped."""
 
+    # (kind: a borrowed buffer is handed back, never cuMemFree'd; source: kept alive)
+    FIXED_FIELDS = BufferBase.FIXED_FIELDS | {"ptr", "kind", "source"}
+
     def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int) -> None:
         super().__init__(owner, byte_len, label)
         self.ptr = ptr

@@ -68,6 +68,8 @@ class WgpuBuffer(BufferBase):
     """A wgpu storage buffer (size rounded up to 4 bytes, at least 8: one element of any
     type, so even an empty buffer binds as array<i64>) owned by one backend."""
 
+    FIXED_FIELDS = BufferBase.FIXED_FIELDS | {"gpu", "alloc_size"}
+
     def __init__(self, owner: WgpuBackend, byte_len: int, label: str | None, gpu: Any) -> None:
         super().__init__(owner, byte_len, label)
         self.gpu = gpu
