@@ -982,7 +982,9 @@ class CudaBackend(BaseBackend):
             ] if reads else []
         t3 = _perf_ns()
         timing = _new_timing(Timing, (t3 - t0, t1 - t0, t2 - t1, device_ns))
-        return PipelineResult(arrays, timing, {"graph_launches": launches + bool(reads)})
+        # "dispatches" as every backend reports it (Pipeline._run_indexed adds them up)
+        return PipelineResult(arrays, timing, {"graph_launches": launches + bool(reads),
+                                               "dispatches": len(pipeline.steps) * repeat})
 
     # ------------------------------------------------------------ lifecycle
     @interrupt_safe
