@@ -30,6 +30,8 @@ def _owner(buffer: Any, role: str) -> BaseBackend:
         raise BufferOwnershipError(
             f"{role} {type(buffer).__name__} {buffer!r:.40} is not a buffer of a vyre "
             "backend; pass one from allocate_device_buffer (host data goes in with write)")
+    if owner.closed:
+        owner._check_open()  # raises BackendUnavailable: the instance was closed
     return owner
 
 

@@ -88,7 +88,8 @@ class Launch:
         if max(x, y, z) > self.grid_limit:
             raise DispatchError(
                 f"program {self.plan.program.name!r} was dispatched with an indirect grid of "
-                f"{(x, y, z)} workgroups, over the limit of {self.grid_limit} per dimension "
+                f"{(x, y, z)} workgroups: {max(x, y, z)} workgroups in one dimension, over "
+                f"the limit of {self.grid_limit} per dimension "
                 "(limits['max_workgroups_per_dimension']); nothing ran. Keep every count in "
                 f"the grid buffer at most {self.grid_limit}: use more dimensions (y, z) or a "
                 "larger workgroup size."
