@@ -319,3 +319,16 @@ def test_cuda_tuning_says_when_there_is_no_cuda() -> None:
     res = subprocess.run([sys.executable, "-m", "vyre.tools.bench.cuda_tuning", "--quick"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "CUDA unavailable" in res.stdout, res.stdout + res.stderr
+
+
+def test_multi_gpu_workload_runs_alone_or_says_why_not(tmp_path: Any) -> None:
+    """`--workloads multi_gpu`: the several-GPU benchmark (skipped, with the reason, on
+    fewer than two CUDA devices; its figures checked otherwise)."""
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = cli.main(["bench", "--workloads", "multi_gpu", "--out", str(tmp_path)])
+    text = buf.getvalue()
+    assert "multi_gpu" in text and (tmp_path / "bench.json").exists()
+    assert rc == 0 and ("skipped:" in text or "speedup over 1 GPU" in text), text

@@ -69,15 +69,20 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         repeat_error,
     )
 
-    workloads = list(W.WORKLOADS)
+    known = (*W.WORKLOADS, MULTI_GPU)
+    workloads = list(known)
     if args.workloads is not None:  # given, even empty: '' must not mean "all"
         workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        unknown = [w for w in workloads if w not in W.WORKLOADS]
+        unknown = [w for w in workloads if w not in known]
         if unknown or not workloads:
             what = f"unknown workload(s) {unknown}" if unknown else "--workloads names none"
-            print(f"error: {what}; choose from {','.join(W.WORKLOADS)} (omit --workloads "
+            print(f"error: {what}; choose from {','.join(known)} (omit --workloads "
                   "for all)", file=out)
             return EXIT_USAGE
+    # multi_gpu spans every CUDA device of the host, not one backend: run on its own after
+    # the per-backend suite (vyre.tools.bench.multi_gpu; skipped with the reason on one GPU)
+    multi_gpu = MULTI_GPU in workloads
+    workloads = [w for w in workloads if w != MULTI_GPU]
     refused = repeat_error(args.repeat)
     if refused:
         print(refused, file=out)
@@ -103,6 +108,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
               "choose a writable directory with free space (--out DIR)", file=out)
         return EXIT_USAGE
 
+    if not workloads:  # multi_gpu alone
+        return _multi_gpu_only(args, out, out_dir)
     opts = Options(backends=specs, workloads=workloads, quick=args.quick,
                    peers=not args.no_peers, repeat=args.repeat)
     print(f"vyre bench: backends {', '.join(specs)}; workloads {', '.join(workloads)}"
@@ -110,6 +117,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     out.flush()
     probe = probe_report()
     doc = run_suite(opts, probe, specs, sys.stderr)
+    if multi_gpu:
+        from . import multi_gpu as MG
+
+        doc["multi_gpu"] = MG.run(args.quick)
 
     png = out_dir / "bench.png"
     try:
@@ -129,6 +140,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
               "run again", file=out)
         return EXIT_FAILED
     print(text_report(doc), file=out)
+    if multi_gpu:
+        from . import multi_gpu as MG
+
+        print("\n" + MG.text(doc["multi_gpu"]), file=out)
     print("", file=out)
     print(f"JSON: {out_dir / 'bench.json'}", file=out)
     print(f"Generated sources: {out_dir / 'sources'} ({len(source_files)} files)", file=out)
@@ -136,9 +151,24 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         print(f"PNG chart skipped: {skipped}", file=out)
     else:
         print(f"PNG chart: {png}", file=out)
-    bad = failures(doc)
+    bad = failures(doc) + [r for r in doc.get("multi_gpu", {}).get("rows", [])
+                           if not r["checked"]]
     if bad:
         print(f"\n{len(bad)} figure(s) failed their check or raised; see Problems above.",
               file=out)
         return EXIT_FAILED
     return EXIT_OK
+
+
+MULTI_GPU = "multi_gpu"
+
+
+def _multi_gpu_only(args: argparse.Namespace, out: TextIO, out_dir: Path) -> int:
+    """`--workloads multi_gpu`: that benchmark alone, its figures in bench.json."""
+    from . import multi_gpu as MG
+
+    doc = {"multi_gpu": MG.run(args.quick)}
+    write_json(doc, out_dir / "bench.json")
+    print(MG.text(doc["multi_gpu"]), file=out)
+    print(f"\nJSON: {out_dir / 'bench.json'}", file=out)
+    return EXIT_FAILED if any(not r["checked"] for r in doc["multi_gpu"]["rows"]) else EXIT_OK
