@@ -240,3 +240,26 @@ def test_the_local_hostile_table_on_a_remote_backend(
             buf.free()
     assert tried > 150
     _alive(a)
+
+
+def test_cuda_ipc_messages_on_a_non_cuda_actor_and_garbage(
+    pair: tuple[vd.RemoteBackend, vd.RemoteBackend],
+) -> None:
+    """The same-node CUDA path's two messages: a vyre error naming the feature on an actor
+    whose backend is not CUDA, and for a malformed message; transfers between non-CUDA
+    actors keep the object-store path."""
+    from vyre.distributed.transfer import _same_node_cuda
+    from vyre.errors import UnsupportedFeature
+
+    a, b = pair
+    x = a.allocate_device_buffer(16, label="x")
+    a.write(x, np.arange(4, dtype=np.uint32))
+    _raises(UnsupportedFeature, "cuda_ipc")(lambda: a._call("ipc_export", x.ref))
+    _raises(BackendError, "ipc_copy_from")(lambda: a._call("ipc_copy_from", x.ref, "no", 4))
+    assert not _same_node_cuda(a, b)
+    y = vd.transfer(x, b)
+    assert np.array_equal(b.read(y, dtype=np.uint32), np.arange(4, dtype=np.uint32))
+    assert b._call("stats")["ipc_copies"] == 0
+    for h in (x, y):
+        h.free()
+    _alive(a)

@@ -24,7 +24,13 @@ from vyre.backend import BaseBackend, Capabilities
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
-from vyre.errors import BackendError, BufferOwnershipError, BufferStateError, InvalidDispatch
+from vyre.errors import (
+    BackendError,
+    BufferOwnershipError,
+    BufferStateError,
+    InvalidDispatch,
+    UnsupportedFeature,
+)
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import from_json
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange, Step
@@ -65,6 +71,7 @@ class BackendActor:
         self._bound: dict[str, BoundDispatch] = {}
         self._pipelines: dict[str, Pipeline] = {}
         self.programs_loaded = 0
+        self.ipc_copies = 0  # same-node device-to-device transfers received (CUDA IPC)
 
     # ------------------------------------------------------------ identity
     def info(self) -> dict[str, Any]:
@@ -84,7 +91,35 @@ class BackendActor:
 
     def stats(self) -> dict[str, int]:
         return {"programs_loaded": self.programs_loaded, "programs": len(self._programs),
-                "buffers": len(self._buffers)}
+                "buffers": len(self._buffers), "ipc_copies": self.ipc_copies}
+
+    # ------------------------------------------------------------ CUDA IPC (one node)
+    def _cuda(self, method: str) -> Any:
+        from vyre.backends.cuda.runtime import CudaBackend
+
+        if not isinstance(self.backend, CudaBackend):
+            raise UnsupportedFeature("cuda_ipc", self.backend.id)
+        return self.backend
+
+    def ipc_export(self, ref: BufferRef) -> bytes:
+        """The CUDA IPC handle of a buffer, once this actor's earlier work on it is done:
+        the sending half of a same-node transfer between two CUDA actors."""
+        from vyre.backends.cuda import ipc
+
+        buf = self._buf(ref, "ipc_export")
+        return ipc.export_handle(self._cuda("ipc_export"), buf)
+
+    def ipc_copy_from(self, ref: BufferRef, handle: bytes, nbytes: int) -> None:
+        """Copy `nbytes` bytes of another CUDA actor's buffer (its `ipc_export` handle) into
+        `ref`, device to device, and wait for it: the receiving half of that transfer."""
+        from vyre.backends.cuda import ipc
+
+        buf = self._buf(ref, "ipc_copy_from")
+        if not isinstance(handle, bytes) or isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise malformed("ipc_copy_from", "(BufferRef, 64 bytes of handle, int bytes)",
+                            (handle, nbytes))
+        ipc.copy_from_handle(self._cuda("ipc_copy_from"), buf, handle, nbytes)
+        self.ipc_copies += 1
 
     # ------------------------------------------------------------ references
     def _buf(self, ref: BufferRef, method: str = "dispatch") -> BufferBase:

@@ -1,11 +1,11 @@
 """`transfer`: the explicit move of a buffer's bytes to another backend, local or remote.
 
 Between two actors the bytes go through Ray's object store (the source actor's read becomes
-an object the destination actor reads from, node to node, never through the driver);
-between the driver's local backend and an actor they go through the driver's memory. A
-device-to-device copy (same node, one CUDA context) would replace the object store hop when
-both handles report the same `node_id` and a peer-capable device; that path is not built
-yet. This module must never copy implicitly: only when called.
+an object the destination actor reads from, node to node, never through the driver), except
+between two CUDA actors of one node: there they go device to device through CUDA IPC (the
+source exports its buffer's handle once its earlier work is done, the destination copies
+from it on its GPU). Between the driver's local backend and an actor they go through the
+driver's memory. This module must never copy implicitly: only when called.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
     name = label or buffer.label
     if isinstance(buffer, RemoteBuffer):
         src = buffer.owner
+        if isinstance(backend, RemoteBackend) and _same_node_cuda(src, backend):
+            return _ipc_transfer(buffer, backend, name)
         if isinstance(backend, RemoteBackend):
             # the read is sent first: a dead or closed source, or a freed or forged handle,
             # fails here, before anything is allocated on the destination
@@ -74,6 +76,32 @@ def _filled(backend: RemoteBackend | BaseBackend, byte_len: int, label: str | No
     try:
         if data.nbytes:
             backend.write(out, data)
+    except BaseException:
+        out.free()
+        raise
+    return out
+
+
+def _same_node_cuda(src: RemoteBackend, dst: RemoteBackend) -> bool:
+    """Two CUDA actors of one node, in two processes: their device memory is reachable
+    through CUDA IPC, so the bytes need not go through the object store."""
+    return (src is not dst and src.kind == "cuda" and dst.kind == "cuda"
+            and src.node_id == dst.node_id and src.pid != dst.pid)
+
+
+def _ipc_transfer(buffer: RemoteBuffer, backend: RemoteBackend, name: str | None) -> RemoteBuffer:
+    """The source actor exports the buffer's IPC handle once its earlier work is done; the
+    destination opens it, copies device to device and waits before it answers, so the
+    source may be reused once this returns. All or nothing, like the object-store path."""
+    src = buffer.owner
+    ref = src._ref(buffer)  # a dead, freed or forged source fails before any allocation
+    handle = (src._call("ipc_export", ref, what=f"exporting {buffer.describe()}",
+                        handles=[buffer]) if buffer.byte_len else b"")
+    out = backend.allocate_device_buffer(buffer.byte_len, label=name)
+    try:
+        if buffer.byte_len:
+            backend._call("ipc_copy_from", out.ref, handle, buffer.byte_len,
+                          what=f"transfer of {buffer.describe()}", handles=[out])
     except BaseException:
         out.free()
         raise
