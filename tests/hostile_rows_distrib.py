@@ -7,26 +7,21 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder, Step, f32
+from vyre import DispatchConfig, Step
 from vyre.errors import BufferOwnershipError, BufferStateError, InvalidDispatch, InvalidProgram
-from vyre.ir import nodes as N
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import saxpy as shared_saxpy
 
-def _saxpy() -> N.Program:
-    k = ProgramBuilder("saxpy", workgroup_size=64)
-    x = k.buffer("x", f32)
-    y = k.buffer("y", f32, "read_write")
-    a = k.param("a", f32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = a * x[i] + y[i]
-    return k.build()
+_saxpy = shared_saxpy
 
 
 def _edit(buf: Any, name: str, value: Any) -> None:

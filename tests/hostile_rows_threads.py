@@ -4,19 +4,19 @@ naming both instances and how to bind it here."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
-from vyre import DispatchConfig, ProgramBuilder, f32
+from vyre import DispatchConfig
 from vyre.errors import BufferOwnershipError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import inc_f32
 
 
 def _inc() -> Any:
-    k = ProgramBuilder("inc", workgroup_size=64)
-    y = k.buffer("y", f32, "read_write")
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] + 1.0
-    return k.build()
+    return inc_f32()
 
 
 def _foreign_bound(c: Any) -> Any:

@@ -11,7 +11,9 @@ This file must never accept a bare Exception (or a pydantic / NumPy error) as th
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,9 @@ from vyre.ir import nodes as N
 from vyre.ir.serialize import from_json, to_json
 from vyre.tools.testing import HostShimBuffer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import saxpy as shared_saxpy
+
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 
 
@@ -46,15 +51,7 @@ def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
         b.close()
 
 
-def saxpy() -> N.Program:
-    k = ProgramBuilder("saxpy", workgroup_size=64)
-    x = k.buffer("x", f32)
-    y = k.buffer("y", f32, "read_write")
-    a = k.param("a", f32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = a * x[i] + y[i]
-    return k.build()
+saxpy = shared_saxpy
 
 
 def fixed_count() -> N.Program:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -22,16 +23,12 @@ from vyre.ir.nodes import Program
 from vyre.tools import replay as R
 from vyre.tools.cli import main
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import saxpy as shared_saxpy
+
 
 def saxpy() -> Program:
-    k = ProgramBuilder("saxpy_r", workgroup_size=64)
-    x = k.buffer("x", f32)
-    y = k.buffer("y", f32, "read_write")
-    a = k.param("a", f32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = a * x[i] + y[i]
-    return k.build()
+    return shared_saxpy("saxpy_r")
 
 
 def racy_reduction() -> Program:

@@ -3,15 +3,20 @@ survive pickling, host arrays of either byte order, bounded indirect grids and r
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder, f32
+from vyre import DispatchConfig, ProgramBuilder
 from vyre.backend import BaseBackend
 from vyre.errors import InvalidDispatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import saxpy as shared_saxpy
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 
@@ -23,15 +28,7 @@ def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
     b.close()
 
 
-def saxpy() -> vyre.Program:
-    k = ProgramBuilder("saxpy", workgroup_size=64)
-    x = k.buffer("x", f32)
-    y = k.buffer("y", f32, "read_write")
-    a = k.param("a", f32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = a * x[i] + y[i]
-    return k.build()
+saxpy = shared_saxpy
 
 
 # ------------------------------------------------------------------ configs are immutable
@@ -476,6 +473,7 @@ def test_indexed_pipeline_past_its_index_range_is_refused_up_front(be: BaseBacke
 _CTRL_C_SCRIPT = """
 import signal, threading, time, numpy as np, vyre
 from vyre import ProgramBuilder, u32, DispatchConfig
+
 k = ProgramBuilder("spread", workgroup_size=64)
 o = k.buffer("o", u32, "read_write")
 i = k.global_linear_id()

@@ -22,9 +22,12 @@ import numpy as np
 import pytest
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder, Step, f32
+from vyre import DispatchConfig, Step, f32
 from vyre.backend import BaseBackend
 from vyre.errors import BufferOwnershipError, BufferStateError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common_programs import inc_f32
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,12 +41,7 @@ def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
 
 
 def _inc() -> vyre.Program:
-    k = ProgramBuilder("inc", workgroup_size=64)
-    y = k.buffer("y", f32, "read_write")
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] + 1.0
-    return k.build()
+    return inc_f32()
 
 
 def test_free_racing_a_bound_redispatch_gives_only_vyre_errors(be: BaseBackend) -> None:

@@ -38,7 +38,24 @@ class DeviceBuffer(Protocol):
     def free(self) -> None: ...
 
 
-class BufferBase:
+class FixedFields:
+    """A handle whose FIXED_FIELDS, once set, can be neither changed nor deleted (every
+    check vyre makes trusts them: owner, length, device memory, token)."""
+
+    FIXED_FIELDS: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.FIXED_FIELDS and name in self.__dict__:
+            raise fixed_field_error(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.FIXED_FIELDS:
+            raise fixed_field_error(self, name)
+        object.__delattr__(self, name)
+
+
+class BufferBase(FixedFields):
     """Common state of a backend's buffer: owner instance, size, label, freed flag, and the
     owner's context generation at allocation (a buffer from a lost context is stale).
 
@@ -65,16 +82,6 @@ class BufferBase:
         self.serial = next(_ids)
         self._freed = False
         self.generation = owner.context_generation
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self.FIXED_FIELDS and name in self.__dict__:
-            raise fixed_field_error(self, name)
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if name in self.FIXED_FIELDS:
-            raise fixed_field_error(self, name)
-        object.__delattr__(self, name)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         # (pickle and copy.copy / deepcopy both come here) a copy would be a second handle

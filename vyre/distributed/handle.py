@@ -10,9 +10,9 @@ never talk to Ray or hold device memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from vyre.buffer import fixed_field_error
+from vyre.buffer import FixedFields
 
 from .protocol import BufferRef
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .remote import RemoteBackend
 
 
-class RemoteBuffer:
+class RemoteBuffer(FixedFields):
     """A device buffer owned by a backend actor (see the module docstring). It pickles
     (Ray hands it to tasks and actors of the same driver), but its fields are fixed: the
     actor trusts none of them without the token it made at allocation."""
@@ -43,16 +43,6 @@ class RemoteBuffer:
         self.node_id = owner.node_id
         self.gpu_ids = owner.gpu_ids
         self._freed = False
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self.FIXED_FIELDS and name in self.__dict__:
-            raise fixed_field_error(self, name)
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if name in self.FIXED_FIELDS:
-            raise fixed_field_error(self, name)
-        object.__delattr__(self, name)
 
     @property
     def owner(self) -> RemoteBackend:
