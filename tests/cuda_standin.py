@@ -222,7 +222,7 @@ class StandInDriver:
     _cuEventRecord = _cuEventSynchronize = _cuEventDestroy = _ok
     _cuMemFree = _cuMemcpyHtoD = _cuMemcpyHtoDAsync = _cuMemcpyDtoH = _ok
     _cuMemcpyDtoHAsync = _cuModuleUnload = _cuMemcpyPeerAsync = _cuCtxEnablePeerAccess = _ok
-    _cuIpcCloseMemHandle = _cuMemcpyDtoDAsync = _ok
+    _cuIpcCloseMemHandle = _cuMemcpyDtoDAsync = _cuStreamQuery = _ok
     _cuStreamBeginCapture = _cuGraphLaunch = _cuGraphDestroy = _cuGraphExecDestroy = _ok
 
 

@@ -28,7 +28,10 @@ import cuda_standin
 
 RECORDED = frozenset({"cuLaunchKernel", "cuCtxSetCurrent", "cuEventRecord",
                       "cuStreamWaitEvent", "cuGraphLaunch", "cuEventSynchronize",
-                      "cuStreamSynchronize"})
+                      "cuStreamSynchronize", "cuEventQuery", "cuStreamQuery"})
+# the tests run on the main thread, where a wait for the device asks the driver (one query
+# when the work is done) instead of blocking in it, so that Ctrl-C can end it (waits.py)
+STREAM_WAIT, EVENT_WAIT = "cuStreamQuery", "cuEventQuery"
 
 
 @pytest.fixture
@@ -181,7 +184,7 @@ def test_a_profiled_bound_dispatch_waits_and_times(cuda: Any, drv: Any) -> None:
         drv.calls.clear()
         t = cuda.dispatch_with_device_buffers(bound)
         assert _names(drv) == ["cuEventRecord", "cuLaunchKernel", "cuEventRecord",
-                               "cuEventSynchronize"]
+                               EVENT_WAIT]
         assert t.device_ns == 1000  # the stand-in's cuEventElapsedTime: 0.001 ms
 
 
@@ -197,13 +200,13 @@ def test_a_pipeline_run_is_its_graph_launches_and_one_sync(cuda: Any, drv: Any) 
     for repeat in (1, 3):
         graphs = 1 if repeat == 1 else 2  # 3 = 2 + 1 body copies
         res = pipe.run(repeat=repeat)
-        assert _names(drv) == [*["cuGraphLaunch"] * graphs, "cuStreamSynchronize"]
+        assert _names(drv) == [*["cuGraphLaunch"] * graphs, STREAM_WAIT]
         assert res.timing.device_ns is None and res.extra["graph_launches"] == graphs
         assert res.timing.wall_ns >= res.timing.enqueue_ns + res.timing.wait_ns
         drv.calls.clear()
         res = timed.run(repeat=repeat)
         assert _names(drv) == ["cuEventRecord", *["cuGraphLaunch"] * graphs, "cuEventRecord",
-                               "cuEventSynchronize"]
+                               EVENT_WAIT]
         assert res.timing.device_ns == 1000 and res.extra["graph_launches"] == graphs
         drv.calls.clear()
     other = cuda.allocate_device_buffer(16)
@@ -283,3 +286,44 @@ def test_page_locked_array_arguments(cuda: Any) -> None:
         cuda.page_locked_array(4, object)
     assert cuda.page_locked_array(3, vyre.f16).dtype == np.float16
     assert cuda.page_locked_array([2, 3], np.uint8).shape == (2, 3)
+
+
+@pytest.mark.parametrize("wait", ["synchronize", "pending", "pipeline"])
+def test_a_long_wait_on_the_main_thread_answers_ctrl_c(cuda: Any, drv: Any,
+                                                        wait: str) -> None:
+    """The driver's blocking synchronize cannot be interrupted: on the main thread the
+    wait polls instead (vyre/backends/cuda/waits.py), so Ctrl-C ends it promptly, and the
+    instance works afterwards. Here the stand-in's work never finishes until told to."""
+    import signal
+    import threading
+    import time
+
+    from vyre.backends.cuda import driver as D
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Ctrl-C reaches the main thread only")
+    busy = [True]
+
+    def query(_handle: Any) -> tuple[Any]:
+        return (cuda_standin.real.CUresult(D.NOT_READY) if busy[0] else cuda_standin.OK,)
+
+    drv.cuStreamQuery = drv.cuEventQuery = query
+    y, bound = _bound(cuda)
+    cuda.dispatch_with_device_buffers(bound)
+    pipe = cuda.pipeline([bound])
+    calls = {"synchronize": cuda.synchronize,
+             "pending": lambda: cuda.dispatch_async(bound).wait(),
+             "pipeline": lambda: pipe.run(read=[y])}
+    timer = threading.Timer(0.2, lambda: signal.pthread_kill(threading.main_thread().ident,
+                                                             signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    returned = False
+    with pytest.raises(KeyboardInterrupt):
+        calls[wait]()
+        returned = True  # the wait did not wait for the (never finishing) work
+        time.sleep(5)
+    assert not returned, "the wait returned before the work was done"
+    assert time.monotonic() - t0 < 2, "Ctrl-C was held until the wait ended"
+    busy[0] = False
+    calls[wait]()  # the instance is still usable

@@ -483,14 +483,24 @@ buf = b.allocate_device_buffer(256)
 prog = k.build()
 b.dispatch_with_device_buffers(prog, [], [buf], DispatchConfig(grid=(64, 1, 1)))
 b.synchronize()
-# one dispatch of 1.3e9 invocations: seconds on a CPU adapter, all of them in synchronize()
-b.dispatch_with_device_buffers(prog, [], [buf], DispatchConfig(grid=(65535, 300, 1)))
+# one dispatch of 1.3e9 invocations: seconds on a CPU adapter, all of them in the wait
+big = DispatchConfig(grid=(65535, 300, 1))
+WAIT = "{wait}"
+if WAIT == "synchronize":
+    b.dispatch_with_device_buffers(prog, [], [buf], big)
+    wait = b.synchronize
+elif WAIT == "pending":
+    pending = b.dispatch_async(prog, [], [buf], big)
+    wait = pending.wait
+else:  # a pipeline run with a read-back: submits, waits, maps
+    pipe = b.pipeline([vyre.Step(prog, [], [buf], big)])
+    wait = lambda: pipe.run(read=[buf])
 main = threading.main_thread().ident
 threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
 t0 = time.monotonic()
 synced = None
 try:
-    b.synchronize()
+    wait()
     synced = time.monotonic() - t0
     time.sleep(2)  # the work ended first: let the interrupt land here
 except KeyboardInterrupt:
@@ -507,14 +517,17 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.skipif("wgpu" not in BACKENDS, reason="wgpu is not available here")
-def test_wgpu_synchronize_answers_ctrl_c() -> None:
-    """A long wait in synchronize() blocked in the driver and ignored Ctrl-C until the work
-    was done; it now raises KeyboardInterrupt promptly and the instance stays usable."""
+@pytest.mark.parametrize("wait", ["synchronize", "pending", "pipeline"])
+def test_wgpu_long_waits_answer_ctrl_c(wait: str) -> None:
+    """A long wait (synchronize(), Pending.wait(), a pipeline's run) blocked in the driver or
+    held Ctrl-C back until the work was done; it now raises KeyboardInterrupt promptly and
+    the instance stays usable."""
     import os
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _CTRL_C_SCRIPT], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _CTRL_C_SCRIPT.replace("{wait}", wait)],
+                         capture_output=True,
                          text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr[-3000:]

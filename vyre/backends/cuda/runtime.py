@@ -35,12 +35,12 @@ from vyre.binding import BoundDispatch, next_epoch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
-from vyre.interrupts import interrupt_safe
+from vyre.interrupts import deferred_interrupts, interrupt_safe
 from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
-from . import interop, managed, page_locked, peer
+from . import interop, managed, page_locked, peer, waits
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
@@ -778,7 +778,7 @@ class CudaBackend(BaseBackend):
                 if ev is not None:
                     with self._lock:
                         self._state.make_current()
-                        (err,) = drv.cuEventSynchronize(ev)
+                        err = waits.wait(drv.cuEventSynchronize, drv.cuEventQuery, ev)
                         if int(err) != 0:
                             self._raise(f"kernel {bound.program.name!r} (cuEventSynchronize)",
                                         err)
@@ -796,9 +796,10 @@ class CudaBackend(BaseBackend):
         weakref.finalize(pending, release)
         return pending
 
-    @interrupt_safe
     def _synchronize(self) -> None:
-        (err,) = self._drv.cuStreamSynchronize(self._stream)  # direct: the roundtrip's path
+        # direct: the roundtrip's path; Ctrl-C may end the wait on the main thread (waits.py)
+        drv = self._drv
+        err = waits.wait(drv.cuStreamSynchronize, drv.cuStreamQuery, self._stream)
         if err:
             self._raise("cuStreamSynchronize", err)
 
@@ -911,7 +912,6 @@ class CudaBackend(BaseBackend):
         st.reads[key] = (ex, pinned, sum(n for _, n in pinned))
         return ex, pinned
 
-    @interrupt_safe
     def _run_pipeline(self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]) -> PipelineResult:
         # Pipeline.run checked the instance and the buffers under the lock it still holds.
         # Driver calls are made directly (not through _call) on this per-run path.
@@ -926,42 +926,46 @@ class CudaBackend(BaseBackend):
         profiled = pipeline.profiled
         t0 = _perf_ns()
         with self._lock:
-            if profiled:
-                if self._timing_events is None:
-                    self._timing_events = (self._event(True), self._event(True))
-                ev0, ev1 = self._timing_events
-                (err,) = drv.cuEventRecord(ev0, stream)
-                if err:
-                    self._raise("cuEventRecord", err)
-            # framework ordering goes around the graph launches, never into a capture
-            streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
-            if streams:
-                interop.wait_for(self, streams)
-            remaining = repeat
-            p = st.max_copies
-            launches = 0
-            while remaining:
-                while p > remaining:
-                    p //= 2
-                ex = self._body_exec(st, p)
-                (err,) = drv.cuGraphLaunch(ex, stream)
-                if err:
-                    self._raise("cuGraphLaunch", err)
-                launches += 1
-                remaining -= p
-            pinned: list[tuple[int, int]] = []
-            if reads:
-                rex, pinned = self._read_exec(st, reads)
-                self._call(drv.cuGraphLaunch, rex, stream, what="cuGraphLaunch")
-            if streams:
-                interop.signal(self, streams)
+            # the launches (and their framework ordering) as one deferred section; Ctrl-C
+            # may end the wait for them below (the work goes on; waits.py)
+            with deferred_interrupts():
+                if profiled:
+                    if self._timing_events is None:
+                        self._timing_events = (self._event(True), self._event(True))
+                    ev0, ev1 = self._timing_events
+                    (err,) = drv.cuEventRecord(ev0, stream)
+                    if err:
+                        self._raise("cuEventRecord", err)
+                # framework ordering goes around the graph launches, never into a capture
+                streams = interop.streams_of(pipeline.buffers()) if self._interop_active else ()
+                if streams:
+                    interop.wait_for(self, streams)
+                remaining = repeat
+                p = st.max_copies
+                launches = 0
+                while remaining:
+                    while p > remaining:
+                        p //= 2
+                    ex = self._body_exec(st, p)
+                    (err,) = drv.cuGraphLaunch(ex, stream)
+                    if err:
+                        self._raise("cuGraphLaunch", err)
+                    launches += 1
+                    remaining -= p
+                pinned: list[tuple[int, int]] = []
+                if reads:
+                    rex, pinned = self._read_exec(st, reads)
+                    self._call(drv.cuGraphLaunch, rex, stream, what="cuGraphLaunch")
+                if streams:
+                    interop.signal(self, streams)
             device_ns = None
             if profiled:
                 (err,) = drv.cuEventRecord(ev1, stream)
                 if err:
                     self._raise("cuEventRecord", err)
                 t1 = _perf_ns()
-                (err,) = drv.cuEventSynchronize(ev1)  # the one host synchronisation
+                err = waits.wait(drv.cuEventSynchronize, drv.cuEventQuery, ev1)  # the one
+                # host synchronisation
                 if err:
                     self._raise("pipeline (cuEventSynchronize)", err)
                 t2 = _perf_ns()
@@ -971,7 +975,8 @@ class CudaBackend(BaseBackend):
                 device_ns = int(float(ms) * 1e6)
             else:
                 t1 = _perf_ns()
-                (err,) = drv.cuStreamSynchronize(stream)  # the one host synchronisation
+                # the one host synchronisation
+                err = waits.wait(drv.cuStreamSynchronize, drv.cuStreamQuery, stream)
                 if err:
                     self._raise("pipeline (cuStreamSynchronize)", err)
                 t2 = _perf_ns()

@@ -1026,20 +1026,23 @@ class WgpuBackend(BaseBackend):
                 done[0] = True
             return done[0]
 
-        @interrupt_safe
         def wait() -> Timing:
+            # the wait itself only asks (polls): Ctrl-C may end it (the work goes on and a
+            # later wait finds it); mapping the times and reading the status flags back
+            # are what an interrupt must not tear, so only they are deferred
             w0 = time.perf_counter_ns()
             device_ns = None
             try:
                 with self._lock:
                     if self._closed:  # its device is destroyed: say so, not "device lost"
                         raise self._closed_error()
-                    if ts is not None:
-                        device_ns = _timestamp_ns(self._map_staging(ts.staging, 16, [(0, 16)])[0])
-                        self._release_timestamps(ts)
-                    else:
-                        self._wait()
-                    self._check_status()
+                    self._wait()
+                    with deferred_interrupts():
+                        if ts is not None:
+                            device_ns = _timestamp_ns(
+                                self._map_staging(ts.staging, 16, [(0, 16)])[0])
+                            self._release_timestamps(ts)
+                        self._check_status()
             except BackendError:
                 raise
             except Exception as exc:
@@ -1064,36 +1067,39 @@ class WgpuBackend(BaseBackend):
         except Exception as exc:
             raise self._gpu_error("recording a pipeline", exc) from None
 
-    @interrupt_safe
     def _run_pipeline(
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
     ) -> PipelineResult:
+        # Ctrl-C may end the waits (for earlier chunks, and for the run's own work): they
+        # only ask, and the work goes on for a later wait to find. A submit and the noting
+        # of its status flags, and the mapping of the read-back, are deferred sections.
         t0 = time.perf_counter_ns()
         state: _PipelineState = pipeline.state
         steps = state.steps
         profile = self._timestamps and pipeline.profiled
         ranges = [(r.buffer, r.offset, int(r.length or 0)) for r in reads]
         try:
-            ts = self._timestamp_set() if profile else None
+            with deferred_interrupts():
+                ts = self._timestamp_set() if profile else None
             enc = self._encode_rounds(state, repeat, ts.queries if ts else None)
             nz = [(b, o, n) for b, o, n in ranges if n]
             plan, pieces, total = self._plan_reads(nz, 16 if ts else 0)
             staging = None
-            if plan or ts:
-                staging = self._staging_buffer(total)
-                if ts:  # the times first in the shared staging buffer, then the reads
-                    ts.record_resolve(enc, staging)
-                for gpu, a0, size, soff in plan:
-                    enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
-            self.queue.submit([enc.finish()])
-            self._submitted(state.checked)
+            with deferred_interrupts():
+                if plan or ts:
+                    staging = self._staging_buffer(total)
+                    if ts:  # the times first in the shared staging buffer, then the reads
+                        ts.record_resolve(enc, staging)
+                    for gpu, a0, size, soff in plan:
+                        enc.copy_buffer_to_buffer(gpu, a0, staging, soff, size)
+                self.queue.submit([enc.finish()])
+                self._submitted(state.checked)
             t1 = time.perf_counter_ns()
-            if staging is not None:
-                got = self._map_staging(staging, total, ([(0, 16)] if ts else []) + pieces)
-            else:
-                self._wait()
-                got = []
-            self._check_status()
+            self._wait()
+            with deferred_interrupts():
+                got = ([] if staging is None else
+                       self._map_staging(staging, total, ([(0, 16)] if ts else []) + pieces))
+                self._check_status()
         except BackendError:
             raise
         except Exception as exc:
@@ -1126,8 +1132,9 @@ class WgpuBackend(BaseBackend):
             self._encode(enc, steps, per_chunk, timestamps, state.runs, first, False)
             done += per_chunk
             self._wait()  # the chunk before this one: at most one chunk in flight
-            self.queue.submit([enc.finish()])
-            self._submitted(state.checked)
+            with deferred_interrupts():  # a submit and the noting of its status flags
+                self.queue.submit([enc.finish()])
+                self._submitted(state.checked)
             first = False
         enc = self.device.create_command_encoder()
         self._encode(enc, steps, repeat - done, timestamps, state.runs, first, True)
