@@ -8,6 +8,7 @@ Skips with the probe's reason when no WebGPU adapter exists (never silently).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -344,7 +345,12 @@ def test_a_wait_longer_than_the_spin_ends_in_a_blocking_wait(
 
     buf, last = _long_work(wg)
     monkeypatch.setattr(queue, "_poll", recording_poll)
-    last.wait()
+    # off the main thread: there Ctrl-C cannot arrive, so the wait blocks in the driver (on
+    # the main thread it sleeps between asks instead: tests/test_runtime_reliability.py's
+    # Ctrl-C tests)
+    waiter = threading.Thread(target=last.wait)
+    waiter.start()
+    waiter.join()
     seen = list(waits)  # (the read below waits too)
     # a 1 us spin: one or two non-blocking asks, then blocking waits (the queue's, and the
     # read-back of the loop's status flags)
