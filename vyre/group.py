@@ -6,7 +6,7 @@ the reference). It splits arrays along their first axis into contiguous shards, 
 backend (`scatter`, optionally with `halo` ghost rows on each side), keeps them resident,
 runs a Program on every shard at once (`map`, with a per-shard DispatchConfig), moves rows
 between shards explicitly (`exchange_halos`, `all_gather`, `broadcast`: device to device
-where the backends reach each other, `vyre.copy`) and gathers the shards back in order.
+where the backends reach each other, `vyre.copy_many`) and gathers the shards back in order.
 `sort` (sample sort, vyre.group_sort), `histogram` and `matmul` (split by rows) run the
 library on every shard and give its single-backend results.
 A kernel that computes each output row from its own input rows, its halo and replicated
@@ -43,7 +43,7 @@ from vyre.ir.types import ScalarType
 from vyre.programs import reduce as _reduce
 from vyre.programs import scan as _scan
 from vyre.programs._common import blocks_grid, ceil_div, identity
-from vyre.transfers import copy, copy_many
+from vyre.transfers import copy_many
 
 #: Shards of arrays given to `reduce` and `scan` start on multiples of this many elements
 #: (one block of the library's first pass); `scatter(..., align=LIBRARY_BLOCK)`.
@@ -222,13 +222,10 @@ class DeviceGroup:
     def _release(self, buffer: Any) -> None:
         buffer.owner.free(buffer)
 
-    def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
-        """Bytes between two shards' buffers (device to device where they reach)."""
-        copy(src, dst, src_offset=src_offset, dst_offset=dst_offset, nbytes=nbytes)
-
     def _copy_all(self, copies: list[tuple[Any, Any, int, int, int]]) -> None:
-        """Several (src, dst, src_offset, dst_offset, nbytes) copies at once (concurrent
-        between devices that reach each other, vyre.copy_many)."""
+        """(src, dst, src_offset, dst_offset, nbytes) copies between shards' buffers, all
+        at once (device to device and concurrent where the members reach each other,
+        vyre.copy_many)."""
         copy_many(copies)
 
     # ------------------------------------------------------------ data
@@ -288,13 +285,11 @@ class DeviceGroup:
             raise InvalidDispatch(
                 f"broadcast: {getattr(buffer, 'label', None) or buffer!r:.40} is not a buffer "
                 "of a member of this group; allocate it on one of group.backends")
-        bufs: dict[int, Any] = {}
-        for i, b in enumerate(self.backends):
-            if i in owners:
-                bufs[i] = buffer
-                continue
-            bufs[i] = b.allocate_device_buffer(buffer.byte_len, label=f"{label}[{i}]")
-            self._copy(buffer, 0, bufs[i], 0, buffer.byte_len)
+        bufs = {i: buffer if i in owners else
+                b.allocate_device_buffer(buffer.byte_len, label=f"{label}[{i}]")
+                for i, b in enumerate(self.backends)}
+        self._copy_all([(buffer, dst, 0, 0, buffer.byte_len)
+                        for dst in bufs.values() if dst is not buffer])
         return Replicated(_Borrowing(self, buffer), bufs)
 
     def all_gather(self, arr: ShardedArray, label: str = "all_gathered",

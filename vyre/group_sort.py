@@ -81,55 +81,59 @@ def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArr
 
     try:
         # 1. sort bits of every shard, sorted locally
-        bits = []
-        for s, b in live:
-            kb = alloc(s.backend, s.count, f"{label}_bits[{s.index}]")
-            if ty is u32:
-                group._copy(b, 0, kb, 0, s.count * 4)
-            else:
+        bits = [alloc(s.backend, s.count, f"{label}_bits[{s.index}]") for s, _ in live]
+        if ty is u32:
+            group._copy_all([(b, kb, 0, 0, s.count * 4) for (s, b), kb in zip(live, bits)])
+        for (s, b), kb in zip(live, bits):
+            if ty is not u32:
                 _map(s.backend, ty, b, kb, s.count, True)
             radix_sort.radix_sort_device(s.backend, kb, s.count, use_pipeline=False)
-            bits.append(kb)
-        # 2. splitters from evenly spaced samples, and each shard's bucket bounds
+        # 2. splitters from evenly spaced samples (one read per member), and each shard's
+        # bucket bounds (every member's search enqueued before any is read)
         per = SAMPLES_PER_MEMBER
-        picks = [[min(s.count - 1, (i * s.count) // per) for i in range(per)] for s, _ in live]
-        samples = np.sort(np.concatenate([
-            np.concatenate(group._read_all([(s.backend, kb, 4 * i, 4, np.dtype(np.uint32))
-                                            for i in pick]))
-            for (s, _), kb, pick in zip(live, bits, picks)])) if live else np.zeros(0, np.uint32)
+        samples = np.sort(np.concatenate(group._read_all([
+            (s.backend, kb, 4 * min(s.count - 1, (i * s.count) // per), 4, np.dtype(np.uint32))
+            for (s, _), kb in zip(live, bits) for i in range(per)]))) if live else np.zeros(
+            0, np.uint32)
         splitters = (samples[[(j * samples.size) // p for j in range(1, p)]]
                      if samples.size else np.zeros(p - 1, np.uint32))
-        bounds = []
-        for (s, _), kb in zip(live, bits):
-            if p == 1:
-                bounds.append([0, s.count])
-                continue
-            sp = alloc(s.backend, p - 1, f"{label}_splitters")
-            out = alloc(s.backend, p - 1, f"{label}_bounds")
-            group._write_all([(s.backend, sp, splitters.astype(np.uint32), 0)])
-            s.backend.dispatch_with_device_buffers(
-                _lower_bounds.program, {"keys": kb, "splitters": sp}, {"out": out},
-                DispatchConfig(grid=(ceil_div(p - 1, 64), 1, 1),
-                               params={"n": s.count, "m": p - 1}))
-            (inner,) = group._read_all([(s.backend, out, 0, 4 * (p - 1), np.dtype(np.uint32))])
-            bounds.append([0, *(int(v) for v in inner), s.count])
-        # 3. bucket j of every shard into member j, sorted there and mapped back
+        if p == 1:
+            bounds = [[0, s.count] for s, _ in live]
+        else:
+            outs = []
+            for (s, _), kb in zip(live, bits):
+                sp = alloc(s.backend, p - 1, f"{label}_splitters")
+                out = alloc(s.backend, p - 1, f"{label}_bounds")
+                group._write_all([(s.backend, sp, splitters.astype(np.uint32), 0)])
+                s.backend.dispatch_with_device_buffers(
+                    _lower_bounds.program, {"keys": kb, "splitters": sp}, {"out": out},
+                    DispatchConfig(grid=(ceil_div(p - 1, 64), 1, 1),
+                                   params={"n": s.count, "m": p - 1}))
+                outs.append((s.backend, out, 0, 4 * (p - 1), np.dtype(np.uint32)))
+            bounds = [[0, *(int(v) for v in inner), s.count]
+                      for (s, _), inner in zip(live, group._read_all(outs))]
+        # 3. bucket j of every shard into member j (all copies at once), sorted there and
+        # mapped back
         sizes = [sum(bd[j + 1] - bd[j] for bd in bounds) for j in range(p)]
-        shards: list[Shard] = []
-        buffers: list[Any] = []
-        start = 0
-        for j, backend in enumerate(members):
-            if not sizes[j]:
-                shards.append(Shard(j, backend, start, 0))
-                buffers.append(None)
-                continue
-            recv = alloc(backend, sizes[j], f"{label}_recv[{j}]")
+        recvs = [alloc(backend, sizes[j], f"{label}_recv[{j}]") if sizes[j] else None
+                 for j, backend in enumerate(members)]
+        copies = []
+        for j, recv in enumerate(recvs):
             at = 0
             for kb, bd in zip(bits, bounds):
                 count = bd[j + 1] - bd[j]
                 if count:
-                    group._copy(kb, 4 * bd[j], recv, 4 * at, 4 * count)
+                    copies.append((kb, recv, 4 * bd[j], 4 * at, 4 * count))
                     at += count
+        group._copy_all(copies)
+        shards: list[Shard] = []
+        buffers: list[Any] = []
+        start = 0
+        for j, (backend, recv) in enumerate(zip(members, recvs)):
+            if recv is None:
+                shards.append(Shard(j, backend, start, 0))
+                buffers.append(None)
+                continue
             radix_sort.radix_sort_device(backend, recv, sizes[j], use_pipeline=False)
             if ty is u32:
                 out_buf = recv

@@ -51,10 +51,6 @@ class Sharded(DeviceGroup):
     def _release(self, buffer: Any) -> None:
         buffer.free()
 
-    def _copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
-        data = self._read_all([(src.owner, src, src_offset, nbytes, np.dtype(np.uint8))])[0]
-        self._write_all([(dst.owner, dst, data, dst_offset)])
-
     def _copy_all(self, copies: list[tuple[Any, Any, int, int, int]]) -> None:
         datas = self._read_all([(src.owner, src, so, n, np.dtype(np.uint8))
                                 for src, _dst, so, _do, n in copies])

@@ -538,19 +538,24 @@ class CudaBackend(BaseBackend):
     def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         return managed.allocate(self, byte_len, label)
 
+    def _reaches(self, other: object) -> bool:
+        """Whether `other` is a CUDA instance of this process's driver (so a copy between
+        the two can run on the devices, peer.py)."""
+        return isinstance(other, CudaBackend) and other._drv is self._drv
+
     def _copy_from(self, src: BufferBase, src_offset: int, dst: BufferBase, dst_offset: int,
                    nbytes: int) -> bool:
         owner = src.owner
-        if not isinstance(owner, CudaBackend) or owner._drv is not self._drv:
+        if not self._reaches(owner):
             return False
         peer.copy_between(owner, src, src_offset, self, dst, dst_offset, nbytes)
         return True
 
     @staticmethod
     def _copy_batch(copies: list[Any]) -> bool:
-        owners = {id(b): b for c in copies for b in (c.src_owner, c.dst_owner)}.values()
-        drivers = {id(getattr(b, "_drv", None)) for b in owners}
-        if (not all(isinstance(b, CudaBackend) for b in owners) or len(drivers) != 1
+        owners = list({id(b): b for c in copies for b in (c.src_owner, c.dst_owner)}.values())
+        first = owners[0]
+        if (not isinstance(first, CudaBackend) or not all(first._reaches(b) for b in owners)
                 or any(b.interop_active for b in owners)):
             return False  # one by one (framework streams are ordered there)
         peer.copy_batch([(c.src_owner, c.src, c.src_offset, c.dst_owner, c.dst,
@@ -964,8 +969,8 @@ class CudaBackend(BaseBackend):
                 if err:
                     self._raise("cuEventRecord", err)
                 t1 = _perf_ns()
-                err = waits.wait(drv.cuEventSynchronize, drv.cuEventQuery, ev1)  # the one
-                # host synchronisation
+                # the one host synchronisation
+                err = waits.wait(drv.cuEventSynchronize, drv.cuEventQuery, ev1)
                 if err:
                     self._raise("pipeline (cuEventSynchronize)", err)
                 t2 = _perf_ns()
