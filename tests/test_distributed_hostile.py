@@ -82,6 +82,8 @@ CASES: list[tuple[str, Callable[[Any, Any, Any], Any], type[BackendError], tuple
     ("transfer to str", lambda a, b, x: vd.transfer(x, "str"), BackendUnavailable, ("spawn()",)),  # type: ignore[arg-type]
     ("transfer str", lambda a, b, x: vd.transfer("str", b), BufferOwnershipError, ("allocate_device_buffer",)),
     ("transfer label int", lambda a, b, x: vd.transfer(x, b, label=5), E, ("label must be a str",)),  # type: ignore[arg-type]
+    ("vyre.transfer out= remote", lambda a, b, x: vyre.transfer(x, b, out=x), E,  # type: ignore[arg-type]
+     ("out=", "leave out=None")),
     ("write_many [handle]", lambda a, b, x: a.write_many([x]), E, ("(buffer, data)",)),
     ("write_many 1-tuple", lambda a, b, x: a.write_many([(x,)]), E, ("(buffer, data)",)),
     ("write_many None", lambda a, b, x: a.write_many(None), E, ("iterable",)),

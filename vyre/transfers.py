@@ -133,6 +133,10 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
     buffer of `backend` at least as long, made once and reused: no allocation per copy).
     Device to device where `backend` reaches the source's device (module docstring)."""
     if _remote(backend) or _remote(buffer):
+        if out is not None:  # never dropped silently: a new buffer would be made instead
+            raise InvalidDispatch(
+                "transfer: out= takes a buffer of a backend of this process; a transfer to or "
+                "from a Ray actor makes a new buffer (leave out=None)")
         from .distributed import transfer as remote_transfer  # (imports no Ray itself)
 
         return remote_transfer(buffer, backend, label)
