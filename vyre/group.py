@@ -145,13 +145,15 @@ class DeviceGroup:
 
     def __init__(self, backends: Sequence[BaseBackend]) -> None:
         self.backends = self._checked_backends(backends)
+        # the group's own intermediate buffers, kept between calls (_scratch_buffer)
+        self._scratch: dict[tuple[Any, ...], Any] = {}
 
     def _scratch_buffer(self, backend: Any, key: tuple[Any, ...], nbytes: int) -> Any:
         """A buffer of `backend` for the group's own intermediate values (per-block
         partials, the head's passes), kept between calls: no allocation (and on CUDA no
         free's implicit device sync) per reduce or scan, and the launches stay bound.
         `free_scratch()` releases them."""
-        scratch: dict[tuple[Any, ...], Any] = self.__dict__.setdefault("_scratch", {})
+        scratch = self._scratch
         buf = scratch.get(key)
         if buf is not None and buf.byte_len >= nbytes and not buf.freed:
             return buf
@@ -165,7 +167,8 @@ class DeviceGroup:
         """Release the intermediate buffers reduce, scan and histogram keep between calls
         (also at the end of a `with DeviceGroup(...) as group:` block). The group's
         backends and arrays stay as they are."""
-        for buf in self.__dict__.pop("_scratch", {}).values():
+        scratch, self._scratch = self._scratch, {}
+        for buf in scratch.values():
             if not buf.freed and not getattr(buf.owner, "closed", False):
                 self._release(buf)
 
