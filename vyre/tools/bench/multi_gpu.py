@@ -122,35 +122,20 @@ def _all_gather(gpus: list[Any], per_gpu: int, repeat: int, rows: list[dict[str,
 
 
 def _cases(group: DeviceGroup, arr: Any, karr: Any, grid: np.ndarray
-           ) -> dict[str, tuple[Callable[[], Any], Callable[[Any], bytes]]]:
-    """name -> (one timed call, the bits of its result) over `group`."""
+           ) -> tuple[dict[str, tuple[Callable[[], Any], Callable[[Any], bytes], bool]], list[Any]]:
+    """name -> (one timed call, the bits of its result, whether each call's result is a new
+    resident array to free), and the resident arrays to free after every case ran."""
     from vyre.tools.bench.multi_gpu_kernels import heat_arrays, heat_steps
 
     u, v = heat_arrays(group, grid)  # resident: the steps are timed, not the upload
-
-    def stencil() -> Any:
-        return _Heat(*heat_steps(group, u, v, 100))
-
     return {
-        "sum": (lambda: group.reduce(arr, "sum"), lambda r: r.tobytes()),
-        "scan": (lambda: group.scan(arr), lambda r: r.gather().tobytes()),
-        "sort": (lambda: group.sort(karr), lambda r: r.gather().tobytes()),
-        "stencil100": (stencil, lambda r: r.result.gather().tobytes()),
-    }
-
-
-class _Heat:
-    """A stencil run's result; `free` releases both ping-pong arrays (after the last run)."""
-
-    def __init__(self, result: Any, other: Any) -> None:
-        self.result, self.other = result, other
-
-    def free(self) -> None:
-        pass  # the arrays are reused by the next run; _scaling frees them at the end
-
-    def release(self) -> None:
-        self.result.free()
-        self.other.free()
+        "sum": (lambda: group.reduce(arr, "sum"), lambda r: r.tobytes(), False),
+        "scan": (lambda: group.scan(arr), lambda r: r.gather().tobytes(), True),
+        "sort": (lambda: group.sort(karr), lambda r: r.gather().tobytes(), True),
+        # 100 steps (even): the result is back in u, which the next call starts from
+        "stencil100": (lambda: heat_steps(group, u, v, 100)[0],
+                       lambda r: r.gather().tobytes(), False),
+    }, [u, v]
 
 
 def _scaling(gpus: list[Any], n: int, grid_side: int, repeat: int,
@@ -170,29 +155,29 @@ def _scaling(gpus: list[Any], n: int, grid_side: int, repeat: int,
 
         arr = group.scatter(data, align=LIBRARY_BLOCK)
         karr = group.scatter(keys)
-        for name, (fn, bits) in _cases(group, arr, karr, grid).items():
+        cases, resident = _cases(group, arr, karr, grid)
+        for name, (fn, bits, owned) in cases.items():
             made: list[Any] = []
 
-            def call(fn: Callable[[], Any] = fn, made: list[Any] = made) -> None:
+            def call(fn: Callable[[], Any] = fn, made: list[Any] = made,
+                     owned: bool = owned) -> None:
                 made.append(fn())
-                if len(made) > 1:  # keep the newest result only (resident arrays freed)
+                if len(made) > 1:  # keep the newest result only
                     old = made.pop(0)
-                    if hasattr(old, "free"):
+                    if owned:
                         old.free()
 
             t = median_seconds(call, sync, 1 if name in ("sort", "stencil100") else repeat)
             got = bits(made[-1])
-            if hasattr(made[-1], "free"):
+            if owned:
                 made[-1].free()
-            if isinstance(made[-1], _Heat):
-                made[-1].release()
             if k == counts[0]:
                 baseline[name] = (t, got)
             t1, want = baseline[name]
             rows.append({"metric": name, "unit": "speedup over 1 GPU", "gpus": k,
                          "vyre": t1 / t, "ms": t * 1e3, "checked": got == want})
-        arr.free()
-        karr.free()
+        for a in (arr, karr, *resident):
+            a.free()
         group.free_scratch()
 
 
