@@ -1,7 +1,7 @@
-"""Device-to-device copies between two CUDA instances of one process (`vyre.copy`,
-`vyre.transfer`).
+"""Device-to-device copies between CUDA instances of one process (`vyre.copy`,
+`vyre.copy_many`, `vyre.transfer`): one or many, through `copy_batch`.
 
-The copy runs on the destination's stream (cuMemcpyPeerAsync: over NVLink or PCIe peer to
+Each copy runs on the destination's stream (cuMemcpyPeerAsync: over NVLink or PCIe peer to
 peer where the two devices can reach each other, with peer access enabled once per pair;
 staged through host memory by the driver where they cannot). It is ordered with events,
 never with a host wait: after everything already enqueued on the source's stream (its last
@@ -52,62 +52,15 @@ def _device(drv: Any, ordinal: int) -> Any:
     return D.call(drv.cuDeviceGet, ordinal)
 
 
-def copy_between(src: Any, buffer: BufferBase, src_offset: int, dst: Any, out: BufferBase,
-                 dst_offset: int, nbytes: int) -> None:
-    """`nbytes` bytes of `buffer` (a buffer of `src`) at `src_offset` copied on the devices
-    into `out` (a buffer of `dst`) at `dst_offset`. Both are CudaBackend instances (perhaps
-    one); the buffers and ranges have been checked."""
-    first, second = sorted((src, dst), key=id)  # one lock order for every pair: no deadlock
-    with first.lock, second.lock:
-        src.check_open()
-        dst.check_open()
-        _enqueue_copy(src, buffer, src_offset, dst, out, dst_offset, nbytes)
-
-
-def _enqueue_copy(src: Any, buffer: BufferBase, src_offset: int, dst: Any, out: BufferBase,
-                  dst_offset: int, nbytes: int) -> None:
-    drv = src.driver
-    flags = int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-    src.context_state.make_current()
-    # a source shared with a framework stream: after the framework's pending writes too,
-    # and its later writes after the copy (interop.py)
-    streams = interop.streams_of((buffer,)) if src.interop_active else ()
-    if streams:
-        interop.wait_for(src, streams)
-    written = src.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
-    try:
-        src.driver_call(drv.cuEventRecord, written, src.cu_stream, what="cuEventRecord")
-        dst.context_state.make_current()
-        peer_access(dst, src)
-        dst.driver_call(drv.cuStreamWaitEvent, dst.cu_stream, written, 0,
-                        what="cuStreamWaitEvent")
-        dst.driver_call(drv.cuMemcpyPeerAsync, dst.device_pointer(out) + dst_offset,
-                        dst.context_state.ctx, src.device_pointer(buffer) + src_offset,
-                        src.context_state.ctx, nbytes, dst.cu_stream,
-                        what=f"cuMemcpyPeerAsync of {nbytes} bytes")
-        read = dst.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
-        try:
-            dst.driver_call(drv.cuEventRecord, read, dst.cu_stream, what="cuEventRecord")
-            src.context_state.make_current()
-            src.driver_call(drv.cuStreamWaitEvent, src.cu_stream, read, 0,
-                            what="cuStreamWaitEvent")
-            if streams:
-                interop.signal(src, streams)
-        finally:
-            with contextlib.suppress(Exception):  # released once the waits are done
-                drv.cuEventDestroy(read)
-    finally:
-        with contextlib.suppress(Exception):
-            drv.cuEventDestroy(written)
-
-
 def copy_batch(copies: list[tuple[Any, BufferBase, int, Any, BufferBase, int, int]]) -> None:
     """Several (src backend, buffer, offset, dst backend, out, offset, nbytes) copies,
     checked, all between CUDA instances of one driver, run concurrently: each source
     records one event for all its copies (one `written`), each destination waits for the
     sources it reads, copies, and records one `read` event; each source then waits for
     every destination that read it. Copies issued one by one would serialise every copy
-    from one source behind the previous one's wait."""
+    from one source behind the previous one's wait. A source buffer shared with a
+    framework stream is read after the framework's pending writes, and the framework's
+    later work follows the copies (interop.py)."""
     members = sorted({id(b): b for c in copies for b in (c[0], c[3])}.values(), key=id)
     with contextlib.ExitStack() as locks:
         for b in members:  # one lock order for every set: no deadlock
@@ -118,9 +71,14 @@ def copy_batch(copies: list[tuple[Any, BufferBase, int, Any, BufferBase, int, in
         flags = int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
         events: list[tuple[Any, Any]] = []  # (owner, event), destroyed at the end
         try:
+            sources = {id(c[0]): c[0] for c in copies}.values()
+            streams = {id(src): (interop.streams_of([c[1] for c in copies if c[0] is src])
+                                 if src.interop_active else ()) for src in sources}
             written: dict[int, Any] = {}
-            for src in {id(c[0]): c[0] for c in copies}.values():
+            for src in sources:
                 src.context_state.make_current()
+                if streams[id(src)]:
+                    interop.wait_for(src, streams[id(src)])
                 ev = src.driver_call(drv.cuEventCreate, flags, what="cuEventCreate")
                 events.append((src, ev))
                 src.driver_call(drv.cuEventRecord, ev, src.cu_stream, what="cuEventRecord")
@@ -146,11 +104,13 @@ def copy_batch(copies: list[tuple[Any, BufferBase, int, Any, BufferBase, int, in
                 dst.driver_call(drv.cuEventRecord, ev, dst.cu_stream, what="cuEventRecord")
                 for c in group:
                     reads.setdefault(id(c[0]), []).append(ev)
-            for src in {id(c[0]): c[0] for c in copies}.values():
+            for src in sources:
                 src.context_state.make_current()
                 for ev in {id(e): e for e in reads[id(src)]}.values():
                     src.driver_call(drv.cuStreamWaitEvent, src.cu_stream, ev, 0,
                                     what="cuStreamWaitEvent")
+                if streams[id(src)]:
+                    interop.signal(src, streams[id(src)])
         finally:
             for _owner, ev in events:
                 with contextlib.suppress(Exception):

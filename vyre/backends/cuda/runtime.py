@@ -548,16 +548,15 @@ class CudaBackend(BaseBackend):
         owner = src.owner
         if not self._reaches(owner):
             return False
-        peer.copy_between(owner, src, src_offset, self, dst, dst_offset, nbytes)
+        peer.copy_batch([(owner, src, src_offset, self, dst, dst_offset, nbytes)])
         return True
 
     @staticmethod
     def _copy_batch(copies: list[Any]) -> bool:
         owners = list({id(b): b for c in copies for b in (c.src_owner, c.dst_owner)}.values())
         first = owners[0]
-        if (not isinstance(first, CudaBackend) or not all(first._reaches(b) for b in owners)
-                or any(b.interop_active for b in owners)):
-            return False  # one by one (framework streams are ordered there)
+        if not isinstance(first, CudaBackend) or not all(first._reaches(b) for b in owners):
+            return False  # through the host, one by one
         peer.copy_batch([(c.src_owner, c.src, c.src_offset, c.dst_owner, c.dst,
                           c.dst_offset, c.nbytes) for c in copies])
         return True
