@@ -1,7 +1,8 @@
 """Shared fixtures: `backends` (every available backend instance, by name, closed at the end
 of the session), `reference` (the oracle's instance among them) and `backend` (each
 registered backend in turn: reference, wgpu, cuda, then any other installed through the
-`vyre.backends` entry point; skipped, with the reason, where one is not available).
+`vyre.backends` entry point; skipped, with the reason, where one is not available), and
+`be` (a new instance of each available backend for one test, closed after it).
 
 `pytest --backend NAME` (or VYRE_TEST_BACKEND=NAME) runs the `backend` tests on that one
 backend only: how an out-of-tree backend runs the conformance suite (README, "Writing a
@@ -60,3 +61,12 @@ def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
             request.param, "it is not registered (no `vyre.backends` entry point)")
         pytest.skip(f"backend {request.param!r} is not available here: {why}")
     return backends[request.param]
+
+
+@pytest.fixture(params=[a.name for a in vyre.available_backends() if a.available])
+def be(request: Any) -> Iterator[BaseBackend]:
+    """A new instance of each available backend for one test, closed after it (for tests
+    that close, break or fill an instance; a module may define its own `be`)."""
+    b = vyre.get_backend(request.param)
+    yield b
+    b.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,6 @@ from vyre.ir import nodes as N
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 THREADS = 8
-
-
-@pytest.fixture(params=BACKENDS)
-def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
-    b = vyre.get_backend(request.param)
-    yield b
-    b.close()
 
 
 def affine(scale: int) -> N.Program:

@@ -53,13 +53,6 @@ def report(be: BaseBackend, case: str, cycles: int, seconds: float, py: int | No
         f.write(json.dumps(row) + "\n")
 
 
-@pytest.fixture(params=BACKENDS)
-def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
-    b = vyre.get_backend(request.param)
-    yield b
-    b.close()
-
-
 @pytest.fixture
 def ledger(be: BaseBackend) -> Iterator[CudaAllocationLedger | None]:
     """On CUDA, vyre's driver allocations from the backend's creation on (None elsewhere)."""

@@ -4,7 +4,6 @@ survive pickling, host arrays of either byte order, bounded indirect grids and r
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common_programs import saxpy as shared_saxpy
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
-
-
-@pytest.fixture(params=BACKENDS)
-def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
-    b = vyre.get_backend(request.param)
-    yield b
-    b.close()
 
 
 saxpy = shared_saxpy

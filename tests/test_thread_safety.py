@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +30,6 @@ from common_programs import inc_f32
 
 BACKENDS = [a.name for a in vyre.available_backends() if a.available]
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=BACKENDS)
-def be(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
-    b = vyre.get_backend(request.param)
-    yield b
-    b.close()
 
 
 def _inc() -> vyre.Program:
