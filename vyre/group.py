@@ -178,6 +178,10 @@ class DeviceGroup:
     def __exit__(self, *exc: object) -> None:
         self.free_scratch()
 
+    #: whether work enqueued on a member is ordered before the member's (and a copy's)
+    #: later work without a host wait (local backends: their stream/queue order)
+    _DEVICE_ORDERED = True
+
     #: what a member must be, an example of the call, and where other members go
     _MEMBER: Any = BaseBackend
     _KIND = "backend"
@@ -394,9 +398,12 @@ class DeviceGroup:
 
     def _block_pass(self, program: Program, parts: list[tuple[Shard, Any, int]],
                     ty: ScalarType, label: str, per_element: bool = False,
-                    extra: Mapping[int, Mapping[str, Any]] | None = None) -> list[Any]:
+                    extra: Mapping[int, Mapping[str, Any]] | None = None,
+                    wait: bool = True) -> list[Any]:
         """`program` ({"src", *extra} -> {"dst"}) over each shard's blocks, all at once; the
-        dst buffers (one value per block, or per element when `per_element`)."""
+        dst buffers (one value per block, or per element when `per_element`). `wait=False`
+        leaves the passes enqueued: what follows on the same backends (or a `_copy_all`,
+        ordered after their work) sees their results without a host wait in between."""
         outs, pending = [], []
         for s, b, g in parts:
             if per_element:  # the caller's result: its own buffer
@@ -408,13 +415,26 @@ class DeviceGroup:
             ins = {"src": b, **((extra or {}).get(s.index, {}))}
             pending.append(s.backend.dispatch_async(
                 program, ins, {"dst": dst}, blocks_grid(g, _reduce.WORKGROUP, n=s.count)))
-        _wait_all(pending)
+        if wait or not self._DEVICE_ORDERED:
+            _wait_all(pending)
         return outs
 
-    def _gather_blocks(self, parts: list[tuple[Shard, Any, int]], bufs: list[Any],
-                       ty: ScalarType) -> np.ndarray:
-        return np.concatenate(self._read_all([(s.backend, d, 0, g * ty.byte_size, ty.numpy)
-                                              for (s, _, g), d in zip(parts, bufs)]))
+    def _blocks_on_head(self, parts: list[tuple[Shard, Any, int]], bufs: list[Any],
+                        ty: ScalarType, key: str) -> tuple[Any, int]:
+        """Every shard's per-block values, in order, in one buffer of the first backend
+        (copied device to device where the members reach each other; no host round trip);
+        (that buffer, the number of values)."""
+        total = sum(g for _, _, g in parts)
+        head = self.backends[0]
+        if len(parts) == 1 and parts[0][0].backend is head:
+            return bufs[0], total  # already there
+        dst = self._scratch_buffer(head, (key,), total * ty.byte_size)
+        copies, at = [], 0
+        for (_s, _b, g), d in zip(parts, bufs):
+            copies.append((d, dst, 0, at * ty.byte_size, g * ty.byte_size))
+            at += g
+        self._copy_all(copies)
+        return dst, total
 
     def reduce(self, arr: ShardedArray, op: str) -> np.generic:
         """sum / min / max of a sharded 1-D array: the single-backend library's bits."""
@@ -423,16 +443,15 @@ class DeviceGroup:
         ty, parts = self._first_pass(arr, f"reduce {op}")
         if not parts:
             return cast(np.generic, ty.numpy.type(identity(op, ty)))
-        partials = self._gather_blocks(
-            parts, self._block_pass(_reduce.reduce_program(op, ty), parts, ty, label="partial"), ty)
-        if partials.size == 1:  # one block in all: the library's first pass is its last
-            return cast(np.generic, partials[0])
+        bufs = self._block_pass(_reduce.reduce_program(op, ty), parts, ty, label="partial",
+                                wait=False)
         # the library's remaining passes, over the partials in order, on the first backend
         head = self.backends[0]
-        src = self._scratch_buffer(head, ("head_in",), partials.nbytes)
+        src, total = self._blocks_on_head(parts, bufs, ty, "head_in")
         out = self._scratch_buffer(head, ("head_out",), ty.byte_size)
-        head.write(src, partials)
-        _reduce.reduce_device(head, src, partials.size, op, ty, out, use_pipeline=False)
+        if total == 1:  # one block in all: the library's first pass is its last
+            return cast(np.generic, head.read(src, 0, ty.byte_size, dtype=ty.numpy)[0])
+        _reduce.reduce_device(head, src, total, op, ty, out, use_pipeline=False)
         return cast(np.generic, head.read(out, 0, ty.byte_size, dtype=ty.numpy)[0])
 
     def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan") -> ShardedArray:
@@ -445,23 +464,22 @@ class DeviceGroup:
             for (s, b, _), d in zip(parts, [b for b in out.buffers if b is not None]):
                 _scan.scan_device(s.backend, b, d, s.count, ty, inclusive, use_pipeline=False)
             return out
-        sums = self._gather_blocks(
-            parts, self._block_pass(_reduce.reduce_program("sum", ty), parts, ty, label="sums"), ty)
+        sums = self._block_pass(_reduce.reduce_program("sum", ty), parts, ty, label="sums",
+                                wait=False)
         head = self.backends[0]
-        hs = self._scratch_buffer(head, ("head_in",), sums.nbytes)
-        ho = self._scratch_buffer(head, ("head_out",), sums.nbytes)
-        head.write(hs, sums)
-        _scan.scan_device(head, hs, ho, sums.size, ty, inclusive=False, use_pipeline=False)
-        offsets = np.asarray(head.read(ho, 0, sums.nbytes, dtype=ty.numpy))
+        hs, total = self._blocks_on_head(parts, sums, ty, "head_in")
+        ho = self._scratch_buffer(head, ("head_out",), total * ty.byte_size)
+        _scan.scan_device(head, hs, ho, total, ty, inclusive=False, use_pipeline=False)
+        # each shard's slice of the block offsets back to it, device to device
         extra: dict[int, dict[str, Any]] = {}
-        uploads = []
+        copies = []
         first = 0
         for s, _, g in parts:
             ob = self._scratch_buffer(s.backend, ("offsets", s.index), g * ty.byte_size)
             extra[s.index] = {"offsets": ob}
-            uploads.append((s.backend, ob, offsets[first:first + g], 0))
+            copies.append((ho, ob, first * ty.byte_size, 0, g * ty.byte_size))
             first += g
-        self._write_all(uploads)
+        self._copy_all(copies)
         prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
                                         carry_in=True)
         dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
