@@ -99,7 +99,8 @@ CASES: list[tuple[str, Callable[[Any, Any, Any], Any], type[BackendError], tuple
 GARBAGE: list[tuple[str, tuple[Any, ...]]] = [
     ("read", ("garbage",)), ("read", (None,)), ("read", ((1, 2),)), ("write_many", ("junk",)),
     ("write_many", ([1],)), ("free", ("junk",)), ("read_many", (5,)), ("read_many", ([(1,)],)),
-    ("dispatch_resident", (None, None, None, None, False)), ("pipeline", ([("x",)],)),
+    ("dispatch_resident", ((None, None, None, None, False),)), ("dispatch_resident", ("junk",)),
+    ("pipeline", ([("x",)],)),
     ("pipeline", (None,)), ("run_pipeline", (7, 1, [])), ("compile", (5,)), ("release", ([],)),
     ("bind", (None, None, None, None)), ("write_from", (None, None, None, None)),
     ("dispatch", (None, None, None)), ("load_program", (1, 2)),

@@ -252,11 +252,15 @@ class BackendActor:
             return bound
         return self._program(target, method)
 
-    def dispatch_resident(self, target: Any, inputs: Any, outputs: Any,
-                          config: DispatchConfig | None, wait: bool) -> Timing:
-        """dispatch_with_device_buffers (wait=False) or dispatch_async(...).wait()."""
-        # buffers first: a restarted actor reports its stale buffers, not a missing program
+    def dispatch_resident(self, message: Any) -> Timing:
+        """dispatch_with_device_buffers (wait=False) or dispatch_async(...).wait(); the
+        message is one tuple (target, inputs, outputs, config, wait): the hot path's
+        arguments travel as one Ray argument."""
         m = "dispatch_resident"
+        if not isinstance(message, tuple) or len(message) != 5:
+            raise malformed(m, "a (target, inputs, outputs, config, wait) tuple", message)
+        target, inputs, outputs, config, wait = message
+        # buffers first: a restarted actor reports its stale buffers, not a missing program
         ins, outs, cfg = self._refs(inputs, m), self._refs(outputs, m), self._cfg(config, m)
         if not isinstance(wait, bool):
             raise malformed(m, "wait is a bool", wait)

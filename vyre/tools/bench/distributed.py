@@ -85,11 +85,66 @@ def _costs(backend: Any, prefix: str, reps: int) -> dict[str, float]:
     return out
 
 
+class BareActor:
+    """The anchor: a Ray actor whose method takes the remote dispatch's own message (the
+    same arguments, so the same bytes on the wire) and does nothing with it."""
+
+    def dispatch_resident(self, *message: Any) -> None:
+        return None
+
+
+def _bare_costs(remote: Any, reps: int) -> dict[str, float]:
+    """A bare Ray actor call carrying what `remote`'s resident dispatch sends (captured
+    from the remote backend itself), timed like `_costs` times the dispatch."""
+    from vyre.distributed._ray import require_ray
+
+    ray = require_ray()
+    prog, cfg = tiny_program(), DispatchConfig(grid=1)
+    buf = remote.allocate_device_buffer(256)
+    bound = remote.bind(prog, [], [buf], cfg)
+    sent: dict[str, tuple[Any, ...]] = {}
+    real_send = remote._send
+
+    def capture(method: str, *args: Any, handles: Any = ()) -> Any:
+        sent[method] = args
+        return real_send(method, *args, handles=handles)
+
+    remote._send = capture
+    try:
+        remote.dispatch_with_device_buffers(prog, [], [buf], cfg)
+        program_msg = sent["dispatch_resident"]
+        remote.dispatch_with_device_buffers(bound)
+        bound_msg = sent["dispatch_resident"]
+    finally:
+        del remote._send
+    remote.free(buf)
+    bare = ray.remote(BareActor).options(num_cpus=0).remote()
+    try:
+        def batch() -> None:
+            refs = [bare.dispatch_resident.remote(*bound_msg) for _ in range(100)]
+            ray.get(refs[-1])
+        return {
+            "bare_ray_dispatch_us": _median_us(
+                lambda: ray.get(bare.dispatch_resident.remote(*program_msg)), reps),
+            "bare_ray_bound_us": _median_us(
+                lambda: ray.get(bare.dispatch_resident.remote(*bound_msg)), reps),
+            "bare_ray_async_batched_us": _median_us(batch, max(3, reps // 50)) / 100,
+        }
+    finally:
+        ray.kill(bare)
+
+
 def overhead(kind: str, reps: int) -> dict[str, float]:
+    """Per-dispatch wall time locally, in an actor, and of a bare Ray call carrying the
+    same message (the anchor: `remote_*_us / bare_ray_*_us` is what vyre adds)."""
     from vyre.distributed import spawn
 
     with vyre.get_backend(kind) as local, spawn(kind) as remote:
-        return {**_costs(local, "local", reps), **_costs(remote, "remote", reps)}
+        out = {**_costs(local, "local", reps), **_costs(remote, "remote", reps),
+               **_bare_costs(remote, reps)}
+    for what in ("dispatch", "bound", "async_batched"):
+        out[f"ratio_{what}_vs_bare"] = out[f"remote_{what}_us"] / out[f"bare_ray_{what}_us"]
+    return out
 
 
 def sharded(kind: str, n: int, iters: int, actor_counts: list[int], reps: int) -> list[dict[str, Any]]:
