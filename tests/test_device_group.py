@@ -60,6 +60,9 @@ def test_reduce_and_scan_match_one_backend(members: list[Any], n: int) -> None:
                 assert got.tobytes() == np.float32(want[op]).tobytes(), (op, len(group.backends))
         prefix = group.scan(arr)
         np.testing.assert_array_equal(prefix.gather(), want_scan)
+        # again into the first result's buffers (out=): the same bits, no new buffers
+        assert group.scan(arr, out=prefix) is prefix
+        np.testing.assert_array_equal(prefix.gather(), want_scan)
         prefix.free()
         arr.free()
         group.free_scratch()
@@ -118,6 +121,18 @@ def test_group_errors_name_the_fix(members: list[Any]) -> None:
     thin = group.scatter(np.zeros((3, 4), np.float32), halo=2)
     with pytest.raises(InvalidDispatch, match="fewer than 2 rows"):
         group.exchange_halos(thin)
+    aligned = group.scatter(np.zeros(5000, np.float32), align=LIBRARY_BLOCK)
+    ints = group.empty(aligned.shards, np.int32)
+    for bad in (arr, ints, "out"):
+        with pytest.raises(InvalidDispatch, match="out must be a live ShardedArray"):
+            group.scan(aligned, out=bad)  # type: ignore[arg-type]
+    done = group.scan(aligned)
+    done.free()
+    with pytest.raises(InvalidDispatch, match="out must be a live ShardedArray"):
+        group.scan(aligned, out=done)
+    for a in (aligned, ints):
+        a.free()
+    group.free_scratch()
     other = vyre.get_backend("reference")
     stray = other.allocate_device_buffer(16)
     with pytest.raises(InvalidDispatch, match="not a buffer of a member"):

@@ -399,14 +399,17 @@ class DeviceGroup:
     def _block_pass(self, program: Program, parts: list[tuple[Shard, Any, int]],
                     ty: ScalarType, label: str, per_element: bool = False,
                     extra: Mapping[int, Mapping[str, Any]] | None = None,
-                    wait: bool = True) -> list[Any]:
+                    wait: bool = True, into: Mapping[int, Any] | None = None) -> list[Any]:
         """`program` ({"src", *extra} -> {"dst"}) over each shard's blocks, all at once; the
         dst buffers (one value per block, or per element when `per_element`). `wait=False`
         leaves the passes enqueued: what follows on the same backends (or a `_copy_all`,
-        ordered after their work) sees their results without a host wait in between."""
+        ordered after their work) sees their results without a host wait in between.
+        `into`: shard index -> the buffer a per-element pass writes (else a new one)."""
         outs, pending = [], []
         for s, b, g in parts:
-            if per_element:  # the caller's result: its own buffer
+            if per_element and into is not None:
+                dst = into[s.index]
+            elif per_element:  # the caller's result: its own buffer
                 dst = s.backend.allocate_device_buffer(s.count * ty.byte_size,
                                                        label=f"{label}[{s.index}]")
             else:
@@ -454,13 +457,19 @@ class DeviceGroup:
         _reduce.reduce_device(head, src, total, op, ty, out, use_pipeline=False)
         return cast(np.generic, head.read(out, 0, ty.byte_size, dtype=ty.numpy)[0])
 
-    def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan") -> ShardedArray:
+    def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan",
+             out: ShardedArray | None = None) -> ShardedArray:
         """Prefix sum of a sharded 1-D array, left resident in the same layout; the
-        single-backend library's bits."""
+        single-backend library's bits. `out` (an earlier scan's result of an array of the
+        same layout, or `group.empty(arr.shards, arr.dtype)`) is written instead of
+        allocating (on CUDA a new result costs an allocation and its free a device wait)."""
         ty, parts = self._first_pass(arr, "scan")
+        if out is not None:
+            self._check_out(arr, out, "scan")
         total_blocks = sum(g for _, _, g in parts)
         if total_blocks <= 1:  # no carry between blocks: the library's one-block program
-            out = self.empty(arr.shards, arr.dtype, (), label)
+            if out is None:
+                out = self.empty(arr.shards, arr.dtype, (), label)
             for (s, b, _), d in zip(parts, [b for b in out.buffers if b is not None]):
                 _scan.scan_device(s.backend, b, d, s.count, ty, inclusive, use_pipeline=False)
             return out
@@ -482,9 +491,25 @@ class DeviceGroup:
         self._copy_all(copies)
         prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
                                         carry_in=True)
-        dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra))
+        into = None if out is None else {s.index: d for s, d in out.live()}
+        dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra,
+                                     into=into))
         bufs = [next(dsts) if s.count else None for s in arr.shards]
-        return ShardedArray(self, arr.shards, bufs, arr.dtype, (), label)
+        return out if out is not None else ShardedArray(self, arr.shards, bufs, arr.dtype, (),
+                                                        label)
+
+    def _check_out(self, arr: ShardedArray, out: Any, what: str) -> None:
+        """`out` can take a result of `arr`'s layout and type (else InvalidDispatch)."""
+        same = (isinstance(out, ShardedArray) and out.group is self and out.dtype == arr.dtype
+                and out.row_shape == arr.row_shape and out.halo == 0
+                and [(s.backend, s.start, s.count) for s in out.shards]
+                == [(s.backend, s.start, s.count) for s in arr.shards]
+                and all(b is None or not b.freed for b in out.buffers))
+        if not same:
+            raise InvalidDispatch(
+                f"{what}: out must be a live ShardedArray of this group with {arr.label!r}'s "
+                f"shards and dtype {arr.dtype} (no halo); pass an earlier {what}'s result or "
+                f"group.empty({arr.label}.shards, {arr.label}.dtype)")
 
 
     def sort(self, arr: ShardedArray, label: str = "sorted") -> ShardedArray:
