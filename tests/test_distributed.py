@@ -395,6 +395,24 @@ def test_sharded_reduce_and_scan_equal_the_library_on_one_backend(
     arr.free()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint32])
+def test_sharded_sort_equals_the_library_on_one_backend(
+    group: vd.Sharded, reference: BaseBackend, dtype: Any
+) -> None:
+    from vyre.programs.radix_sort import radix_sort_host
+
+    rng = np.random.default_rng(5)
+    keys = (rng.standard_normal(5000).astype(np.float32) if dtype == np.float32
+            else rng.integers(0, 2**32, 5000, dtype=np.uint32))
+    keys[:300] = keys[7]  # a run of one key: a bucket larger than the rest
+    arr = group.scatter(keys)
+    out = group.sort(arr)
+    assert out.gather().tobytes() == radix_sort_host(reference, keys.copy())[0].tobytes()
+    for a in (out, arr):
+        a.free()
+    group.free_scratch()
+
+
 def test_empty_sum_is_the_identity(group: vd.Sharded) -> None:
     arr = group.scatter(np.zeros(0, np.float32), align=LIBRARY_BLOCK)
     assert group.reduce(arr, "sum") == 0 and group.reduce(arr, "min") == np.inf

@@ -164,7 +164,8 @@ class DeviceGroup:
         return buf
 
     def free_scratch(self) -> None:
-        """Release the intermediate buffers reduce, scan and histogram keep between calls
+        """Release the intermediate buffers reduce, scan, sort (its send buffers: as large
+        as the shards) and histogram keep between calls
         (also at the end of a `with DeviceGroup(...) as group:` block). The group's
         backends and arrays stay as they are."""
         scratch, self._scratch = self._scratch, {}
