@@ -892,6 +892,13 @@ class BaseBackend:
             self._check_open()
             self._synchronize()
 
+    def release_cached_memory(self) -> int:
+        """Give the driver back the device memory kept from freed buffers for reuse (the
+        CUDA backend keeps it, as torch's and CuPy's allocators do; the others keep none);
+        the bytes given back. Buffers still allocated are untouched."""
+        self._check_open()
+        return 0
+
     def close(self) -> None:
         """Free every buffer and release the device. Closing twice is harmless."""
         with self._lock:

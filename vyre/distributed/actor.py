@@ -323,6 +323,9 @@ class BackendActor:
     def synchronize(self) -> None:
         self.backend.synchronize()
 
+    def release_cached_memory(self) -> int:
+        return self.backend.release_cached_memory()
+
     def close(self) -> None:
         self._bound.clear()
         self._pipelines.clear()

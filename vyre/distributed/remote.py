@@ -455,6 +455,11 @@ class RemoteBackend:
     def synchronize(self) -> None:
         self._call("synchronize", what="synchronize")
 
+    def release_cached_memory(self) -> int:
+        """The actor's backend gives back its kept device memory (BaseBackend's method)."""
+        freed: int = self._call("release_cached_memory", what="release_cached_memory")
+        return freed
+
     def stats(self) -> dict[str, int]:
         """The actor's counters (programs loaded, programs and buffers held)."""
         out: dict[str, int] = self._call("stats")

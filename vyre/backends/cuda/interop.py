@@ -127,6 +127,7 @@ def signal(backend: CudaBackend, streams: Sequence[int]) -> None:
 
 def link_stream(buffer: Any, stream: int) -> None:
     """From now on, order vyre's work on `buffer` with `stream` (both ways)."""
+    _not_recycled(buffer)
     if stream not in buffer.ext_streams:
         buffer.ext_streams = (*buffer.ext_streams, stream)
     buffer.owner.interop_active = True
@@ -141,8 +142,17 @@ def destroy_events(backend: CudaBackend) -> None:
 
 
 # --------------------------------------------------------------------- lifetime
+def _not_recycled(buffer: Any) -> None:
+    """The memory leaves vyre's stream order: freed for real, never kept for reuse
+    (runtime._State.recycle), since work outside that order may still touch it."""
+    recyclable = getattr(buffer, "recyclable", None)
+    if recyclable is not None:
+        recyclable[0] = False
+
+
 def pin(buffer: Any) -> None:
     """Someone outside vyre (a DLPack consumer, a host view) uses the memory now."""
+    _not_recycled(buffer)
     with _pin_lock:
         buffer._pins += 1
 

@@ -34,6 +34,8 @@ def export_handle(backend: Any, buffer: BufferBase) -> bytes:
                 "a buffer from allocate_device_buffer first")
         backend.driver_call(drv.cuStreamSynchronize, backend.cu_stream,
                             what="cuStreamSynchronize")
+        # another process may map it from now on: freed for real, never kept for reuse
+        buffer.recyclable[0] = False  # type: ignore[attr-defined]
         handle = backend.driver_call(drv.cuIpcGetMemHandle, backend.device_pointer(buffer),
                                      what="cuIpcGetMemHandle")
         # the struct's bytes through its address: cuda-bindings 13 does not expose the

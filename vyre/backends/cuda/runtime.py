@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +71,10 @@ class _State:
         self.current_threads: set[int] = set()
         self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
         self.stream: Any = None  # the owner's stream, once made: frees wait for its work
+        # freed device memory kept for reuse: rounded size -> pointers (see recycle())
+        self.cache: dict[int, list[int]] = {}
+        self.cached_bytes = 0
+        self.cache_lock = threading.Lock()
         _STATES.add(self)
 
     @property
@@ -101,16 +105,75 @@ class _State:
         self.current_threads.add(threading.get_ident())
         return True
 
-    def free_ptr(self, ptr: int) -> None:
-        """Free device memory once the kernels already enqueued on the owner's stream (which
-        may use it: a launch enqueued just before a free() or a drop) have finished; not
-        left to cuMemFree's implicit synchronisation, which the driver does not promise."""
+    def free_ptr(self, ptr: int, capacity: int = 0, recyclable: Sequence[bool] = (False,)
+                 ) -> None:
+        """Give back device memory: kept for reuse (recycle) where it only ever served this
+        instance's stream, else freed once the kernels already enqueued on the owner's
+        stream (which may use it: a launch enqueued just before a free() or a drop) have
+        finished; not left to cuMemFree's implicit synchronisation, which the driver does
+        not promise."""
+        if ptr and capacity and recyclable[0] and self.recycle(ptr, capacity):
+            return
         if ptr and self.usable:
             with contextlib.suppress(Exception):
                 self.make_current()
                 if self.stream is not None:
                     self.drv.cuStreamSynchronize(self.stream)
                 self.drv.cuMemFree(ptr)
+
+
+    # ------------------------------------------------------------ the memory cache
+    # Freed device memory is kept and handed to the next allocation of the same rounded
+    # size, as CuPy's and torch's allocators do: cuMemAlloc plus a free's stream wait and
+    # cuMemFree cost more than a 2 GiB scan (measured on the H100: a library sort of 2^26
+    # keys spent half its time allocating and freeing its temporaries). Reuse is safe
+    # without a wait because every use of the memory is ordered on the owner's stream:
+    # its kernels, copies and host transfers run there, and a peer copy reading it makes
+    # that stream wait for the copy (peer.py). Memory that left that order (lent through
+    # DLPack or linked to a framework stream: interop.py; exported by IPC) is never kept.
+    def recycle(self, ptr: int, capacity: int) -> bool:
+        """Keep `ptr` (a cuMemAlloc of `capacity` bytes) for reuse; False if this instance
+        is closing or its context is gone (the caller frees it as before)."""
+        if self.stream is None or not self.usable:
+            return False
+        with self.cache_lock:
+            self.cache.setdefault(capacity, []).append(ptr)
+            self.cached_bytes += capacity
+        return True
+
+    def reuse(self, capacity: int) -> int:
+        """A kept pointer of `capacity` bytes, or 0."""
+        with self.cache_lock:
+            kept = self.cache.get(capacity)
+            if not kept:
+                return 0
+            self.cached_bytes -= capacity
+            return kept.pop()
+
+    def drain(self) -> int:
+        """Free every kept pointer (after the owner's stream's work); the bytes freed."""
+        with self.cache_lock:
+            kept, self.cache = self.cache, {}
+            freed, self.cached_bytes = self.cached_bytes, 0
+        if not kept or not self.usable:
+            return freed if kept else 0
+        with contextlib.suppress(Exception):
+            self.make_current()
+            if self.stream is not None:
+                self.drv.cuStreamSynchronize(self.stream)
+            for ptrs in kept.values():
+                for ptr in ptrs:
+                    self.drv.cuMemFree(ptr)
+        return freed
+
+
+def cached_capacity(byte_len: int) -> int:
+    """The size an allocation of `byte_len` bytes is made (and kept) at: powers of two
+    from 512 bytes to 1 MiB, then multiples of 2 MiB (at most 1/512 of a large buffer is
+    unused), so buffers of nearby sizes share the kept memory."""
+    if byte_len <= 1 << 20:
+        return max(512, 1 << (byte_len - 1).bit_length())
+    return -(-byte_len // (2 << 20)) * (2 << 20)
 
 
 class CudaBuffer(interop.CudaBufferInterop, BufferBase):
@@ -120,10 +183,15 @@ class CudaBuffer(interop.CudaBufferInterop, BufferBase):
     # (kind: a borrowed buffer is handed back, never cuMemFree'd; source: kept alive)
     FIXED_FIELDS = BufferBase.FIXED_FIELDS | {"ptr", "kind", "source"}
 
-    def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int) -> None:
+    def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int,
+                 capacity: int = 0) -> None:
         super().__init__(owner, byte_len, label)
         self.ptr = ptr
-        self._release = weakref.finalize(self, owner._state.free_ptr, ptr)
+        # whether the memory may be kept for reuse when freed (cleared when it is lent
+        # outside vyre's stream order: interop.pin / link_stream, ipc.export_handle)
+        self.recyclable = [capacity > 0]
+        self._release = weakref.finalize(self, owner._state.free_ptr, ptr, capacity,
+                                         self.recyclable)
 
 
 @dataclass
@@ -406,13 +474,27 @@ class CudaBackend(BaseBackend):
     # ------------------------------------------------------------ memory
     @interrupt_safe
     def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
-        ptr = 0
-        if byte_len:
-            err, dptr = self._drv.cuMemAlloc(byte_len)
+        if not byte_len:
+            return CudaBuffer(self, 0, label, 0)
+        capacity = cached_capacity(byte_len)
+        ptr = self._state.reuse(capacity)
+        if not ptr:
+            err, dptr = self._drv.cuMemAlloc(capacity)
+            if int(err) == int(self._drv.CUresult.CUDA_ERROR_OUT_OF_MEMORY) and \
+                    self._state.cached_bytes:
+                self._state.drain()  # the kept memory first, then the device's last word
+                err, dptr = self._drv.cuMemAlloc(capacity)
             if int(err) != 0:
                 self._raise(f"cuMemAlloc({byte_len})", err, requested=byte_len)
             ptr = int(dptr)
-        return CudaBuffer(self, byte_len, label, ptr)
+        return CudaBuffer(self, byte_len, label, ptr, capacity)
+
+    def release_cached_memory(self) -> int:
+        """Free the device memory this instance keeps from freed buffers for reuse (as
+        torch.cuda.empty_cache does); the bytes given back to the driver."""
+        with self._lock:
+            self._check_open()
+            return self._state.drain()
 
     @interrupt_safe
     def _free(self, buffer: BufferBase) -> None:
@@ -1010,6 +1092,7 @@ class CudaBackend(BaseBackend):
         self._graphs.clear()
         self._staging_bytes = _NO_STAGING  # never a view of freed memory
         page_locked.unregister_all(st)  # (the arrays outlive this instance: NumPy owns them)
+        st.drain()  # the kept memory (the stream is still there to wait for)
         st.stream = None  # a late finalizer's free must not wait on the destroyed stream
         if usable:
             with contextlib.suppress(Exception):
