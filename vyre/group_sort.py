@@ -58,7 +58,8 @@ def _partition_program(p: int, scatter: bool) -> Program:
     """Bucket keys[:n] by the p - 1 sorted `splitters` (bucket = how many are <= the key).
     Counting (`scatter=False`): totals[b] += the keys of bucket b. Scattering: each
     workgroup reserves its run of every bucket with one atomic on cursors[b] and writes its
-    keys there in `send`."""
+    keys there in `send`. Each invocation counts its own keys per bucket first, so a
+    workgroup makes one workgroup-memory atomic per bucket and invocation, not per key."""
     wg, per = PARTITION_WORKGROUP, PARTITION_PER_THREAD
     k = ProgramBuilder(f"group_sort_{'scatter' if scatter else 'count'}_{p}", wg)
     keys = k.buffer("keys", u32)
@@ -77,31 +78,47 @@ def _partition_program(p: int, scatter: bool) -> Program:
     split = [k.let(splitters[j]) for j in range(p - 1)]
     first = k.let(k.workgroup_linear_id() * (wg * per))
     mine = []
+    runs = [k.let(k.lit(0, u32)) for _ in range(p)]  # this invocation's keys per bucket
+    one, zero = k.lit(1, u32), k.lit(0, u32)
     for j in range(per):
         i = k.let(first + j * wg + t)
         valid = k.let(i < n)
-        key = k.let(k.lit(0, u32))
+        key = k.let(zero)
         with k.if_(valid):
             key.set(keys[i])
-        b = k.let(k.lit(0, u32))
+        b = k.let(zero)
         for sp in split:
-            b.set(b + select(key >= sp, k.lit(1, u32), k.lit(0, u32)))
-        rank = counts.atomic_add(b, select(valid, k.lit(1, u32), k.lit(0, u32)))
+            b.set(b + select(key >= sp, one, zero))
+        # the key's place among this invocation's keys of its bucket, then count it
+        rank = k.let(zero)
+        for c, run in enumerate(runs):
+            hit = k.let(valid & (b == c))
+            rank.set(select(hit, run, rank))
+            run.set(run + select(hit, one, zero))
         mine.append((valid, key, b, rank))
-    k.barrier()
+    # one workgroup atomic per bucket and invocation (not per key: all of a workgroup's
+    # keys hit the same p counters); `starts` is where this invocation's run begins
     if not scatter:
+        for c, run in enumerate(runs):
+            counts.atomic_add(c, run)
+        k.barrier()
         with k.if_(t < p):
             c = k.let(counts[t])
             with k.if_(c != 0):
                 totals.atomic_add(t, c)
         return k.build()
+    starts = [k.let(counts.atomic_add(c, run)) for c, run in enumerate(runs)]
+    k.barrier()
     base = k.shared("bucket_base", u32, p)
     with k.if_(t < p):
         base[t] = cursors.atomic_add(t, counts[t])
     k.barrier()
     for valid, key, b, rank in mine:
         with k.if_(valid):
-            send[base[b] + rank] = key
+            at = k.let(rank)
+            for c, st in enumerate(starts):
+                at.set(at + select(b == c, st, zero))
+            send[base[b] + at] = key
     return k.build()
 
 
