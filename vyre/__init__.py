@@ -56,7 +56,7 @@ from .errors import (
 )
 from .ir.nodes import Program
 from .ir.serialize import from_json, to_json
-from .ir.types import ScalarType, bool_, f16, f32, f64, i32, i64, u32, u64
+from .ir.types import ScalarType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .ir.validate import validate
 from .kernel import (
     Buffer,
@@ -169,6 +169,8 @@ __all__ = [
     "global_id",
     "global_linear_id",
     "hypot",
+    "i8",
+    "i16",
     "i32",
     "i64",
     "if_",
@@ -203,6 +205,8 @@ __all__ = [
     "to_json",
     "transfer",
     "trunc",
+    "u8",
+    "u16",
     "u32",
     "u64",
     "validate",

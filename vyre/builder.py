@@ -10,7 +10,9 @@
 
 Python numbers and numpy scalars become literals of the other operand's type; every type
 rule of the IR is checked as the kernel is written, so misuse fails at build time with a
-message naming the fix. This module must never evaluate a kernel or know about backends.
+message naming the fix. Elements of 8/16-bit buffers are read as the 32-bit integer of
+their signedness (u8/u16 -> u32, i8/i16 -> i32) and a u32 or i32 stored into one keeps
+its low bits (docs/IR.md "Narrow integers"), so a kernel value is never 8 or 16 bits. This module must never evaluate a kernel or know about backends.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def _literal_type(x: Any) -> ScalarType:
     if isinstance(x, (bool, np.bool_)):
         return BOOL
     if isinstance(x, np.generic):
-        return ScalarType.from_numpy(x.dtype)
+        return ScalarType.from_numpy(x.dtype).promoted  # (np.uint8(7): a u32 literal)
     if isinstance(x, int):
         return ScalarType.I32
     if isinstance(x, float):
@@ -316,14 +318,20 @@ class Value:
 
     # -- conversions
     def cast(self, ty: ScalarType) -> Value:
-        """Value conversion (float->int truncates and saturates, NaN -> 0)."""
-        return Value(self._b, N.Cast(a=self.expr, ty=_scalar_type(ty, "cast")))
+        """Value conversion (float->int truncates and saturates, NaN -> 0). To an 8/16-bit
+        type: the value that type holds, as its 32-bit integer (`x.cast(u8)` is the u32
+        0..255 that storing x into a u8 buffer keeps)."""
+        ty = _scalar_type(ty, "cast")
+        return Value(self._b, _promote(N.Cast(a=self.expr, ty=ty)))
 
     def bitcast(self, ty: ScalarType) -> Value:
         """Reinterpret the bits as `ty` (same width)."""
         ty = _scalar_type(ty, "bitcast")
         if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
-            raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
+            hint = (f" (a kernel value is never {ty}: use .cast({ty}) to keep the low bits)"
+                    if ty.is_narrow else "")
+            raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is "
+                             f"not{hint}")
         return Value(self._b, N.Bitcast(a=self.expr, ty=ty))
 
 
@@ -403,7 +411,8 @@ class BufferRef:
                 f"buffer {self.name!r} is declared 'write' (write-only) and cannot be loaded; "
                 "declare it 'read_write' to read it back"
             )
-        return Value(self._b, N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty))
+        return Value(self._b, _promote(
+            N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty)))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._b.store(self, index, value)
@@ -547,6 +556,29 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
 # ------------------------------------------------------------------ the builder
 
 
+def _promote(e: N.ExprNode) -> N.ExprNode:
+    """An 8/16-bit expression as its 32-bit integer (exact: zero- or sign-extended); any
+    other expression as it is. Kernel values are never narrow (docs/IR.md)."""
+    t = e.ty
+    return N.Cast(a=e, ty=t.promoted) if t.is_narrow else e
+
+
+def _narrowed(e: N.ExprNode, ty: ScalarType, name: str) -> N.ExprNode:
+    """The value stored into an 8/16-bit buffer of type `ty`: a 32-bit integer keeps its
+    low bits (an explicit Cast in the IR); a value just promoted from `ty` is unwrapped."""
+    if isinstance(e, N.Cast) and e.a.ty is ty:
+        return e.a
+    if e.ty in (ScalarType.I32, U32):
+        return N.Cast(a=e, ty=ty)
+    if e.ty is ty:  # a literal
+        return e
+    raise BuildError(
+        f"cannot store a {e.ty} into {name!r} ({ty}); a {ty} element is stored from an i32 "
+        f"or u32 (its low {ty.bits} bits): cast the value with .cast({ty.promoted}) (a float: "
+        f".cast({ty}) saturates to the {ty} range)"
+    )
+
+
 def _scalar_type(ty: Any, name: object) -> ScalarType:
     try:
         return ScalarType(ty)
@@ -685,6 +717,9 @@ class ProgramBuilder:
     def param(self, name: str, ty: ScalarType) -> Value:
         """Declare a scalar parameter, set per dispatch in DispatchConfig(params=...)."""
         ty = _scalar_type(ty, name)
+        if ty.is_narrow:
+            raise BuildError(f"param {name!r}: a param cannot be {ty} (8/16-bit integers are "
+                             f"storage types); declare it {ty.promoted}")
         self._declare_name(name, "param")
         self._params.append(N.ParamDecl(name=name, ty=ty))
         return Value(self, N.Param(name=name, ty=ty))
@@ -758,8 +793,11 @@ class ProgramBuilder:
         raise BuildError(f"{what}: {x!r} ({type(x).__name__}) cannot be used in a kernel")
 
     def lit(self, x: Any, ty: ScalarType | None = None) -> Value:
-        """A literal of type `ty` (default: i32 for int, f32 for float, bool)."""
-        return Value(self, _const(x, _scalar_type(ty, "lit") if ty else _literal_type(x)))
+        """A literal of type `ty` (default: i32 for int, f32 for float, bool); an 8/16-bit
+        `ty` checks the range and gives its 32-bit integer (lit(255, u8) is a u32)."""
+        t = _scalar_type(ty, "lit") if ty else _literal_type(x)
+        c = _const(x, t)
+        return Value(self, _const(c.value, t.promoted) if t.is_narrow else c)
 
     def _index(self, index: Any) -> N.ExprNode:
         e = self._coerce(index, U32, "index")
@@ -796,6 +834,10 @@ class ProgramBuilder:
     def let(self, value: Any, ty: ScalarType | None = None, name: str | None = None) -> Variable:
         """Declare a mutable local initialised to `value` (type from value, or `ty`)."""
         ty = _scalar_type(ty, "let") if ty is not None else None
+        if ty is not None and ty.is_narrow:
+            raise BuildError(f"let: a local cannot be {ty} (8/16-bit integers are storage "
+                             f"types); declare it ty={ty.promoted} and store it into the "
+                             f"{ty} buffer, which keeps its low bits")
         e = self._coerce(value, ty, "let value")
         if ty is not None and e.ty != ty:
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
@@ -828,6 +870,8 @@ class ProgramBuilder:
                 f"buffer {buf.name!r} is declared read-only; declare it 'write' or 'read_write'"
             )
         e = self._coerce(value, buf.ty, f"value stored to {buf.name!r}")
+        if buf.ty.is_narrow:
+            e = _narrowed(e, buf.ty, buf.name)
         if e.ty != buf.ty:
             raise BuildError(
                 f"cannot store a {e.ty} into {buf.name!r} ({buf.ty}); cast it with .cast({buf.ty})"
@@ -847,6 +891,10 @@ class ProgramBuilder:
             )
         if not buf.ty.is_numeric:
             raise BuildError(f"atomic {op} needs integer elements, {buf.name!r} is {buf.ty}")
+        if buf.ty.is_narrow:
+            raise BuildError(f"atomic {op} on {buf.ty} {buf.name!r}: 8/16-bit elements have "
+                             "no atomics (WGSL has none); keep the counters in a u32 or i32 "
+                             "buffer")
         v = self._coerce(value, buf.ty, f"atomic {op} value")
         if v.ty != buf.ty:
             raise BuildError(f"atomic {op} on {buf.name!r} ({buf.ty}) got a {v.ty} value")
