@@ -217,11 +217,11 @@ def test_builder_refuses_narrow_misuse() -> None:
     f = k.buffer("f", F32)
     with pytest.raises(vyre.BackendError, match=r"cannot store a f32 into 'a' \(u8\).*\.cast\(u8\)"):
         a[0] = f[0]
-    with pytest.raises(vyre.BackendError, match="no atomics.*u32 or i32 buffer"):
+    with pytest.raises(vyre.BackendError, match=r"no atomics.*u32 or i32 buffer"):
         a.atomic_add(0, 1)
-    with pytest.raises(vyre.BackendError, match="declare it ty=u32"):
+    with pytest.raises(vyre.BackendError, match=r"declare it ty=u32"):
         k.let(0, ty=vyre.u8)
-    with pytest.raises(vyre.BackendError, match="param 'p'.*declare it i32"):
+    with pytest.raises(vyre.BackendError, match=r"param 'p'.*declare it i32"):
         k.param("p", vyre.i8)
     with pytest.raises(vyre.BackendError, match="does not fit in u8"):
         a[0] = 256
