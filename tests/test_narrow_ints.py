@@ -120,7 +120,6 @@ def test_neighbouring_byte_stores_are_all_kept(backend: BaseBackend) -> None:
 
 
 def test_out_of_range_loads_read_zero_and_stores_do_nothing(backend: BaseBackend) -> None:
-    n = 6
     k = ProgramBuilder("narrow_oob", 8)
     a, o = k.buffer("a", vyre.i8), k.buffer("o", vyre.i16, "read_write")
     i = k.global_linear_id()
