@@ -170,9 +170,14 @@ def test_cuda_source_compiles_with_nvrtc() -> None:
     pytest.importorskip("cuda.bindings.nvrtc")
     from vyre.backends.cuda import compile_program
 
-    for ty in NARROW:
-        c = compile_program(_arith(ty), "sm_90")
-        assert c.cubin.startswith(b"\x7fELF")
+    from vyre.tools.conformance import CASES
+
+    narrow = [c.program for c in CASES.values()
+              if any(b.ty.is_narrow for b in c.program.buffers)]
+    assert len(narrow) >= 4 + 7  # narrow_from_* and every cast_from_* (narrow targets)
+    for p in [*(_arith(ty) for ty in NARROW), *narrow]:
+        c = compile_program(p, "sm_90")
+        assert c.cubin.startswith(b"\x7fELF"), p.name
 
 
 # ------------------------------------------------------------------ refusals
