@@ -69,6 +69,7 @@ from .kernel import (
     continue_,
     else_,
     global_id,
+    global_index,
     global_linear_id,
     if_,
     kernel,
@@ -87,6 +88,7 @@ from .kernel import (
     workgroup_linear_id,
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
+from .shapes import XYZ, xyz
 from .registry import Availability, available_backends, get_backend
 from .transfers import copy, copy_many, transfer
 
@@ -167,6 +169,7 @@ __all__ = [
     "from_json",
     "get_backend",
     "global_id",
+    "global_index",
     "global_linear_id",
     "hypot",
     "i8",
@@ -212,6 +215,8 @@ __all__ = [
     "validate",
     "validate_buffer_ownership",
     "while_",
+    "xyz",
+    "XYZ",
     "workgroup_id",
     "workgroup_linear_id",
 ]

@@ -394,13 +394,54 @@ class Variable(Value):
 
 
 class BufferRef:
-    """A storage buffer or workgroup array: index to load, assign to store, atomics."""
+    """A storage buffer or workgroup array: index to load, assign to store, atomics. With a
+    declared shape (vyre.shapes), `C[i, j]` indexes it row-major and `C.shape` gives its
+    extents; `C.flat[k]` is the flat element k either way."""
 
-    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, access: str):
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, access: str,
+                 dims: tuple[Any, ...] | None = None):
         self._b = builder
         self.name = name
         self.ty = ty
         self.access = access
+        self.dims = dims  # the declared shape (ints, u32/i32 Values, a leading None), or None
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """The declared extents (ints or kernel values; a None first extent as the rows the
+        bound length holds, a u32 value)."""
+        if self.dims is None:
+            raise BuildError(f"buffer {self.name!r} declares no shape; use "
+                             f"{self.name}.length() for its element count")
+        out: list[Any] = []
+        for n in self.dims:
+            if n is None:
+                rest: Any = 1
+                for m in self.dims[1:]:
+                    rest = rest * m
+                n = self.length() // rest
+            out.append(n)
+        return tuple(out)
+
+    @property
+    def flat(self) -> _FlatView:
+        """`C.flat[k]`: element k of the buffer in row-major order, whatever its shape."""
+        return _FlatView(self)
+
+    def _element(self, index: Any) -> N.ExprNode:
+        """The flat u32 index of `self[index]` (a tuple on a shaped buffer)."""
+        from .shapes import flat_index
+
+        if isinstance(index, tuple):
+            return flat_index(self, index)
+        if self.dims is not None and len(self.dims) > 1:
+            raise BuildError(
+                f"{self.name}[...] with one index, but {self.name!r} has {len(self.dims)} axes; "
+                f"write {self.name}[{', '.join('ijklmn'[:len(self.dims)])}] (row-major, like "
+                f"NumPy), or {self.name}.flat[k] for the flat element k")
+        if self.dims is not None:
+            return flat_index(self, (index,))
+        return self._b._index(index)
 
     def __repr__(self) -> str:
         return f"<vyre buffer {self.name}: {self.ty} {self.access}>"
@@ -412,7 +453,7 @@ class BufferRef:
                 "declare it 'read_write' to read it back"
             )
         return Value(self._b, _promote(
-            N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty)))
+            N.Load(buffer=self.name, index=self._element(index), ty=self.ty)))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._b.store(self, index, value)
@@ -474,6 +515,32 @@ class BufferRef:
     def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
         """Store `value` if the element equals `compare`; returns the old value."""
         return self._atomic("compare_exchange", index, value, compare)
+
+
+class _FlatView:
+    """`buf.flat`: buf indexed by one flat element index, whatever its declared shape."""
+
+    def __init__(self, buf: BufferRef) -> None:
+        self._buf = buf
+
+    def __getitem__(self, index: Any) -> Value:
+        buf = self._buf
+        if buf.access == "write":
+            return buf[index]  # (the write-only error)
+        b = buf._b
+        return Value(b, _promote(N.Load(buffer=buf.name, index=b._index(index), ty=buf.ty)))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._buf._b.store(self._buf, _Flat(index), value)
+
+
+class _Flat:
+    """An index that is already flat (from `buf.flat[k]`)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
 
 
 # NumPy ufuncs that are Python operators: (method when the Value is on the left, on the right)
@@ -669,6 +736,9 @@ class ProgramBuilder:
         self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
         self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
         self._unentered: dict[int, _Control] = {}  # control blocks made, not yet entered
+        # how the kernel maps ids to data: "numpy" (global_index) and/or "xyz" (its own
+        # global_id(axis >= 1) & co): how a tuple launch shape is read (vyre.shapes)
+        self.index_orders: set[str] = set()
 
     def _block_scope(self) -> _Scope | None:
         return self._block_scopes[-1] if self._strict and self._block_scopes else None
@@ -698,19 +768,32 @@ class ProgramBuilder:
         self._names.add(name)
 
     def buffer(
-        self, name: str, ty: ScalarType, access: str = "read", count: int | None = None
+        self, name: str, ty: ScalarType, access: str = "read", count: int | None = None,
+        shape: tuple[Any, ...] | None = None,
     ) -> BufferRef:
-        """Declare a storage buffer (access: read, write or read_write)."""
+        """Declare a storage buffer (access: read, write or read_write). `shape`: its
+        extents, row-major like NumPy (ints, u32/i32 params, a leading None: as many rows
+        as bound); an all-int shape fixes the count, and `buf[i, j]` indexes it."""
         ty = _scalar_type(ty, name)
         if access not in ("read", "write", "read_write"):
             raise BuildError(f"buffer {name!r}: access must be read, write or read_write")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
             raise BuildError(f"buffer {name!r}: a fixed count must be an int >= 0, got {count!r}")
+        dims = None
+        if shape is not None:
+            from .shapes import check_shape, static_count
+
+            dims = check_shape(name, shape, self)
+            fixed = static_count(dims)
+            if count is not None and fixed is not None and count != fixed:
+                raise BuildError(f"buffer {name!r}: count={count} but shape {tuple(shape)!r} "
+                                 f"holds {fixed} elements; give one of them")
+            count = fixed if fixed is not None else count
         self._declare_name(name, "buffer")
         self._buffers.append(
             N.BufferDecl(name=name, ty=ty, access=cast(N.Access, access), count=count)
         )
-        ref = BufferRef(self, name, ty, access)
+        ref = BufferRef(self, name, ty, access, dims)
         self._refs[name] = ref
         return ref
 
@@ -724,14 +807,25 @@ class ProgramBuilder:
         self._params.append(N.ParamDecl(name=name, ty=ty))
         return Value(self, N.Param(name=name, ty=ty))
 
-    def shared(self, name: str, ty: ScalarType, count: int) -> BufferRef:
-        """Declare a workgroup (shared) array of `count` elements."""
+    def shared(self, name: str, ty: ScalarType, count: int | tuple[int, ...]) -> BufferRef:
+        """Declare a workgroup (shared) array of `count` elements, or of a shape (a tuple
+        of ints, row-major: `tile[i, j]` indexes it)."""
         ty = _scalar_type(ty, name)
+        dims = None
+        if isinstance(count, tuple):
+            from .shapes import check_shape, static_count
+
+            dims = check_shape(name, count, self)
+            fixed = static_count(dims)
+            if fixed is None:
+                raise BuildError(f"workgroup array {name!r}: its shape {count!r} must be all "
+                                 "ints (a workgroup array's size is fixed at build time)")
+            count = fixed
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise BuildError(f"workgroup array {name!r}: count must be an int >= 1, got {count!r}")
         self._declare_name(name, "workgroup array")
         self._arrays.append(N.WorkgroupArray(name=name, ty=ty, count=count))
-        ref = BufferRef(self, name, ty, "workgroup")
+        ref = BufferRef(self, name, ty, "workgroup", dims)
         self._refs[name] = ref
         return ref
 
@@ -769,6 +863,13 @@ class ProgramBuilder:
     def subgroup_lane(self) -> Value:
         """This invocation's lane in its subgroup: local_index mod subgroup_size (u32)."""
         return Value(self, N.Builtin(name="subgroup_lane", axis=0))
+
+    def global_index(self, ndim: int) -> tuple[Value, ...]:
+        """This invocation's index in NumPy order over an `ndim`-axis launch: (i,), (row,
+        col) = (global_id(1), global_id(0)), or (depth, row, col)."""
+        from .shapes import global_index
+
+        return global_index(self, ndim)
 
     def global_linear_id(self) -> Value:
         """gid.x + gid.y * (grid.x * wg.x): the element index for DispatchConfig.for_elements."""
@@ -876,7 +977,8 @@ class ProgramBuilder:
             raise BuildError(
                 f"cannot store a {e.ty} into {buf.name!r} ({buf.ty}); cast it with .cast({buf.ty})"
             )
-        self._emit(N.Store(buffer=buf.name, index=self._index(index), value=e))
+        flat = self._index(index.index) if isinstance(index, _Flat) else buf._element(index)
+        self._emit(N.Store(buffer=buf.name, index=flat, value=e))
 
     def atomic(
         self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
@@ -908,7 +1010,7 @@ class ProgramBuilder:
         if (op == "compare_exchange") != (c is not None):
             raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
         self._emit(
-            N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=self._index(index), value=v,
+            N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=buf._element(index), value=v,
                      comparand=c, result=name)
         )
         scope = _Scope(f"atomic result {name!r}")
