@@ -169,7 +169,6 @@ def test_narrow_types_survive_the_wire_format() -> None:
 def test_cuda_source_compiles_with_nvrtc() -> None:
     pytest.importorskip("cuda.bindings.nvrtc")
     from vyre.backends.cuda import compile_program
-
     from vyre.tools.conformance import CASES
 
     narrow = [c.program for c in CASES.values()

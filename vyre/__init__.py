@@ -88,8 +88,8 @@ from .kernel import (
     workgroup_linear_id,
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
-from .shapes import XYZ, xyz
 from .registry import Availability, available_backends, get_backend
+from .shapes import XYZ, xyz
 from .transfers import copy, copy_many, transfer
 
 __version__ = "0.1.0"
@@ -102,6 +102,7 @@ def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str
 
 
 __all__ = [
+    "XYZ",
     "Availability",
     "BackendError",
     "BackendUnavailable",
@@ -215,10 +216,9 @@ __all__ = [
     "validate",
     "validate_buffer_ownership",
     "while_",
-    "xyz",
-    "XYZ",
     "workgroup_id",
     "workgroup_linear_id",
+    "xyz",
 ]
 
 # last: DeviceGroup sits above the program library (it combines shards in the library's
