@@ -1,7 +1,9 @@
-"""Hostile rows for 8/16-bit buffer elements (issue 31 item 3): misuse of u8 / i8 / u16 /
-i16 gets a vyre error naming the fix, never a silent wrap, truncation or numpy's other
-reading of a dtype name. Loaded by tests/test_hostile.py (rows: id, call(ctx), class,
-phrases).
+"""Hostile rows for 8/16-bit buffer elements and for shapes (issue 31 items 3 and 2):
+misuse of u8 / i8 / u16 / i16 gets a vyre error naming the fix, never a silent wrap,
+truncation or numpy's other reading of a dtype name; a shape that disagrees with the data
+(wrong rank, another shape, a length that is not whole rows), an out-of-range launch shape
+or index, and a launch tuple that reads differently in NumPy and axis order are refused,
+naming what to pass. Loaded by tests/test_hostile.py (rows: id, call(ctx), class, phrases).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import vyre
-from vyre import DispatchConfig, ProgramBuilder
+from vyre import Buffer, DispatchConfig, Output, ProgramBuilder, f32, u32
 from vyre.errors import InvalidDispatch, InvalidProgram
 from vyre.ir import nodes as N
 
@@ -58,6 +60,38 @@ _ADD_BYTES = N.Program(
                   value=N.Binary(op="add", a=_U8_LOAD, b=_U8_LOAD, ty=vyre.u8)),),
 )
 
+@vyre.kernel(workgroup_size=(8, 8))
+def _tr(src: Buffer[f32, "read", ("H", "W")], dst: Output[f32, ("W", "H")], H: u32,
+        W: u32) -> None:
+    i, j = vyre.global_index(2)
+    dst[j, i] = src[i, j]
+
+
+@vyre.kernel(workgroup_size=(8, 8))
+def _rows(src: Buffer[f32, "read", (None, 4)], dst: Output[f32]) -> None:
+    i, j = vyre.global_index(2)
+    dst[i * 4 + j] = src[i, j]
+
+
+@vyre.kernel(workgroup_size=(8, 8))
+def _xy(dst: Output[f32], W: u32) -> None:
+    dst[vyre.global_id(1) * W + vyre.global_id(0)] = 1.0
+
+
+def _tr_launch(c: Any, shape: Any, src: Any, count: Any = 12) -> Any:
+    return _tr.launch(c.b, shape, src, count, H=3, W=4)
+
+
+def _shaped(f: Any) -> Any:
+    def row(c: Any) -> Any:
+        k = ProgramBuilder("hostile_shape", 64)
+        a = k.buffer("a", f32, "read_write", shape=(3, 4))
+        flat = k.buffer("flat", f32, "read_write")
+        f(k, a, flat)
+        return k.build()
+    return row
+
+
 ROWS: list[Any] = [
     ("bytes u16 buffer of 5 bytes", _partial_element,
      InvalidDispatch, ("not a whole number of elements", "multiple of 2 bytes")),
@@ -89,4 +123,58 @@ ROWS: list[Any] = [
      InvalidProgram, ("declare it ty=u32",)),
     ("bytes bitcast u32 to u8", _builder(lambda k, a: a.__setitem__(0, a[0].bitcast(vyre.u8))),
      InvalidProgram, ("one width", ".cast(u8)")),
+    # shapes (item 2)
+    ("shape array of wrong rank",
+     lambda c: _tr_launch(c, (3, 4), np.zeros((3, 4, 1), np.float32)),
+     InvalidDispatch, ("'src'", "3 axes", "the buffer 2", "reshape(-1)")),
+    ("shape array transposed",
+     lambda c: _tr_launch(c, (3, 4), np.zeros((4, 3), np.float32)),
+     InvalidDispatch, ("'src'", "differs on axis 0", "(4 != 3)", "NumPy order")),
+    ("shape flat array of another length",
+     lambda c: _tr_launch(c, (3, 4), np.zeros(11, np.float32)),
+     InvalidDispatch, ("'src'", "11 elements", "holds 12")),
+    ("shape output count disagrees",
+     lambda c: _tr_launch(c, (3, 4), np.zeros((3, 4), np.float32), 13),
+     InvalidDispatch, ("'dst'", "13 elements", "holds 12")),
+    ("shape partial row",
+     lambda c: _rows.launch(c.b, (2, 4), np.zeros(10, np.float32), 8),
+     InvalidDispatch, ("'src'", "not a whole number of rows of 4", "whole rows")),
+    ("shape launch extent 0", lambda c: _tr_launch(c, (0, 4), np.zeros((3, 4), np.float32)),
+     InvalidDispatch, ("extent", "int >= 1")),
+    ("shape launch of 4 axes",
+     lambda c: _tr_launch(c, (1, 1, 3, 4), np.zeros((3, 4), np.float32)),
+     InvalidDispatch, ("1 to 3 extents",)),
+    ("shape launch float", lambda c: _tr_launch(c, 12.0, np.zeros((3, 4), np.float32)),
+     InvalidDispatch, ("NumPy order", "vyre.xyz")),
+    ("shape ambiguous tuple for an xy kernel", lambda c: _xy.launch(c.b, (3, 4), 12, W=4),
+     InvalidDispatch, ("ambiguous", "vyre.xyz(4, 3)", "vyre.xyz(3, 4)",
+                       "vyre.global_index(2)")),
+    ("shape one index on 2 axes", _shaped(lambda k, a, flat: a[k.global_id(0)]),
+     InvalidProgram, ("a[i, j]", ".flat[k]", "2 axes")),
+    ("shape two indices on a flat buffer", _shaped(lambda k, a, flat: flat[0, 1]),
+     InvalidProgram, ("declares no shape", "flat[i * cols + j]")),
+    ("shape three indices on 2 axes", _shaped(lambda k, a, flat: a[0, 1, 2]),
+     InvalidProgram, ("shape (3, 4) (2 axes)", "3 index(es)")),
+    ("shape constant index past its axis", _shaped(lambda k, a, flat: a[0, 4]),
+     InvalidProgram, ("index 4 is out of range for axis 1", "(size 4)")),
+    ("shape negative constant index", _shaped(lambda k, a, flat: a[-1, 0]),
+     InvalidProgram, ("negative", "do not count from the end")),
+    ("shape None not first",
+     lambda c: ProgramBuilder("s", 64).buffer("a", f32, shape=(3, None)),
+     InvalidProgram, ("only the first extent may be None",)),
+    ("shape extent 0", lambda c: ProgramBuilder("s", 64).buffer("a", f32, shape=(0, 4)),
+     InvalidProgram, ("extent 0 = 0", "int >= 1")),
+    ("shape count disagrees",
+     lambda c: ProgramBuilder("s", 64).buffer("a", f32, count=10, shape=(3, 4)),
+     InvalidProgram, ("count=10", "holds 12")),
+    ("shape names an unknown constant", lambda c: _unknown_extent().program,
+     InvalidProgram, ("names 'Q'", "build-time constant", "u32/i32 param")),
 ]
+
+
+def _unknown_extent() -> Any:
+    @vyre.kernel
+    def k(src: Buffer[f32, "read", ("Q", 4)]) -> None:
+        src[0, 0]
+    return k
+

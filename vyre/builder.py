@@ -58,7 +58,8 @@ class BuildError(InvalidProgram):
 _HERE = os.path.abspath(__file__)
 _INTERNAL_FILES = frozenset({
     _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
-    __file__.replace("builder.py", "kernel.py"), str(contextlib.__file__),
+    __file__.replace("builder.py", "kernel.py"), _HERE.replace("builder.py", "shapes.py"),
+    __file__.replace("builder.py", "shapes.py"), str(contextlib.__file__),
 })
 
 

@@ -160,8 +160,9 @@ def _builder(what: str) -> ProgramBuilder:
 
 
 def _axis_builder(what: str, axis: int) -> ProgramBuilder:
-    """The builder, noting an id read along y or z: the kernel maps ids to data in axis
-    order x, y, z, which decides how a tuple launch shape is read (vyre.shapes)."""
+    """The builder, noting a global id read along y or z: the kernel maps ids to data in
+    axis order x, y, z, which decides how a tuple launch shape is read (vyre.shapes).
+    (Local and workgroup ids say nothing of it: a NumPy-order kernel tiles with them too.)"""
     b = _builder(what)
     if axis in (1, 2):
         b.index_orders.add("xyz")
@@ -183,12 +184,12 @@ def global_index(ndim: int) -> tuple[Value, ...]:
 
 def local_id(axis: int = 0) -> Value:
     """This invocation's id within its workgroup along `axis` (u32)."""
-    return _axis_builder("local_id", axis).local_id(axis)
+    return _builder("local_id").local_id(axis)
 
 
 def workgroup_id(axis: int = 0) -> Value:
     """The workgroup's id along `axis` (u32)."""
-    return _axis_builder("workgroup_id", axis).workgroup_id(axis)
+    return _builder("workgroup_id").workgroup_id(axis)
 
 
 def num_workgroups(axis: int = 0) -> Value:
