@@ -18,6 +18,7 @@ from vyre.errors import InvalidDispatch, InvalidProgram
 from vyre.ir import nodes as N
 
 _GRID = DispatchConfig(grid=(1, 1, 1))
+H, W, Q = vyre.Dim("H"), vyre.Dim("W"), vyre.Dim("Q")
 
 
 def _copy(ty: vyre.ScalarType) -> vyre.Program:
@@ -61,14 +62,14 @@ _ADD_BYTES = N.Program(
 )
 
 @vyre.kernel(workgroup_size=(8, 8))
-def _tr(src: Buffer[f32, "read", ("H", "W")], dst: Output[f32, ("W", "H")], H: u32,
+def _tr(src: Buffer[f32, (H, W)], dst: Output[f32, (W, H)], H: u32,
         W: u32) -> None:
     i, j = vyre.global_index(2)
     dst[j, i] = src[i, j]
 
 
 @vyre.kernel(workgroup_size=(8, 8))
-def _rows(src: Buffer[f32, "read", (None, 4)], dst: Output[f32]) -> None:
+def _rows(src: Buffer[f32, (None, 4)], dst: Output[f32]) -> None:
     i, j = vyre.global_index(2)
     dst[i * 4 + j] = src[i, j]
 
@@ -174,7 +175,7 @@ ROWS: list[Any] = [
 
 def _unknown_extent() -> Any:
     @vyre.kernel
-    def k(src: Buffer[f32, "read", ("Q", 4)]) -> None:
+    def k(src: Buffer[f32, (Q, 4)]) -> None:
         src[0, 0]
     return k
 

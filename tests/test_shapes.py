@@ -12,16 +12,18 @@ import vyre
 from vyre import Buffer, DispatchConfig, InOut, InvalidDispatch, Output, ProgramBuilder, f32, u32
 from vyre.backend import BaseBackend
 
+H, W = vyre.Dim("H"), vyre.Dim("W")
+
 
 @vyre.kernel(workgroup_size=(16, 16))
-def transpose(src: Buffer[f32, "read", ("H", "W")], dst: Output[f32, ("W", "H")],
+def transpose(src: Buffer[f32, (H, W)], dst: Output[f32, (W, H)],
               H: u32, W: u32) -> None:
     i, j = vyre.global_index(2)
     dst[j, i] = src[i, j]
 
 
 @vyre.kernel(workgroup_size=(8, 8))
-def mark(out: Output[u32, (None, "W")], W: u32) -> None:
+def mark(out: Output[u32, (None, W)], W: u32) -> None:
     """out[i, j] = 1000 * i + j over a NumPy-order launch (the rows from the length)."""
     i, j = vyre.global_index(2)
     out[i, j] = i * 1000 + j
@@ -78,7 +80,7 @@ def test_an_index_past_its_axis_never_reaches_the_next_row(backend: BaseBackend)
 
 def test_three_axes_and_shared_tiles(backend: BaseBackend) -> None:
     @vyre.kernel(workgroup_size=(4, 4, 2))
-    def flip(src: Buffer[u32, "read", (2, 3, 4)], out: Output[u32, (2, 3, 4)]) -> None:
+    def flip(src: Buffer[u32, (2, 3, 4)], out: Output[u32, (2, 3, 4)]) -> None:
         d, i, j = vyre.global_index(3)
         tile = vyre.shared(u32, (2, 4, 4))
         li, lj, ld = vyre.local_id(1), vyre.local_id(0), vyre.local_id(2)

@@ -60,6 +60,7 @@ from .ir.types import ScalarType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u
 from .ir.validate import validate
 from .kernel import (
     Buffer,
+    Dim,
     InOut,
     Kernel,
     Output,
@@ -121,6 +122,7 @@ __all__ = [
     "CompileStats",
     "DeviceBuffer",
     "DeviceGroup",
+    "Dim",
     "DispatchConfig",
     "DispatchError",
     "DispatchOptions",

@@ -91,8 +91,9 @@ class Buffer:
     """Annotation for a storage buffer argument: `Buffer[f32]` is read-only,
     `Buffer[f32, "write"]` write-only, `Buffer[f32, "read_write"]` both; an optional third
     item fixes the element count (`Buffer[u32, "write", 4]`) or declares a shape, row-major
-    like NumPy (`Buffer[f32, "read", ("H", "W")]`: ints, names of build-time constants or
-    u32 params, None for as many rows as bound), so the kernel indexes it `x[i, j]`.
+    like NumPy (`Buffer[f32, (H, W)]`, `Output[f32, (W, H)]`: ints, `vyre.Dim`s naming
+    build-time constants or u32 params, None for as many rows as bound), so the kernel
+    indexes it `x[i, j]`.
     `Buffer["T"]` takes its element type from the keyword-only constant `T` (one kernel for
     several types)."""
 
@@ -112,12 +113,15 @@ class Buffer:
                     f"of a build-time constant holding one, got {args[0]!r}"
                 ) from None
             ty = args[0]
+        if len(args) == 2 and isinstance(args[1], (tuple, list)):  # Buffer[f32, (H, W)]
+            args = (args[0], "read", args[1])
         access = args[1] if len(args) > 1 else "read"
         if access not in _ACCESS:
             raise TypeError(f"vyre.Buffer access must be one of {_ACCESS}, got {access!r}")
         third = args[2] if len(args) > 2 else None
         if isinstance(third, (tuple, list)):
-            return BufferSpec(ty, access, None, tuple(third))
+            return BufferSpec(ty, access, None, tuple(
+                n.name if isinstance(n, Dim) else n for n in third))
         return BufferSpec(ty, access, third)
 
 
@@ -138,6 +142,16 @@ class InOut(Buffer):
 def _with_access(item: Any, access: str) -> tuple[Any, ...]:
     args = item if isinstance(item, tuple) else (item,)
     return (args[0], access, *args[1:])
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A named extent of a declared buffer shape: `H, W = vyre.Dim("H"), vyre.Dim("W")` at
+    module level, `x: vyre.Buffer[f32, (H, W)]` in the signature, and a u32 param or a
+    build-time constant named `H` / `W` in the kernel's arguments. (A plain string "H"
+    works too, but linters read a string in an annotation as a forward reference.)"""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -831,7 +845,7 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 
 
 __all__ = [
-    "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
+    "Buffer", "BufferSpec", "Dim", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
     "global_index", "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
     "num_workgroups", "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
     "workgroup_id", "workgroup_linear_id",

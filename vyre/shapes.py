@@ -82,7 +82,7 @@ def _u32(builder: ProgramBuilder, v: Any) -> N.ExprNode:
 
 def _bin(op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
     ty = ScalarType.BOOL if op in ("lt", "logical_and") else U32
-    return N.Binary(op=op, a=a, b=b, ty=ty)  # type: ignore[arg-type]
+    return N.Binary(op=op, a=a, b=b, ty=ty)
 
 
 def flat_index(buf: BufferRef, index: tuple[Any, ...]) -> N.ExprNode:
