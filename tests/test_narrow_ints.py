@@ -174,7 +174,11 @@ def test_cuda_source_compiles_with_nvrtc() -> None:
     narrow = [c.program for c in CASES.values()
               if any(b.ty.is_narrow for b in c.program.buffers)]
     assert len(narrow) >= 4 + 7  # narrow_from_* and every cast_from_* (narrow targets)
-    for p in [*(_arith(ty) for ty in NARROW), *narrow]:
+    from vyre.programs import cpp_kernels as cpp  # the C front end's byte stages
+
+    front = [cpp.splice_flags_program(256), cpp.splice_scatter_program(256),
+             cpp.finalize_program(256)]
+    for p in [*(_arith(ty) for ty in NARROW), *narrow, *front]:
         c = compile_program(p, "sm_90")
         assert c.cubin.startswith(b"\x7fELF"), p.name
 
