@@ -232,3 +232,14 @@ def test_builder_refuses_narrow_misuse() -> None:
         k.param("p", vyre.i8)
     with pytest.raises(vyre.BackendError, match="does not fit in u8"):
         a[0] = 256
+
+
+def test_dlpack_element_types_map_both_ways() -> None:
+    """A DLPack int8/uint8/int16/uint16 tensor is a buffer of the narrow type, and back."""
+    from vyre import dlpack as DL
+
+    for ty in NARROW:
+        dl = DL.dl_dtype(ty.numpy)
+        assert (int(dl.bits), int(dl.lanes)) == (ty.bits, 1)
+        got = DL.numpy_dtype(dl)
+        assert got is not None and ScalarType.from_numpy(got) is ty

@@ -78,7 +78,7 @@ _BUILTIN_VAR = {
 _AXES = "xyz"
 # Array accesses the printer makes itself, audited for modules without naga's bounds checks
 # (WgslModule.unproven_access): each is in range by construction, as its comment says
-# (_raw_ref, _atomic_fn, _lane_fn, _vec_run, vy_inv_pio4, vy_status), except the eager
+# (_raw_ref, _atomic_fn, _lane_fn, _vec_run, packed.py, vy_inv_pio4, vy_status), except the eager
 # select of a guarded load (_guarded_load), which marks its module unproven. Uniforms are
 # struct fields; subgroup shuffles index no array.
 _SIMPLE_BIN = {
