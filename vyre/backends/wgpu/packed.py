@@ -12,11 +12,14 @@ is therefore `array<atomic<u32>>`, and a store is two atomics on the word: `atom
 clears the element's bits, `atomicOr` sets the new ones. Each touches only the element's
 own bits, so whatever other invocations store into the word's other elements, at any
 time, is never lost; no loop is involved (a compare-exchange loop would count towards
-lavapipe's loop budget, loopcount.py). What this does not order: two invocations storing
-into the *same* element in one dispatch (an unordered race in the IR, whose result is
-unspecified) may leave the bitwise or of their values; and a load racing a store of the
-same element may see 0 between the two atomics. Loads of a stored array use atomicLoad
-(WGSL requires it of an atomic).
+lavapipe's loop budget, loopcount.py). A store of the value the element already holds
+changes nothing (an atomicLoad tests it first), so loads racing with such stores read the
+value, as the reference's checked mode assumes of that benign race; stores of one value
+by many invocations (a "found" flag) leave that value. What this does not order: two
+invocations storing *different* values into the same element in one dispatch (an
+unordered race in the IR, whose result is unspecified) may leave the bitwise or of them,
+and a load racing a store that changes the element may see 0 between the two atomics.
+Loads of a stored array use atomicLoad (WGSL requires it of an atomic).
 
 Every access here is in range by construction: the lowering passes an element index
 below the element count n (a raw access), and the word index i >> 2 (i >> 1) is then below
@@ -68,8 +71,9 @@ def store_fn(var: str, ty: ScalarType) -> tuple[str, str]:
     t = "i32" if ty.is_signed else "u32"
     bits = "bitcast<u32>(v)" if ty.is_signed else "v"
     code = (f"fn {name}(i: u32, v: {t}) {{ let w = {w}; let s = {s}; "
-            f"atomicAnd(&{var}[w], ~({mask}u << s)); "
-            f"atomicOr(&{var}[w], ({bits} & {mask}u) << s); }}")
+            f"let m = {mask}u << s; let b = ({bits} & {mask}u) << s; "
+            f"if ((atomicLoad(&{var}[w]) & m) != b) {{ "
+            f"atomicAnd(&{var}[w], ~m); atomicOr(&{var}[w], b); }} }}")
     return name, code
 
 
