@@ -130,3 +130,30 @@ def test_one_d_code_is_untouched(reference: BaseBackend) -> None:
     out = twice.launch(reference, 5, x, 5)["y"]
     assert out.shape == (5,)
     np.testing.assert_array_equal(out, x * 2)
+
+
+def test_steps_check_resident_buffers_against_their_shape(backend: BaseBackend) -> None:
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    src = backend.allocate_device_buffer(m.nbytes)
+    dst = backend.allocate_device_buffer(m.nbytes)
+    short = backend.allocate_device_buffer(m.nbytes - 4)
+    try:
+        backend.write(src, m)
+        pipe = backend.pipeline([transpose.step(m.shape, src, dst, H=3, W=4)])
+        got = pipe.run(read=[dst]).reads[0]
+        np.testing.assert_array_equal(np.asarray(got).view(np.float32).reshape(4, 3), m.T)
+        with pytest.raises(InvalidDispatch, match=r"'src'.*11 elements.*holds 12"):
+            transpose.step(m.shape, short, dst, H=3, W=4)
+    finally:
+        for b in (src, dst, short):
+            backend.free(b)
+
+
+def test_one_axis_global_index(reference: BaseBackend) -> None:
+    @vyre.kernel
+    def iota(out: Output[u32, (None,)]) -> None:
+        (i,) = vyre.global_index(1)
+        out[i] = i * 3
+
+    got = iota.launch(reference, (70,), 70)["out"]
+    np.testing.assert_array_equal(got, np.arange(70, dtype=np.uint32) * 3)

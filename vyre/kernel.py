@@ -27,7 +27,9 @@ reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
 - A kernel is a plain `def` (no `yield`, no `async`): anything else would trace nothing.
 
 Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
-`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
+`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), each
+optionally with a row-major shape (`vyre.Buffer[f32, (H, W)]`, vyre.shapes: indexed
+`x[i, j]`, launched with the data's shape in NumPy order and `vyre.global_index`), a vyre
 scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
 none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`. Annotations
 are evaluated as typing.get_type_hints does (module globals and closure). Programs are
