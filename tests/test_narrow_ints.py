@@ -16,6 +16,8 @@ backend, bit for bit against NumPy and the reference (docs/IR.md "Narrow integer
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -243,3 +245,41 @@ def test_dlpack_element_types_map_both_ways() -> None:
         assert (int(dl.bits), int(dl.lanes)) == (ty.bits, 1)
         got = DL.numpy_dtype(dl)
         assert got is not None and ScalarType.from_numpy(got) is ty
+
+
+def test_cuda_host_path_passes_element_counts_of_narrow_buffers(tmp_path: Any) -> None:
+    """On the stand-in driver (no GPU): a 13-byte u8 buffer and a 26-byte i16 one bind,
+    compile and launch; the kernel's count arguments say 13 elements each."""
+    import ctypes
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import cuda_standin
+
+    from vyre.backends.cuda import driver as D
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    before = D._driver
+    drv = cuda_standin.install(frozenset({"cuLaunchKernel"}))
+    try:
+        cuda = CudaBackend(0, cache_dir=str(tmp_path))
+        try:
+            k = ProgramBuilder("narrow_args", 64)
+            a, o = k.buffer("a", vyre.u8), k.buffer("o", vyre.i16, "write")
+            i = k.global_linear_id()
+            o[i] = a[i]
+            src = cuda.allocate_device_buffer(13)
+            dst = cuda.allocate_device_buffer(26)
+            bound = cuda.bind(k.build(), [src], [dst], DispatchConfig.for_elements(13, 64))
+            cuda.dispatch_with_device_buffers(bound)
+            assert [c[0] for c in drv.calls] == ["cuLaunchKernel"]
+            params = cuda.launch_args(bound)[3]
+            slots = (ctypes.c_void_p * 4).from_address(params)  # 2 pointers, 2 counts
+            counts = [ctypes.c_uint32.from_address(slots[j]).value for j in (2, 3)]
+            assert counts == [13, 13]
+        finally:
+            cuda.close()
+    finally:
+        D._driver = before
