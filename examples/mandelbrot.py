@@ -21,7 +21,7 @@ from vyre import Output, f32, u32
 @vyre.kernel(workgroup_size=(16, 16))
 def mandelbrot(counts: Output[u32], width: u32, height: u32, x0: f32, y0: f32, step: f32,
                max_iter: u32):
-    px, py = vyre.global_id(0), vyre.global_id(1)          # x along a row, y down the rows
+    py, px = vyre.global_index(2)              # (row, column): NumPy order, like the image
     with vyre.if_((px < width) & (py < height)):
         cr = x0 + px.cast(f32) * step
         ci = y0 - py.cast(f32) * step
@@ -39,7 +39,7 @@ def mandelbrot(counts: Output[u32], width: u32, height: u32, x0: f32, y0: f32, s
 def compute(gpu: vyre.BaseBackend, width: int, height: int, max_iter: int) -> h.Outputs:
     """The iteration count of each pixel, (height, width) u32, of the view around the set."""
     step = np.float32(3.0 / width)
-    out = mandelbrot.launch(gpu, (width, height), width * height, width=width, height=height,
+    out = mandelbrot.launch(gpu, (height, width), width * height, width=width, height=height,
                             x0=-2.2, y0=float(np.float32(step * height / 2)), step=float(step),
                             max_iter=max_iter)
     return {"counts": out["counts"].reshape(height, width)}

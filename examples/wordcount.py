@@ -3,8 +3,8 @@ whether a word starts there, how long it is, and which letter it is; atomics add
 
     python examples/wordcount.py [--backend wgpu] [FILE]      (default: this file)
 
-The text goes up as bytes packed four to a u32 word (little-endian), and the kernel unpacks
-byte i with a shift: `(text[i / 4] >> (8 * (i % 4))) & 0xFF`. A word is a maximal run of
+The text goes up as it is, a u8 buffer of its bytes, and the kernel reads byte i as
+`text[i]` (a u32 0..255: loads of 8-bit elements promote, docs/IR.md). A word is a maximal run of
 bytes that are not ASCII whitespace, as Python's `bytes.split()` defines it, and the
 result is checked against that too. Integer atomics give exact counts in any order.
 """
@@ -18,14 +18,9 @@ import _harness as h  # examples/_harness.py: every backend vs the reference, PN
 import numpy as np
 
 import vyre
-from vyre import Buffer, InOut, u32
+from vyre import Buffer, InOut, u8, u32
 
 MAX_LEN = 32   # word lengths >= 31 share the last bin
-
-
-def byte_at(text, i):
-    """Byte i of the packed text (a helper: traced into the kernel, inlined)."""
-    return (text[i / 4] >> (8 * (i % 4))) & 0xFF
 
 
 def is_space(c):
@@ -34,34 +29,29 @@ def is_space(c):
 
 
 @vyre.kernel(workgroup_size=256)
-def count_text(text: Buffer[u32], counts: InOut[u32], lengths: InOut[u32],
+def count_text(text: Buffer[u8], counts: InOut[u32], lengths: InOut[u32],
                letters: InOut[u32], n: u32):
     """counts = [words, lines]; lengths[k]: words of k bytes; letters[k]: 'a'+k either case."""
     i = vyre.global_linear_id()
     with vyre.if_(i < n):
-        c = vyre.let(byte_at(text, i))
+        c = vyre.let(text[i])
         with vyre.if_(c == 10):
             counts.atomic_add(1, 1)
         lower = c | 0x20                                 # ASCII letters: set the case bit
         with vyre.if_((lower >= 97) & (lower <= 122)):
             letters.atomic_add(lower - 97, 1)
-        starts = ~is_space(c) & ((i == 0) | is_space(byte_at(text, i - 1)))
+        starts = ~is_space(c) & ((i == 0) | is_space(text[i - 1]))  # (text[-1]: 0)
         with vyre.if_(starts):
             counts.atomic_add(0, 1)
             end = vyre.let(i + 1)
-            with vyre.while_((end < n) & ~is_space(byte_at(text, end))):
+            with vyre.while_((end < n) & ~is_space(text[end])):
                 end += 1
             lengths.atomic_add(vyre.min_(end - i, MAX_LEN - 1), 1)
 
 
-def packed(data: bytes) -> np.ndarray:
-    """The bytes as little-endian u32 words, zero-padded to a multiple of 4."""
-    return np.frombuffer(data + b"\0" * (-len(data) % 4), dtype="<u4").astype(np.uint32)
-
-
 def count(gpu: vyre.BaseBackend, data: bytes) -> h.Outputs:
-    words = packed(data) if data else np.zeros(1, np.uint32)    # a buffer is never empty
-    out = count_text.launch(gpu, max(len(data), 1), words,
+    text = np.frombuffer(data, np.uint8) if data else np.zeros(1, np.uint8)  # never empty
+    out = count_text.launch(gpu, max(len(data), 1), text,
                             np.zeros(2, np.uint32), np.zeros(MAX_LEN, np.uint32),
                             np.zeros(26, np.uint32), n=len(data))
     return {"counts": out["counts"], "lengths": out["lengths"], "letters": out["letters"]}

@@ -11,6 +11,7 @@ the tolerance of vyre.tools.testing.tolerance_for.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from vyre.backend import BaseBackend
 from vyre.errors import DispatchError
 from vyre.ir import nodes as N
 from vyre.ir.analysis import walk_all_exprs, walk_stmts
+from vyre.ir.types import NARROW_INTS
 from vyre.ir.types import ScalarType as ST
 from vyre.ir.validate import validate
 from vyre.tools import fuzz
@@ -212,6 +214,10 @@ def _exprs(case: fuzz.FuzzCase) -> list[Any]:
     return list(walk_all_exprs(case.program))
 
 
+def _stores(ty: ST, c: fuzz.FuzzCase) -> bool:
+    return any(isinstance(s, N.Store) and s.value.ty is ty for s in walk_stmts(c.program.body))
+
+
 def _float_div(e: Any) -> bool:
     return isinstance(e, N.Binary) and e.op in ("div", "rem") and e.ty.is_float
 
@@ -220,7 +226,7 @@ def test_generator_draws_the_classes_real_drivers_got_wrong(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 13: x/x, exact quotients cast to ints, float rem, sqrt, division feeding more
     arithmetic, long (and nested) loops, i64 casts, approximate functions at +-0, inputs at
-    the exponent limits: each drawn within a few hundred cases (generated, not run).
+    the exponent limits (and, issue 31, 8/16-bit loads and stores): each drawn within a few hundred cases (generated, not run).
 
     Hypothesis mixes literals collected from every local module in sys.modules (tests
     included) into its draws, so which cases a derandomized run draws would change with
@@ -260,6 +266,9 @@ def test_generator_draws_the_classes_real_drivers_got_wrong(
             isinstance(s, N.While) and isinstance(s.cond, N.Binary)
             and isinstance(s.cond.b, N.Const) and s.cond.b.value >= 65536
             for s in walk_stmts(c.program.body)),
+        "an 8/16-bit load, cast": lambda c: any(
+            isinstance(e, N.Cast) and e.a.ty.is_narrow for e in _exprs(c)),
+        **{f"a store of a {t}": functools.partial(_stores, t) for t in NARROW_INTS},
     }
     seen: set[str] = set()
 

@@ -193,13 +193,13 @@ def fill3d(out: Output[u32], nx: u32, ny: u32, nz: u32) -> None:
 @pytest.mark.parametrize("shape", [(5,), (9, 3), (17, 5, 3)])
 def test_launch_shapes(backend: BaseBackend, shape: tuple[int, ...]) -> None:
     nx, ny, nz = (*shape, 1, 1)[:3]
-    got = fill3d.launch(backend, shape, nx * ny * nz, nx=nx, ny=ny, nz=nz)["out"]
+    got = fill3d.launch(backend, vyre.xyz(*shape), nx * ny * nz, nx=nx, ny=ny, nz=nz)["out"]
     z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
     np.testing.assert_array_equal(got, (x + 100 * y + 10000 * z).ravel().astype(np.uint32))
 
 
 def test_count_launch_of_a_2d_kernel_is_refused(reference: BaseBackend) -> None:
-    with pytest.raises(InvalidDispatch, match="shape tuple"):
+    with pytest.raises(InvalidDispatch, match=r"vyre\.xyz\(nx, ny\[, nz\]\), not an element count"):
         fill3d.launch(reference, 10, 10, nx=10, ny=1, nz=1)
 
 

@@ -31,11 +31,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
 def test_stencil(backend: BaseBackend, reference: BaseBackend) -> None:
     h, w = 37, 53
     u = np.random.default_rng(1).standard_normal((h, w)).astype(np.float32)
-    dec = K.stencil_decorated.launch(backend, (w, h), u, h * w, H=h, W=w)["out"]
+    dec = K.stencil_decorated.launch(backend, vyre.xyz(w, h), u, h * w, H=h, W=w)["out"]
     cfg = DispatchConfig.for_shape((w, h), (16, 16), params={"H": h, "W": w})
     bld = _host(backend, K.stencil_builder(), {"u": u, "out": h * w}, cfg)["out"]
     _same(dec, bld)
-    _same(dec, K.stencil_decorated.launch(reference, (w, h), u, h * w, H=h, W=w)["out"])
+    _same(dec, K.stencil_decorated.launch(reference, vyre.xyz(w, h), u, h * w, H=h, W=w)["out"])
     p = np.pad(u, 1, mode="edge")
     want = (((np.float32(-4) * u + p[:-2, 1:-1]) + p[2:, 1:-1]) + p[1:-1, :-2]) + p[1:-1, 2:]
     _same(dec.reshape(h, w), want)

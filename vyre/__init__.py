@@ -56,10 +56,11 @@ from .errors import (
 )
 from .ir.nodes import Program
 from .ir.serialize import from_json, to_json
-from .ir.types import ScalarType, bool_, f16, f32, f64, i32, i64, u32, u64
+from .ir.types import ScalarType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .ir.validate import validate
 from .kernel import (
     Buffer,
+    Dim,
     InOut,
     Kernel,
     Output,
@@ -69,6 +70,7 @@ from .kernel import (
     continue_,
     else_,
     global_id,
+    global_index,
     global_linear_id,
     if_,
     kernel,
@@ -88,6 +90,7 @@ from .kernel import (
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
+from .shapes import XYZ, xyz
 from .transfers import copy, copy_many, transfer
 
 __version__ = "0.1.0"
@@ -100,6 +103,7 @@ def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str
 
 
 __all__ = [
+    "XYZ",
     "Availability",
     "BackendError",
     "BackendUnavailable",
@@ -118,6 +122,7 @@ __all__ = [
     "CompileStats",
     "DeviceBuffer",
     "DeviceGroup",
+    "Dim",
     "DispatchConfig",
     "DispatchError",
     "DispatchOptions",
@@ -167,8 +172,11 @@ __all__ = [
     "from_json",
     "get_backend",
     "global_id",
+    "global_index",
     "global_linear_id",
     "hypot",
+    "i8",
+    "i16",
     "i32",
     "i64",
     "if_",
@@ -203,6 +211,8 @@ __all__ = [
     "to_json",
     "transfer",
     "trunc",
+    "u8",
+    "u16",
     "u32",
     "u64",
     "validate",
@@ -210,6 +220,7 @@ __all__ = [
     "while_",
     "workgroup_id",
     "workgroup_linear_id",
+    "xyz",
 ]
 
 # last: DeviceGroup sits above the program library (it combines shards in the library's

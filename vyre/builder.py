@@ -10,7 +10,9 @@
 
 Python numbers and numpy scalars become literals of the other operand's type; every type
 rule of the IR is checked as the kernel is written, so misuse fails at build time with a
-message naming the fix. This module must never evaluate a kernel or know about backends.
+message naming the fix. Elements of 8/16-bit buffers are read as the 32-bit integer of
+their signedness (u8/u16 -> u32, i8/i16 -> i32) and a u32 or i32 stored into one keeps
+its low bits (docs/IR.md "Narrow integers"), so a kernel value is never 8 or 16 bits. This module must never evaluate a kernel or know about backends.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class BuildError(InvalidProgram):
 _HERE = os.path.abspath(__file__)
 _INTERNAL_FILES = frozenset({
     _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
-    __file__.replace("builder.py", "kernel.py"), str(contextlib.__file__),
+    __file__.replace("builder.py", "kernel.py"), _HERE.replace("builder.py", "shapes.py"),
+    __file__.replace("builder.py", "shapes.py"), str(contextlib.__file__),
 })
 
 
@@ -111,7 +114,7 @@ def _literal_type(x: Any) -> ScalarType:
     if isinstance(x, (bool, np.bool_)):
         return BOOL
     if isinstance(x, np.generic):
-        return ScalarType.from_numpy(x.dtype)
+        return ScalarType.from_numpy(x.dtype).promoted  # (np.uint8(7): a u32 literal)
     if isinstance(x, int):
         return ScalarType.I32
     if isinstance(x, float):
@@ -316,14 +319,20 @@ class Value:
 
     # -- conversions
     def cast(self, ty: ScalarType) -> Value:
-        """Value conversion (float->int truncates and saturates, NaN -> 0)."""
-        return Value(self._b, N.Cast(a=self.expr, ty=_scalar_type(ty, "cast")))
+        """Value conversion (float->int truncates and saturates, NaN -> 0). To an 8/16-bit
+        type: the value that type holds, as its 32-bit integer (`x.cast(u8)` is the u32
+        0..255 that storing x into a u8 buffer keeps)."""
+        ty = _scalar_type(ty, "cast")
+        return Value(self._b, _promote(N.Cast(a=self.expr, ty=ty)))
 
     def bitcast(self, ty: ScalarType) -> Value:
         """Reinterpret the bits as `ty` (same width)."""
         ty = _scalar_type(ty, "bitcast")
         if ty.bits != self.ty.bits or BOOL in (ty, self.ty):
-            raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is not")
+            hint = (f" (a kernel value is never {ty}: use .cast({ty}) to keep the low bits)"
+                    if ty.is_narrow else "")
+            raise BuildError(f"bitcast needs two types of one width; {self.ty} -> {ty} is "
+                             f"not{hint}")
         return Value(self._b, N.Bitcast(a=self.expr, ty=ty))
 
 
@@ -386,13 +395,54 @@ class Variable(Value):
 
 
 class BufferRef:
-    """A storage buffer or workgroup array: index to load, assign to store, atomics."""
+    """A storage buffer or workgroup array: index to load, assign to store, atomics. With a
+    declared shape (vyre.shapes), `C[i, j]` indexes it row-major and `C.shape` gives its
+    extents; `C.flat[k]` is the flat element k either way."""
 
-    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, access: str):
+    def __init__(self, builder: ProgramBuilder, name: str, ty: ScalarType, access: str,
+                 dims: tuple[Any, ...] | None = None):
         self._b = builder
         self.name = name
         self.ty = ty
         self.access = access
+        self.dims = dims  # the declared shape (ints, u32/i32 Values, a leading None), or None
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """The declared extents (ints or kernel values; a None first extent as the rows the
+        bound length holds, a u32 value)."""
+        if self.dims is None:
+            raise BuildError(f"buffer {self.name!r} declares no shape; use "
+                             f"{self.name}.length() for its element count")
+        out: list[Any] = []
+        for n in self.dims:
+            if n is None:
+                rest: Any = 1
+                for m in self.dims[1:]:
+                    rest = rest * m
+                n = self.length() // rest
+            out.append(n)
+        return tuple(out)
+
+    @property
+    def flat(self) -> _FlatView:
+        """`C.flat[k]`: element k of the buffer in row-major order, whatever its shape."""
+        return _FlatView(self)
+
+    def _element(self, index: Any) -> N.ExprNode:
+        """The flat u32 index of `self[index]` (a tuple on a shaped buffer)."""
+        from .shapes import flat_index
+
+        if isinstance(index, tuple):
+            return flat_index(self, index)
+        if self.dims is not None and len(self.dims) > 1:
+            raise BuildError(
+                f"{self.name}[...] with one index, but {self.name!r} has {len(self.dims)} axes; "
+                f"write {self.name}[{', '.join('ijklmn'[:len(self.dims)])}] (row-major, like "
+                f"NumPy), or {self.name}.flat[k] for the flat element k")
+        if self.dims is not None:
+            return flat_index(self, (index,))
+        return self._b._index(index)
 
     def __repr__(self) -> str:
         return f"<vyre buffer {self.name}: {self.ty} {self.access}>"
@@ -403,7 +453,8 @@ class BufferRef:
                 f"buffer {self.name!r} is declared 'write' (write-only) and cannot be loaded; "
                 "declare it 'read_write' to read it back"
             )
-        return Value(self._b, N.Load(buffer=self.name, index=self._b._index(index), ty=self.ty))
+        return Value(self._b, _promote(
+            N.Load(buffer=self.name, index=self._element(index), ty=self.ty)))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._b.store(self, index, value)
@@ -465,6 +516,32 @@ class BufferRef:
     def atomic_compare_exchange(self, index: Any, compare: Any, value: Any) -> Value:
         """Store `value` if the element equals `compare`; returns the old value."""
         return self._atomic("compare_exchange", index, value, compare)
+
+
+class _FlatView:
+    """`buf.flat`: buf indexed by one flat element index, whatever its declared shape."""
+
+    def __init__(self, buf: BufferRef) -> None:
+        self._buf = buf
+
+    def __getitem__(self, index: Any) -> Value:
+        buf = self._buf
+        if buf.access == "write":
+            return buf[index]  # (the write-only error)
+        b = buf._b
+        return Value(b, _promote(N.Load(buffer=buf.name, index=b._index(index), ty=buf.ty)))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._buf._b.store(self._buf, _Flat(index), value)
+
+
+class _Flat:
+    """An index that is already flat (from `buf.flat[k]`)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
 
 
 # NumPy ufuncs that are Python operators: (method when the Value is on the left, on the right)
@@ -545,6 +622,29 @@ def _call(fn: str, *args: N.ExprNode) -> N.Call:
 
 
 # ------------------------------------------------------------------ the builder
+
+
+def _promote(e: N.ExprNode) -> N.ExprNode:
+    """An 8/16-bit expression as its 32-bit integer (exact: zero- or sign-extended); any
+    other expression as it is. Kernel values are never narrow (docs/IR.md)."""
+    t = e.ty
+    return N.Cast(a=e, ty=t.promoted) if t.is_narrow else e
+
+
+def _narrowed(e: N.ExprNode, ty: ScalarType, name: str) -> N.ExprNode:
+    """The value stored into an 8/16-bit buffer of type `ty`: a 32-bit integer keeps its
+    low bits (an explicit Cast in the IR); a value just promoted from `ty` is unwrapped."""
+    if isinstance(e, N.Cast) and e.a.ty is ty:
+        return e.a
+    if e.ty in (ScalarType.I32, U32):
+        return N.Cast(a=e, ty=ty)
+    if e.ty is ty:  # a literal
+        return e
+    raise BuildError(
+        f"cannot store a {e.ty} into {name!r} ({ty}); a {ty} element is stored from an i32 "
+        f"or u32 (its low {ty.bits} bits): cast the value with .cast({ty.promoted}) (a float: "
+        f".cast({ty}) saturates to the {ty} range)"
+    )
 
 
 def _scalar_type(ty: Any, name: object) -> ScalarType:
@@ -637,6 +737,9 @@ class ProgramBuilder:
         self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
         self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
         self._unentered: dict[int, _Control] = {}  # control blocks made, not yet entered
+        # how the kernel maps ids to data: "numpy" (global_index) and/or "xyz" (its own
+        # global_id(axis >= 1) & co): how a tuple launch shape is read (vyre.shapes)
+        self.index_orders: set[str] = set()
 
     def _block_scope(self) -> _Scope | None:
         return self._block_scopes[-1] if self._strict and self._block_scopes else None
@@ -666,37 +769,64 @@ class ProgramBuilder:
         self._names.add(name)
 
     def buffer(
-        self, name: str, ty: ScalarType, access: str = "read", count: int | None = None
+        self, name: str, ty: ScalarType, access: str = "read", count: int | None = None,
+        shape: tuple[Any, ...] | None = None,
     ) -> BufferRef:
-        """Declare a storage buffer (access: read, write or read_write)."""
+        """Declare a storage buffer (access: read, write or read_write). `shape`: its
+        extents, row-major like NumPy (ints, u32/i32 params, a leading None: as many rows
+        as bound); an all-int shape fixes the count, and `buf[i, j]` indexes it."""
         ty = _scalar_type(ty, name)
         if access not in ("read", "write", "read_write"):
             raise BuildError(f"buffer {name!r}: access must be read, write or read_write")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
             raise BuildError(f"buffer {name!r}: a fixed count must be an int >= 0, got {count!r}")
+        dims = None
+        if shape is not None:
+            from .shapes import check_shape, static_count
+
+            dims = check_shape(name, shape, self)
+            fixed = static_count(dims)
+            if count is not None and fixed is not None and count != fixed:
+                raise BuildError(f"buffer {name!r}: count={count} but shape {tuple(shape)!r} "
+                                 f"holds {fixed} elements; give one of them")
+            count = fixed if fixed is not None else count
         self._declare_name(name, "buffer")
         self._buffers.append(
             N.BufferDecl(name=name, ty=ty, access=cast(N.Access, access), count=count)
         )
-        ref = BufferRef(self, name, ty, access)
+        ref = BufferRef(self, name, ty, access, dims)
         self._refs[name] = ref
         return ref
 
     def param(self, name: str, ty: ScalarType) -> Value:
         """Declare a scalar parameter, set per dispatch in DispatchConfig(params=...)."""
         ty = _scalar_type(ty, name)
+        if ty.is_narrow:
+            raise BuildError(f"param {name!r}: a param cannot be {ty} (8/16-bit integers are "
+                             f"storage types); declare it {ty.promoted}")
         self._declare_name(name, "param")
         self._params.append(N.ParamDecl(name=name, ty=ty))
         return Value(self, N.Param(name=name, ty=ty))
 
-    def shared(self, name: str, ty: ScalarType, count: int) -> BufferRef:
-        """Declare a workgroup (shared) array of `count` elements."""
+    def shared(self, name: str, ty: ScalarType, count: int | tuple[int, ...]) -> BufferRef:
+        """Declare a workgroup (shared) array of `count` elements, or of a shape (a tuple
+        of ints, row-major: `tile[i, j]` indexes it)."""
         ty = _scalar_type(ty, name)
+        dims = None
+        if isinstance(count, tuple):
+            from .shapes import check_shape, static_count
+
+            dims = check_shape(name, count, self)
+            fixed = static_count(dims)
+            if fixed is None:
+                raise BuildError(f"workgroup array {name!r}: its shape {count!r} must be all "
+                                 "ints (a workgroup array's size is fixed at build time)")
+            count = fixed
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise BuildError(f"workgroup array {name!r}: count must be an int >= 1, got {count!r}")
         self._declare_name(name, "workgroup array")
         self._arrays.append(N.WorkgroupArray(name=name, ty=ty, count=count))
-        ref = BufferRef(self, name, ty, "workgroup")
+        ref = BufferRef(self, name, ty, "workgroup", dims)
         self._refs[name] = ref
         return ref
 
@@ -735,6 +865,13 @@ class ProgramBuilder:
         """This invocation's lane in its subgroup: local_index mod subgroup_size (u32)."""
         return Value(self, N.Builtin(name="subgroup_lane", axis=0))
 
+    def global_index(self, ndim: int) -> tuple[Value, ...]:
+        """This invocation's index in NumPy order over an `ndim`-axis launch: (i,), (row,
+        col) = (global_id(1), global_id(0)), or (depth, row, col)."""
+        from .shapes import global_index
+
+        return global_index(self, ndim)
+
     def global_linear_id(self) -> Value:
         """gid.x + gid.y * (grid.x * wg.x): the element index for DispatchConfig.for_elements."""
         row = self.num_workgroups(0) * self.workgroup_size[0]
@@ -758,8 +895,11 @@ class ProgramBuilder:
         raise BuildError(f"{what}: {x!r} ({type(x).__name__}) cannot be used in a kernel")
 
     def lit(self, x: Any, ty: ScalarType | None = None) -> Value:
-        """A literal of type `ty` (default: i32 for int, f32 for float, bool)."""
-        return Value(self, _const(x, _scalar_type(ty, "lit") if ty else _literal_type(x)))
+        """A literal of type `ty` (default: i32 for int, f32 for float, bool); an 8/16-bit
+        `ty` checks the range and gives its 32-bit integer (lit(255, u8) is a u32)."""
+        t = _scalar_type(ty, "lit") if ty else _literal_type(x)
+        c = _const(x, t)
+        return Value(self, _const(c.value, t.promoted) if t.is_narrow else c)
 
     def _index(self, index: Any) -> N.ExprNode:
         e = self._coerce(index, U32, "index")
@@ -796,6 +936,10 @@ class ProgramBuilder:
     def let(self, value: Any, ty: ScalarType | None = None, name: str | None = None) -> Variable:
         """Declare a mutable local initialised to `value` (type from value, or `ty`)."""
         ty = _scalar_type(ty, "let") if ty is not None else None
+        if ty is not None and ty.is_narrow:
+            raise BuildError(f"let: a local cannot be {ty} (8/16-bit integers are storage "
+                             f"types); declare it ty={ty.promoted} and store it into the "
+                             f"{ty} buffer, which keeps its low bits")
         e = self._coerce(value, ty, "let value")
         if ty is not None and e.ty != ty:
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
@@ -828,11 +972,14 @@ class ProgramBuilder:
                 f"buffer {buf.name!r} is declared read-only; declare it 'write' or 'read_write'"
             )
         e = self._coerce(value, buf.ty, f"value stored to {buf.name!r}")
+        if buf.ty.is_narrow:
+            e = _narrowed(e, buf.ty, buf.name)
         if e.ty != buf.ty:
             raise BuildError(
                 f"cannot store a {e.ty} into {buf.name!r} ({buf.ty}); cast it with .cast({buf.ty})"
             )
-        self._emit(N.Store(buffer=buf.name, index=self._index(index), value=e))
+        flat = self._index(index.index) if isinstance(index, _Flat) else buf._element(index)
+        self._emit(N.Store(buffer=buf.name, index=flat, value=e))
 
     def atomic(
         self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
@@ -847,6 +994,10 @@ class ProgramBuilder:
             )
         if not buf.ty.is_numeric:
             raise BuildError(f"atomic {op} needs integer elements, {buf.name!r} is {buf.ty}")
+        if buf.ty.is_narrow:
+            raise BuildError(f"atomic {op} on {buf.ty} {buf.name!r}: 8/16-bit elements have "
+                             "no atomics (WGSL has none); keep the counters in a u32 or i32 "
+                             "buffer")
         v = self._coerce(value, buf.ty, f"atomic {op} value")
         if v.ty != buf.ty:
             raise BuildError(f"atomic {op} on {buf.name!r} ({buf.ty}) got a {v.ty} value")
@@ -860,7 +1011,7 @@ class ProgramBuilder:
         if (op == "compare_exchange") != (c is not None):
             raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
         self._emit(
-            N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=self._index(index), value=v,
+            N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=buf._element(index), value=v,
                      comparand=c, result=name)
         )
         scope = _Scope(f"atomic result {name!r}")

@@ -103,15 +103,24 @@ _DTYPES_MAX = 256  # distinct dtype spellings a process uses are few; never grow
 
 
 _VYRE_TYPE_NAMES = frozenset(t.value for t in ScalarType)
+_NUMPY_BYTE_COUNTS = {"u8": "uint64", "i8": "int64"}
 
 
 def _vyre_type_name(name: str) -> np.dtype:
-    """A vyre type spelled as text ("u32") as its numpy dtype. "f16" is refused: numpy reads
-    it as float128 and vyre as float16, and either guess reads garbage when it is wrong."""
+    """A vyre type spelled as text ("u32") as its numpy dtype. "f16", "u8" and "i8" are
+    refused: numpy reads them as float128, uint64 and int64, vyre as float16, uint8 and
+    int8, and either guess reads garbage when it is wrong."""
     if name == "f16":
         raise InvalidDispatch(
             "dtype 'f16' is ambiguous: numpy reads it as float128, vyre as its half float; "
             "pass vyre.f16 or np.float16 for half floats (np.longdouble for numpy's float128)"
+        )
+    if name in _NUMPY_BYTE_COUNTS:  # numpy's "u8" / "i8" are 8-byte integers
+        wide = _NUMPY_BYTE_COUNTS[name]
+        raise InvalidDispatch(
+            f"dtype {name!r} is ambiguous: numpy reads it as {wide} (8 bytes), vyre as its "
+            f"8-bit integer; pass vyre.{name} or np.{ScalarType(name).numpy.name} for bytes "
+            f"(np.{wide} for numpy's meaning)"
         )
     return ScalarType(name).numpy
 

@@ -27,7 +27,9 @@ reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
 - A kernel is a plain `def` (no `yield`, no `async`): anything else would trace nothing.
 
 Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
-`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), a vyre
+`vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), each
+optionally with a row-major shape (`vyre.Buffer[f32, (H, W)]`, vyre.shapes: indexed
+`x[i, j]`, launched with the data's shape in NumPy order and `vyre.global_index`), a vyre
 scalar type (`a: f32`) is a param; keyword-only arguments with any other annotation (or
 none) are build-time constants: `.build(tile=32)`, or given to `.launch(...)`. Annotations
 are evaluated as typing.get_type_hints does (module globals and closure). Programs are
@@ -66,6 +68,7 @@ from .ir.nodes import Program
 from .ir.types import ScalarType
 from .lru import LruDict
 from .pipeline import Step
+from .shapes import XYZ, static_extents
 
 _ACCESS = ("read", "write", "read_write")
 KERNEL_CACHE_SIZE = 256  # Programs a kernel keeps, one per distinct build-time constants
@@ -81,13 +84,20 @@ class BufferSpec:
     ty: ScalarType | str  # a str names a build-time constant holding the type
     access: str = "read"
     count: int | None = None
+    # a declared shape, row-major (vyre.shapes): ints, names of build-time constants or of
+    # u32/i32 params, and None (first extent only)
+    shape: tuple[int | str | None, ...] | None = None
 
 
 class Buffer:
     """Annotation for a storage buffer argument: `Buffer[f32]` is read-only,
     `Buffer[f32, "write"]` write-only, `Buffer[f32, "read_write"]` both; an optional third
-    item fixes the element count (`Buffer[u32, "write", 4]`). `Buffer["T"]` takes its
-    element type from the keyword-only constant `T` (one kernel for several types)."""
+    item fixes the element count (`Buffer[u32, "write", 4]`) or declares a shape, row-major
+    like NumPy (`Buffer[f32, (H, W)]`, `Output[f32, (W, H)]`: ints, `vyre.Dim`s naming
+    build-time constants or u32 params, None for as many rows as bound), so the kernel
+    indexes it `x[i, j]`.
+    `Buffer["T"]` takes its element type from the keyword-only constant `T` (one kernel for
+    several types)."""
 
     def __class_getitem__(cls, item: Any) -> BufferSpec:
         args = item if isinstance(item, tuple) else (item,)
@@ -105,10 +115,16 @@ class Buffer:
                     f"of a build-time constant holding one, got {args[0]!r}"
                 ) from None
             ty = args[0]
+        if len(args) == 2 and isinstance(args[1], (tuple, list)):  # Buffer[f32, (H, W)]
+            args = (args[0], "read", args[1])
         access = args[1] if len(args) > 1 else "read"
         if access not in _ACCESS:
             raise TypeError(f"vyre.Buffer access must be one of {_ACCESS}, got {access!r}")
-        return BufferSpec(ty, access, args[2] if len(args) > 2 else None)
+        third = args[2] if len(args) > 2 else None
+        if isinstance(third, (tuple, list)):
+            return BufferSpec(ty, access, None, tuple(
+                n.name if isinstance(n, Dim) else n for n in third))
+        return BufferSpec(ty, access, third)
 
 
 class Output(Buffer):
@@ -131,6 +147,16 @@ def _with_access(item: Any, access: str) -> tuple[Any, ...]:
 
 
 @dataclass(frozen=True)
+class Dim:
+    """A named extent of a declared buffer shape: `H, W = vyre.Dim("H"), vyre.Dim("W")` at
+    module level, `x: vyre.Buffer[f32, (H, W)]` in the signature, and a u32 param or a
+    build-time constant named `H` / `W` in the kernel's arguments. (A plain string "H"
+    works too, but linters read a string in an annotation as a forward reference.)"""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class TypeParam:
     """A buffer element type chosen at build time: `T = vyre.TypeParam("T")` at module
     level, `x: vyre.Buffer[T]` in the signature and a keyword-only constant `T` (a vyre
@@ -149,9 +175,27 @@ def _builder(what: str) -> ProgramBuilder:
 # ------------------------------------------------------------------ the kernel language
 
 
+def _axis_builder(what: str, axis: int) -> ProgramBuilder:
+    """The builder, noting a global id read along y or z: the kernel maps ids to data in
+    axis order x, y, z, which decides how a tuple launch shape is read (vyre.shapes).
+    (Local and workgroup ids say nothing of it: a NumPy-order kernel tiles with them too.)"""
+    b = _builder(what)
+    if axis in (1, 2):
+        b.index_orders.add("xyz")
+    return b
+
+
 def global_id(axis: int = 0) -> Value:
-    """This invocation's global id along `axis` (u32)."""
-    return _builder("global_id").global_id(axis)
+    """This invocation's global id along `axis` (u32; axis 0 = x, the fastest). For data
+    indices in NumPy order use `global_index(ndim)`."""
+    return _axis_builder("global_id", axis).global_id(axis)
+
+
+def global_index(ndim: int) -> tuple[Value, ...]:
+    """This invocation's index in NumPy order over an `ndim`-axis launch: `(i,)`,
+    `(row, col)`, `(depth, row, col)`; launch the kernel with the data's shape in NumPy
+    order (`kernel.launch(gpu, m.shape, ...)`)."""
+    return _builder("global_index").global_index(ndim)
 
 
 def local_id(axis: int = 0) -> Value:
@@ -205,9 +249,10 @@ def lit(value: Any, ty: ScalarType | None = None) -> Value:
     return _builder("lit").lit(value, ty)
 
 
-def shared(ty: ScalarType, count: int) -> BufferRef:
-    """A workgroup (shared) array of `count` elements (a build-time int), named after the
-    Python name it is assigned to."""
+def shared(ty: ScalarType, count: int | tuple[int, ...]) -> BufferRef:
+    """A workgroup (shared) array of `count` elements (a build-time int) or of a shape (a
+    tuple of ints: `tile[i, j]` indexes it), named after the Python name it is assigned
+    to."""
     b = _builder("shared")
     return b.shared(b._name_for(None, "shared"), ty, count)
 
@@ -395,6 +440,25 @@ def _site_of(tb: Any, filename: str) -> str | None:
     return site
 
 
+@dataclass(frozen=True)
+class _Built:
+    """One traced Program and what launching it needs beyond the IR: how the kernel maps
+    ids to data ("numpy", "xyz", "mixed" or "none": how a tuple launch shape is read) and
+    the declared buffer shapes (ints, None, or a param's name)."""
+
+    program: Program
+    order: str
+    shapes: dict[str, tuple[int | str | None, ...]]
+
+
+def _order(orders: set[str]) -> str:
+    if orders == {"numpy"}:
+        return "numpy"
+    if orders == {"xyz"}:
+        return "xyz"
+    return "mixed" if orders else "none"
+
+
 class Kernel:
     """A decorated kernel function: builds (and caches) Programs, launches them."""
 
@@ -409,7 +473,7 @@ class Kernel:
         # per distinct build-time constants, the least recently used dropped beyond
         # KERNEL_CACHE_SIZE (rebuilt when asked for again): a caller sweeping a constant
         # through 188,093 values held 677 MiB of Programs
-        self._cache: LruDict[tuple[tuple[str, Any], ...], Program] = LruDict(KERNEL_CACHE_SIZE)
+        self._cache: LruDict[tuple[tuple[str, Any], ...], _Built] = LruDict(KERNEL_CACHE_SIZE)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
@@ -445,6 +509,9 @@ class Kernel:
 
     def build(self, **consts: Any) -> Program:
         """The Program for these build-time constants (cached per distinct values)."""
+        return self._built(consts).program
+
+    def _built(self, consts: Mapping[str, Any]) -> _Built:
         unknown = sorted(set(consts) - {a.name for a in self.args if a.kind == "const"})
         if unknown:
             raise BuildError(f"kernel {self.name!r} has no build-time constant(s) {unknown}")
@@ -454,26 +521,52 @@ class Kernel:
             hash(key)
         except TypeError:
             return self._trace(values)
-        program = self._cache.get(key)  # one lookup: another thread may evict between two
-        if program is None:
-            program = self._trace(values)
-            self._cache[key] = program
-        return program
+        built = self._cache.get(key)  # one lookup: another thread may evict between two
+        if built is None:
+            built = self._trace(values)
+            self._cache[key] = built
+        return built
 
-    def _trace(self, consts: dict[str, Any]) -> Program:
+    def _extent(self, arg: str, n: Any, consts: dict[str, Any], call: dict[str, Any]) -> Any:
+        """A declared shape's extent: an int or None as written, a build-time constant's
+        value, or a param's kernel value."""
+        if n is None or (isinstance(n, int) and not isinstance(n, bool)):
+            return n
+        if isinstance(n, str) and n in consts:
+            return consts[n]
+        if isinstance(n, str) and any(a.name == n and a.kind == "param" for a in self.args):
+            return call[n]
+        raise BuildError(f"the shape of kernel argument {arg!r} names {n!r}, which is neither "
+                         "a build-time constant nor a u32/i32 param of the kernel; an extent "
+                         "is an int, such a name, or None (first extent only)",
+                         _def_site(self.fn))
+
+    def _trace(self, consts: dict[str, Any]) -> _Built:
         ws = self.workgroup_size(**consts) if callable(self.workgroup_size) else self.workgroup_size
         # the constants in the name keep specialisations apart in sources and messages
         suffix = "".join(f"_{k}{v}" for k, v in consts.items() if f"a{v}".isidentifier())
         b = ProgramBuilder(f"{self.name}{suffix}"[:64], ws, strict_scopes=True)
         call: dict[str, Any] = {}
-        for a in self.args:
-            if a.kind == "buffer":
-                ty = self._type(a.name, a.spec.ty, consts)
-                call[a.name] = b.buffer(a.name, ty, a.spec.access, a.spec.count)
-            elif a.kind == "param":
-                call[a.name] = b.param(a.name, self._type(a.name, a.spec, consts))
-            else:
-                call[a.name] = consts[a.name]
+        shapes: dict[str, tuple[int | str | None, ...]] = {}
+        try:
+            for a in self.args:  # params first: a buffer's shape may name one
+                if a.kind == "param":
+                    call[a.name] = b.param(a.name, self._type(a.name, a.spec, consts))
+            for a in self.args:
+                if a.kind == "buffer":
+                    ty = self._type(a.name, a.spec.ty, consts)
+                    shape = None
+                    if a.spec.shape is not None:
+                        shape = tuple(self._extent(a.name, n, consts, call)
+                                      for n in a.spec.shape)
+                        shapes[a.name] = tuple(
+                            n if isinstance(n, str) and n not in consts else e
+                            for n, e in zip(a.spec.shape, shape))
+                    call[a.name] = b.buffer(a.name, ty, a.spec.access, a.spec.count, shape)
+                elif a.kind == "const":
+                    call[a.name] = consts[a.name]
+        except BuildError as exc:
+            raise BuildError(f"in kernel {self.name!r}: {exc.detail}", _def_site(self.fn)) from None
         if self in _tracing.get():
             raise BuildError(
                 f"kernel {self.name!r} builds itself while it is being traced (its function "
@@ -495,7 +588,7 @@ class Kernel:
                 raise b._trace_errors[0]
             if len(b._blocks) != 1:
                 raise BuildError("a block was left open")
-            return b.build()
+            return _Built(b.build(), _order(b.index_orders), shapes)
         except BuildError as exc:
             raise self._relocated(exc, filename, sys.exc_info()[2]) from None
         finally:
@@ -525,29 +618,68 @@ class Kernel:
         return err
 
     # -- launching
-    def config(self, shape: int | tuple[int, ...], program: Program | None = None,
+    def config(self, shape: int | tuple[int, ...] | XYZ, program: Program | None = None,
                **params: Any) -> DispatchConfig:
         """The DispatchConfig covering `shape`: an element count (a 1-D launch; index with
-        `vyre.global_linear_id()`) or a tuple of 1-3 extents in axis order (x, y, z; index
-        with `vyre.global_id(axis)`)."""
-        prog = program or self.program
+        `vyre.global_linear_id()`); the data's shape in NumPy order, (rows, cols) or
+        (depth, rows, cols), for a kernel indexing with `vyre.global_index(ndim)`; or
+        `vyre.xyz(nx, ny[, nz])` in axis order x, y, z for one indexing with
+        `vyre.global_id(axis)`. A plain tuple that reads differently in the two orders, for
+        a kernel that does not index in NumPy order, is refused, naming both."""
+        built = self._built({}) if program is None else self._built_of(program)
+        return self._config(shape, built, params)
+
+    def _built_of(self, program: Program) -> _Built:
+        for built in list(self._cache.values()):
+            if built.program is program:
+                return built
+        return _Built(program, "none", {})  # (a Program built elsewhere: nothing known)
+
+    def _config(self, shape: Any, built: _Built, params: dict[str, Any]) -> DispatchConfig:
+        prog = built.program
+        if isinstance(shape, XYZ):
+            return DispatchConfig.for_shape(shape.extents, prog.workgroup_size, params=params)
         if isinstance(shape, (bool, np.bool_)) or not isinstance(
                 shape, (int, np.integer, tuple, list)):
             raise InvalidDispatch(
-                f"kernel {self.name!r}: the launch shape must be an element count (an int) or "
-                f"a tuple (nx, ny[, nz]) of ints, got {shape!r} ({type(shape).__name__}); "
-                "e.g. launch(backend, n, ...) with n = int(...)")
+                f"kernel {self.name!r}: the launch shape must be an element count (an int), "
+                f"the data's shape in NumPy order (a tuple) or vyre.xyz(nx, ny[, nz]), got "
+                f"{shape!r} ({type(shape).__name__}); e.g. launch(backend, n, ...) with "
+                "n = int(...)")
         if isinstance(shape, (int, np.integer)):
             if prog.workgroup_size[1:] != (1, 1):
                 raise InvalidDispatch(
                     f"kernel {self.name!r} has a {prog.workgroup_size} workgroup: launch it "
-                    "with a shape tuple (nx, ny[, nz]), not an element count"
+                    "with the data's shape (rows, cols[, ...]) or vyre.xyz(nx, ny[, nz]), not "
+                    "an element count"
                 )
             return DispatchConfig.for_elements(int(shape), prog.workgroup_size[0], params=params)
-        return DispatchConfig.for_shape(shape, prog.workgroup_size, params=params)
+        dims = tuple(shape)
+        if built.order == "numpy":  # NumPy order: the last extent runs along x
+            if len(dims) == 1 and prog.workgroup_size[1:] == (1, 1):
+                return self._config(dims[0], built, params)
+            return DispatchConfig.for_shape(dims[::-1], prog.workgroup_size, params=params)
+        if dims != dims[::-1]:
+            raise InvalidDispatch(self._ambiguous(dims, built.order))
+        return DispatchConfig.for_shape(dims, prog.workgroup_size, params=params)
+
+    def _ambiguous(self, dims: tuple[Any, ...], order: str) -> str:
+        how = {"xyz": "indexes with vyre.global_id(axis) (axis order x, y, z)",
+               "mixed": "indexes both with vyre.global_index (NumPy order) and with "
+                        "vyre.global_id(axis) (axis order x, y, z)",
+               "none": "does not index with vyre.global_index"}[order]
+        names = ("rows", "cols") if len(dims) == 2 else ("depth", "rows", "cols")[-len(dims):]
+        rev = dims[::-1]
+        return (
+            f"kernel {self.name!r}: the launch shape {dims!r} is ambiguous: as the data's "
+            f"shape in NumPy order it is ({', '.join(names)}) = {dims!r}, i.e. "
+            f"vyre.xyz{rev!r} (x runs along a row); in axis order it is vyre.xyz{dims!r}. "
+            f"This kernel {how}, so say which is meant: pass vyre.xyz{dims!r} or "
+            f"vyre.xyz{rev!r}, or index with `{', '.join(n[0] for n in names)} = "
+            f"vyre.global_index({len(dims)})`, which takes the data's shape in NumPy order")
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-               ) -> tuple[Program, dict[str, Any], dict[str, Any]]:
+               ) -> tuple[_Built, dict[str, Any], dict[str, Any]]:
         runtime = [a for a in self.args if a.kind != "const"]
         if len(args) > len(runtime):
             raise InvalidDispatch(
@@ -571,19 +703,71 @@ class Kernel:
             )
         bufs = {a.name: given[a.name] for a in runtime if a.kind == "buffer"}
         params = {a.name: given[a.name] for a in runtime if a.kind == "param"}
-        return self.build(**consts), bufs, params
+        return self._built(consts), bufs, params
 
-    def launch(self, backend: Any, shape: int | tuple[int, ...], *args: Any,
+    def _shaped(self, built: _Built, bufs: dict[str, Any], params: dict[str, Any]
+                ) -> dict[str, tuple[int | None, ...]]:
+        """Check every buffer with a declared shape against what is passed for it (an
+        array's shape, or its element count), flattening arrays of that shape in place in
+        `bufs`; returns the shapes to give the results (a None extent: from the count)."""
+        out: dict[str, tuple[int | None, ...]] = {}
+        for name, decl in built.shapes.items():
+            ext = static_extents(decl, params, tuple(
+                n if isinstance(n, str) else None for n in decl))
+            v = bufs[name]
+            what = f"kernel {self.name!r} buffer {name!r} (shape {_shape_text(decl)})"
+            if isinstance(v, np.ndarray) and (v.ndim > 1 or len(ext) == 1):
+                if v.ndim != len(ext):
+                    raise InvalidDispatch(
+                        f"{what}: the array has {v.ndim} axes {v.shape}, the buffer "
+                        f"{len(ext)}; pass an array of that shape, or a flat one of its "
+                        "element count (arr.reshape(-1))")
+                bad = [a for a, n in enumerate(ext) if n is not None and v.shape[a] != n]
+                if bad:
+                    raise InvalidDispatch(
+                        f"{what}: the array's shape {v.shape} differs on axis {bad[0]} "
+                        f"({v.shape[bad[0]]} != {ext[bad[0]]}); pass data of the declared "
+                        "shape (NumPy order: rows, cols) or fix the shape's constants/params")
+                bufs[name] = np.ascontiguousarray(v).reshape(-1)
+                count = v.size
+            elif isinstance(v, BufferBase):
+                size = built.program.buffer(name).ty.byte_size
+                count = v.byte_len // size
+            elif isinstance(v, np.ndarray):
+                count = v.size
+            elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                count = int(v)
+            else:
+                continue  # (other host data: the backend's own checks word it)
+            rest = 1
+            for n in ext[1:]:
+                rest *= n if n is not None else 1
+            if ext[0] is not None and None not in ext[1:] and count != rest * ext[0]:
+                raise InvalidDispatch(
+                    f"{what}: {count} elements are passed but the shape holds "
+                    f"{rest * ext[0]}; pass data of the declared shape, or fix the shape's "
+                    "constants/params")
+            if ext[0] is None and count % rest:
+                raise InvalidDispatch(
+                    f"{what}: {count} elements are not a whole number of rows of {rest}; "
+                    "pass whole rows")
+            out[name] = (count // rest, *ext[1:]) if ext[0] is None else ext
+        return out
+
+    def launch(self, backend: Any, shape: int | tuple[int, ...] | XYZ, *args: Any,
                **kwargs: Any) -> Any:
         """Run on `backend` over `shape` (see `config`). Arguments go in signature order or
         by name; build-time constants by name.
 
         Host arrays in: host arrays out, as `backend.dispatch` returns them (a dict of the
-        writable buffers). Resident buffers in: enqueued in place with
+        writable buffers; one with a declared shape comes back in that shape, and takes an
+        array of that shape or a flat one). Resident buffers in: enqueued in place with
         `dispatch_with_device_buffers` (returns its Timing). Mixing both is an error.
         """
-        program, bufs, params = self._split(args, kwargs)
-        cfg = self.config(shape, program, **params)
+        built, bufs, params = self._split(args, kwargs)
+        program = built.program
+        cfg = self._config(shape, built, params)
+        shapes = self._shaped(built, bufs, params)
         resident = [isinstance(v, BufferBase) for v in bufs.values()]
         if resident and all(resident):
             ins = {d.name: bufs[d.name] for d in program.inputs}
@@ -596,9 +780,14 @@ class Kernel:
                 "device buffers; upload them first (b = backend.allocate_device_buffer(a.nbytes)"
                 "; backend.write(b, a)) or pass host arrays for every buffer"
             )
-        return backend.dispatch(program, bufs, cfg)
+        result = backend.dispatch(program, bufs, cfg)
+        if shapes and isinstance(result, dict):
+            for name, ext in shapes.items():
+                if name in result and None not in ext:
+                    result[name] = result[name].reshape(ext)
+        return result
 
-    def step(self, shape: int | tuple[int, ...], *args: Any, index_param: str | None = None,
+    def step(self, shape: int | tuple[int, ...] | XYZ, *args: Any, index_param: str | None = None,
              **kwargs: Any) -> Step:
         """A pipeline Step over resident buffers (see `launch`); `index_param` names a u32
         param set to the repeat index on each `Pipeline.run(repeat=...)` round. Leave that
@@ -610,13 +799,20 @@ class Kernel:
                     f"index_param={index_param!r} sets it to the repeat index each round; "
                     f"leave {index_param} out of the arguments (or drop index_param)")
             kwargs[index_param] = 0
-        program, bufs, params = self._split(args, kwargs)
+        built, bufs, params = self._split(args, kwargs)
+        program = built.program
+        self._shaped(built, bufs, params)
         if index_param is not None:
             params.pop(index_param, None)
-        cfg = self.config(shape, program, **params)
+        cfg = self._config(shape, built, params)
         ins = {d.name: bufs[d.name] for d in program.inputs}
         outs = {d.name: bufs[d.name] for d in program.outputs}
         return Step(program, ins, outs, cfg, index_param=index_param)
+
+
+def _shape_text(decl: tuple[int | str | None, ...]) -> str:
+    parts = [repr(n) if isinstance(n, str) else str(n) for n in decl]
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
 
 def _check_kernel_function(fn: Any) -> None:
@@ -651,8 +847,8 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 
 
 __all__ = [
-    "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
-    "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
+    "Buffer", "BufferSpec", "Dim", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
+    "global_index", "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
     "num_workgroups", "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
     "workgroup_id", "workgroup_linear_id",
 ]

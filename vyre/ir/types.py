@@ -14,7 +14,8 @@ import numpy as np
 
 
 class ScalarType(StrEnum):
-    """The scalar types of the IR: bool (locals only), i32, u32, f32, f16, f64, i64, u64."""
+    """The scalar types of the IR: bool (locals only), i32, u32, f32, f16, f64, i64, u64,
+    and the narrow integers u8, i8, u16, i16 (storage types: docs/IR.md "Narrow integers")."""
 
     BOOL = "bool"
     I32 = "i32"
@@ -24,6 +25,10 @@ class ScalarType(StrEnum):
     F64 = "f64"
     I64 = "i64"
     U64 = "u64"
+    U8 = "u8"
+    I8 = "i8"
+    U16 = "u16"
+    I16 = "i16"
 
     def __str__(self) -> str:
         return self.value
@@ -37,11 +42,27 @@ class ScalarType(StrEnum):
 
     @cached_property
     def is_int(self) -> bool:
-        return self in (ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64)
+        return self in (ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64,
+                        ScalarType.U8, ScalarType.I8, ScalarType.U16, ScalarType.I16)
 
     @cached_property
     def is_signed(self) -> bool:
-        return self in (ScalarType.I32, ScalarType.I64)
+        return self in (ScalarType.I32, ScalarType.I64, ScalarType.I8, ScalarType.I16)
+
+    @cached_property
+    def is_narrow(self) -> bool:
+        """An 8- or 16-bit integer: a storage type. Its values only exist between a load
+        and a cast, or a cast and a store (docs/IR.md "Narrow integers")."""
+        return self in (ScalarType.U8, ScalarType.I8, ScalarType.U16, ScalarType.I16)
+
+    @cached_property
+    def promoted(self) -> ScalarType:
+        """The 32-bit integer a narrow value is computed in (i32 for i8 / i16, u32 for
+        u8 / u16: the same signedness, so the value is kept exactly); the type itself for
+        every other type."""
+        if not self.is_narrow:
+            return self
+        return ScalarType.I32 if self.is_signed else ScalarType.U32
 
     @cached_property
     def is_numeric(self) -> bool:
@@ -81,7 +102,8 @@ class ScalarType(StrEnum):
             return ScalarType.BOOL
         raise TypeError(
             f"numpy dtype {dt} has no vyre scalar type; use one of "
-            "int32, uint32, float32, float16, float64, int64, uint64"
+            "int8, uint8, int16, uint16, int32, uint32, float32, float16, float64, int64, "
+            "uint64"
         )
 
 
@@ -94,6 +116,10 @@ _BITS = {
     ScalarType.F64: 64,
     ScalarType.I64: 64,
     ScalarType.U64: 64,
+    ScalarType.U8: 8,
+    ScalarType.I8: 8,
+    ScalarType.U16: 16,
+    ScalarType.I16: 16,
 }
 _NUMPY = {
     ScalarType.BOOL: "bool",
@@ -104,6 +130,10 @@ _NUMPY = {
     ScalarType.F64: "float64",
     ScalarType.I64: "int64",
     ScalarType.U64: "uint64",
+    ScalarType.U8: "uint8",
+    ScalarType.I8: "int8",
+    ScalarType.U16: "uint16",
+    ScalarType.I16: "int16",
 }
 _FEATURE = {
     ScalarType.F16: "f16",
@@ -120,6 +150,12 @@ f16 = ScalarType.F16
 f64 = ScalarType.F64
 i64 = ScalarType.I64
 u64 = ScalarType.U64
+u8 = ScalarType.U8
+i8 = ScalarType.I8
+u16 = ScalarType.U16
+i16 = ScalarType.I16
+NARROW_INTS = (u8, i8, u16, i16)
+"""The 8- and 16-bit integer types (storage types, docs/IR.md "Narrow integers")."""
 
 
 # per type, for normalise_literal (a Const is built for every literal: np.iinfo / np.finfo

@@ -353,6 +353,10 @@ class _Validator:
             if not q.ty.storable:
                 self.fail(path, f"param {q.name!r} has type bool; params are stored, use "
                           "u32 (0/1) and compare with != 0")
+            if q.ty.is_narrow:
+                self.fail(path, f"param {q.name!r} has type {q.ty}; 8/16-bit integers are "
+                          f"storage types (buffers, workgroup arrays): declare the param "
+                          f"{q.ty.promoted} and cast it where a {q.ty} is stored")
             self.decl[q.name] = ("param", q.ty, "read")
         for i, a in enumerate(p.workgroup_arrays):
             path = f"workgroup_arrays[{i}]"
@@ -449,11 +453,13 @@ class _Validator:
         self.cf = cf
         if isinstance(s, Let):
             ty, deps = self.expr(s.value, f"{path}.value", d)
+            self.wide(ty, f"{path}.value", "a local")
             loc = self.new_local(s.name, path, "local", ty, False, declared)
             self.u.deps[loc.node].extend([cf, *deps])
             return []
         if isinstance(s, Assign):
             ty, deps = self.expr(s.value, f"{path}.value", d)
+            self.wide(ty, f"{path}.value", "a local")
             target = self.locals.get(s.name)
             if target is None:
                 self.fail(path, f"assign to {s.name!r}, which is not a local visible here; "
@@ -550,6 +556,10 @@ class _Validator:
             if s.op != "add":
                 self.fail(path, f"atomic {s.op} on f32 {what} {s.buffer!r}: only atomic add "
                           "exists for f32 (feature atomic_float); use an i32/u32 buffer")
+        elif ety.is_narrow:
+            self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}: 8/16-bit elements "
+                      "have no atomics (WGSL has none); keep the counters in a u32 or i32 "
+                      "buffer")
         elif ety not in _ATOMIC_INT:
             self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}; atomics need i32, "
                       "u32, i64 or u64 elements (f32 for add only)")
@@ -618,6 +628,8 @@ class _Validator:
         if isinstance(e, Binary):
             ta, da = self.expr(e.a, f"{path}.a", d)
             tb, db = self.expr(e.b, f"{path}.b", d)
+            self.wide(ta, f"{path}.a", f"binary {e.op}")
+            self.wide(tb, f"{path}.b", f"binary {e.op}")
             ty = self.binary_type(e.op, ta, tb, path)
             self.same(e.ty, ty, path, f"binary {e.op}")
             return ty, da + db
@@ -654,6 +666,7 @@ class _Validator:
             return _U32, []
         if isinstance(e, Unary):
             t, deps = self.expr(e.a, f"{path}.a", d)
+            self.wide(t, f"{path}.a", f"unary {e.op}")
             if e.op == "neg" and not (t.is_float or t.is_signed):
                 self.fail(path, f"unary neg on {t}; negation needs a signed int or float "
                           "(for unsigned wrap-around use 0 - x)")
@@ -670,6 +683,7 @@ class _Validator:
             tc, dc = self.expr(e.cond, f"{path}.cond", d)
             ta, da = self.expr(e.a, f"{path}.a", d)
             tb, db = self.expr(e.b, f"{path}.b", d)
+            self.wide(ta, f"{path}.a", "select")
             if tc is not _BOOL:
                 self.fail(f"{path}.cond", f"select condition is {tc}, not bool; compare it")
             if ta is not tb:
@@ -685,6 +699,10 @@ class _Validator:
             if _BOOL in (t, e.ty) or t.bits != e.ty.bits:
                 self.fail(path, f"bitcast {t} -> {e.ty}: a bitcast needs two non-bool types of "
                           "one width; use a cast for value conversion")
+            if (t.is_narrow or e.ty.is_narrow) and not (t.is_int and e.ty.is_int):
+                self.fail(path, f"bitcast {t} -> {e.ty}: a 16-bit integer bitcasts only to "
+                          "the other 16-bit integer; for f16 bits cast to u32 first and "
+                          "bitcast the f16 through f32, or keep the bits in a u16 buffer")
             return e.ty, deps
         if isinstance(e, Subgroup):
             return self.subgroup(e, path, d)
@@ -693,6 +711,7 @@ class _Validator:
     def subgroup(self, e: Subgroup, path: str, d: int) -> tuple[ScalarType, list[int]]:
         what = f"subgroup {e.op}"
         t, deps = self.expr(e.value, f"{path}.value", d)
+        self.wide(t, f"{path}.value", what)
         if t not in _SUBGROUP_TYPES:
             self.fail(path, f"{what} on {t}; subgroup operations take i32, u32 or f32 "
                       "(cast the value)")
@@ -722,6 +741,14 @@ class _Validator:
         src = self.u.node(f"{what} ({path})", deps)
         self.u.mark(src, f"the result of {what} ({path})")
         return t, [src]
+
+    def wide(self, t: ScalarType, path: str, what: str) -> None:
+        """8/16-bit values are only loaded, cast, bitcast and stored (docs/IR.md "Narrow
+        integers"): refuse one anywhere else, naming the cast to write."""
+        if t.is_narrow:
+            self.fail(path, f"{what} on a {t} value; 8/16-bit integers are storage types "
+                      f"with no arithmetic of their own: cast the value to {t.promoted} "
+                      f"first (and back to {t} to store it)")
 
     def same(self, declared: ScalarType, actual: ScalarType, path: str, what: str) -> None:
         if declared is not actual:
@@ -778,6 +805,7 @@ class _Validator:
         tys: list[ScalarType] = []
         for i, a in enumerate(e.args):
             t, da = self.expr(a, f"{path}.args[{i}]", d)
+            self.wide(t, f"{path}.args[{i}]", f"call {e.fn}")
             tys.append(t)
             deps += da
         t = tys[0]

@@ -36,7 +36,7 @@ Rules (phase by phase, each over the previous phase's output)
 
 Stages on the device (one u32 word per byte unless stated)
 ---------------------------------------------------------
- 1 splice_flags     src (4 bytes per word) -> keep[i] in {0, 1}
+ 1 splice_flags     src (a u8 buffer: the input's bytes as they are) -> keep[i] in {0, 1}
  2 scan(add)        keep -> exclusive offsets, total m1            (passes per level)
  3 splice_scatter   spliced[pos[i]] = src byte i where kept
  4 lex_delta        delta[i] = byte i's DFA transition function, 8 states x 4 bits
@@ -44,7 +44,7 @@ Stages on the device (one u32 word per byte unless stated)
  6 strip_flags      keep[i], info[i] = byte | class << 8 | literal_start << 16
  7 scan(add)        keep -> offsets, total m2
  8 strip_scatter    stripped[pos[i]] = info[i] where kept
- 9 finalize         token starts; pack text, classes, starts 4 bytes per word
+ 9 finalize         token starts; text, classes, starts as u8 buffers (a byte each)
 A scan of n words takes one block-scan pass per level (blocks of workgroup_size * items)
 and one add-down pass per level below the top: 3 passes up to 1M bytes, 5 up to 1G.
 """
@@ -72,10 +72,6 @@ from .cpp_python import FrontendResult, cpp_frontend_python
 from .cpp_scan import level_lengths, scan_passes, sums_name
 
 __all__ = ["CppFrontend", "FrontendResult", "RunStats", "cpp_frontend_python"]
-
-
-def _words(n: int) -> int:
-    return -(-n // 4)
 
 
 @dataclass(frozen=True)
@@ -165,13 +161,14 @@ class CppFrontend:
                    p, groups),
             _Stage(K.finalize_program(wg),
                    {"stripped": "spliced", "m2": "m2", "text": "text", "classes": "classes",
-                    "bounds": "bounds"}, {"words": _words(n)}, -(-_words(n) // wg)),
+                    "bounds": "bounds"}, p, groups),
         ]
 
     def buffer_sizes(self, n: int) -> dict[str, int]:
-        """Element (u32) count of every logical buffer for an input of n bytes."""
-        sizes = {"src": _words(n), "text": _words(n), "classes": _words(n),
-                 "bounds": _words(n), "keep": n, "spliced": n, "delta": n, "info": n,
+        """Element count of every logical buffer for an input of n bytes (u8 elements for
+        `BYTE_BUFFERS`, u32 for the rest)."""
+        sizes = {"src": n, "text": n, "classes": n,
+                 "bounds": n, "keep": n, "spliced": n, "delta": n, "info": n,
                  "m1": 1, "m2": 1, "scratch": 1}
         for level, length in enumerate(level_lengths(n, self.wg * self.items)[1:], 1):
             sizes[sums_name(level)] = length
@@ -196,7 +193,7 @@ class CppFrontend:
         self._free_buffers()
         for name, count in self.buffer_sizes(self.capacity).items():
             self._buffers[name] = self.backend.allocate_device_buffer(
-                count * 4, label=f"cpp_{name}"
+                count * _element_bytes(name), label=f"cpp_{name}"
             )
         self._allocated_for = self.capacity
 
@@ -253,11 +250,10 @@ class CppFrontend:
             self.stats = RunStats(mode="empty")
             return FrontendResult(b"", b"", b"")
         self._ensure_capacity(n)
-        words = _words(n)
-        self.backend.write(self._buffers["src"], _pack(data))
+        self.backend.write(self._buffers["src"], np.frombuffer(data, np.uint8))
         rec = self._record(n)
         reads = [ReadRange(self._buffers["m2"], 0, 4, np.uint32)] + [
-            ReadRange(self._buffers[name], 0, words * 4, np.uint8)
+            ReadRange(self._buffers[name], 0, n, np.uint8)
             for name in ("text", "classes", "bounds")
         ]
         if isinstance(rec, Pipeline):
@@ -284,23 +280,26 @@ class CppFrontend:
         if n == 0:
             self.stats = RunStats(mode="empty")
             return FrontendResult(b"", b"", b"")
-        arrays = {k: np.zeros(v, dtype=np.uint32) for k, v in self.buffer_sizes(n).items()}
-        arrays["src"] = _pack(data)
+        arrays = {k: np.zeros(v, dtype=np.uint8 if k in BYTE_BUFFERS else np.uint32)
+                  for k, v in self.buffer_sizes(n).items()}
+        arrays["src"] = np.frombuffer(data, np.uint8)
         stages = self.stages(n)
         for s in stages:
             given = {d.name: arrays[s.binds[d.name]] for d in s.program.buffers}
             res = self.backend.dispatch(s.program, given, self._config(s))
             for d in s.program.outputs:
-                arrays[s.binds[d.name]] = np.asarray(res[d.name], dtype=np.uint32)
+                arrays[s.binds[d.name]] = np.asarray(res[d.name], dtype=d.ty.numpy)
         self.stats = RunStats(mode="host", dispatches=len(stages), uploads=len(stages),
                               readbacks=len(stages))
-        as_bytes = {k: arrays[k].view(np.uint8) for k in ("text", "classes", "bounds")}
-        return _unpack(arrays["m2"], as_bytes["text"], as_bytes["classes"], as_bytes["bounds"])
+        return _unpack(arrays["m2"], arrays["text"], arrays["classes"], arrays["bounds"])
 
 
-def _pack(data: bytes) -> np.ndarray:
-    pad = (-len(data)) % 4
-    return np.frombuffer(data + b"\0" * pad, dtype="<u4").astype(np.uint32)
+BYTE_BUFFERS = frozenset({"src", "text", "classes", "bounds"})
+"""The front end's u8 buffers: its input and its three outputs, a byte per element."""
+
+
+def _element_bytes(name: str) -> int:
+    return 1 if name in BYTE_BUFFERS else 4
 
 
 def _unpack(m2: np.ndarray, text: np.ndarray, classes: np.ndarray,

@@ -1,8 +1,9 @@
 """The element-wise stage kernels of the C front end (scans live in cpp_scan).
 
 Every kernel works on one u32 word per byte except `splice_flags` / `splice_scatter`, which
-read the source packed four bytes per little-endian u32 word, and `finalize`, which packs
-its three outputs the same way. Sizes that are only known on the device (the spliced
+read the source as a u8 buffer of its bytes, and `finalize`, which writes its three outputs
+as u8 buffers (one invocation per byte: each stores its own byte, next to its
+neighbours', docs/IR.md "Narrow integers"). Sizes that are only known on the device (the spliced
 length m1, the stripped length m2) are read from 1-word buffers, so no stage needs a host
 round trip. The rules are cpp_rules'; this module only builds Programs and must never
 allocate, dispatch or decide the order of stages.
@@ -44,16 +45,11 @@ from .cpp_rules import (
 )
 
 U32 = ScalarType.U32
+U8 = ScalarType.U8
 
 
 def _u(k: ProgramBuilder, x: int) -> Value:
     return k.lit(x, U32)
-
-
-def _packed_byte(k: ProgramBuilder, words: BufferRef, i: Value) -> Value:
-    """Byte i of a buffer holding four bytes per u32 word (little-endian)."""
-    w = words[i >> 2]
-    return (w >> ((i & _u(k, 3)) * 8)) & _u(k, 0xFF)
 
 
 def _in(k: ProgramBuilder, b: Value, *values: int) -> Value:
@@ -71,19 +67,17 @@ def _between(k: ProgramBuilder, b: Value, lo: int, hi: int) -> Value:
 def splice_flags_program(workgroup_size: int) -> Program:
     """keep[i] = 0 where source byte i belongs to a backslash-(CR)LF splice, else 1."""
     k = ProgramBuilder("cpp_splice_flags", workgroup_size=workgroup_size)
-    src = k.buffer("src", U32, "read")
+    src = k.buffer("src", U8, "read")
     keep = k.buffer("keep", U32, "write")
     n = k.param("n", U32)
     i = k.let(k.global_linear_id(), name="i")
     with k.if_(i < n):
         zero = _u(k, 0)
-        c = k.let(_packed_byte(k, src, i), name="c")
-        p1 = k.let(select(i >= 1, _packed_byte(k, src, select(i >= 1, i - 1, zero)), zero),
-                   name="p1")
-        p2 = k.let(select(i >= 2, _packed_byte(k, src, select(i >= 2, i - 2, zero)), zero),
-                   name="p2")
-        n1 = k.let(select(i + 1 < n, _packed_byte(k, src, i + 1), zero), name="n1")
-        n2 = k.let(select(i + 2 < n, _packed_byte(k, src, i + 2), zero), name="n2")
+        c = k.let(src[i], name="c")
+        p1 = k.let(select(i >= 1, src[select(i >= 1, i - 1, zero)], zero), name="p1")
+        p2 = k.let(select(i >= 2, src[select(i >= 2, i - 2, zero)], zero), name="p2")
+        n1 = k.let(select(i + 1 < n, src[i + 1], zero), name="n1")
+        n2 = k.let(select(i + 2 < n, src[i + 2], zero), name="n2")
         bs, cr, lf = _u(k, BACKSLASH), _u(k, CR), _u(k, LF)
         gone = (
             ((c == bs) & (n1 == lf))
@@ -106,14 +100,14 @@ def _kept(k: ProgramBuilder, pos: BufferRef, total: BufferRef, i: Value, n: Valu
 def splice_scatter_program(workgroup_size: int) -> Program:
     """spliced[pos[i]] = source byte i for every kept byte (one u32 per byte)."""
     k = ProgramBuilder("cpp_splice_scatter", workgroup_size=workgroup_size)
-    src = k.buffer("src", U32, "read")
+    src = k.buffer("src", U8, "read")
     pos = k.buffer("pos", U32, "read")
     m1 = k.buffer("m1", U32, "read")
     out = k.buffer("spliced", U32, "write")
     n = k.param("n", U32)
     i = k.let(k.global_linear_id(), name="i")
     with k.if_(i < n), k.if_(_kept(k, pos, m1, i, n)):
-        out[pos[i]] = _packed_byte(k, src, i)
+        out[pos[i]] = src[i]
     return k.build()
 
 
@@ -232,39 +226,30 @@ def strip_scatter_program(workgroup_size: int) -> Program:
 
 @cache
 def finalize_program(workgroup_size: int) -> Program:
-    """Pack text, class and token-start bytes four per word, for words < ceil(n / 4)."""
+    """Text, class and token-start byte of output byte idx < m2, each into a u8 buffer
+    (bytes past m2 are left as they are: the readback stops at m2)."""
     k = ProgramBuilder("cpp_finalize", workgroup_size=workgroup_size)
     info = k.buffer("stripped", U32, "read")
     m2b = k.buffer("m2", U32, "read")
-    text = k.buffer("text", U32, "write")
-    classes = k.buffer("classes", U32, "write")
-    bounds = k.buffer("bounds", U32, "write")
-    words = k.param("words", U32)
-    j = k.let(k.global_linear_id(), name="j")
-    with k.if_(j < words):
-        m2 = k.let(m2b[0], name="m2v")
+    text = k.buffer("text", U8, "write")
+    classes = k.buffer("classes", U8, "write")
+    bounds = k.buffer("bounds", U8, "write")
+    n = k.param("n", U32)
+    idx = k.let(k.global_linear_id(), name="idx")
+    with k.if_(idx < n), k.if_(idx < m2b[0]):
         zero = _u(k, 0)
-        tw = k.let(zero, name="tw")
-        cw = k.let(zero, name="cw")
-        bw = k.let(zero, name="bw")
-        for q in range(4):
-            idx = k.let(j * 4 + q, name=f"idx{q}")
-            with k.if_(idx < m2):
-                x = k.let(info[idx], name=f"x{q}")
-                prev = select(idx >= 1, info[select(idx >= 1, idx - 1, zero)], zero)
-                cls = k.let((x >> 8) & _u(k, 15), name=f"cls{q}")
-                pcls = (prev >> 8) & _u(k, 15)
-                word_prev = (pcls == _u(k, CLASS_IDENT)) | (pcls == _u(k, CLASS_DIGIT))
-                in_word = (cls == _u(k, CLASS_IDENT)) | (cls == _u(k, CLASS_DIGIT))
-                start = (
-                    _in(k, cls, CLASS_PUNCT, CLASS_OTHER)
-                    | ((cls == _u(k, CLASS_LITERAL)) & (((x >> 16) & _u(k, 1)) == _u(k, 1)))
-                    | (in_word & ~word_prev)
-                )
-                tw.set(tw | ((x & _u(k, 0xFF)) << (8 * q)))
-                cw.set(cw | (cls << (8 * q)))
-                bw.set(bw | (select(start, _u(k, 1), zero) << (8 * q)))
-        text[j] = tw
-        classes[j] = cw
-        bounds[j] = bw
+        x = k.let(info[idx], name="x")
+        prev = select(idx >= 1, info[select(idx >= 1, idx - 1, zero)], zero)
+        cls = k.let((x >> 8) & _u(k, 15), name="cls")
+        pcls = (prev >> 8) & _u(k, 15)
+        word_prev = (pcls == _u(k, CLASS_IDENT)) | (pcls == _u(k, CLASS_DIGIT))
+        in_word = (cls == _u(k, CLASS_IDENT)) | (cls == _u(k, CLASS_DIGIT))
+        start = (
+            _in(k, cls, CLASS_PUNCT, CLASS_OTHER)
+            | ((cls == _u(k, CLASS_LITERAL)) & (((x >> 16) & _u(k, 1)) == _u(k, 1)))
+            | (in_word & ~word_prev)
+        )
+        text[idx] = x  # (its low byte: a u8 store keeps the low 8 bits)
+        classes[idx] = cls
+        bounds[idx] = select(start, _u(k, 1), zero)
     return k.build()

@@ -51,6 +51,8 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.ir import nodes as IR
+from vyre.ir.types import NARROW_INTS
 from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
@@ -125,7 +127,7 @@ def _cast_case(src: ScalarType, to_f64: bool = False) -> Case:
     """Casts from `src` to every other type (without f64, so a backend without it runs
     them), or (`to_f64`) to f64 only."""
     dsts = [ST.F64] if to_f64 else [
-        t for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)
+        t for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64, *NARROW_INTS)
         if t is not ST.F64 or src is ST.F64]
     k = ProgramBuilder(f"cast_{src}_to_f64" if to_f64 else f"cast_from_{src}",
                        workgroup_size=128)
@@ -157,6 +159,43 @@ def _cast_case(src: ScalarType, to_f64: bool = False) -> Case:
     return Case(prog.name, prog, inputs, DispatchConfig(grid=N // 128))
 
 
+
+
+def _narrow_case(src: ScalarType) -> Case:
+    """An 8/16-bit source (docs/IR.md "Narrow integers"), in the IR itself (the builder
+    promotes every load): Cast of the loaded element to every type (f64 aside, as in
+    _cast_case) and to bool, Bitcast to the other signedness, and a store of the element
+    as it is, all from elements of a buffer whose length is not a whole number of words."""
+    other = {ST.U8: ST.I8, ST.I8: ST.U8, ST.U16: ST.I16, ST.I16: ST.U16}[src]
+    dsts = [t for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.I64, ST.U64, *NARROW_INTS)
+            if t is not src]
+    u32 = ST.U32
+    i = IR.Builtin(name="global_id", axis=0)
+    x = IR.Load(buffer="a", index=i, ty=src)
+    body = [IR.Store(buffer=f"o_{d}", index=i, value=IR.Cast(a=x, ty=d)) for d in dsts]
+    body += [
+        IR.Store(buffer="o_bool", index=i,
+                 value=IR.Cast(a=IR.Cast(a=x, ty=ST.BOOL), ty=u32)),
+        IR.Store(buffer="o_bits", index=i, value=IR.Bitcast(a=x, ty=other)),
+        IR.Store(buffer="o_same", index=i, value=x),
+    ]
+    buffers = [IR.BufferDecl(name="a", ty=src)]
+    buffers += [IR.BufferDecl(name=f"o_{d}", ty=d, access="write") for d in dsts]
+    buffers += [IR.BufferDecl(name="o_bool", ty=u32, access="write"),
+                IR.BufferDecl(name="o_bits", ty=other, access="write"),
+                IR.BufferDecl(name="o_same", ty=src, access="write")]
+    n = N - 3
+    prog = IR.Program(name=f"narrow_from_{src}", workgroup_size=(128, 1, 1),
+                      buffers=tuple(buffers), body=tuple(body))
+
+    def inputs(rng: np.random.Generator) -> dict[str, Any]:
+        d: dict[str, Any] = {"a": random_array(rng, src, n), "o_bool": n, "o_bits": n,
+                             "o_same": n}
+        for dt in dsts:
+            d[f"o_{dt}"] = n
+        return d
+
+    return Case(prog.name, prog, inputs, DispatchConfig(grid=N // 128))
 
 
 def _control_case() -> Case:
@@ -290,6 +329,7 @@ def cases() -> list[Case]:
         *_float_cases(),
         *(_cast_case(t) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64)),
         *(_cast_case(t, to_f64=True) for t in (ST.I32, ST.U32, ST.F32, ST.F16, ST.I64, ST.U64)),
+        *(_narrow_case(t) for t in NARROW_INTS),
         _control_case(), _builtins_case(), _vector_case(0), _vector_case(3),
     ]
 

@@ -79,7 +79,7 @@ from vyre.errors import DispatchError, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.serialize import from_json, to_json
-from vyre.ir.types import ScalarType
+from vyre.ir.types import NARROW_INTS, ScalarType
 from vyre.subgroups import mapping_promised
 
 from .replay import save_on_request
@@ -767,7 +767,11 @@ class _Gen:
             kinds += ["binary", "unary", "call", "call", "bitcast_in", "quotient"]
             if terminal:
                 kinds += ["inexact"]
+        if ty is not BOOL:
+            kinds += ["narrow"]
         k = self.pick(kinds)
+        if k == "narrow":  # an 8/16-bit element, cast (docs/IR.md "Narrow integers")
+            return N.Cast(a=self.load_input(self.pick(NARROW_INTS), d), ty=ty)
         if k == "quotient":
             return self.quotient(ty, d)
         if k == "wide":
@@ -950,7 +954,7 @@ class _Gen:
             return self.long_loop(allow_return)
         if self.o.atomics:
             kinds += ["atomic", "atomic_own"]
-        kinds += ["rw", "guarded"]
+        kinds += ["rw", "guarded", "narrow_store"]
         # A long loop's one-statement body never ends the loop early (it would be short).
         if self.loop_depth:
             kinds += ["continue"] if self.in_long_loop else ["break", "continue"]
@@ -964,6 +968,12 @@ class _Gen:
             oob = self.chance(0.1)
             return [N.Store(buffer=buf.decl.name, index=self.slot_index(buf, oob),
                             value=self.expr(ty, depth, terminal=True))]
+        if k == "narrow_store":  # a cast to 8/16 bits stored next to other invocations'
+            nt = self.pick(NARROW_INTS)
+            nbuf = self.out_buf(nt)
+            src = self.pick([*self.types, BOOL])
+            return [N.Store(buffer=nbuf.decl.name, index=self.slot_index(nbuf, self.chance(0.1)),
+                            value=N.Cast(a=self.expr(src, depth), ty=nt))]
         if k == "let":
             ty = self.pick([*self.types, BOOL])
             name = self.fresh("v")

@@ -68,6 +68,13 @@ CTYPE: dict[ScalarType, str] = {
     ST.F64: "double",
     ST.I64: "long long",
     ST.U64: "unsigned long long",
+    # the 8/16-bit storage types: C's own, so a store writes its byte(s) only (no race
+    # with the neighbours another thread writes); conversions between C integer types
+    # wrap modulo 2^n (two's complement for the signed ones, as NVRTC defines it)
+    ST.U8: "unsigned char",
+    ST.I8: "signed char",
+    ST.U16: "unsigned short",
+    ST.I16: "short",
 }
 VEC_TYPES = frozenset({ST.I32, ST.U32, ST.F32, ST.F16, ST.F64, ST.I64, ST.U64})
 _INT32 = frozenset({ST.I32, ST.U32})
@@ -235,6 +242,8 @@ def _float_literal(value: float, ty: ScalarType) -> str:
 
 
 def _int_literal(value: int, ty: ScalarType) -> str:
+    if ty.is_narrow:
+        return f"(({CTYPE[ty]}){value})"
     if ty is ST.I32:
         return "(-2147483647 - 1)" if value == -(2**31) else (f"({value})" if value < 0 else str(value))
     if ty is ST.U32:

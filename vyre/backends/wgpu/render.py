@@ -26,14 +26,14 @@ from typing import Any
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir import ops
-from vyre.ir.analysis import atomic_buffers, has_any, types_used, uses_subgroups
+from vyre.ir.analysis import atomic_buffers, has_any, types_used, uses_subgroups, walk_stmts
 from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
 from vyre.subgroups import identity as sg_identity
 
-from . import loopcount
+from . import loopcount, packed
 from .barriers import needs_storage_barrier
 from .fences import (
     OPAQUE,
@@ -66,8 +66,11 @@ STRAIGHT_TRAITS = Traits(f16_arith=True, guarded_expr=True, in_place=True)
 _WGSL_TYPE = {
     T.BOOL: "bool", T.I32: "i32", T.U32: "u32", T.F32: "f32",
     T.F16: "f16", T.F64: "f64", T.I64: "i64", T.U64: "u64",
+    # a narrow value lives in the 32-bit integer of its signedness (packed.py)
+    T.U8: "u32", T.U16: "u32", T.I8: "i32", T.I16: "i32",
 }
-_SUFFIX = {T.I32: "i", T.U32: "u", T.F32: "f", T.F16: "h", T.F64: "lf", T.I64: "li", T.U64: "lu"}
+_SUFFIX = {T.I32: "i", T.U32: "u", T.F32: "f", T.F16: "h", T.F64: "lf", T.I64: "li", T.U64: "lu",
+           T.U8: "u", T.U16: "u", T.I8: "i", T.I16: "i"}
 _BUILTIN_VAR = {
     "global_id": "vy_gid", "local_id": "vy_lid", "workgroup_id": "vy_wid",
     "num_workgroups": "vy_nwg",
@@ -75,7 +78,7 @@ _BUILTIN_VAR = {
 _AXES = "xyz"
 # Array accesses the printer makes itself, audited for modules without naga's bounds checks
 # (WgslModule.unproven_access): each is in range by construction, as its comment says
-# (_raw_ref, _atomic_fn, _lane_fn, _vec_run, vy_inv_pio4, vy_status), except the eager
+# (_raw_ref, _atomic_fn, _lane_fn, _vec_run, packed.py, vy_inv_pio4, vy_status), except the eager
 # select of a guarded load (_guarded_load), which marks its module unproven. Uniforms are
 # struct fields; subgroup shuffles index no array.
 _SIMPLE_BIN = {
@@ -150,6 +153,8 @@ class _Ctx:
     invariant: dict[int, tuple[N.ExprNode, int]] = field(default_factory=dict)  # _invariant's
     # the first access printed that is not in range by construction (WgslModule's field)
     unproven: str | None = None
+    # the 8/16-bit buffers and workgroup arrays stored into: arrays of atomic<u32> words
+    packed_stored: frozenset[str] = frozenset()
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -1120,6 +1125,8 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Bitcast):
         if e.a.ty == e.ty:
             return sub[0]
+        if e.ty.is_narrow:  # u8 <-> i8, u16 <-> i16: the same bits, wrapped (a cast)
+            return _cast(ctx, e.a.ty, e.ty, sub[0])
         return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
     if isinstance(e, N.Native):
         return _native(ctx, e, sub)
@@ -1454,6 +1461,11 @@ def _fma_minimal(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
 def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
     if src == dst:
         return a
+    if dst.is_narrow and src is not T.BOOL and not src.is_float:
+        # int -> narrow: the low bits (through u32, which keeps them), wrapped to the type
+        return packed.narrowed(dst, _cast(ctx, src.promoted, T.U32, a))
+    if src.is_narrow:  # held in its 32-bit integer, in range: that is its value
+        return _cast(ctx, src.promoted, dst, a)
     d = wgsl_type(dst)
     if dst is T.BOOL:
         if src.is_float:  # NaN -> true; flush mode: a subnormal is 0
@@ -1531,6 +1543,11 @@ def _raw_load(ctx: _Ctx, e: N.Load, index: str) -> str:
     if e.buffer in _vec_arrays(ctx):
         _raw_ref(ctx, e, index)  # (refuses an unlowered access)
         return f"{_lane_fn(ctx, e.buffer, False)}({index})"
+    if e.ty.is_narrow:  # packed words (packed.py)
+        _raw_ref(ctx, e, index)
+        var = _storage_ref(ctx, e.buffer)[0]
+        name, code = packed.load_fn(var, e.ty, e.buffer in ctx.packed_stored)
+        return f"{_helper(ctx, name, code)}({index})"
     ref = _raw_ref(ctx, e, index)
     if e.buffer not in ctx.atomic:
         return ref
@@ -1542,6 +1559,10 @@ def _raw_store(ctx: _Ctx, s: N.Store, index: str, value: str) -> str:
     if s.buffer in _vec_arrays(ctx):
         _raw_ref(ctx, s, index)
         return f"{_lane_fn(ctx, s.buffer, True)}({index}, {value});"
+    if s.value.ty.is_narrow:  # into packed atomic words, the neighbours kept (packed.py)
+        _raw_ref(ctx, s, index)
+        name, code = packed.store_fn(_storage_ref(ctx, s.buffer)[0], s.value.ty)
+        return f"{_helper(ctx, name, code)}({index}, {value});"
     ref = _raw_ref(ctx, s, index)
     if s.buffer in ctx.wg_f32_atomic:
         return f"atomicStore(&{ref}, bitcast<u32>({value}));"
@@ -1974,6 +1995,8 @@ def generate(
         vec=plan_vectors(program) if vectors and program.workgroup_arrays else None,
         count_loops=loop_limited,
         hoisted={},
+        packed_stored=frozenset(s.buffer for s in walk_stmts(program.body)
+                                if isinstance(s, N.Store) and s.value.ty.is_narrow),
     )
     if ctx.vec is not None and not ctx.vec.runs:
         ctx.vec = None
@@ -1992,8 +2015,8 @@ def generate(
     for i, b in enumerate(program.buffers):
         acc = "read_write" if (b.writable or i in read_write_slots) else "read"
         access.append(acc)
-        t = wgsl_type(b.ty)
-        elem = f"atomic<{t}>" if b.name in atomic else t
+        t = "u32" if b.ty.is_narrow else wgsl_type(b.ty)  # (narrow: packed words)
+        elem = f"atomic<{t}>" if b.name in atomic or b.name in ctx.packed_stored else t
         decls.append(
             f"@group(0) @binding({i + 1}) var<storage, {acc}> b_{mangle(b.name)}: array<{elem}>;"
             f"  // {b.name!r}, {b.access}"
@@ -2006,6 +2029,9 @@ def generate(
             elem = "atomic<u32>"
         if a.name in _vec_arrays(ctx):  # elements i..i+3 (i a multiple of 4) as one vec4
             elem, count = f"vec4<{t}>", a.count // LANES
+        if a.ty.is_narrow:  # packed u32 words (packed.py)
+            elem = "atomic<u32>" if a.name in ctx.packed_stored else "u32"
+            count = packed.words(a.ty, a.count)
         decls.append(f"var<workgroup> w_{mangle(a.name)}: array<{elem}, {count}>;  // {a.name!r}")
     code = "\n".join([*body, *ctx.helpers.values()])
     has_loop = "loop {" in code or "for (" in code

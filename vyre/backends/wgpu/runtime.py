@@ -45,7 +45,7 @@ from vyre.errors import (
 from vyre.interrupts import deferred_interrupts, interrupt_safe
 from vyre.ir.analysis import uses_subgroups
 from vyre.ir.nodes import Program
-from vyre.ir.types import ScalarType
+from vyre.ir.types import NARROW_INTS, ScalarType
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import render as wgsl
@@ -245,6 +245,7 @@ class WgpuBackend(BaseBackend):
         self._caps = self._make_capabilities()
         self._allowed_types = frozenset(
             {ScalarType.BOOL, ScalarType.I32, ScalarType.U32, ScalarType.F32}
+            | set(NARROW_INTS)  # (packed into u32 words: packed.py)
             | {t for f, t in FEATURE_TYPES.items() if f in self._info.vyre_features}
             | ({ScalarType.U64} if F.I64 in self._caps.features else set())
         )
