@@ -42,6 +42,7 @@ from .builder import (
     trunc,
 )
 from .config import DispatchConfig, DispatchOptions, IndirectGrid, Timing
+from .debug import set_debug_log_bytes
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -64,6 +65,7 @@ from .kernel import (
     Kernel,
     Output,
     TypeParam,
+    assert_,
     barrier,
     break_,
     continue_,
@@ -77,6 +79,7 @@ from .kernel import (
     local_id,
     local_index,
     num_workgroups,
+    print,
     range,
     return_,
     shared,
@@ -141,6 +144,7 @@ __all__ = [
     "UnsupportedFeature",
     "abs_",
     "asin",
+    "assert_",
     "atan2",
     "available_backends",
     "barrier",
@@ -183,11 +187,13 @@ __all__ = [
     "min_",
     "num_workgroups",
     "pow_",
+    "print",
     "programs",
     "range",
     "return_",
     "round_",
     "select",
+    "set_debug_log_bytes",
     "shared",
     "sin",
     "sqrt",

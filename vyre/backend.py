@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import debug
 from .binding import (
     BoundDispatch,
     BufferArg,
@@ -47,6 +48,7 @@ from .buffer import (
     host_bytes,
 )
 from .config import DispatchConfig, IndirectGrid, Timing
+from .debug.instrument import has_debug
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -601,6 +603,8 @@ class BaseBackend:
     ) -> BoundDispatch:
         """Validate a dispatch once (for callers that re-issue it many times)."""
         self._check_bindable(program, config)
+        if has_debug(program):
+            raise debug.not_bindable(program)
         return bind(self, program, inputs, outputs, config)
 
     def _check_bindable(self, program: Program, config: object) -> None:
@@ -661,6 +665,9 @@ class BaseBackend:
         if isinstance(program, BoundDispatch):
             bound = program
         else:
+            if isinstance(program, Program) and has_debug(program):  # (vyre.print/assert_)
+                return debug.launch(self, program, inputs, outputs,
+                                    config or _DEFAULT_CONFIG)[0]
             bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
             self._ready(bound)
@@ -683,6 +690,12 @@ class BaseBackend:
         key = self._launches.key(program, inputs, outputs, cfg, given)
         entry = self._launches.get(key) if key is not None else None
         if entry is None:  # first time: validate, bind, prepare, remember
+            if isinstance(program, Program) and has_debug(program):
+                # vyre.print / vyre.assert_: never remembered (each dispatch has its own
+                # log); synchronous, its log read back with its completion (vyre.debug)
+                pending, launch = debug.launch(self, program, inputs, outputs, cfg)
+                pending.wait()
+                return launch
             bound = self._bind_new(program, inputs, outputs, cfg, given, key)
             with self._lock:
                 self._ready(bound)

@@ -315,6 +315,28 @@ class Atomic(Node):
     result: str | None = None
 
 
+class Print(Node):
+    """Debug output (`vyre.print`): `fmt` with the values of `args` in its replacement
+    fields (`{}` or `{:spec}`, one per arg, in order), written to the dispatch's debug log
+    and printed by the host after the dispatch, ordered by invocation (docs/IR.md, "Print
+    and Assert"). No effect on the program's buffers."""
+
+    kind: Literal["print"] = "print"
+    fmt: str
+    args: tuple[Expr, ...] = ()
+
+
+class Assert(Node):
+    """`vyre.assert_`: where `cond` (bool) is false, a record (`fmt` with `args`, as Print)
+    goes to the dispatch's debug log and the dispatch raises DispatchError once it is
+    done; the invocation carries on (docs/IR.md, "Print and Assert")."""
+
+    kind: Literal["assert"] = "assert"
+    cond: Expr
+    fmt: str = ""
+    args: tuple[Expr, ...] = ()
+
+
 class RawStore(Store):
     """Internal (vyre.lower only, refused by the validator): a Store whose index the
     lowering has made sure is below the length (the target writes memory unchecked)."""
@@ -331,7 +353,7 @@ class RawAtomic(Atomic):
 
 Stmt = Annotated[
     Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
-    | RawStore | RawAtomic,
+    | Print | Assert | RawStore | RawAtomic,
     Field(discriminator="kind"),
 ]
 
@@ -814,7 +836,8 @@ def check_tree_size(program: Program) -> None:
 
 
 for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
-               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
+               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Print,
+               Assert, Program):
     _model.model_rebuild()
 
 for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
@@ -826,10 +849,13 @@ assert _field_names(Const) == ("kind", "ty", "value")
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
               Native, Subgroup, RawLoad, Guarded)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
-              RawStore, RawAtomic)
+              Print, Assert, RawStore, RawAtomic)
+# the debug statements (vyre.print / vyre.assert_): a backend never sees them, vyre.debug
+# rewrites them into stores to a log buffer before a dispatch binds the program
+DEBUG_STMTS = (Print, Assert)
 # the lowered core's own nodes (vyre.lower): never in a user Program
 CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
             | Bitcast | Native | Subgroup | RawLoad | Guarded)
 StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
-            | RawStore | RawAtomic)
+            | Print | Assert | RawStore | RawAtomic)

@@ -111,9 +111,9 @@ def scan_block_program(
         s.set(s + run[j])
     # a grid folded into y launches more workgroups than there are blocks: those have no
     # offset (and no element), so they must not read offsets[g] past its end
-    carry = zero if offsets is None else select(g < offsets.length(), offsets[g], zero)
+    start_value = zero if offsets is None else select(g < offsets.length(), offsets[g], zero)
     if subgroups:
-        acc = k.let(carry)
+        acc = k.let(start_value)
         acc.set(acc + subgroup_exclusive_total(k, s, t, ping, wg))
     else:
         assert pong is not None
@@ -129,7 +129,7 @@ def scan_block_program(
             k.barrier()
             cur, other = other, cur
             off *= 2
-        acc = k.let(carry)
+        acc = k.let(start_value)
         with k.if_(t > 0):
             acc.set(acc + cur[t - 1])
     for j in range(per):
