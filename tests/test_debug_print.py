@@ -187,26 +187,65 @@ def test_failed_assert_raises_naming_the_kernel_line_invocation_and_values(
     _assert_error(info.value)
 
 
-def test_failed_assert_keeps_the_dispatch_writes_on_device_buffers(
+def test_resident_dispatch_reports_at_the_next_sync_point_and_keeps_its_writes(
         backend: BaseBackend) -> None:
     xb = backend.allocate_device_buffer(X_NEG.nbytes)
     yb = backend.allocate_device_buffer(X_NEG.nbytes)
     try:
         backend.write(xb, X_NEG)
+        _checked_sqrt.launch(backend, 6, xb, yb)  # enqueued, returns at once: no wait
         with pytest.raises(DispatchError) as info:
-            _checked_sqrt.launch(backend, 6, xb, yb)
+            backend.read(yb, dtype=np.float32)  # the next completion reads the log too
         _assert_error(info.value)
         # every invocation ran to its end, the failing ones included
         np.testing.assert_array_equal(backend.read(yb, dtype=np.float32),
                                       np.sqrt(np.abs(X_NEG)))
-        ok = np.abs(X_NEG)
-        backend.write(xb, ok)
-        assert _checked_sqrt.launch(backend, 6, xb, yb) is not None  # passes: no error
+        _checked_sqrt.launch(backend, 6, xb, yb)
+        with pytest.raises(DispatchError) as info:
+            backend.synchronize()
+        _assert_error(info.value)
+        backend.write(xb, np.abs(X_NEG))
+        _checked_sqrt.launch(backend, 6, xb, yb)
+        backend.synchronize()  # holds: nothing to report
     finally:
         backend.free(xb)
         backend.free(yb)
-    assert not backend.live_buffers() or all(b.label != "vyre_debug_log"
-                                             for b in backend.live_buffers())
+    assert all(b.label != "vyre_debug_log" for b in backend.live_buffers())
+
+
+def test_host_dispatch_reads_the_log_with_its_outputs(backend: BaseBackend,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """No extra readback: the log comes back in the batch that reads the outputs."""
+    batches: list[int] = []
+    real = backend._read_batch
+
+    def counted(ranges: list[Any]) -> list[Any]:
+        batches.append(len(ranges))
+        return real(ranges)
+
+    monkeypatch.setattr(backend, "_read_batch", counted)
+    _values.launch(backend, 3, F32S, I32S, U32S.copy(), n=3)
+    assert batches == [2]  # y and the log, together
+    assert capsys.readouterr().out.splitlines() == _expected_values(3)
+
+
+def test_waiting_logs_are_bounded(backend: BaseBackend,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    xb = backend.allocate_device_buffer(X_NEG.nbytes)
+    yb = backend.allocate_device_buffer(X_NEG.nbytes)
+    try:
+        backend.write(xb, np.abs(X_NEG))
+        for _ in range(3 * vyre.debug.MAX_PENDING_LOGS):
+            _values.launch(backend, 2, xb, xb, yb, n=0)  # (n=0: no records)
+            logs = [b for b in backend.live_buffers() if b.label == "vyre_debug_log"]
+            assert len(logs) <= vyre.debug.MAX_PENDING_LOGS + 1
+        backend.synchronize()
+        assert all(b.label != "vyre_debug_log" for b in backend.live_buffers())
+    finally:
+        backend.free(xb)
+        backend.free(yb)
 
 
 def test_dispatch_async_reports_at_wait(backend: BaseBackend,

@@ -330,9 +330,10 @@ class Pipeline:
         otherwise (see ReadRange)."""
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise InvalidDispatch(f"repeat must be an int >= 1, got {repeat!r}")
-        if self._logs:
-            return self._run_logged(repeat, read)
-        return self._run(repeat, read)
+        res = self._run_logged(repeat, read) if self._logs else self._run(repeat, read)
+        if self.backend._debug_logs:  # resident debug dispatches before the run (vyre.debug)
+            self.backend._drain_debug_logs()
+        return res
 
     def _run_logged(self, repeat: int, read: Sequence[Any]) -> PipelineResult:
         """A run with vyre.print / vyre.assert_ steps: their logs are reset before the run

@@ -2,9 +2,12 @@
 statements runs its instrumented twin (vyre.debug.instrument) with a debug log buffer as
 one more output, and reads the log back with the dispatch's own completion:
 
-- `dispatch` / `dispatch_with_device_buffers`: the call waits for the dispatch (a debug
-  Program is synchronous: its output belongs to the call), reads the log (that read is
-  the wait), prints the records and raises DispatchError for a failed assert;
+- `dispatch_with_device_buffers`: enqueued like any resident dispatch (no wait); its log
+  waits on the backend (`_debug_logs`) and is read with the next completion that happens
+  anyway: the next read (batched with it: one transfer), `synchronize()`, a pipeline run or
+  `close()`; then the records are printed and a failed assert raises DispatchError there.
+  More than MAX_PENDING_LOGS waiting logs are read at once (each holds device memory);
+- `dispatch`: the same, its log read in the batch that reads its outputs back;
 - `dispatch_async`: returns at once; `Pending.wait()` reads, prints and raises;
 - a pipeline: each debug step gets its own log, reset before every `run` and read back with
   the run's own reads (one host sync, as before); the records are printed step by step
@@ -25,7 +28,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +37,7 @@ import numpy as np
 from vyre.binding import BufferArg, readable_twice
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
-from vyre.errors import InvalidDispatch
+from vyre.errors import DispatchError, InvalidDispatch
 from vyre.ir.nodes import Program
 
 from .instrument import HEADER_WORDS, Instrumented, has_debug, instrumented
@@ -41,9 +45,11 @@ from .log import ENV_LOG_BYTES, decode, report
 
 if TYPE_CHECKING:
     from vyre.backend import BaseBackend, Pending
-    from vyre.binding import Launch
+    from vyre.binding import BoundDispatch, Launch
 
 DEFAULT_LOG_BYTES = 1 << 20
+# debug dispatches whose logs may wait for a sync point; one more synchronizes first
+MAX_PENDING_LOGS = 16
 _override: int | None = None
 _override_lock = threading.Lock()
 
@@ -114,12 +120,20 @@ def not_bindable(program: Program) -> InvalidDispatch:
         "prints to bind it)")
 
 
-def launch(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
-           config: DispatchConfig) -> tuple[Pending, Launch]:
-    """Enqueue `program` (it has debug statements) with a fresh log; the Pending's wait()
-    reads the log, frees it, prints the records and raises a failed assert."""
-    from vyre.backend import Pending
+@dataclass(frozen=True)
+class PendingLog:
+    """The log of an enqueued debug dispatch, to read at the backend's next sync point."""
 
+    inst: Instrumented
+    kernel: str
+    log: BufferBase
+
+
+def _enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+             config: DispatchConfig, start: Callable[[BoundDispatch], Any]
+             ) -> tuple[PendingLog, BoundDispatch, Any]:
+    """Bind `program`'s instrumented twin with a fresh log and enqueue it with `start`
+    (under the backend's lock); the log is freed again if anything fails on the way."""
     backend._check_bindable(program, config)  # (validates the Program as written)
     inst = instrumented(program)
     outputs = readable_twice(outputs)
@@ -128,26 +142,61 @@ def launch(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: B
         bound = backend.bind(inst.program, inputs, with_log(outputs, inst.log, log), config)
         with backend._lock:
             backend._ready(bound)
-            inner = backend._launch(bound)
+            started = start(bound)
     except BaseException:
         if not backend.closed:
             backend.free(log)
         raise
+    return PendingLog(inst, program.name, log), bound, started
+
+
+def enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+            config: DispatchConfig) -> tuple[PendingLog, Launch]:
+    """Enqueue `program` (it has debug statements) as a resident dispatch does: no wait.
+    The caller keeps the PendingLog until the backend's next sync point (`finish`)."""
+    pending, bound, _ = _enqueue(backend, program, inputs, outputs, config,
+                                 lambda b: backend._launch_record(b.launch.record, b.buffers))
+    return pending, bound.launch
+
+
+def launch(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+           config: DispatchConfig) -> Pending:
+    """Enqueue `program` (it has debug statements) with a fresh log (dispatch_async); the
+    Pending's wait() reads the log, frees it, prints the records, raises a failed assert."""
+    from vyre.backend import Pending
+
+    pending, _, inner = _enqueue(backend, program, inputs, outputs, config, backend._launch)
     state: dict[str, Any] = {}
 
     def wait() -> Timing:
         if "timing" not in state:
             try:
                 state["timing"] = inner.wait()
-                words = backend.read(log, dtype=np.uint32)
+                words = backend.read(pending.log, dtype=np.uint32)
             finally:
                 if not backend.closed:
-                    backend.free(log)
-            report(decode(inst, words), program.name, log.byte_len)
+                    backend.free(pending.log)
+            report(decode(pending.inst, words), pending.kernel, pending.log.byte_len)
         return state["timing"]
 
-    return Pending(inner.is_ready, wait), bound.launch
+    return Pending(inner.is_ready, wait)
 
 
-__all__ = ["DEFAULT_LOG_BYTES", "debug_log_bytes", "has_debug", "instrumented", "launch",
-           "set_debug_log_bytes"]
+def finish(backend: BaseBackend, logs: list[PendingLog], words: list[np.ndarray]) -> None:
+    """The logs' contents were read back: free the logs, print every dispatch's records (in
+    dispatch order), then raise the first failed assertion."""
+    if not backend.closed:
+        for p in logs:
+            backend.free(p.log)
+    failure: BaseException | None = None
+    for p, w in zip(logs, words):
+        try:
+            report(decode(p.inst, w), p.kernel, p.log.byte_len)
+        except DispatchError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+__all__ = ["DEFAULT_LOG_BYTES", "PendingLog", "debug_log_bytes", "enqueue", "finish",
+           "has_debug", "instrumented", "launch", "set_debug_log_bytes"]
