@@ -187,7 +187,8 @@ __all__ = [
     "min_",
     "num_workgroups",
     "pow_",
-    "print",
+    # (not "print": `from vyre import *` would replace Python's print everywhere in the
+    # importing module; vyre.print is written with its module name, as vyre.range often is)
     "programs",
     "range",
     "return_",
