@@ -470,3 +470,14 @@ def test_instrumented_kernels_compile_with_nvrtc() -> None:
             compile_source(generate(debug_program(p)).source, "sm_90")
         except vyre.BackendUnavailable as exc:
             pytest.skip(f"NVRTC is not available here: {exc}")
+
+
+def test_the_log_buffer_past_the_buffer_limit_is_named(reference: BaseBackend,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    caps = reference.capabilities()
+    two = caps.model_copy(update={"limits": {**caps.limits, "max_buffers_per_program": 2}})
+    monkeypatch.setattr(reference, "capabilities", lambda: two)
+    with pytest.raises(InvalidDispatch, match=r"declares 2 buffers and its vyre\.print / "
+                                              r"vyre\.assert_ need one more.*at most 2"):
+        _checked_sqrt.launch(reference, 6, X_NEG, np.zeros(6, np.float32))
+    assert all(b.label != "vyre_debug_log" for b in reference.live_buffers())

@@ -97,7 +97,15 @@ def with_log(outputs: BufferArg, name: str, log: BufferBase) -> BufferArg:
 
 
 def new_log(backend: BaseBackend, inst: Instrumented) -> BufferBase:
-    """A log buffer for `inst` on `backend`, its header zeroed."""
+    """A log buffer for `inst` on `backend`, its header zeroed (InvalidDispatch if the
+    backend cannot bind one more buffer: said here, where the extra buffer is known)."""
+    most = backend.capabilities().limits.get("max_buffers_per_program")
+    if most is not None and len(inst.program.buffers) > most:
+        raise InvalidDispatch(
+            f"program {inst.program.name!r} declares {len(inst.program.buffers) - 1} buffers "
+            f"and its vyre.print / vyre.assert_ need one more (the debug log), but "
+            f"{backend.id} binds at most {most}: remove the prints, or pack two buffers into "
+            "one")
     log = backend.allocate_device_buffer(log_bytes_for(inst), label="vyre_debug_log")
     try:
         reset_log(backend, log)
