@@ -678,7 +678,7 @@ class BaseBackend:
         if isinstance(program, BoundDispatch):
             bound = program
         else:
-            if isinstance(program, Program) and has_debug(program):  # (vyre.print/assert_)
+            if isinstance(program, Program) and program.debug_statements:  # vyre.print
                 return debug.launch(self, program, inputs, outputs, config or _DEFAULT_CONFIG)
             bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
@@ -702,7 +702,7 @@ class BaseBackend:
         key = self._launches.key(program, inputs, outputs, cfg, given)
         entry = self._launches.get(key) if key is not None else None
         if entry is None:  # first time: validate, bind, prepare, remember
-            if isinstance(program, Program) and has_debug(program):
+            if isinstance(program, Program) and program.debug_statements:
                 # vyre.print / vyre.assert_: never remembered (each dispatch has its own
                 # log), the log read with the next completion (vyre.debug)
                 return self._launch_logged(program, inputs, outputs, cfg)

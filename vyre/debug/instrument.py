@@ -77,9 +77,8 @@ class Instrumented:
 
 
 def has_debug(program: N.Program) -> bool:
-    """Whether `program` has a Print or Assert (from its cached node classes: no walk)."""
-    classes = program.expr_facts.classes
-    return N.Print in classes or N.Assert in classes
+    """Whether `program` has a Print or Assert (cached on the Program)."""
+    return program.debug_statements
 
 
 def debug_program(program: N.Program) -> N.Program:

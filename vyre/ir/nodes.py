@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 MAX_WORKGROUP_INVOCATIONS = 1024
 MAX_WORKGROUP_DIM = (1024, 1024, 64)
 # cached_property names of Program: derived from the fields, dropped by model_copy.
-_DERIVED = ("canonical_json", "content_hash", "expr_facts", "required_features")
+_DERIVED = ("canonical_json", "content_hash", "debug_statements", "expr_facts",
+            "required_features")
 
 
 class Node(BaseModel):
@@ -464,6 +465,13 @@ class Program(Node):
         """The scalar types and subgroup use of the body, found in one walk (vyre.ir.analysis
         types_used / uses_subgroups read them from here)."""
         return _analysis().expr_facts(self)
+
+    @cached_property
+    def debug_statements(self) -> bool:
+        """Whether the body has a Print or Assert (vyre.print / vyre.assert_): a dispatch
+        then runs the Program's instrumented twin (vyre.debug). Cached: dispatch paths ask."""
+        classes = self.expr_facts.classes
+        return Print in classes or Assert in classes
 
     @cached_property
     def required_features(self) -> frozenset[str]:
