@@ -42,6 +42,7 @@ from .builder import (
     trunc,
 )
 from .config import DispatchConfig, DispatchOptions, IndirectGrid, Timing
+from .debug import set_debug_log_bytes
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -65,6 +66,7 @@ from .kernel import (
     Kernel,
     Output,
     TypeParam,
+    assert_,
     barrier,
     break_,
     continue_,
@@ -87,6 +89,9 @@ from .kernel import (
     while_,
     workgroup_id,
     workgroup_linear_id,
+)
+from .kernel import (
+    print as print,  # (vyre.print; not in __all__, see there)
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
@@ -146,6 +151,7 @@ __all__ = [
     "UnsupportedFeature",
     "abs_",
     "asin",
+    "assert_",
     "atan2",
     "available_backends",
     "barrier",
@@ -191,11 +197,14 @@ __all__ = [
     "min_",
     "num_workgroups",
     "pow_",
+    # (not "print": `from vyre import *` would replace Python's print everywhere in the
+    # importing module; vyre.print is written with its module name, as vyre.range often is)
     "programs",
     "range",
     "return_",
     "round_",
     "select",
+    "set_debug_log_bytes",
     "shared",
     "sin",
     "sqrt",

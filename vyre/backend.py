@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import debug
 from .binding import (
     BoundDispatch,
     BufferArg,
@@ -47,6 +48,7 @@ from .buffer import (
     host_bytes,
 )
 from .config import DispatchConfig, IndirectGrid, Timing
+from .debug.instrument import has_debug
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -200,6 +202,9 @@ class BaseBackend:
         # stamped by another instance is never current here)
         self._epoch = next_epoch()
         self._generation = 0  # bumped when the device context is lost (see _context_lost)
+        # logs of vyre.print / vyre.assert_ dispatches not read back yet (vyre.debug): read
+        # with the next read, synchronize(), pipeline run or close()
+        self._debug_logs: list[debug.PendingLog] = []
         self._lost_reason: str | None = None
 
     # ------------------------------------------------------------ to override
@@ -505,7 +510,15 @@ class BaseBackend:
             self._check_open()
             for span in spans:
                 check_usable(span[0])
+            logs = self._debug_logs
+            if logs:  # debug dispatches' logs come back with this read (vyre.debug)
+                self._debug_logs = []
+                spans = [*spans, *((p.log, 0, p.log.byte_len) for p in logs)]
             raw = self._read_batch(spans)
+        if logs:
+            n = len(raw) - len(logs)
+            debug.finish(self, logs, [host_array(r, np.dtype(np.uint32)) for r in raw[n:]])
+            raw = raw[:n]
         return [host_array(data, dt) for data, dt in zip(raw, dtypes)]
 
     def read_into(self, buffer: DeviceBuffer, out: np.ndarray, offset: int = 0) -> np.ndarray:
@@ -525,6 +538,8 @@ class BaseBackend:
             check_usable(span[0])
             if span[2]:
                 self._read_batch_into([span], [dst])
+        if self._debug_logs:
+            self._drain_debug_logs()
         return out
 
     def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
@@ -601,6 +616,8 @@ class BaseBackend:
     ) -> BoundDispatch:
         """Validate a dispatch once (for callers that re-issue it many times)."""
         self._check_bindable(program, config)
+        if has_debug(program):
+            raise debug.not_bindable(program)
         return bind(self, program, inputs, outputs, config)
 
     def _check_bindable(self, program: Program, config: object) -> None:
@@ -661,6 +678,8 @@ class BaseBackend:
         if isinstance(program, BoundDispatch):
             bound = program
         else:
+            if isinstance(program, Program) and program.debug_statements:  # vyre.print
+                return debug.launch(self, program, inputs, outputs, config or _DEFAULT_CONFIG)
             bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
             self._ready(bound)
@@ -683,6 +702,10 @@ class BaseBackend:
         key = self._launches.key(program, inputs, outputs, cfg, given)
         entry = self._launches.get(key) if key is not None else None
         if entry is None:  # first time: validate, bind, prepare, remember
+            if isinstance(program, Program) and program.debug_statements:
+                # vyre.print / vyre.assert_: never remembered (each dispatch has its own
+                # log), the log read with the next completion (vyre.debug)
+                return self._launch_logged(program, inputs, outputs, cfg)
             bound = self._bind_new(program, inputs, outputs, cfg, given, key)
             with self._lock:
                 self._ready(bound)
@@ -696,6 +719,22 @@ class BaseBackend:
             self._launch_record(launch.record,
                                 given if entry.in_order else tuple(given[j] for j in entry.order))
         return launch
+
+    def _launch_logged(self, program: Program, inputs: BufferArg, outputs: BufferArg,
+                       cfg: DispatchConfig) -> Launch:
+        """Enqueue a dispatch of a vyre.print / vyre.assert_ program; its log waits for the
+        next sync point (see vyre.debug), or is read now past debug.MAX_PENDING_LOGS."""
+        pending, launch = debug.enqueue(self, program, inputs, outputs, cfg)
+        with self._lock:
+            self._debug_logs.append(pending)
+            full = len(self._debug_logs) > debug.MAX_PENDING_LOGS
+        if full:
+            self._drain_debug_logs()
+        return launch
+
+    def _drain_debug_logs(self) -> None:
+        """Read the waiting debug logs (a sync point), print them, raise a failed assert."""
+        self._read_checked([], [])  # (reads the waiting logs with the empty batch)
 
     def dispatch_with_device_buffers(
         self,
@@ -788,12 +827,13 @@ class BaseBackend:
                     {d.name: bufs[d.name] for d in program.outputs},
                     config,
                 )
+                # (a vyre.print / assert_ program's log comes back in this batch)
+                outs = self.read_many(
+                    [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
+                )
             except DispatchError as exc:
                 _save_replay_on_request(self, program, data, config, exc)
                 raise
-            outs = self.read_many(
-                [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-            )
             return {d.name: o for d, o in zip(program.outputs, outs)}
         finally:
             for b in bufs.values():
@@ -891,6 +931,8 @@ class BaseBackend:
         with self._lock:  # (one check, under the lock: dispatch.roundtrip pays for each)
             self._check_open()
             self._synchronize()
+        if self._debug_logs:
+            self._drain_debug_logs()
 
     def release_cached_memory(self) -> int:
         """Give the driver back the device memory kept from freed buffers for reuse (the
@@ -900,7 +942,20 @@ class BaseBackend:
         return 0
 
     def close(self) -> None:
-        """Free every buffer and release the device. Closing twice is harmless."""
+        """Free every buffer and release the device. Closing twice is harmless. Debug
+        dispatches' logs still waiting are printed first (a failed assert raises after
+        the close)."""
+        failure: BaseException | None = None
+        if self._debug_logs and not self._closed:
+            try:
+                self._drain_debug_logs()
+            except BackendError as exc:
+                failure = exc
+        self._close_instance()
+        if failure is not None:
+            raise failure
+
+    def _close_instance(self) -> None:
         with self._lock:
             if self._closed:
                 return

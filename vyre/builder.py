@@ -122,6 +122,21 @@ def _literal_type(x: Any) -> ScalarType:
     raise BuildError(f"{x!r} ({type(x).__name__}) cannot be used in a kernel")
 
 
+def _user_line() -> str:
+    """The stripped source line of the user code building a node ("" if unknown)."""
+    f = _user_frame()
+    return "" if f is None else linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+
+
+def _no_host_print(what: str) -> BuildError:
+    return BuildError(
+        f"{what} cannot be printed or formatted by Python: the kernel is only being built, "
+        "so this would show a placeholder, not a value. Print on the device with "
+        "vyre.print(\"x = {}\", x) (k.print(...) with the builder): each invocation's "
+        "output is printed after the dispatch, in invocation order; repr(v) shows what the "
+        "placeholder is", user_site())
+
+
 def _const(x: Any, ty: ScalarType) -> N.Const:
     try:
         return N.Const(ty=ty, value=normalise_literal(x, ty))
@@ -158,11 +173,26 @@ class Value:
     def __repr__(self) -> str:
         return f"<vyre Value {self.ty}: {self._expr.kind}>"
 
+    # print(v), str(v), f"{v}" would show this proxy once, while the kernel is built (not
+    # the values on the device): an error naming vyre.print. repr() stays for debuggers.
+    def __str__(self) -> str:
+        raise _no_host_print("a kernel value")
+
+    def __format__(self, spec: str) -> str:
+        raise _no_host_print("a kernel value")
+
     def __bool__(self) -> bool:
+        if _user_line().startswith("assert"):
+            raise BuildError(
+                "Python's assert on a kernel value would test it once, while the kernel is "
+                "built; check it on the device with vyre.assert_(cond, \"message {}\", value) "
+                "(k.assert_(...) with the builder): a failed one raises DispatchError naming "
+                "the invocation and the values", user_site())
         raise BuildError(
             "a kernel value has no Python truth value: use `with k.if_(cond):` / "
             "`with vyre.if_(cond):`, a while_ loop, or select(cond, a, b) instead of Python "
-            "if/while/and/or/not, and min_/max_ instead of min()/max(). If you combined "
+            "if/while/and/or/not, min_/max_ instead of min()/max(), and vyre.assert_(cond) "
+            "instead of assert. If you combined "
             "comparisons with & or |, parenthesise each one: `(i < n) & (j < n)` (Python "
             "binds & and | tighter than <, so `i < n & j < n` means the chained comparison "
             "`i < (n & j) < n`)",
@@ -446,6 +476,12 @@ class BufferRef:
 
     def __repr__(self) -> str:
         return f"<vyre buffer {self.name}: {self.ty} {self.access}>"
+
+    def __str__(self) -> str:
+        raise _no_host_print(f"buffer {self.name!r} (print its elements)")
+
+    def __format__(self, spec: str) -> str:
+        raise _no_host_print(f"buffer {self.name!r} (print its elements)")
 
     def __getitem__(self, index: Any) -> Value:
         if self.access == "write":
@@ -1025,6 +1061,41 @@ class ProgramBuilder:
     def barrier(self) -> None:
         """Workgroup barrier; must be reached by every invocation of the workgroup."""
         self._emit(N.Barrier())
+
+    def print(self, *items: Any, sep: str = " ") -> None:
+        """Debug output from the device: `k.print("i = {} x = {:.3f}", i, x)` (a format with
+        one {} per value) or `k.print("i =", i)` (like Python's print). Written to the
+        dispatch's log and printed after it, ordered by invocation (vyre.debug)."""
+        fmt, args = self._debug_format("print", items, sep)
+        self._emit(N.Print(fmt=fmt, args=args))
+
+    def assert_(self, cond: Any, *items: Any, sep: str = " ") -> None:
+        """Check `cond` (bool) on the device; where it is false the dispatch raises
+        DispatchError naming this line, the invocation and the message (`items` as for
+        print) once it is done. The invocation itself carries on."""
+        c = self._coerce(cond, None, "assert_ condition")
+        if c.ty is not BOOL:
+            raise BuildError(f"assert_ condition is {c.ty}, not bool; compare it (e.g. x != 0)")
+        fmt, args = self._debug_format("assert_", items, sep)
+        self._emit(N.Assert(cond=c, fmt=fmt, args=args))
+
+    def _debug_format(self, what: str, items: tuple[Any, ...], sep: str
+                      ) -> tuple[str, tuple[N.ExprNode, ...]]:
+        from .debug.fmt import check_format, print_format
+
+        if not isinstance(sep, str):
+            raise BuildError(f"{what}: sep must be a str, got {type(sep).__name__}")
+        try:
+            fmt, values = print_format(items, sep, lambda x: isinstance(x, Value) or
+                                       _is_number(x))
+        except TypeError as exc:
+            raise BuildError(f"{what}: {exc} cannot be printed from a kernel; give text (str), "
+                             "kernel values or Python numbers") from None
+        args = tuple(self._coerce(v, None, f"{what} value") for v in values)
+        problem = check_format(fmt, [a.ty for a in args])
+        if problem:
+            raise BuildError(f"{what}: {problem}")
+        return fmt, args
 
     def return_(self) -> None:
         """End this invocation."""

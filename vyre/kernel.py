@@ -262,6 +262,27 @@ def barrier() -> None:
     _builder("barrier").barrier()
 
 
+def print(*items: Any, sep: str = " ") -> None:
+    """Print from the device: `vyre.print("i = {} x = {}", i, x)` (a format, one `{}` or
+    `{:spec}` per value) or `vyre.print("x =", x)` (like Python's print). Each invocation
+    that reaches it writes a record to the dispatch's debug log; when the dispatch's
+    results come back (with host arrays: the call; resident buffers: the next read,
+    synchronize() or pipeline run) the host prints the records ordered by invocation
+    (global id z, y, x), then program order, the same on every backend. Floats print exactly (shortest round-trip text). Python's
+    own print() of a kernel value is an error: it would run once, at build time."""
+    _builder("print").print(*items, sep=sep)
+
+
+def assert_(cond: Any, *items: Any, sep: str = " ") -> None:
+    """Check `cond` on the device: where it is false, the dispatch raises DispatchError
+    (naming the kernel, this line, the invocation's global id, the message `items`
+    formatted as for vyre.print, and the operands of a comparison) once it has finished
+    (where vyre.print's records come out).
+    The failing invocation carries on (barriers stay uniform); the dispatch's writes are
+    kept."""
+    _builder("assert_").assert_(cond, *items, sep=sep)
+
+
 def if_(cond: Any) -> Any:
     """`with vyre.if_(cond):` runs its block where `cond` (a bool value) holds."""
     return _builder("if_").if_(cond)
@@ -847,8 +868,9 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 
 
 __all__ = [
-    "Buffer", "BufferSpec", "Dim", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
-    "global_index", "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
-    "num_workgroups", "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
+    "Buffer", "BufferSpec", "Dim", "InOut", "Kernel", "Output", "TypeParam", "assert_",
+    "barrier", "break_", "continue_", "else_", "global_id", "global_index", "global_linear_id",
+    "if_", "kernel", "let", "lit", "local_id", "local_index", "num_workgroups", "print",
+    "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
     "workgroup_id", "workgroup_linear_id",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 from .binding import BoundDispatch, BufferArg, bind, check_bound_owner, owned_buffer
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
+from .debug.instrument import has_debug
 from .errors import InvalidDispatch, InvalidProgram
 from .hostarrays import as_dtype
 from .ir.nodes import Program
@@ -182,20 +183,15 @@ class Pipeline:
         self._index_rounds = min(
             (2**31 if _index_type(s) == "i32" else 2**32
              for s in steps if getattr(s, "index_param", None) is not None), default=2**32)
-        bound: list[BoundDispatch] = []
-        for i, s in enumerate(steps):
-            if isinstance(s, BoundDispatch):
-                check_bound_owner(backend, s, f"pipeline step {i}")
-                bound.append(s)
-                continue
-            if not isinstance(s, Step):
-                raise InvalidDispatch(f"pipeline step {i} must be a vyre.Step, got {type(s)}")
-            cfg = s.config if s.index_param is None else _indexed(s.config, s.index_param, 0)
-            try:
-                bound.append(bind(backend, s.program, s.inputs, s.outputs, cfg))
-            except InvalidDispatch as exc:
-                raise InvalidDispatch(f"pipeline step {i} ({s.program.name}): {exc}") from None
-        self.steps: tuple[BoundDispatch, ...] = tuple(bound)
+        # vyre.print / vyre.assert_ steps: (step index, instrumented, log buffer), see run()
+        self._logs: list[tuple[int, Any, BufferBase]] = []
+        try:
+            self.steps: tuple[BoundDispatch, ...] = self._bind_steps(steps)
+        except BaseException:
+            for _, _, log in self._logs:  # (made here: never left behind by a refusal)
+                if not backend.closed:
+                    backend.free(log)
+            raise
         # each distinct buffer once: run() re-checks them (freed, stale) in O(buffers), not
         # O(steps), so a long recorded chain over a few buffers costs little host work
         self._distinct_buffers: tuple[BufferBase, ...] = tuple(
@@ -206,6 +202,36 @@ class Pipeline:
         self.state: Any = None  # backend-private recording (command list, graph, ...)
         self._unrolled: tuple[int, Pipeline] | None = None  # (repeat, its recorded pipeline)
         self._types = self._buffer_types()
+
+    def _bind_steps(self, steps: Sequence[Step | BoundDispatch]) -> tuple[BoundDispatch, ...]:
+        backend = self.backend
+        bound: list[BoundDispatch] = []
+        for i, s in enumerate(steps):
+            if isinstance(s, BoundDispatch):
+                check_bound_owner(backend, s, f"pipeline step {i}")
+                bound.append(s)
+                continue
+            if not isinstance(s, Step):
+                raise InvalidDispatch(f"pipeline step {i} must be a vyre.Step, got {type(s)}")
+            if has_debug(s.program):
+                s = self._with_log(i, s)
+            cfg = s.config if s.index_param is None else _indexed(s.config, s.index_param, 0)
+            try:
+                bound.append(bind(backend, s.program, s.inputs, s.outputs, cfg))
+            except InvalidDispatch as exc:
+                raise InvalidDispatch(f"pipeline step {i} ({s.program.name}): {exc}") from None
+        return tuple(bound)
+
+    def _with_log(self, i: int, s: Step) -> Step:
+        """Step `s` (its program has vyre.print / vyre.assert_) running its instrumented
+        twin with a debug log of its own (vyre.debug), held by this pipeline."""
+        from . import debug
+
+        inst = debug.instrumented(s.program)
+        log = debug.new_log(self.backend, inst)
+        self._logs.append((i, inst, log))
+        return Step(inst.program, s.inputs, debug.with_log(s.outputs, inst.log, log), s.config,
+                    s.index_param)
 
     def _index_params(self, steps: Sequence[Step | BoundDispatch]) -> dict[int, str]:
         out = {}
@@ -304,6 +330,38 @@ class Pipeline:
         otherwise (see ReadRange)."""
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise InvalidDispatch(f"repeat must be an int >= 1, got {repeat!r}")
+        res = self._run_logged(repeat, read) if self._logs else self._run(repeat, read)
+        if self.backend._debug_logs:  # resident debug dispatches before the run (vyre.debug)
+            self.backend._drain_debug_logs()
+        return res
+
+    def _run_logged(self, repeat: int, read: Sequence[Any]) -> PipelineResult:
+        """A run with vyre.print / vyre.assert_ steps: their logs are reset before the run
+        and read back with the run's own reads (one host sync); then each step's records
+        are printed (step order) and the first failed assert raises DispatchError naming
+        its step, after the whole run (every step and round ran; writes are kept)."""
+        from .debug import log as debug_log
+        from .debug import reset_log
+
+        for _, _, buf in self._logs:
+            reset_log(self.backend, buf)
+        extra = [ReadRange(buf, 0, None, np.uint32) for _, _, buf in self._logs]
+        res = self._run(repeat, [*read, *extra])
+        logs = res.reads[len(read):]
+        del res.reads[len(read):]
+        failure: BaseException | None = None
+        for (i, inst, buf), words in zip(self._logs, logs):
+            where = f" (pipeline step {i})"
+            try:
+                debug_log.report(debug_log.decode(inst, words), self.steps[i].program.name,
+                                 buf.byte_len, where)
+            except BaseException as exc:  # (printed every step's records first)
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+        return res
+
+    def _run(self, repeat: int, read: Sequence[Any]) -> PipelineResult:
         if self._indexed:
             return self._run_indexed(repeat, read)
         reads: list[ReadRange] = []

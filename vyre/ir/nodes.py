@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 MAX_WORKGROUP_INVOCATIONS = 1024
 MAX_WORKGROUP_DIM = (1024, 1024, 64)
 # cached_property names of Program: derived from the fields, dropped by model_copy.
-_DERIVED = ("canonical_json", "content_hash", "expr_facts", "required_features")
+_DERIVED = ("canonical_json", "content_hash", "debug_statements", "expr_facts",
+            "required_features")
 
 
 class Node(BaseModel):
@@ -315,6 +316,28 @@ class Atomic(Node):
     result: str | None = None
 
 
+class Print(Node):
+    """Debug output (`vyre.print`): `fmt` with the values of `args` in its replacement
+    fields (`{}` or `{:spec}`, one per arg, in order), written to the dispatch's debug log
+    and printed by the host after the dispatch, ordered by invocation (docs/IR.md, "Print
+    and Assert"). No effect on the program's buffers."""
+
+    kind: Literal["print"] = "print"
+    fmt: str
+    args: tuple[Expr, ...] = ()
+
+
+class Assert(Node):
+    """`vyre.assert_`: where `cond` (bool) is false, a record (`fmt` with `args`, as Print)
+    goes to the dispatch's debug log and the dispatch raises DispatchError once it is
+    done; the invocation carries on (docs/IR.md, "Print and Assert")."""
+
+    kind: Literal["assert"] = "assert"
+    cond: Expr
+    fmt: str = ""
+    args: tuple[Expr, ...] = ()
+
+
 class RawStore(Store):
     """Internal (vyre.lower only, refused by the validator): a Store whose index the
     lowering has made sure is below the length (the target writes memory unchecked)."""
@@ -331,7 +354,7 @@ class RawAtomic(Atomic):
 
 Stmt = Annotated[
     Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
-    | RawStore | RawAtomic,
+    | Print | Assert | RawStore | RawAtomic,
     Field(discriminator="kind"),
 ]
 
@@ -442,6 +465,13 @@ class Program(Node):
         """The scalar types and subgroup use of the body, found in one walk (vyre.ir.analysis
         types_used / uses_subgroups read them from here)."""
         return _analysis().expr_facts(self)
+
+    @cached_property
+    def debug_statements(self) -> bool:
+        """Whether the body has a Print or Assert (vyre.print / vyre.assert_): a dispatch
+        then runs the Program's instrumented twin (vyre.debug). Cached: dispatch paths ask."""
+        classes = self.expr_facts.classes
+        return Print in classes or Assert in classes
 
     @cached_property
     def required_features(self) -> frozenset[str]:
@@ -814,7 +844,8 @@ def check_tree_size(program: Program) -> None:
 
 
 for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
-               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Program):
+               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Print,
+               Assert, Program):
     _model.model_rebuild()
 
 for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
@@ -826,10 +857,13 @@ assert _field_names(Const) == ("kind", "ty", "value")
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
               Native, Subgroup, RawLoad, Guarded)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
-              RawStore, RawAtomic)
+              Print, Assert, RawStore, RawAtomic)
+# the debug statements (vyre.print / vyre.assert_): a backend never sees them, vyre.debug
+# rewrites them into stores to a log buffer before a dispatch binds the program
+DEBUG_STMTS = (Print, Assert)
 # the lowered core's own nodes (vyre.lower): never in a user Program
 CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
             | Bitcast | Native | Subgroup | RawLoad | Guarded)
 StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
-            | RawStore | RawAtomic)
+            | Print | Assert | RawStore | RawAtomic)

@@ -60,6 +60,7 @@ from .nodes import (
     CORE_ONLY,
     MAX_WORKGROUP_DIM,
     MAX_WORKGROUP_INVOCATIONS,
+    Assert,
     Assign,
     Atomic,
     Barrier,
@@ -78,6 +79,7 @@ from .nodes import (
     Load,
     Native,
     Param,
+    Print,
     Program,
     Return,
     Select,
@@ -518,7 +520,22 @@ class _Validator:
         if isinstance(s, Atomic):
             self.atomic(s, path, d, declared)
             return []
+        if isinstance(s, (Print, Assert)):
+            self.debug(s, path, d)
+            return []
         self.fail(path, f"{type(s).__name__} is not a statement node")
+
+    def debug(self, s: Print | Assert, path: str, d: int) -> None:
+        """A vyre.print / vyre.assert_: a bool condition, and a format string whose
+        replacement fields match the values (vyre.debug.fmt checks both)."""
+        from ..debug.fmt import check_format
+
+        if isinstance(s, Assert):
+            self.cond(s.cond, f"{path}.cond", d, "assert")
+        types = [self.expr(a, f"{path}.args[{i}]", d)[0] for i, a in enumerate(s.args)]
+        problem = check_format(s.fmt, types)
+        if problem:
+            self.fail(path, f"{s.kind}: {problem}")
 
     def for_(self, s: For, path: str, d: int, cf: int) -> list[int]:
         if s.ty not in (_I32, _U32):

@@ -79,6 +79,10 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         return (s.start, s.end)
     if isinstance(s, N.Atomic):
         return (s.index, s.value) + ((s.comparand,) if s.comparand is not None else ())
+    if isinstance(s, N.Print):
+        return s.args
+    if isinstance(s, N.Assert):
+        return (s.cond, *s.args)
     return ()
 
 
@@ -103,6 +107,16 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 def with_parts(s: Stmt, exprs: tuple[Expr, ...], blocks: tuple[tuple[Stmt, ...], ...]) -> Stmt:
     """`s` with the expressions of `stmt_exprs` and the blocks of `child_blocks` replaced."""
     upd: dict[str, object] = {}
+    if isinstance(s, (N.Print, N.Assert)):  # (a variable number of operands: args)
+        old = stmt_exprs(s)
+        if len(exprs) != len(old):
+            raise ValueError(f"{s.kind} has {len(old)} operands, got {len(exprs)}")
+        if any(a is not b for a, b in zip(exprs, old)):
+            if isinstance(s, N.Assert):
+                upd = {"cond": exprs[0], "args": tuple(exprs[1:])}
+            else:
+                upd = {"args": tuple(exprs)}
+        return N.copied(s, upd) if upd else s
     names = [f for f in _EXPR_FIELDS.get(type(s), ()) if getattr(s, f) is not None]
     for f, new in zip(names, exprs, strict=True):
         if getattr(s, f) is not new:

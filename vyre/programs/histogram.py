@@ -168,11 +168,19 @@ def histogram_program(
             blk.set(blk + stride)
     if private:
         k.barrier()
+
+    def flush(b: Value) -> None:
+        c = k.let(local[b])
+        with k.if_(c != 0):
+            bins.atomic_add(b, c)
+
     for r in range(rounds):
         b = k.let(t + r * wg)
-        c = k.let(local[b])
-        with k.if_((b < nbins) & (c != 0)):
-            bins.atomic_add(b, c)
+        if (r + 1) * wg <= nbins:
+            flush(b)
+        else:
+            with k.if_(b < nbins):  # the last round's bins past nbins do not exist
+                flush(b)
     return k.build()
 
 

@@ -188,7 +188,7 @@ def radix_count_program(workgroup_size: int = WORKGROUP8, per_thread: int = PER_
     loaded = []
     for j in range(per):  # coalesced, every load in flight before the first atomic
         i = k.let(base + j * wg + t)
-        loaded.append((i, k.let(keys[i])))
+        loaded.append((i, k.let(select(i < n, keys[i], k.lit(0, u32)))))  # (masked: past n)
     for i, key in loaded:
         with k.if_(i < n):
             hist.atomic_add((key >> shift) & mask, 1)
@@ -257,7 +257,8 @@ def radix8_scatter_program(
     for j in range(per):  # coalesced, every load in flight before the first store
         i = k.let(base + j * wg + t)
         lk.append((k.let(select(i < n, keys[i], ones)),
-                   k.let(values[i]) if values is not None else None))
+                   k.let(select(i < n, values[i], k.lit(0, values.ty)))
+                   if values is not None else None))
     for j, (key, val) in enumerate(lk):
         bk[bank_padded(t + j * wg)] = key
         if bv is not None:

@@ -162,8 +162,10 @@ def arg_reduce_program(
     loaded = []
     for j in range(per):
         i = k.let(base + j * wg + t)
-        v = k.let(src[i])
-        idx = k.let(i if src_index is None else src_index[i])
+        # (masked loads: elements past n are never compared, and past the end of src they
+        # would be out-of-bounds reads)
+        v = k.let(select(i < n, src[i], k.lit(ident, ty)))
+        idx = k.let(i if src_index is None else select(i < n, src_index[i], k.lit(NO_INDEX, u32)))
         loaded.append((i, v, idx))
     for i, v, idx in loaded:
         ok = i < n

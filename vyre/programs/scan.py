@@ -109,8 +109,11 @@ def scan_block_program(
     s = k.let(run[0])
     for j in range(1, per):
         s.set(s + run[j])
+    # a grid folded into y launches more workgroups than there are blocks: those have no
+    # offset (and no element), so they must not read offsets[g] past its end
+    start_value = zero if offsets is None else select(g < offsets.length(), offsets[g], zero)
     if subgroups:
-        acc = k.let(offsets[g] if offsets is not None else zero)
+        acc = k.let(start_value)
         acc.set(acc + subgroup_exclusive_total(k, s, t, ping, wg))
     else:
         assert pong is not None
@@ -126,7 +129,7 @@ def scan_block_program(
             k.barrier()
             cur, other = other, cur
             off *= 2
-        acc = k.let(offsets[g] if offsets is not None else zero)
+        acc = k.let(start_value)
         with k.if_(t > 0):
             acc.set(acc + cur[t - 1])
     for j in range(per):

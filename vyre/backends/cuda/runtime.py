@@ -34,6 +34,7 @@ from vyre.backends.cuda.render import SUBGROUP_SIZE
 from vyre.binding import BoundDispatch, next_epoch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
+from vyre.debug.instrument import debug_program
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
 from vyre.interrupts import deferred_interrupts, interrupt_safe
 from vyre.ir.nodes import Program
@@ -726,6 +727,7 @@ class CudaBackend(BaseBackend):
 
     def source(self, program: Program) -> str:
         """The CUDA C generated for `program`."""
+        program = debug_program(program)  # (vyre.print / assert_: what runs)
         return generate(program, coarsen=self.coarsen).source
 
     # ------------------------------------------------------------ launch

@@ -22,6 +22,7 @@ from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import Timing
+from vyre.debug.instrument import debug_program
 from vyre.errors import BackendUnavailable, OutOfDeviceMemory
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -141,6 +142,7 @@ class ReferenceBackend(BaseBackend):
         return Plan.prepare(program, subgroup_size=self.subgroup_size)
 
     def source(self, program: Program) -> str:
+        program = debug_program(program)  # (vyre.print / assert_: what runs)
         return listing(program)
 
     def _prepare_launch(self, bound: BoundDispatch) -> Launch:

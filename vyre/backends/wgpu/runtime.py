@@ -33,6 +33,7 @@ from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending, host_arr
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import IndirectGrid, Timing
+from vyre.debug.instrument import debug_program
 from vyre.errors import (
     BackendError,
     BackendUnavailable,
@@ -590,6 +591,7 @@ class WgpuBackend(BaseBackend):
                 f"every shorter row)")
 
     def source(self, program: Program) -> str:
+        program = debug_program(program)  # (vyre.print / assert_: what runs)
         return self.generate(program).source
 
     @interrupt_safe
