@@ -440,3 +440,23 @@ def test_missing_ray_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> Non
 
     with pytest.raises(BackendUnavailable, match=r"vyre\[distributed\]"):
         require_ray()
+
+
+def test_the_overhead_bench_times_a_bare_ray_call_carrying_the_dispatch_message(
+        cluster: None) -> None:
+    """vyre.tools.bench.distributed's anchor: a bare actor call with the remote dispatch's
+    own message, timed the same way; every figure is a positive time and the ratios follow
+    from them; release_cached_memory reaches the actor's backend."""
+    from vyre.tools.bench.distributed import overhead
+
+    got = overhead("reference", reps=3)
+    for what in ("dispatch", "bound", "async_batched"):
+        for side in ("local", "remote", "bare_ray"):
+            assert got[f"{side}_{what}_us"] > 0, (side, what)
+        assert got[f"ratio_{what}_vs_bare"] == pytest.approx(
+            got[f"remote_{what}_us"] / got[f"bare_ray_{what}_us"])
+    remote = _spawn("reference")
+    try:
+        assert remote.release_cached_memory() == 0  # the reference keeps no memory
+    finally:
+        remote.close()
