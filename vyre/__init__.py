@@ -54,6 +54,7 @@ from .errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from .interface import Backend
 from .ir.nodes import Program
 from .ir.serialize import from_json, to_json
 from .ir.types import ScalarType, bool_, f16, f32, f64, i32, i64, u32, u64
@@ -101,6 +102,7 @@ def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str
 
 __all__ = [
     "Availability",
+    "Backend",
     "BackendError",
     "BackendUnavailable",
     "BaseBackend",

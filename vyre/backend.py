@@ -1,4 +1,4 @@
-"""The Backend protocol and the base class every backend builds on.
+"""The base class every local backend builds on (it satisfies `vyre.interface.Backend`).
 
 The base class owns everything that is the same on every device: argument checking,
 ownership, the compile cache and its counters, the host-path convenience `dispatch`
@@ -17,11 +17,9 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from .binding import (
     BoundDispatch,
@@ -59,6 +57,12 @@ from .errors import (
 )
 from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
 from .hostarrays import as_dtype, host_destination
+
+# (Capabilities and CompileStats live with the protocol; imported here where they always were)
+from .interface import Backend as Backend
+from .interface import Capabilities as Capabilities
+from .interface import CompileStats as CompileStats
+from .interface import PendingWork
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import (
@@ -83,27 +87,6 @@ NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (th
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
 _new_timing = tuple.__new__
 _DEFAULT_CONFIG = DispatchConfig()
-
-
-class Capabilities(BaseModel):
-    """What a backend instance can do, reported before anything runs."""
-
-    model_config = ConfigDict(frozen=True)
-
-    backend: str  # instance id, e.g. "cuda:0"
-    kind: str  # "cuda", "wgpu", "reference"
-    device: str  # human-readable device name
-    features: frozenset[str] = frozenset()
-    limits: dict[str, int] = Field(default_factory=dict)
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass
-class CompileStats:
-    hits: int = 0  # served from the in-memory cache
-    misses: int = 0  # compiled (or loaded from disk)
-    disk_hits: int = 0  # of the misses, how many the on-disk cache served
-    evictions: int = 0  # compiled programs dropped from the in-memory cache (LRU)
 
 
 ENV_COMPILE_CACHE = "VYRE_COMPILE_CACHE_SIZE"
@@ -175,6 +158,8 @@ class BaseBackend:
     """Shared behaviour of all backends; see the module docstring."""
 
     kind: str = "abstract"
+    id: str  # the instance id, e.g. "cuda:0" (set in __init__)
+    compile_stats: CompileStats  # the compile cache's counters (set in __init__)
 
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
@@ -814,46 +799,7 @@ class BaseBackend:
         """
         self._check_open()
         validate(program)
-        in_flight: list[tuple[dict[str, BufferBase], Pending]] = []
-
-        def finish(
-            item: tuple[dict[str, BufferBase], Pending],
-        ) -> dict[str, np.ndarray]:
-            bufs, pending = item
-            pending.wait()
-            outs = self.read_many(
-                [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-            )
-            for b in bufs.values():
-                self.free(b)
-            return {d.name: o for d, o in zip(program.outputs, outs)}
-
-        try:
-            for i, chunk in enumerate(chunks):
-                data = _host_inputs(program, chunk,
-                                    self.capabilities().limits.get("max_allocation_bytes"))
-                cfg = config(i, data) if callable(config) else config
-                bufs = {
-                    d.name: self.allocate_device_buffer(data[d.name].nbytes, label=d.name)
-                    for d in program.buffers
-                }
-                self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-                pending = self.dispatch_async(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    cfg,
-                )
-                in_flight.append((bufs, pending))
-                if len(in_flight) > 1:
-                    yield finish(in_flight.pop(0))
-            while in_flight:
-                yield finish(in_flight.pop(0))
-        finally:
-            for bufs, _ in in_flight:
-                for b in bufs.values():
-                    if not self._closed:
-                        self.free(b)
+        yield from stream_chunks(self, program, chunks, config)
 
     def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
         """Record and validate a sequence of dispatches once; run it with `.run()`."""
@@ -986,6 +932,57 @@ def host_array(data: HostBytes, dtype: Any) -> np.ndarray:
     if type(data) is np.ndarray:
         return data.view(dtype)
     return np.frombuffer(bytearray(data), dtype=dtype)
+
+
+def stream_chunks(
+    backend: Backend,
+    program: Program,
+    chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
+    config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
+) -> Iterator[dict[str, np.ndarray]]:
+    """`Backend.stream` over any backend's public methods (BaseBackend's and
+    RemoteBackend's): chunk i+1 is uploaded and enqueued before chunk i is read back. The
+    caller has checked that `backend` is open and `program` valid."""
+    in_flight: list[tuple[dict[str, DeviceBuffer], PendingWork]] = []
+
+    def finish(
+        item: tuple[dict[str, DeviceBuffer], PendingWork],
+    ) -> dict[str, np.ndarray]:
+        bufs, pending = item
+        pending.wait()
+        outs = backend.read_many(
+            [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
+        )
+        for b in bufs.values():
+            backend.free(b)
+        return {d.name: o for d, o in zip(program.outputs, outs)}
+
+    try:
+        for i, chunk in enumerate(chunks):
+            data = _host_inputs(program, chunk,
+                                backend.capabilities().limits.get("max_allocation_bytes"))
+            cfg = config(i, data) if callable(config) else config
+            bufs = {
+                d.name: backend.allocate_device_buffer(data[d.name].nbytes, label=d.name)
+                for d in program.buffers
+            }
+            backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
+            pending = backend.dispatch_async(
+                program,
+                {d.name: bufs[d.name] for d in program.inputs},
+                {d.name: bufs[d.name] for d in program.outputs},
+                cfg,
+            )
+            in_flight.append((bufs, pending))
+            if len(in_flight) > 1:
+                yield finish(in_flight.pop(0))
+        while in_flight:
+            yield finish(in_flight.pop(0))
+    finally:
+        for bufs, _ in in_flight:
+            for b in bufs.values():
+                if not backend.closed:
+                    backend.free(b)
 
 
 def _host_inputs(

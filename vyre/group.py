@@ -38,6 +38,7 @@ import numpy as np
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import InvalidDispatch
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.programs import reduce as _reduce
@@ -72,7 +73,7 @@ class Shard:
     """Rows [start, start + count) of a sharded array, on `backend`."""
 
     index: int
-    backend: Any  # a BaseBackend here; a RemoteBackend in vyre.distributed.Sharded
+    backend: Backend  # a BaseBackend here; a RemoteBackend in vyre.distributed.Sharded
     start: int
     count: int
 
@@ -143,7 +144,7 @@ def _wait_all(pending: Sequence[Any]) -> list[Timing]:
 class DeviceGroup:
     """Backends that data-parallel work is split over (see the module docstring)."""
 
-    def __init__(self, backends: Sequence[BaseBackend]) -> None:
+    def __init__(self, backends: Sequence[Backend]) -> None:
         self.backends = self._checked_backends(backends)
         # the group's own intermediate buffers, kept between calls (_scratch_buffer)
         self._scratch: dict[tuple[Any, ...], Any] = {}

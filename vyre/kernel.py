@@ -62,6 +62,7 @@ from .builder import (
 )
 from .config import DispatchConfig
 from .errors import InvalidDispatch
+from .interface import Backend
 from .ir.nodes import Program
 from .ir.types import ScalarType
 from .lru import LruDict
@@ -573,7 +574,7 @@ class Kernel:
         params = {a.name: given[a.name] for a in runtime if a.kind == "param"}
         return self.build(**consts), bufs, params
 
-    def launch(self, backend: Any, shape: int | tuple[int, ...], *args: Any,
+    def launch(self, backend: Backend, shape: int | tuple[int, ...], *args: Any,
                **kwargs: Any) -> Any:
         """Run on `backend` over `shape` (see `config`). Arguments go in signature order or
         by name; build-time constants by name.

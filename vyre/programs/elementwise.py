@@ -16,9 +16,9 @@ from functools import cache
 from typing import Any
 
 import vyre
-from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder, Value
 from vyre.config import MAX_GRID_DIM, Timing
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.kernel import Buffer, InOut, Output, TypeParam, kernel
@@ -29,7 +29,7 @@ WORKGROUP = 256
 
 
 def run_elementwise(
-    backend: BaseBackend,
+    backend: Backend,
     program: Program,
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],

@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 import vyre
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import Value, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig
 from vyre.features import PIPELINE
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.kernel import Buffer, Output, kernel
 from vyre.pipeline import Step
@@ -73,16 +73,16 @@ def stencil_config(
 
 
 def iterate_stencil(
-    backend: BaseBackend,
-    u: BufferBase,
-    scratch: BufferBase,
+    backend: Backend,
+    u: DeviceBuffer,
+    scratch: DeviceBuffer,
     h: int,
     w: int,
     steps: int,
     weights: tuple[float, ...] = BLUR,
     boundary: str = "clamp",
     use_pipeline: bool | None = None,
-) -> BufferBase:
+) -> DeviceBuffer:
     """Apply the stencil `steps` times, ping-ponging u <-> scratch on the device; returns
     the buffer holding the result (u for an even number of steps, else scratch)."""
     if steps == 0 or h == 0 or w == 0:
@@ -106,7 +106,7 @@ def iterate_stencil(
 
 
 def stencil_host(
-    backend: BaseBackend,
+    backend: Backend,
     grid2d: np.ndarray,
     steps: int = 1,
     weights: tuple[float, ...] = LAPLACIAN,

@@ -25,8 +25,8 @@ import numpy as np
 
 from vyre import __version__, registry
 from vyre import features as F
-from vyre.backend import BaseBackend
 from vyre.errors import UnsupportedFeature
+from vyre.interface import Backend
 
 from .report import format_kv, format_ms, format_table
 from .testing import Tolerance, mismatches
@@ -53,7 +53,7 @@ def repeat_error(repeat: int | None) -> str | None:
 # ----------------------------------------------------------------------------- probe
 
 
-def _caps_dict(backend: BaseBackend) -> dict[str, Any]:
+def _caps_dict(backend: Backend) -> dict[str, Any]:
     caps = backend.capabilities()
     return {
         "backend": caps.backend,
@@ -184,7 +184,7 @@ class DemoCaseLike(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def run(self) -> Callable[[BaseBackend], dict[str, np.ndarray]]: ...
+    def run(self) -> Callable[[Backend], dict[str, np.ndarray]]: ...
     @property
     def tolerance(self) -> Callable[[str], Tolerance]: ...
 
@@ -212,7 +212,7 @@ def _load_demo_cases() -> list[DemoCaseLike]:
     return list(demo_cases())
 
 
-def _run_case(case: DemoCaseLike, backend: BaseBackend, repeat: int) -> Outcome:
+def _run_case(case: DemoCaseLike, backend: Backend, repeat: int) -> Outcome:
     """Run `case` on `backend`; time = best of `repeat` runs, outputs from the first."""
     outputs: dict[str, np.ndarray] | None = None
     best: float | None = None
@@ -319,7 +319,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_FAILED
 
     failures: list[str] = []
-    instances: dict[str, BaseBackend] = {}
+    instances: dict[str, Backend] = {}
     columns: list[str] = []
     try:
         for spec in [REFERENCE, *others]:

@@ -26,7 +26,6 @@ import numpy as np
 
 import vyre
 from vyre import DispatchConfig, ScalarType
-from vyre.backend import BaseBackend
 from vyre.builder import (
     ProgramBuilder,
     abs_,
@@ -51,6 +50,7 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.interface import Backend
 from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
@@ -308,7 +308,7 @@ def inputs_of(case: Case) -> dict[str, Any]:
     return case.inputs(np.random.default_rng(zlib.crc32(case.name.encode())))
 
 
-def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
+def unsupported_reason(case: Case, backend: Backend) -> str | None:
     """Why `backend` cannot run `case` by its own report (a missing feature), or None."""
     missing = sorted(f for f in case.program.required_features
                      if not backend.supports(f))
@@ -318,7 +318,7 @@ def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
     return None
 
 
-def check_case(case: Case, backend: BaseBackend, reference: BaseBackend) -> None:
+def check_case(case: Case, backend: Backend, reference: Backend) -> None:
     """Run `case` on `backend` and assert every output agrees with the reference (in the
     backend's float mode) under the IR's comparison rules, except the order-dependent ones,
     which must satisfy the case's invariant; and the reference's outputs agree with the

@@ -32,6 +32,7 @@ from vyre.backend import BaseBackend
 from vyre.backends.reference.checked import CheckWarning
 from vyre.config import DispatchConfig, IndirectGrid
 from vyre.errors import BackendError
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import from_json, to_json
 
@@ -69,7 +70,7 @@ class SavedDispatch:
         return DispatchConfig(grid=self.grid, params=self.params)
 
 
-def describe_backend(backend: BaseBackend) -> dict[str, Any]:
+def describe_backend(backend: Backend) -> dict[str, Any]:
     """What a replay file says about the backend a dispatch ran on (JSON-safe)."""
     caps = backend.capabilities()
     details = json.loads(json.dumps(caps.details, default=str))
@@ -84,7 +85,7 @@ def _npy(a: np.ndarray) -> bytes:
 
 def save_dispatch(
     path: str | Path, program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
-    *, outputs: Mapping[str, np.ndarray] | None = None, backend: BaseBackend | None = None,
+    *, outputs: Mapping[str, np.ndarray] | None = None, backend: Backend | None = None,
     note: str = "",
 ) -> Path:
     """Write one replay file; `inputs` maps every buffer to its contents before the
@@ -276,7 +277,7 @@ def replay_dir() -> Path | None:
 
 
 def save_on_request(program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
-                    backend: BaseBackend | None, note: str) -> Path | None:
+                    backend: Backend | None, note: str) -> Path | None:
     """With $VYRE_REPLAY_DIR set, save the dispatch there as
     `<program>-<hash>-<time>.zip` and return the path; else None. Never raises: the caller
     is already reporting a failure, which a failed save must not hide."""

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
+from vyre.interface import Backend
 from vyre.ir.analysis import uses_float_ops
 from vyre.ir.nodes import APPROX_FNS, Program
 from vyre.ir.types import ScalarType
@@ -143,29 +143,29 @@ def assert_agree(
         )
 
 
-def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
+def flushed_types(backend: Backend) -> frozenset[ScalarType]:
     """The float types whose subnormals `backend` flushes (docs/IR.md flush mode)."""
     names = backend.capabilities().details.get("flushes_subnormals", ())
     return frozenset(ScalarType(n) for n in names)
 
 
-def flush_tininess(backend: BaseBackend) -> str:
+def flush_tininess(backend: Backend) -> str:
     """Which results next to the smallest normal `backend` flushes in flush mode (one of
     `vyre.features.TININESS_RULES`; docs/IR.md)."""
     return str(backend.capabilities().details.get("flush_tininess", F.TININESS_AFTER_ROUNDING))
 
 
-def subgroup_size(backend: BaseBackend) -> int | None:
+def subgroup_size(backend: Backend) -> int | None:
     """The subgroup size `backend` reports (None: no subgroups)."""
     size = backend.capabilities().details.get("subgroup_size")
     return int(size) if isinstance(size, int) else None
 
 
-_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], str, int | None], BaseBackend] = {}
+_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], str, int | None], Backend] = {}
 _MODE_LOCK = threading.Lock()
 
 
-def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
+def reference_for(backend: Backend, reference: Backend) -> Backend:
     """The reference to compare `backend` with: `reference` itself, or (if `backend` flushes
     subnormals and `reference` does not, flushes by another tininess rule, or runs another
     subgroup size) a reference backend in the same flush mode with the same subgroup size."""
@@ -189,7 +189,7 @@ def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
 
 
 def run_host(
-    backend: BaseBackend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
+    backend: Backend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
     config: DispatchConfig,
 ) -> dict[str, np.ndarray]:
     return backend.dispatch(program, inputs, config)
@@ -199,8 +199,8 @@ def check_against_reference(
     program: Program,
     inputs: Mapping[str, Any],
     config: DispatchConfig,
-    backends: Iterable[BaseBackend],
-    reference: BaseBackend,
+    backends: Iterable[Backend],
+    reference: Backend,
     tol: Tolerance | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Run `program` on the reference and each backend; assert every output agrees (with
@@ -279,7 +279,7 @@ class CudaAllocationLedger:
         self._saved: list[tuple[str, Any, Any]] = []  # (name, original, wrapper)
 
     @classmethod
-    def for_backend(cls, backend: BaseBackend) -> CudaAllocationLedger:
+    def for_backend(cls, backend: Backend) -> CudaAllocationLedger:
         """A ledger (not installed) on the driver module a CUDA backend calls."""
         if backend.kind != "cuda":
             raise ValueError(f"{backend.id}: the allocation ledger counts CUDA driver calls")
@@ -368,7 +368,7 @@ class CudaAllocationLedger:
 INFORMATION_ONLY = frozenset({"cuda_device_used_bytes"})
 
 
-def device_resources(backend: BaseBackend,
+def device_resources(backend: Backend,
                      ledger: CudaAllocationLedger | None = None) -> dict[str, int]:
     """What the device side holds right now, as counters whose growth over many identical
     cycles means a leak: vyre's own live buffers and bytes on every backend; on CUDA the
