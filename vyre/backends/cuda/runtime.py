@@ -43,6 +43,7 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 from . import driver as D
 from . import interop, managed, page_locked, peer, waits
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
+from .options import DEFAULT_OPTIONS, CudaOptions
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
 _GENERATION: dict[int, int] = {}  # device ordinal -> primary-context resets so far
@@ -217,8 +218,15 @@ class CudaBackend(BaseBackend):
     kind = "cuda"
 
     def __init__(self, device: int | str | None = None, cache_dir: str | None = None,
-                 coarsen: int | None = None) -> None:
+                 coarsen: int | None = None, options: CudaOptions | None = None) -> None:
         ordinal = _parse_ordinal(device)
+        if options is not None and not isinstance(options, CudaOptions):
+            raise InvalidDispatch(
+                f"options must be a vyre.backends.cuda.CudaOptions, got "
+                f"{type(options).__name__}; e.g. CudaBackend(0, options=CudaOptions(...))")
+        # the printer's debug / measurement switches (options.py): fixed for this instance,
+        # passed to every generate and part of every compiled kernel's key
+        self.options = options or DEFAULT_OPTIONS
         self._private_ctx = False
         # invocations per CUDA thread for barrier-free programs (see codegen.coarsening_allowed)
         self.coarsen = _coarsen_setting(coarsen, device)
@@ -596,7 +604,7 @@ class CudaBackend(BaseBackend):
         elements per invocation), compiled at its first such dispatch and cached the same
         way; compile() does not build it, because most programs never see such a grid and
         it costs NVRTC about 1.5x the plain kernel."""
-        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1))
+        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1, self.options))
         return kernel
 
     def _specialisation(self, bound: BoundDispatch) -> Any:
@@ -609,7 +617,7 @@ class CudaBackend(BaseBackend):
             total = grid[0] * grid[1] * grid[2] * bound.program.invocations_per_workgroup
             if total >= self.coarsen_min_invocations:
                 k = self.coarsen
-        return (self._arch, not bound.aliased, k)
+        return (self._arch, not bound.aliased, k, self.options)
 
     def _evict_compiled(self, compiled: Any) -> None:
         # Launches (cached, recorded in graphs, memoised on a BoundDispatch) keep their
@@ -632,9 +640,10 @@ class CudaBackend(BaseBackend):
     @interrupt_safe
     def _compile(self, program: Program, key: Any) -> Kernel:
         self._unload_retired()
-        arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
+        arch, restrict, coarsen, options = (key if key is not None
+                                            else (self._arch, True, self.coarsen, self.options))
         compiled = compile_program(program, arch, self._disk, restrict=restrict,
-                                   coarsen=coarsen)
+                                   coarsen=coarsen, codegen_options=options)
         if compiled.from_disk:
             self.compile_stats.disk_hits += 1
         module = self._call(self._drv.cuModuleLoadData, compiled.cubin, what="cuModuleLoadData")
@@ -645,7 +654,7 @@ class CudaBackend(BaseBackend):
 
     def source(self, program: Program) -> str:
         """The CUDA C generated for `program`."""
-        return generate(program, coarsen=self.coarsen).source
+        return generate(program, coarsen=self.coarsen, options=self.options).source
 
     # ------------------------------------------------------------ launch
     def _prepare_launch(self, bound: BoundDispatch) -> _Launch:
