@@ -160,6 +160,9 @@ class BaseBackend:
     kind: str = "abstract"
     id: str  # the instance id, e.g. "cuda:0" (set in __init__)
     compile_stats: CompileStats  # the compile cache's counters (set in __init__)
+    # a backend's debug and measurement switches: one frozen, hashable value per instance
+    # (e.g. CudaOptions), passed to its printer explicitly and part of every compile-cache key
+    options: Any = None
 
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
@@ -169,7 +172,7 @@ class BaseBackend:
         self._closing = False
         self._lock = threading.RLock()
         # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
-        self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
+        self._compiled: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
         self._compile_cache_limit = compile_cache_size_from_env()
         self.compile_stats = CompileStats()
         # held weakly: a buffer whose last handle is dropped without free() is released
@@ -533,7 +536,7 @@ class BaseBackend:
         if not isinstance(program, Program):
             raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
         validate(program)  # first: it bounds the program before anything walks all of it
-        cache_key = (program.content_hash, key)
+        cache_key = (program.content_hash, key, self.options)
         with self._lock:
             self._check_open()
             hit = self._compiled.get(cache_key)

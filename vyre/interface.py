@@ -92,6 +92,9 @@ class Backend(Protocol):
 
     id: str  # instance id, e.g. "cuda:0" or "ray:<actor>/cuda:0"
     kind: str  # "cuda", "wgpu", "reference", ...
+    # the instance's debug / measurement switches (a frozen value such as CudaOptions or
+    # WgpuOptions, part of every compile-cache key; None for a backend without any)
+    options: Any
 
     # ------------------------------------------------------------ state
     @property

@@ -83,6 +83,7 @@ class BackendActor:
             "instance": self.instance,
             "backend_id": self.backend.id,
             "kind": self.backend.kind,
+            "options": self.backend.options,
             "capabilities": self.backend.capabilities(),
             "generation": self.backend.context_generation,
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()],

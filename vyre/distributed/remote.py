@@ -104,6 +104,7 @@ class RemoteBackend:
 
     id: str  # "ray:<actor name>/<backend instance id>"
     kind: str  # the actor's backend kind
+    options: Any  # the actor's backend's options (a copy: they are fixed there)
 
     def __init__(self, actor: Any, actor_name: str, info: Mapping[str, Any],
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -116,6 +117,7 @@ class RemoteBackend:
         self.gpu_ids: tuple[str, ...] = tuple(info["gpu_ids"])
         self.pid: int = info["pid"]
         self.generation: int = info["generation"]
+        self.options = info.get("options")
         self.id = f"ray:{actor_name}/{self.backend_id}"
         self.timeout_s = timeout_s
         caps: Capabilities = info["capabilities"]

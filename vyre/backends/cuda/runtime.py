@@ -225,8 +225,8 @@ class CudaBackend(BaseBackend):
                 f"options must be a vyre.backends.cuda.CudaOptions, got "
                 f"{type(options).__name__}; e.g. CudaBackend(0, options=CudaOptions(...))")
         # the printer's debug / measurement switches (options.py): fixed for this instance,
-        # passed to every generate and part of every compiled kernel's key
-        self.options = options or DEFAULT_OPTIONS
+        # passed to every generate (and, as BaseBackend.options, in every compile-cache key)
+        self.options: CudaOptions = options or DEFAULT_OPTIONS
         self._private_ctx = False
         # invocations per CUDA thread for barrier-free programs (see codegen.coarsening_allowed)
         self.coarsen = _coarsen_setting(coarsen, device)
@@ -604,7 +604,7 @@ class CudaBackend(BaseBackend):
         elements per invocation), compiled at its first such dispatch and cached the same
         way; compile() does not build it, because most programs never see such a grid and
         it costs NVRTC about 1.5x the plain kernel."""
-        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1, self.options))
+        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1))
         return kernel
 
     def _specialisation(self, bound: BoundDispatch) -> Any:
@@ -617,7 +617,7 @@ class CudaBackend(BaseBackend):
             total = grid[0] * grid[1] * grid[2] * bound.program.invocations_per_workgroup
             if total >= self.coarsen_min_invocations:
                 k = self.coarsen
-        return (self._arch, not bound.aliased, k, self.options)
+        return (self._arch, not bound.aliased, k)
 
     def _evict_compiled(self, compiled: Any) -> None:
         # Launches (cached, recorded in graphs, memoised on a BoundDispatch) keep their
@@ -640,10 +640,9 @@ class CudaBackend(BaseBackend):
     @interrupt_safe
     def _compile(self, program: Program, key: Any) -> Kernel:
         self._unload_retired()
-        arch, restrict, coarsen, options = (key if key is not None
-                                            else (self._arch, True, self.coarsen, self.options))
+        arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
         compiled = compile_program(program, arch, self._disk, restrict=restrict,
-                                   coarsen=coarsen, codegen_options=options)
+                                   coarsen=coarsen, codegen_options=self.options)
         if compiled.from_disk:
             self.compile_stats.disk_hits += 1
         module = self._call(self._drv.cuModuleLoadData, compiled.cubin, what="cuModuleLoadData")

@@ -59,6 +59,7 @@ from .adapter import (
     import_wgpu,
     subgroup_lanes,
 )
+from .options import DEFAULT_OPTIONS, WgpuOptions
 from .queue_wait import SPIN_NS, QueueWait
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
@@ -205,10 +206,14 @@ class WgpuBackend(BaseBackend):
 
     kind = "wgpu"
 
-    def __init__(self, instance_id: str, info: DeviceInfo) -> None:
+    def __init__(self, instance_id: str, info: DeviceInfo,
+                 options: WgpuOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(instance_id)
         self._wgpu = import_wgpu()
         self._info = info
+        # debug / measurement switches (options.py), apart from the probed `info`: fixed for
+        # this instance, passed to every generate and (BaseBackend.options) in every cache key
+        self.options: WgpuOptions = options
         self.device = info.device
         self.queue = info.device.queue
         # a CPU adapter runs its work on the host's cores: asking again only slows it
@@ -558,9 +563,7 @@ class WgpuBackend(BaseBackend):
             program, key or frozenset(), self._allowed_types, info.fma_fused,
             info.flush_subnormals, native_flush=info.native_flush,
             exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
-            loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
-            all_fences=info.all_fences, storage_barriers=info.all_barriers,
-            vectors=not info.scalar_shared,
+            loop_limited=info.loop_limit is not None, options=self.options,
         )
 
     def _check_subgroup_shape(self, program: Program) -> None:
