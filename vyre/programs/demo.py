@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vyre.interface import Backend
+from vyre.ir.compare import Tolerance, tolerance_for
 from vyre.ir.nodes import Program
-from vyre.tools.testing import Tolerance, tolerance_for
 
 from . import elementwise, histogram, matmul, radix_sort, reduce, scan
 from ._common import f32, read_elems, upload

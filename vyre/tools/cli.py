@@ -27,9 +27,9 @@ from vyre import __version__, registry
 from vyre import features as F
 from vyre.errors import UnsupportedFeature
 from vyre.interface import Backend
+from vyre.ir.compare import Tolerance, mismatches
 
 from .report import format_kv, format_ms, format_table
-from .testing import Tolerance, mismatches
 
 REFERENCE = "reference"
 

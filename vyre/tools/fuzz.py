@@ -78,19 +78,13 @@ from vyre.errors import DispatchError, UnsupportedFeature
 from vyre.interface import Backend
 from vyre.ir import nodes as N
 from vyre.ir.analysis import child_exprs, walk_stmts
+from vyre.ir.compare import SIGN_OF_ZERO_OPEN, Tolerance, mismatches, tolerance_for
 from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import ScalarType
 from vyre.subgroups import mapping_promised
 
 from .replay import save_on_request
-from .testing import (
-    SIGN_OF_ZERO_OPEN,
-    Tolerance,
-    mismatches,
-    random_array,
-    reference_for,
-    tolerance_for,
-)
+from .testing import random_array, reference_for
 
 T = ScalarType
 BOOL, I32, U32, F32, F16, F64, I64, U64 = (
