@@ -42,13 +42,12 @@ from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
 from . import interop, managed, page_locked, peer, waits
+from .device import GEN_LOCK, GENERATION, STATES, ContextState
+from .device import CudaBuffer as CudaBuffer
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
 from .options import DEFAULT_OPTIONS, CudaOptions
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
-_GENERATION: dict[int, int] = {}  # device ordinal -> primary-context resets so far
-_GEN_LOCK = threading.Lock()
-_STATES: weakref.WeakSet[Any] = weakref.WeakSet()  # every instance's _State, to mark stale
 COARSEN_MIN_INVOCATIONS = 1 << 20
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
@@ -56,76 +55,6 @@ _NO_STAGING = np.empty(0, np.uint8)
 _perf_ns = time.perf_counter_ns
 _get_ident = threading.get_ident
 _new_timing = tuple.__new__  # as in vyre/backend.py: half the cost of Timing(ns, ns)
-
-
-class _State:
-    """What buffers' finalizers need: the driver, the context, whether it is still usable."""
-
-    def __init__(self, drv: Any, ordinal: int, ctx: Any, generation: int) -> None:
-        self.drv = drv
-        self.ordinal = ordinal
-        self.ctx = ctx
-        self.ctx_id = int(ctx)
-        self.generation = generation
-        self.dead: str | None = None
-        self.closed = False
-        self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
-        self.current_threads: set[int] = set()
-        self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
-        self.stream: Any = None  # the owner's stream, once made: frees wait for its work
-        _STATES.add(self)
-
-    @property
-    def usable(self) -> bool:
-        return (
-            not self.closed and self.dead is None
-            and _GENERATION.get(self.ordinal, 0) == self.generation
-        )
-
-    def kill(self, reason: str) -> None:
-        """The context is unusable from now on (a sticky fault, or reset by another instance)."""
-        self.dead = reason
-        self.on_dead()
-
-    def make_current(self) -> bool:
-        """Make this context current on the calling thread unless the driver says it
-        already is; True if it was not. Asked of the driver every time, never remembered
-        per thread: another vyre instance (another GPU), torch, CuPy or the user's own
-        driver calls may change a thread's current context between any two of ours, and an
-        allocation or a module load under the wrong context would silently land on the
-        wrong device."""
-        err, cur = self.drv.cuCtxGetCurrent()
-        if int(err) == 0 and cur is not None and int(cur) == self.ctx_id:
-            return False
-        D.call(self.drv.cuCtxSetCurrent, self.ctx)
-        # the launch hot path (CudaBackend._launch_record) skips every check on these
-        # threads and relies on a failed launch to find a context changed behind its back
-        self.current_threads.add(threading.get_ident())
-        return True
-
-    def free_ptr(self, ptr: int) -> None:
-        """Free device memory once the kernels already enqueued on the owner's stream (which
-        may use it: a launch enqueued just before a free() or a drop) have finished; not
-        left to cuMemFree's implicit synchronisation, which the driver does not promise."""
-        if ptr and self.usable:
-            with contextlib.suppress(Exception):
-                self.make_current()
-                if self.stream is not None:
-                    self.drv.cuStreamSynchronize(self.stream)
-                self.drv.cuMemFree(ptr)
-
-
-class CudaBuffer(interop.CudaBufferInterop, BufferBase):
-    """Device memory from cuMemAlloc (or cuMemAllocManaged, or borrowed through DLPack);
-    freed (or handed back) on free(), close(), or when dropped."""
-
-    # (kind: a borrowed buffer is handed back, never cuMemFree'd; source: kept alive)
-    FIXED_FIELDS = BufferBase.FIXED_FIELDS | {"ptr", "kind", "source"}
-
-    def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int) -> None:
-        super().__init__(owner, byte_len, label)
-        self.ptr = ptr
-        self._release = weakref.finalize(self, owner._state.free_ptr, ptr)
 
 
 @dataclass
@@ -244,7 +173,7 @@ class CudaBackend(BaseBackend):
         self._ordinal = ordinal
         self._dev = D.call(drv.cuDeviceGet, ordinal)
         ctx, gen = self._retain_healthy_context()
-        self._state = _State(drv, ordinal, ctx, gen)
+        self._state = ContextState(drv, ordinal, ctx, gen)
         wself = weakref.ref(self)
         self._state.on_dead = lambda: _bump_epoch(wself)
         self._state.current_threads.add(threading.get_ident())
@@ -271,7 +200,7 @@ class CudaBackend(BaseBackend):
     def _retain_healthy_context(self) -> tuple[Any, int]:
         """The device's primary context, reset first if an earlier fault poisoned it."""
         drv, dev = self._drv, self._dev
-        with _GEN_LOCK:
+        with GEN_LOCK:
             err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
             if int(err) != 0:
                 if int(err) not in D.STICKY:
@@ -285,13 +214,13 @@ class CudaBackend(BaseBackend):
                     ctx = self._reset_primary_context()
                 elif int(err) != 0:
                     raise D.fail("cuCtxSynchronize", err)
-            return ctx, _GENERATION.get(self._ordinal, 0)
+            return ctx, GENERATION.get(self._ordinal, 0)
 
     def _reset_primary_context(self) -> Any:
         drv, dev = self._drv, self._dev
         (err,) = drv.cuDevicePrimaryCtxReset(dev)
-        _GENERATION[self._ordinal] = _GENERATION.get(self._ordinal, 0) + 1
-        for st in list(_STATES):  # older instances' contexts and buffers are gone now
+        GENERATION[self._ordinal] = GENERATION.get(self._ordinal, 0) + 1
+        for st in list(STATES):  # older instances' contexts and buffers are gone now
             if st.ordinal == self._ordinal and st.dead is None and not st.closed:
                 st.kill(f"device {self._ordinal}'s context was reset after a fault")
         if int(err) == 0:
@@ -575,12 +504,12 @@ class CudaBackend(BaseBackend):
 
     @property
     def context_generation(self) -> int:
-        return _GENERATION.get(self._ordinal, 0)
+        return GENERATION.get(self._ordinal, 0)
 
     def _stale_reason(self, buffer: BufferBase) -> str | None:
         if self._state.dead is not None:
             return f"the CUDA context it lived in was lost ({self._state.dead})"
-        gen = _GENERATION.get(self._ordinal, 0)
+        gen = GENERATION.get(self._ordinal, 0)
         if buffer.generation != gen:
             return (f"CUDA device {self._ordinal}'s context was reset after a fault "
                     f"(generation {buffer.generation} -> {gen})")
@@ -1082,7 +1011,7 @@ class CudaBackend(BaseBackend):
         return self._drv
 
     @property
-    def context_state(self) -> _State:
+    def context_state(self) -> ContextState:
         """What finalizers of this instance's objects need (driver, context, usable)."""
         return self._state
 
