@@ -89,9 +89,10 @@ from .kernel import (
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
-from .transfers import copy, copy_many, transfer
+from .replay_file import VERSION
 
-__version__ = "0.1.0"
+__version__ = VERSION
+from .transfers import copy, copy_many, transfer
 
 
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:

@@ -75,6 +75,7 @@ from .pipeline import (
     checked_span,
     element_dtype,
 )
+from .replay_file import save_on_request
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -142,9 +143,7 @@ class Pending:
 def _save_replay_on_request(backend: BaseBackend, program: Program, data: Mapping[str, Any],
                             config: DispatchConfig, exc: BaseException) -> None:
     """With $VYRE_REPLAY_DIR set, save the failed dispatch as a replay file there and add
-    its path to the error (vyre.tools.replay)."""
-    from vyre.tools.replay import save_on_request
-
+    its path to the error (vyre.replay_file; rerun with vyre.tools.replay)."""
     path = save_on_request(program, data, config, backend, f"{type(exc).__name__}: {exc}")
     if path is not None:
         where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"

@@ -22,7 +22,7 @@ its own code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
@@ -33,7 +33,8 @@ from .config import DispatchConfig, Timing
 from .ir.nodes import Program
 from .pipeline import PipelineResult
 
-__all__ = ["Backend", "Bound", "Capabilities", "CompileStats", "PendingWork", "RecordedPipeline"]
+__all__ = ["Availability", "Backend", "Bound", "Capabilities", "CompileStats", "PendingWork",
+           "RecordedPipeline"]
 
 
 class Capabilities(BaseModel):
@@ -177,3 +178,14 @@ class Backend(Protocol):
     def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run here; `reason` says why not and how to fix it."""
+
+    name: str
+    available: bool
+    reason: str = ""
+    devices: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)

@@ -16,6 +16,7 @@ import vyre
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase, check_label
 from vyre.errors import BackendUnavailable, BufferOwnershipError
+from vyre.transfers import REMOTE_TRANSFER
 
 from .handle import RemoteBuffer
 from .remote import RemoteBackend
@@ -106,3 +107,7 @@ def _ipc_transfer(buffer: RemoteBuffer, backend: RemoteBackend, name: str | None
         out.free()
         raise
     return out
+
+
+if not REMOTE_TRANSFER:  # vyre.transfer routes remote buffers here
+    REMOTE_TRANSFER.append(transfer)

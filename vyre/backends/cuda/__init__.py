@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vyre.errors import BackendError, BackendUnavailable
-from vyre.registry import Availability
+from vyre.interface import Availability
 
 from .nvrtc import CompiledCubin, DiskCache, compile_program, compile_source, nvrtc_version
 from .options import CudaOptions

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vyre.errors import BackendUnavailable
-from vyre.registry import Availability
+from vyre.interface import Availability
 
 if TYPE_CHECKING:
     from .runtime import WgpuBackend
