@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import vyre
+import vyre.kernel as vk  # the kernel language (vyre.let, vyre.if_, ...)
 from vyre.config import DispatchConfig
 from vyre.errors import InvalidDispatch
 from vyre.ir.types import ScalarType, f32, i32, u32
@@ -37,16 +37,16 @@ SAMPLES_PER_MEMBER = 64
 def _lower_bounds(keys: Buffer[u32], splitters: Buffer[u32], out: Output[u32], n: u32,
                   m: u32) -> None:
     """out[j] = how many of the sorted keys[:n] are below splitters[j] (binary search)."""
-    j = vyre.let(vyre.global_linear_id())
-    with vyre.if_(j < m):
-        lo = vyre.let(vyre.lit(0, u32))
-        hi = vyre.let(n)
-        s = vyre.let(splitters[j])
-        with vyre.while_(lo < hi):
-            mid = vyre.let(lo + ((hi - lo) >> 1))
-            with vyre.if_(keys[mid] < s):
+    j = vk.let(vk.global_linear_id())
+    with vk.if_(j < m):
+        lo = vk.let(vk.lit(0, u32))
+        hi = vk.let(n)
+        s = vk.let(splitters[j])
+        with vk.while_(lo < hi):
+            mid = vk.let(lo + ((hi - lo) >> 1))
+            with vk.if_(keys[mid] < s):
                 lo.set(mid + 1)
-            with vyre.else_():
+            with vk.else_():
                 hi.set(mid)
         out[j] = lo
 

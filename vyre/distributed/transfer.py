@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import vyre
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase, check_label
 from vyre.errors import BackendUnavailable, BufferOwnershipError
 from vyre.transfers import REMOTE_TRANSFER
+from vyre.transfers import transfer as local_transfer
 
 from .handle import RemoteBuffer
 from .remote import RemoteBackend
@@ -67,7 +67,7 @@ def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
         if not isinstance(owner, BaseBackend):
             raise BufferOwnershipError(f"{buffer!r} has no vyre backend owner to read it from")
         return _filled(backend, buffer.byte_len, name, owner.read(buffer))
-    return vyre.transfer(buffer, backend, label)
+    return local_transfer(buffer, backend, label)
 
 
 def _filled(backend: RemoteBackend | BaseBackend, byte_len: int, label: str | None,
