@@ -19,11 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import vyre.kernel as vk  # the kernel language (vyre.let, vyre.if_, ...)
 from vyre.config import DispatchConfig
 from vyre.errors import InvalidDispatch
 from vyre.ir.types import ScalarType, f32, i32, u32
-from vyre.kernel import Buffer, Output, kernel
+from vyre.kernel import (  # the kernel language
+    Buffer,
+    Output,
+    else_,
+    global_linear_id,
+    if_,
+    kernel,
+    let,
+    lit,
+    while_,
+)
 from vyre.programs import radix_sort
 from vyre.programs._common import ceil_div
 
@@ -37,16 +46,16 @@ SAMPLES_PER_MEMBER = 64
 def _lower_bounds(keys: Buffer[u32], splitters: Buffer[u32], out: Output[u32], n: u32,
                   m: u32) -> None:
     """out[j] = how many of the sorted keys[:n] are below splitters[j] (binary search)."""
-    j = vk.let(vk.global_linear_id())
-    with vk.if_(j < m):
-        lo = vk.let(vk.lit(0, u32))
-        hi = vk.let(n)
-        s = vk.let(splitters[j])
-        with vk.while_(lo < hi):
-            mid = vk.let(lo + ((hi - lo) >> 1))
-            with vk.if_(keys[mid] < s):
+    j = let(global_linear_id())
+    with if_(j < m):
+        lo = let(lit(0, u32))
+        hi = let(n)
+        s = let(splitters[j])
+        with while_(lo < hi):
+            mid = let(lo + ((hi - lo) >> 1))
+            with if_(keys[mid] < s):
                 lo.set(mid + 1)
-            with vk.else_():
+            with else_():
                 hi.set(mid)
         out[j] = lo
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-import vyre
 from vyre import DispatchConfig, ScalarType
 from vyre.builder import (
     ProgramBuilder,
@@ -51,26 +49,12 @@ from vyre.builder import (
     trunc,
 )
 from vyre.interface import Backend
+from vyre.tools.conformance_case import Case as Case
 from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
 ST = ScalarType
 N = 256
-
-
-@dataclass
-class Case:
-    name: str
-    program: vyre.Program
-    inputs: Callable[[np.random.Generator], dict[str, Any]]
-    config: DispatchConfig
-    # docs/IR.md's values of some outputs, computed from the inputs without any backend
-    # (vyre.tools.conformance_exact): the reference must produce them.
-    expected: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # Outputs that depend on the order of colliding atomics: not compared with the
-    # reference; `invariant(inputs, outputs)` (a reason, or None) checks them instead.
-    order_dependent: frozenset[str] = frozenset()
-    invariant: Callable[[dict[str, Any], dict[str, np.ndarray]], str | None] | None = None
 
 
 def _binary_case(name: str, ty: ScalarType, ops: list[Callable[[Any, Any], Any]],
