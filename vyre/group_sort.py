@@ -15,7 +15,7 @@ split. This module must never move a whole shard through the host.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +35,7 @@ from vyre.kernel import (  # the kernel language
 )
 from vyre.programs import radix_sort
 from vyre.programs._common import ceil_div
-
-if TYPE_CHECKING:
-    from vyre.group import DeviceGroup, ShardedArray
+from vyre.shards import Shard, ShardedArray, ShardGroup
 
 SAMPLES_PER_MEMBER = 64
 
@@ -67,10 +65,8 @@ def _map(backend: Any, ty: ScalarType, src: Any, dst: Any, n: int, to_bits: bool
         DispatchConfig.for_elements(n, prog.workgroup_size[0], params={"n": n}))
 
 
-def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArray:
+def sample_sort(group: ShardGroup, arr: ShardedArray, label: str) -> ShardedArray:
     """The sorted array, resident over `group` (module docstring)."""
-    from vyre.group import Shard, ShardedArray
-
     if arr.row_shape != () or arr.halo:
         raise InvalidDispatch(f"sort works on 1-D arrays without halos; {arr.label!r} has "
                               f"rows of {arr.row_shape} and halo {arr.halo}")
