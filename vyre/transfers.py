@@ -142,6 +142,10 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
             raise InvalidDispatch(
                 "transfer: out= takes a buffer of a backend of this process; a transfer to or "
                 "from a Ray actor makes a new buffer (leave out=None)")
+        if not REMOTE_TRANSFER:  # (only if vyre.distributed's import failed half-way)
+            raise BackendUnavailable(
+                "ray", "transfer to or from a Ray actor needs vyre.distributed, which did "
+                "not finish importing; import vyre.distributed and look at its error")
         return REMOTE_TRANSFER[0](buffer, backend, label)
     if not isinstance(backend, BaseBackend):
         raise BackendUnavailable(
