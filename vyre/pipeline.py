@@ -41,7 +41,9 @@ class PipelineBackend(BindingBackend, Protocol):
     def _run_pipeline(self, pipeline: Pipeline, repeat: int,
                       reads: list[ReadRange]) -> PipelineResult: ...
 
-    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline: ...
+    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
+        """Record a pipeline of `steps` (a Pipeline records its repeated rounds this way)."""
+        ...
 
 
 @dataclass(frozen=True)
