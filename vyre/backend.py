@@ -945,6 +945,12 @@ def stream_chunks(
     """`Backend.stream` over any backend's public methods (BaseBackend's and
     RemoteBackend's): chunk i+1 is uploaded and enqueued before chunk i is read back. The
     caller has checked that `backend` is open and `program` valid."""
+    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
+        one = " (one chunk is [chunk])" if isinstance(chunks, Mapping) else ""
+        raise InvalidDispatch(
+            f"stream takes an iterable of chunks{one}, each host data for every buffer (a "
+            f"dict of buffer name -> array, or a list in declaration order), got "
+            f"{type(chunks).__name__}; e.g. stream(program, [chunk0, chunk1], config)")
     in_flight: list[tuple[dict[str, DeviceBuffer], PendingWork]] = []
 
     def finish(
@@ -964,17 +970,23 @@ def stream_chunks(
             data = _host_inputs(program, chunk,
                                 backend.capabilities().limits.get("max_allocation_bytes"))
             cfg = config(i, data) if callable(config) else config
-            bufs = {
-                d.name: backend.allocate_device_buffer(data[d.name].nbytes, label=d.name)
-                for d in program.buffers
-            }
-            backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-            pending = backend.dispatch_async(
-                program,
-                {d.name: bufs[d.name] for d in program.inputs},
-                {d.name: bufs[d.name] for d in program.outputs},
-                cfg,
-            )
+            bufs: dict[str, DeviceBuffer] = {}
+            try:  # (this chunk's buffers are freed if it fails before it is in flight)
+                for d in program.buffers:
+                    bufs[d.name] = backend.allocate_device_buffer(data[d.name].nbytes,
+                                                                  label=d.name)
+                backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
+                pending = backend.dispatch_async(
+                    program,
+                    {d.name: bufs[d.name] for d in program.inputs},
+                    {d.name: bufs[d.name] for d in program.outputs},
+                    cfg,
+                )
+            except BaseException:
+                for b in bufs.values():
+                    if not backend.closed:
+                        backend.free(b)
+                raise
             in_flight.append((bufs, pending))
             if len(in_flight) > 1:
                 yield finish(in_flight.pop(0))
