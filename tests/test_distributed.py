@@ -467,3 +467,22 @@ def test_from_dlpack_on_an_actor_says_where_the_memory_is(ref_actor: vd.RemoteBa
     with pytest.raises(UnsupportedFeature, match="lives in your process") as exc:
         ref_actor.from_dlpack(np.zeros(4, np.float32))
     assert "vyre.distributed.transfer" in str(exc.value)
+
+
+def test_a_kernel_launches_on_an_actors_resident_buffers(ref_actor: vd.RemoteBackend) -> None:
+    """`@vyre.kernel`'s launch is typed against vyre.Backend: RemoteBuffers are resident
+    buffers there as local ones are (before, they were taken for host data)."""
+    @vyre.kernel
+    def double(x: vyre.InOut[vyre.f32]) -> None:
+        i = vyre.global_linear_id()
+        with vyre.if_(i < x.length()):
+            x[i] = x[i] * 2.0
+
+    xs = np.arange(100, dtype=np.float32)
+    xb = ref_actor.allocate_device_buffer(xs.nbytes)
+    try:
+        ref_actor.write(xb, xs)
+        double.launch(ref_actor, 100, xb)
+        assert np.array_equal(ref_actor.read(xb, dtype=np.float32), xs * 2)
+    finally:
+        xb.free()

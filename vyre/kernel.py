@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .buffer import BufferBase
+from .buffer import DeviceBuffer
 from .builder import (
     _FOR_IN,
     BufferRef,
@@ -585,7 +585,8 @@ class Kernel:
         """
         program, bufs, params = self._split(args, kwargs)
         cfg = self.config(shape, program, **params)
-        resident = [isinstance(v, BufferBase) for v in bufs.values()]
+        # (DeviceBuffer: any backend's buffer, a RemoteBuffer of a Ray actor included)
+        resident = [isinstance(v, DeviceBuffer) for v in bufs.values()]
         if resident and all(resident):
             ins = {d.name: bufs[d.name] for d in program.inputs}
             outs = {d.name: bufs[d.name] for d in program.outputs}
