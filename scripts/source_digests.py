@@ -146,6 +146,7 @@ def fuzzed(n: int) -> Iterator[tuple[str, N.Program]]:
 def printers() -> dict[str, Printer]:
     from vyre.backends.cuda import render as cuda
     from vyre.backends.wgpu import render as wgsl
+    from vyre.backends.wgpu.options import WgpuOptions
 
     core = frozenset({T.BOOL, T.I32, T.U32, T.F32})
 
@@ -159,9 +160,11 @@ def printers() -> dict[str, Printer]:
         "wgsl unfused fma": w(fma_fused=False),
         "wgsl flush": w(flush_subnormals=True),
         "wgsl native flush": w(flush_subnormals=True, native_flush=True),
-        "wgsl exact div sqrt": w(exact_div=True, exact_sqrt=True, bad_base=True),
+        "wgsl exact div sqrt": w(exact_div=True, exact_sqrt=True,
+                                 options=WgpuOptions(div_sqrt="exact-bad-estimate")),
         "wgsl loop limited": w(loop_limited=True),
-        "wgsl all fences": w(all_fences=True, storage_barriers=True, vectors=False),
+        "wgsl all fences": w(options=WgpuOptions(all_fences=True, storage_barriers=True,
+                                                 vectors=False)),
         "cuda": lambda p: cuda.generate(p).source,
         "cuda aliased": lambda p: cuda.generate(p, restrict=False).source,
         "cuda coarsen 4": lambda p: cuda.generate(p, coarsen=4).source,

@@ -95,7 +95,7 @@ def _rewritten_backend(rewrite: Rewrite | None, explicit_flush: bool = False) ->
     (VYRE_WGPU_NATIVE_FLUSH=0, as before native_flush.py)."""
     import os
 
-    from vyre.backends.wgpu.adapter import ENV_NATIVE_FLUSH
+    from vyre.backends.wgpu.options import ENV_NATIVE_FLUSH
 
     old = os.environ.get(ENV_NATIVE_FLUSH)
     if explicit_flush:

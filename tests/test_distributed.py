@@ -27,6 +27,7 @@ from vyre.errors import (
     BufferOwnershipError,
     BufferStateError,
     InvalidDispatch,
+    UnsupportedFeature,
 )
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType as ST
@@ -460,3 +461,64 @@ def test_the_overhead_bench_times_a_bare_ray_call_carrying_the_dispatch_message(
         assert remote.release_cached_memory() == 0  # the reference keeps no memory
     finally:
         remote.close()
+# ---------------------------------------------------------------- vyre.Backend's whole surface
+def test_stream_on_an_actor_equals_the_local_stream(
+    ref_actor: vd.RemoteBackend, reference: BaseBackend
+) -> None:
+    prog = saxpy(ST.F32)
+    rng = np.random.default_rng(7)
+    chunks = [{"x": rng.random(n, dtype=np.float32), "y": rng.random(n, dtype=np.float32)}
+              for n in (1000, 10, 513)]
+    before = len(ref_actor.live_buffers())
+
+    def cfg(i: int, data: Any) -> DispatchConfig:
+        n = len(data["x"])
+        return DispatchConfig(grid=(-(-n // 64), 1, 1), params={"a": 2.5, "n": n})
+
+    got = list(ref_actor.stream(prog, chunks, cfg))
+    want = list(reference.stream(prog, chunks, cfg))
+    assert len(got) == 3
+    for g, w in zip(got, want):
+        assert list(g) == list(w) and all(np.array_equal(_bits(g[k]), _bits(w[k])) for k in g)
+    assert len(ref_actor.live_buffers()) == before  # every chunk's buffers were freed
+
+
+def test_compile_cache_controls_act_on_the_actors_backend(cluster: None) -> None:
+    b = _spawn("reference")
+    try:
+        assert b.compile_cache_limit >= 1 and b.compile_cache_size() == 0
+        b.set_compile_cache_limit(1)
+        assert b.compile_cache_limit == 1
+        b.compile(saxpy(ST.F32))
+        b.compile(_accumulate())
+        stats = b.compile_stats
+        assert (stats.misses, stats.evictions, b.compile_cache_size()) == (2, 1, 1)
+        with pytest.raises(InvalidDispatch, match="int >= 1"):
+            b.set_compile_cache_limit(0)
+    finally:
+        b.close()
+
+
+def test_from_dlpack_on_an_actor_says_where_the_memory_is(ref_actor: vd.RemoteBackend) -> None:
+    with pytest.raises(UnsupportedFeature, match="lives in your process") as exc:
+        ref_actor.from_dlpack(np.zeros(4, np.float32))
+    assert "vyre.distributed.transfer" in str(exc.value)
+
+
+def test_a_kernel_launches_on_an_actors_resident_buffers(ref_actor: vd.RemoteBackend) -> None:
+    """`@vyre.kernel`'s launch is typed against vyre.Backend: RemoteBuffers are resident
+    buffers there as local ones are (before, they were taken for host data)."""
+    @vyre.kernel
+    def double(x: vyre.InOut[vyre.f32]) -> None:
+        i = vyre.global_linear_id()
+        with vyre.if_(i < x.length()):
+            x[i] = x[i] * 2.0
+
+    xs = np.arange(100, dtype=np.float32)
+    xb = ref_actor.allocate_device_buffer(xs.nbytes)
+    try:
+        ref_actor.write(xb, xs)
+        double.launch(ref_actor, 100, xb)
+        assert np.array_equal(ref_actor.read(xb, dtype=np.float32), xs * 2)
+    finally:
+        xb.free()

@@ -28,6 +28,7 @@ import pytest
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu import fences
+from vyre.backends.wgpu.options import WgpuOptions
 from vyre.backends.wgpu.render import generate
 from vyre.builder import fma
 from vyre.ir import nodes as N
@@ -140,7 +141,7 @@ def test_fma_chain_alternates_and_a_one_link_loop_fences_its_addend() -> None:
 
 def test_matmul_fences_only_what_a_rewrite_could_match() -> None:
     prog = matmul_program()
-    every = generate(prog, all_fences=True).source
+    every = generate(prog, options=WgpuOptions(all_fences=True)).source
     few = generate(prog).source
     assert _fence_calls(every) == 1536  # every operand of all 512 fmas
     # odd K steps fence their 16 loaded values (shared by 64 fmas), stores and constants
@@ -172,7 +173,8 @@ def native_fma_pair() -> Iterator[tuple[BaseBackend, BaseBackend]]:
         pytest.skip(f"wgpu backend unavailable: {avail.reason}")
     pair = (PROVIDER.create(), PROVIDER.create())
     for b, every in zip(pair, (False, True), strict=True):
-        b._info = dataclasses.replace(b._info, fma_fused=True, all_fences=every)
+        b._info = dataclasses.replace(b._info, fma_fused=True)
+        b.options = WgpuOptions(all_fences=every)
     yield pair
     for b in pair:
         b.close()

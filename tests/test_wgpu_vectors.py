@@ -27,6 +27,7 @@ from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu import vectors
 from vyre.backends.wgpu.barriers import needs_storage_barrier
+from vyre.backends.wgpu.options import WgpuOptions
 from vyre.backends.wgpu.render import TRAITS, generate
 from vyre.ir import nodes as N
 from vyre.lower import lower
@@ -85,7 +86,8 @@ def test_rolled_matmul_reads_vec4_in_its_step_loop() -> None:
 
 
 def test_measurement_knobs_give_the_old_spelling() -> None:
-    src = generate(matmul_program(), vectors=False, storage_barriers=True).source
+    src = generate(matmul_program(),
+                   options=WgpuOptions(vectors=False, storage_barriers=True)).source
     assert "array<f32, 2048>" in src and "vec4" not in src
     assert src.count("storageBarrier(); workgroupBarrier();") == 2
 

@@ -55,6 +55,7 @@ from .errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from .interface import Backend
 from .ir.nodes import Program
 from .ir.serialize import from_json, to_json
 from .ir.types import ScalarType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
@@ -95,10 +96,11 @@ from .kernel import (
 )
 from .pipeline import Pipeline, PipelineResult, ReadRange, Step
 from .registry import Availability, available_backends, get_backend
+from .replay_file import VERSION
 from .shapes import XYZ, xyz
 from .transfers import copy, copy_many, transfer
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 
 def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str | None = None) -> dict[str, Any]:
@@ -110,6 +112,7 @@ def dispatch(program: Program, inputs: Any, config: DispatchConfig, backend: str
 __all__ = [
     "XYZ",
     "Availability",
+    "Backend",
     "BackendError",
     "BackendUnavailable",
     "BaseBackend",

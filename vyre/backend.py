@@ -1,4 +1,4 @@
-"""The Backend protocol and the base class every backend builds on.
+"""The base class every local backend builds on (it satisfies `vyre.interface.Backend`).
 
 The base class owns everything that is the same on every device: argument checking,
 ownership, the compile cache and its counters, the host-path convenience `dispatch`
@@ -17,11 +17,9 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from . import debug
 from .binding import (
@@ -61,6 +59,12 @@ from .errors import (
 )
 from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
 from .hostarrays import as_dtype, host_destination
+
+# (Capabilities and CompileStats live with the protocol; imported here where they always were)
+from .interface import Backend as Backend
+from .interface import Capabilities as Capabilities
+from .interface import CompileStats as CompileStats
+from .interface import PendingWork
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import (
@@ -73,6 +77,7 @@ from .pipeline import (
     checked_span,
     element_dtype,
 )
+from .replay_file import save_on_request
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -85,27 +90,6 @@ NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (th
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
 _new_timing = tuple.__new__
 _DEFAULT_CONFIG = DispatchConfig()
-
-
-class Capabilities(BaseModel):
-    """What a backend instance can do, reported before anything runs."""
-
-    model_config = ConfigDict(frozen=True)
-
-    backend: str  # instance id, e.g. "cuda:0"
-    kind: str  # "cuda", "wgpu", "reference"
-    device: str  # human-readable device name
-    features: frozenset[str] = frozenset()
-    limits: dict[str, int] = Field(default_factory=dict)
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass
-class CompileStats:
-    hits: int = 0  # served from the in-memory cache
-    misses: int = 0  # compiled (or loaded from disk)
-    disk_hits: int = 0  # of the misses, how many the on-disk cache served
-    evictions: int = 0  # compiled programs dropped from the in-memory cache (LRU)
 
 
 ENV_COMPILE_CACHE = "VYRE_COMPILE_CACHE_SIZE"
@@ -161,9 +145,7 @@ class Pending:
 def _save_replay_on_request(backend: BaseBackend, program: Program, data: Mapping[str, Any],
                             config: DispatchConfig, exc: BaseException) -> None:
     """With $VYRE_REPLAY_DIR set, save the failed dispatch as a replay file there and add
-    its path to the error (vyre.tools.replay)."""
-    from vyre.tools.replay import save_on_request
-
+    its path to the error (vyre.replay_file; rerun with vyre.tools.replay)."""
     path = save_on_request(program, data, config, backend, f"{type(exc).__name__}: {exc}")
     if path is not None:
         where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"
@@ -177,6 +159,11 @@ class BaseBackend:
     """Shared behaviour of all backends; see the module docstring."""
 
     kind: str = "abstract"
+    id: str  # the instance id, e.g. "cuda:0" (set in __init__)
+    compile_stats: CompileStats  # the compile cache's counters (set in __init__)
+    # a backend's debug and measurement switches: one frozen, hashable value per instance
+    # (e.g. CudaOptions), passed to its printer explicitly and part of every compile-cache key
+    options: Any = None
 
     def __init__(self, instance_id: str) -> None:
         self.id = instance_id
@@ -186,7 +173,7 @@ class BaseBackend:
         self._closing = False
         self._lock = threading.RLock()
         # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
-        self._compiled: OrderedDict[tuple[str, Any], Any] = OrderedDict()
+        self._compiled: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
         self._compile_cache_limit = compile_cache_size_from_env()
         self.compile_stats = CompileStats()
         # held weakly: a buffer whose last handle is dropped without free() is released
@@ -563,7 +550,7 @@ class BaseBackend:
         if not isinstance(program, Program):
             raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
         validate(program)  # first: it bounds the program before anything walks all of it
-        cache_key = (program.content_hash, key)
+        cache_key = (program.content_hash, key, self.options)
         with self._lock:
             self._check_open()
             hit = self._compiled.get(cache_key)
@@ -854,46 +841,7 @@ class BaseBackend:
         """
         self._check_open()
         validate(program)
-        in_flight: list[tuple[dict[str, BufferBase], Pending]] = []
-
-        def finish(
-            item: tuple[dict[str, BufferBase], Pending],
-        ) -> dict[str, np.ndarray]:
-            bufs, pending = item
-            pending.wait()
-            outs = self.read_many(
-                [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-            )
-            for b in bufs.values():
-                self.free(b)
-            return {d.name: o for d, o in zip(program.outputs, outs)}
-
-        try:
-            for i, chunk in enumerate(chunks):
-                data = _host_inputs(program, chunk,
-                                    self.capabilities().limits.get("max_allocation_bytes"))
-                cfg = config(i, data) if callable(config) else config
-                bufs = {
-                    d.name: self.allocate_device_buffer(data[d.name].nbytes, label=d.name)
-                    for d in program.buffers
-                }
-                self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-                pending = self.dispatch_async(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    cfg,
-                )
-                in_flight.append((bufs, pending))
-                if len(in_flight) > 1:
-                    yield finish(in_flight.pop(0))
-            while in_flight:
-                yield finish(in_flight.pop(0))
-        finally:
-            for bufs, _ in in_flight:
-                for b in bufs.values():
-                    if not self._closed:
-                        self.free(b)
+        yield from stream_chunks(self, program, chunks, config)
 
     def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
         """Record and validate a sequence of dispatches once; run it with `.run()`."""
@@ -1048,6 +996,69 @@ def host_array(data: HostBytes, dtype: Any) -> np.ndarray:
     if type(data) is np.ndarray:
         return data.view(dtype)
     return np.frombuffer(bytearray(data), dtype=dtype)
+
+
+def stream_chunks(
+    backend: Backend,
+    program: Program,
+    chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
+    config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
+) -> Iterator[dict[str, np.ndarray]]:
+    """`Backend.stream` over any backend's public methods (BaseBackend's and
+    RemoteBackend's): chunk i+1 is uploaded and enqueued before chunk i is read back. The
+    caller has checked that `backend` is open and `program` valid."""
+    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
+        one = " (one chunk is [chunk])" if isinstance(chunks, Mapping) else ""
+        raise InvalidDispatch(
+            f"stream takes an iterable of chunks{one}, each host data for every buffer (a "
+            f"dict of buffer name -> array, or a list in declaration order), got "
+            f"{type(chunks).__name__}; e.g. stream(program, [chunk0, chunk1], config)")
+    in_flight: list[tuple[dict[str, DeviceBuffer], PendingWork]] = []
+
+    def finish(
+        item: tuple[dict[str, DeviceBuffer], PendingWork],
+    ) -> dict[str, np.ndarray]:
+        bufs, pending = item
+        pending.wait()
+        outs = backend.read_many(
+            [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
+        )
+        for b in bufs.values():
+            backend.free(b)
+        return {d.name: o for d, o in zip(program.outputs, outs)}
+
+    try:
+        for i, chunk in enumerate(chunks):
+            data = _host_inputs(program, chunk,
+                                backend.capabilities().limits.get("max_allocation_bytes"))
+            cfg = config(i, data) if callable(config) else config
+            bufs: dict[str, DeviceBuffer] = {}
+            try:  # (this chunk's buffers are freed if it fails before it is in flight)
+                for d in program.buffers:
+                    bufs[d.name] = backend.allocate_device_buffer(data[d.name].nbytes,
+                                                                  label=d.name)
+                backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
+                pending = backend.dispatch_async(
+                    program,
+                    {d.name: bufs[d.name] for d in program.inputs},
+                    {d.name: bufs[d.name] for d in program.outputs},
+                    cfg,
+                )
+            except BaseException:
+                for b in bufs.values():
+                    if not backend.closed:
+                        backend.free(b)
+                raise
+            in_flight.append((bufs, pending))
+            if len(in_flight) > 1:
+                yield finish(in_flight.pop(0))
+        while in_flight:
+            yield finish(in_flight.pop(0))
+    finally:
+        for bufs, _ in in_flight:
+            for b in bufs.values():
+                if not backend.closed:
+                    backend.free(b)
 
 
 def _host_inputs(

@@ -14,7 +14,7 @@ import struct
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,8 +25,24 @@ from .features import INDIRECT_DISPATCH
 from .ir.nodes import BufferDecl, Program
 from .ir.types import ScalarType, normalise_literal
 
-if TYPE_CHECKING:
-    from .backend import BaseBackend
+
+class _Limits(Protocol):
+    """The capabilities binding checks a dispatch against (vyre.Capabilities is one)."""
+
+    @property
+    def features(self) -> frozenset[str]: ...
+
+    @property
+    def limits(self) -> dict[str, int]: ...
+
+
+class BindingBackend(Protocol):
+    """What binding asks of the backend it validates a dispatch for: its id and
+    capabilities (BindingBackend is one; typed here so this module never imports it)."""
+
+    id: str
+
+    def capabilities(self) -> _Limits: ...
 
 BufferArg = Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer]
 
@@ -68,7 +84,7 @@ def _describe(buf: object) -> str:
     return f"{type(buf).__name__}{f' {label!r}' if label else ''}"
 
 
-def owned_buffer(backend: BaseBackend, buffer: object) -> BufferBase:
+def owned_buffer(backend: BindingBackend, buffer: object) -> BufferBase:
     """`buffer`, a live buffer of `backend` (else validate_buffer_ownership's error): the
     common case in a few attribute reads, since a small read's or write's Python is most
     of its time on a fast device."""
@@ -78,7 +94,7 @@ def owned_buffer(backend: BaseBackend, buffer: object) -> BufferBase:
     return buffer
 
 
-def validate_buffer_ownership(backend: BaseBackend, buffers: Sequence[object]) -> None:
+def validate_buffer_ownership(backend: BindingBackend, buffers: Sequence[object]) -> None:
     """Every buffer must be a live buffer allocated by this backend instance."""
     for i, buf in enumerate(buffers):
         owner = getattr(buf, "owner", None)
@@ -166,7 +182,7 @@ def _check_params(program: Program, params: Mapping[str, Any]) -> tuple[bool | i
     return tuple(out)
 
 
-def check_program_fits(backend: BaseBackend, program: Program) -> None:
+def check_program_fits(backend: BindingBackend, program: Program) -> None:
     """Features and workgroup limits: fails before any compilation."""
     caps = backend.capabilities()
     missing = sorted(f for f in program.required_features if f not in caps.features)
@@ -204,7 +220,7 @@ def check_program_fits(backend: BaseBackend, program: Program) -> None:
 
 
 def bind(
-    backend: BaseBackend,
+    backend: BindingBackend,
     program: Program,
     inputs: BufferArg,
     outputs: BufferArg,
@@ -325,10 +341,10 @@ class Launch:
 
     __slots__ = ("epoch", "owner", "profile", "record", "untimed")
 
-    def __init__(self, config: DispatchConfig, owner: BaseBackend | None = None) -> None:
+    def __init__(self, config: DispatchConfig, owner: BindingBackend | None = None) -> None:
         self.record: Any = None
         self.epoch = -1
-        self.owner: weakref.ref[BaseBackend] | None = (
+        self.owner: weakref.ref[BindingBackend] | None = (
             None if owner is None else weakref.ref(owner))
         self.profile = config.profile
         self.untimed = not config.options.timing
@@ -344,7 +360,7 @@ def _instance(backend: object) -> str:
     return f"{getattr(backend, 'id', '?')!r} (instance {id(backend):#x})"
 
 
-def check_bound_owner(backend: BaseBackend, bound: BoundDispatch, what: str) -> None:
+def check_bound_owner(backend: BindingBackend, bound: BoundDispatch, what: str) -> None:
     """`bound` was bound by `backend`, else BufferOwnershipError naming both instances.
 
     Its buffers were proved to belong to the instance that bound it; another instance would

@@ -8,7 +8,7 @@ through their declarations. This module must never copy device memory or guess a
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -16,9 +16,6 @@ from .errors import BufferOwnershipError, BufferStateError, InvalidDispatch
 from .hostarrays import host_bytes
 
 __all__ = ["BufferBase", "DeviceBuffer", "check_range", "check_usable", "host_bytes"]
-
-if TYPE_CHECKING:
-    from .backend import BaseBackend
 
 _ids = itertools.count(1)
 
@@ -36,6 +33,28 @@ class DeviceBuffer(Protocol):
     def freed(self) -> bool: ...
 
     def free(self) -> None: ...
+
+
+class BufferOwner(Protocol):
+    """What a buffer asks of the backend instance that owns it: its id and context
+    generation, `free`, and the hooks BaseBackend defines for the buffer's own methods
+    (typed here, so this module needs nothing of vyre.backend)."""
+
+    id: str
+
+    @property
+    def context_generation(self) -> int: ...
+
+    def free(self, buffer: Any) -> None: ...
+
+    def _stale_reason(self, buffer: BufferBase) -> str | None: ...
+
+    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
+                       max_version: Any, dl_device: Any, copy: Any) -> Any: ...
+
+    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]: ...
+
+    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray: ...
 
 
 class FixedFields:
@@ -74,7 +93,7 @@ class BufferBase(FixedFields):
     FIXED_FIELDS: frozenset[str] = frozenset(
         {"_owner", "backend_id", "byte_len", "serial", "generation", "readonly", "borrowed"})
 
-    def __init__(self, owner: BaseBackend, byte_len: int, label: str | None) -> None:
+    def __init__(self, owner: BufferOwner, byte_len: int, label: str | None) -> None:
         self._owner = owner
         self.backend_id = owner.id
         self.byte_len = byte_len

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -38,102 +37,22 @@ import numpy as np
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import InvalidDispatch
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.programs import reduce as _reduce
 from vyre.programs import scan as _scan
 from vyre.programs._common import blocks_grid, ceil_div, identity
+from vyre.shards import Replicated as Replicated
+from vyre.shards import Shard as Shard
+from vyre.shards import ShardedArray as ShardedArray
+from vyre.shards import split as split
 from vyre.transfers import copy_many
 
 #: Shards of arrays given to `reduce` and `scan` start on multiples of this many elements
 #: (one block of the library's first pass); `scatter(..., align=LIBRARY_BLOCK)`.
 LIBRARY_BLOCK = _reduce.WORKGROUP * _reduce.PER_THREAD
 assert LIBRARY_BLOCK == _scan.WORKGROUP * _scan.PER_THREAD
-
-
-def split(n: int, parts: int, align: int = 1) -> list[tuple[int, int]]:
-    """`n` rows as `parts` contiguous (start, count) ranges, starts multiples of `align`,
-    as even as the alignment allows (trailing ranges may be empty)."""
-    if parts < 1 or align < 1 or n < 0:
-        raise InvalidDispatch(f"split needs n >= 0, parts >= 1, align >= 1; got {n}, {parts}, {align}")
-    units = ceil_div(n, align)
-    per, extra = divmod(units, parts)
-    out, u = [], 0
-    for p in range(parts):
-        k = per + (p < extra)
-        start, end = min(n, u * align), min(n, (u + k) * align)
-        out.append((start, end - start))
-        u += k
-    return out
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Rows [start, start + count) of a sharded array, on `backend`."""
-
-    index: int
-    backend: Any  # a BaseBackend here; a RemoteBackend in vyre.distributed.Sharded
-    start: int
-    count: int
-
-
-class Replicated:
-    """The same data on every backend of a group (e.g. a matrix every shard multiplies by)."""
-
-    def __init__(self, group: DeviceGroup, buffers: Mapping[int, Any]) -> None:
-        self.group = group
-        self.buffers = dict(buffers)  # by shard index
-
-    def free(self) -> None:
-        for b in self.buffers.values():
-            self.group._release(b)
-
-
-class ShardedArray:
-    """An array split along its first axis over a group's backends, resident there. With
-    `halo` h > 0, shard i's buffer holds its `count` rows between h ghost rows on each
-    side (rows [start - h, start + count + h) of the whole array; zeros beyond its ends
-    until a kernel writes them), which `exchange_halos` fills from the neighbours."""
-
-    def __init__(self, group: DeviceGroup, shards: Sequence[Shard], buffers: Sequence[Any],
-                 dtype: np.dtype, row_shape: tuple[int, ...], label: str,
-                 halo: int = 0) -> None:
-        self.group = group
-        self.shards = tuple(shards)
-        self.buffers = tuple(buffers)
-        self.dtype = np.dtype(dtype)
-        self.row_shape = row_shape
-        self.label = label
-        self.halo = halo
-
-    @property
-    def rows(self) -> int:
-        return sum(s.count for s in self.shards)
-
-    @property
-    def row_bytes(self) -> int:
-        return self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
-
-    @property
-    def layout(self) -> tuple[tuple[int, int, int, int], ...]:
-        return tuple((id(s.backend), s.start, s.count, self.halo) for s in self.shards)
-
-    def live(self) -> list[tuple[Shard, Any]]:
-        """The non-empty shards and their buffers."""
-        return [(s, b) for s, b in zip(self.shards, self.buffers) if b is not None]
-
-    def gather(self) -> np.ndarray:
-        """Every shard's own rows read back and concatenated in order (halos left out)."""
-        rb = self.row_bytes
-        parts = self.group._read_all([(s.backend, b, self.halo * rb, s.count * rb, self.dtype)
-                                      for s, b in self.live()])
-        flat = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
-        return flat.reshape((self.rows, *self.row_shape))
-
-    def free(self) -> None:
-        for b in self.buffers:
-            if b is not None:
-                self.group._release(b)
 
 
 def _wait_all(pending: Sequence[Any]) -> list[Timing]:
@@ -143,7 +62,7 @@ def _wait_all(pending: Sequence[Any]) -> list[Timing]:
 class DeviceGroup:
     """Backends that data-parallel work is split over (see the module docstring)."""
 
-    def __init__(self, backends: Sequence[BaseBackend]) -> None:
+    def __init__(self, backends: Sequence[Backend]) -> None:
         self.backends = self._checked_backends(backends)
         # the group's own intermediate buffers, kept between calls (_scratch_buffer)
         self._scratch: dict[tuple[Any, ...], Any] = {}

@@ -19,7 +19,7 @@ This module must never move a whole shard through the host.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,9 +30,7 @@ from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType, f32, i32, u32
 from vyre.programs import radix_sort
 from vyre.programs._common import blocks_grid, ceil_div
-
-if TYPE_CHECKING:
-    from vyre.group import DeviceGroup, ShardedArray
+from vyre.shards import Shard, ShardedArray, ShardGroup
 
 SAMPLES_PER_MEMBER = 256
 PARTITION_WORKGROUP = 256
@@ -103,9 +101,9 @@ def _partition_program(p: int, scatter: bool) -> Program:
             counts.atomic_add(c, run)
         k.barrier()
         with k.if_(t < p):
-            c = k.let(counts[t])
-            with k.if_(c != 0):
-                totals.atomic_add(t, c)
+            mine_total = k.let(counts[t])
+            with k.if_(mine_total != 0):
+                totals.atomic_add(t, mine_total)
         return k.build()
     starts = [k.let(counts.atomic_add(c, run)) for c, run in enumerate(runs)]
     k.barrier()
@@ -136,10 +134,8 @@ def _partition(backend: Any, prog: Program, ins: dict[str, Any], outs: dict[str,
                                          blocks_grid(blocks, PARTITION_WORKGROUP, n=n))
 
 
-def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArray:
+def sample_sort(group: ShardGroup, arr: ShardedArray, label: str) -> ShardedArray:
     """The sorted array, resident over `group` (module docstring)."""
-    from vyre.group import Shard, ShardedArray
-
     if arr.row_shape != () or arr.halo:
         raise InvalidDispatch(f"sort works on 1-D arrays without halos; {arr.label!r} has "
                               f"rows of {arr.row_shape} and halo {arr.halo}")
@@ -255,13 +251,11 @@ def sample_sort(group: DeviceGroup, arr: ShardedArray, label: str) -> ShardedArr
             group._release(buf)
 
 
-def _sort_in_place(group: DeviceGroup, arr: ShardedArray, ty: ScalarType, label: str,
+def _sort_in_place(group: ShardGroup, arr: ShardedArray, ty: ScalarType, label: str,
                    alloc: Any, made: list[Any], results: list[Any], sort_all: Any
                    ) -> ShardedArray:
     """One member (or an empty array): each shard copied into its result and sorted there,
     once (its order is the whole order)."""
-    from vyre.group import ShardedArray
-
     buffers: list[Any] = []
     copies, sorts = [], []
     for s, b in zip(arr.shards, arr.buffers):

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .binding import BoundDispatch, BufferArg, bind, check_bound_owner, owned_buffer
+from .binding import (
+    BindingBackend,
+    BoundDispatch,
+    BufferArg,
+    bind,
+    check_bound_owner,
+    owned_buffer,
+)
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
 from .debug.instrument import has_debug
@@ -22,8 +29,37 @@ from .errors import InvalidDispatch, InvalidProgram
 from .hostarrays import as_dtype
 from .ir.nodes import Program
 
-if TYPE_CHECKING:
-    from .backend import BaseBackend
+
+class PipelineBackend(BindingBackend, Protocol):
+    """What a Pipeline asks of the backend that recorded it: PipelineBackend's lock, epoch and
+    `_run_pipeline` hook (typed here so this module never imports vyre.backend)."""
+
+    _lock: Any
+    _epoch: int
+    _debug_logs: Any  # resident vyre.print / assert_ logs not read yet (vyre.debug)
+
+    @property
+    def closed(self) -> bool: ...
+
+    def capabilities(self) -> Any: ...
+
+    def allocate_device_buffer(self, byte_len: int, label: str | None = None,
+                               kind: str = "device") -> Any: ...
+
+    def write(self, buffer: Any, data: Any, offset: int = 0) -> None: ...
+
+    def free(self, buffer: Any) -> None: ...
+
+    def _drain_debug_logs(self) -> None: ...
+
+    def _check_open(self) -> None: ...
+
+    def _run_pipeline(self, pipeline: Pipeline, repeat: int,
+                      reads: list[ReadRange]) -> PipelineResult: ...
+
+    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
+        """Record a pipeline of `steps` (a Pipeline records its repeated rounds this way)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -125,7 +161,7 @@ def as_read_range(r: Any) -> ReadRange:
     return ReadRange(r)
 
 
-def checked_span(backend: BaseBackend, buffer: Any, offset: Any,
+def checked_span(backend: PipelineBackend, buffer: Any, offset: Any,
                  length: Any) -> tuple[BufferBase, int, int]:
     """`buffer` a live buffer of `backend` and [offset, offset+length) inside it, as
     (buffer, offset, length) with the length filled in (None: to the end)."""
@@ -147,7 +183,7 @@ def element_dtype(dtype: Any, length: int) -> np.dtype:
     return dt
 
 
-def checked_read(backend: BaseBackend, r: Any,
+def checked_read(backend: PipelineBackend, r: Any,
                  default_dtype: Callable[[ReadRange, int], Any] | None = None) -> ReadRange:
     """A read request checked against `backend` (checked_span, element_dtype): the length
     filled in and the dtype a numpy dtype. `default_dtype(request, length)` gives the dtype
@@ -173,7 +209,7 @@ def _index_type(step: Any) -> str:
 class Pipeline:
     """Steps bound once; `run(repeat, read)` goes through the backend's `_run_pipeline`."""
 
-    def __init__(self, backend: BaseBackend, steps: Sequence[Step | BoundDispatch]) -> None:
+    def __init__(self, backend: PipelineBackend, steps: Sequence[Step | BoundDispatch]) -> None:
         steps = as_steps(steps)
         if not steps:
             raise InvalidDispatch("a pipeline needs at least one step")

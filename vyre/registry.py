@@ -9,15 +9,13 @@ never import a backend package directly.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .backend import BaseBackend
 from .errors import BackendUnavailable
-
-if TYPE_CHECKING:
-    from .backends.reference.checked import CheckSetting
+from .interface import Availability as Availability
 
 GROUP = "vyre.backends"
 ENV_DEFAULT = "VYRE_BACKEND"
@@ -25,18 +23,10 @@ ENV_DEFAULT = "VYRE_BACKEND"
 PREFERENCE = ("cuda", "wgpu", "reference")
 
 
-@dataclass(frozen=True)
-class Availability:
-    """Whether a backend can run here; `reason` says why not and how to fix it."""
-
-    name: str
-    available: bool
-    reason: str = ""
-    devices: tuple[str, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
-
-
 class Provider(Protocol):
+    """What a `vyre.backends` entry point names: `probe()` says whether the backend can run
+    here (never failing for a missing device library), `create(device)` makes an instance."""
+
     name: str
 
     def probe(self) -> Availability: ...
@@ -93,7 +83,7 @@ def default_backend_name() -> str:
     raise BackendUnavailable("default", "no backend is available; run `vyre probe` to see why")
 
 
-def _create(spec: str, check: bool | str | CheckSetting | None = None) -> BaseBackend:
+def _create(spec: str, check: bool | str | Any = None) -> BaseBackend:
     name, dev = parse_spec(spec)
     provs = providers()
     prov = provs.get(name)
@@ -110,14 +100,14 @@ def _create(spec: str, check: bool | str | CheckSetting | None = None) -> BaseBa
             name, "check= (the checked mode) is a setting of the reference backend only; "
             "use get_backend('reference', check=True) to check a program, then run it "
             "on this backend")
-    from vyre.backends.reference import ReferenceBackend
-
-    return ReferenceBackend(
-        "reference" if dev in (None, "", 0, "0", "cpu") else f"reference:{dev}", check=check)
+    # (the reference provider's create takes check=: asked through it, so that this module
+    # never imports a backend)
+    create_checked: Callable[..., BaseBackend] = prov.create
+    return create_checked(dev, check=check)
 
 
 def get_backend(spec: str | None = None, *, compile_cache_size: int | None = None,
-                check: bool | str | CheckSetting | None = None) -> BaseBackend:
+                check: bool | str | Any = None) -> BaseBackend:
     """Create a backend instance: "wgpu", "cuda", "cuda:1", "reference"; None for the default
     ($VYRE_BACKEND, else the first available of cuda, wgpu, reference).
 

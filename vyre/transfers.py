@@ -12,7 +12,7 @@ This module must never move bytes implicitly: every copy is one the caller asked
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,9 +121,14 @@ def copy_many(copies: Iterable[tuple[Any, ...]]) -> None:
         _run(c)
 
 
+#: How `transfer` moves a buffer to or from a backend of another process: set by
+#: vyre.distributed when it is imported (every remote handle or backend comes from it, so it
+#: is set before one can be passed here); this module never imports vyre.distributed.
+REMOTE_TRANSFER: list[Callable[[Any, Any, str | None], Any]] = []
+
+
 def _remote(obj: object) -> bool:
-    """Whether `obj` is a vyre.distributed handle or backend (told by its class's module,
-    so that a local transfer never imports vyre.distributed)."""
+    """Whether `obj` is a vyre.distributed handle or backend (told by its class's module)."""
     return type(obj).__module__.startswith("vyre.distributed.")
 
 
@@ -137,9 +142,11 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
             raise InvalidDispatch(
                 "transfer: out= takes a buffer of a backend of this process; a transfer to or "
                 "from a Ray actor makes a new buffer (leave out=None)")
-        from .distributed import transfer as remote_transfer  # (imports no Ray itself)
-
-        return remote_transfer(buffer, backend, label)
+        if not REMOTE_TRANSFER:  # (only if vyre.distributed's import failed half-way)
+            raise BackendUnavailable(
+                "ray", "transfer to or from a Ray actor needs vyre.distributed, which did "
+                "not finish importing; import vyre.distributed and look at its error")
+        return REMOTE_TRANSFER[0](buffer, backend, label)
     if not isinstance(backend, BaseBackend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "

@@ -30,7 +30,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -46,6 +46,25 @@ from .log import ENV_LOG_BYTES, decode, report
 if TYPE_CHECKING:
     from vyre.backend import BaseBackend, Pending
     from vyre.binding import BoundDispatch, Launch
+
+
+
+class LogBackend(Protocol):
+    """What making and resetting a log asks of a backend (a Pipeline's backend is typed
+    by what it asks too, vyre.pipeline.PipelineBackend)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def capabilities(self) -> Any: ...
+
+    def allocate_device_buffer(self, byte_len: int, label: str | None = None,
+                               kind: str = "device") -> Any: ...
+
+    def write(self, buffer: Any, data: Any, offset: int = 0) -> None: ...
+
+    def free(self, buffer: Any) -> None: ...
+
 
 DEFAULT_LOG_BYTES = 1 << 20
 # debug dispatches whose logs may wait for a sync point; one more synchronizes first
@@ -96,7 +115,7 @@ def with_log(outputs: BufferArg, name: str, log: BufferBase) -> BufferArg:
     return [*outputs, log]
 
 
-def new_log(backend: BaseBackend, inst: Instrumented) -> BufferBase:
+def new_log(backend: LogBackend, inst: Instrumented) -> BufferBase:
     """A log buffer for `inst` on `backend`, its header zeroed (InvalidDispatch if the
     backend cannot bind one more buffer: said here, where the extra buffer is known)."""
     most = backend.capabilities().limits.get("max_buffers_per_program")
@@ -115,7 +134,7 @@ def new_log(backend: BaseBackend, inst: Instrumented) -> BufferBase:
     return log
 
 
-def reset_log(backend: BaseBackend, log: BufferBase) -> None:
+def reset_log(backend: LogBackend, log: BufferBase) -> None:
     backend.write(log, np.zeros(HEADER_WORDS, np.uint32))
 
 

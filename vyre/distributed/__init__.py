@@ -1,7 +1,7 @@
 """vyre across processes and machines, on Ray (`pip install 'vyre[distributed]'`).
 
 `spawn(kind)` starts a Ray actor that owns one backend instance on one device and returns a
-`RemoteBackend` with BaseBackend's methods, on `RemoteBuffer` handles; `transfer` moves
+`RemoteBackend` (a `vyre.Backend`) on `RemoteBuffer` handles; `transfer` moves
 bytes explicitly; `Sharded` splits data-parallel work over several actors. Importing this
 package never needs Ray; using it does (BackendUnavailable says how to install it).
 """

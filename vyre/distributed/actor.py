@@ -16,11 +16,12 @@ import os
 import secrets
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend, Capabilities
+from vyre.backend import BaseBackend, Capabilities, CompileStats
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
@@ -82,6 +83,7 @@ class BackendActor:
             "instance": self.instance,
             "backend_id": self.backend.id,
             "kind": self.backend.kind,
+            "options": self.backend.options,
             "capabilities": self.backend.capabilities(),
             "generation": self.backend.context_generation,
             "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
@@ -178,6 +180,14 @@ class BackendActor:
 
     def source(self, content_hash: str) -> str:
         return self.backend.source(self._program(content_hash, "source"))
+
+    def compile_cache(self, limit: int | None) -> tuple[int, int, CompileStats]:
+        """Set the backend's compile-cache limit (an int) or leave it (None); answer
+        (limit, programs held, a copy of its counters)."""
+        if limit is not None:
+            self.backend.set_compile_cache_limit(limit)
+        b = self.backend
+        return b.compile_cache_limit, b.compile_cache_size(), replace(b.compile_stats)
 
     # ------------------------------------------------------------ memory
     def allocate(self, byte_len: int, label: str | None, kind: str) -> tuple[int, str, int, str]:

@@ -10,14 +10,25 @@ never talk to Ray or hold device memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from vyre.buffer import FixedFields
 
 from .protocol import BufferRef
 
-if TYPE_CHECKING:
-    from .remote import RemoteBackend
+
+class ActorOwner(Protocol):
+    """What a handle asks of the RemoteBackend that made it (remote.py imports this module,
+    so the handle names its owner by this protocol instead of importing it)."""
+
+    id: str
+    actor_name: str
+    instance: str
+    backend_id: str
+    node_id: str
+    gpu_ids: tuple[str, ...]
+
+    def free(self, buffer: Any) -> None: ...
 
 
 class RemoteBuffer(FixedFields):
@@ -28,7 +39,7 @@ class RemoteBuffer(FixedFields):
     FIXED_FIELDS = frozenset({"_owner", "key", "token", "byte_len", "generation", "backend_id",
                               "actor", "instance", "device", "node_id", "gpu_ids"})
 
-    def __init__(self, owner: RemoteBackend, key: int, token: str, byte_len: int,
+    def __init__(self, owner: ActorOwner, key: int, token: str, byte_len: int,
                  label: str | None, generation: int) -> None:
         self._owner = owner
         self.key = key
@@ -45,7 +56,7 @@ class RemoteBuffer(FixedFields):
         self._freed = False
 
     @property
-    def owner(self) -> RemoteBackend:
+    def owner(self) -> ActorOwner:
         return self._owner
 
     @property

@@ -1,4 +1,4 @@
-"""`RemoteBackend`: the driver's view of one backend actor, with BaseBackend's methods.
+"""`RemoteBackend`: the driver's view of one backend actor; it satisfies `vyre.Backend`.
 
 Every method checks what it can on the driver first (closed, dead actor, ownership and
 freed state of the handles), then sends one message and waits for the answer with a
@@ -10,13 +10,13 @@ between actors (that is `transfer`) or fall back to the host for resident work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import Capabilities
+from vyre.backend import Capabilities, CompileStats, stream_chunks
 from vyre.binding import BufferArg
 from vyre.buffer import BufferBase, check_label
 from vyre.config import DispatchConfig, Timing
@@ -30,6 +30,7 @@ from vyre.errors import (
     UnsupportedFeature,
 )
 from vyre.hostarrays import host_bytes, host_destination
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import to_json
 from vyre.ir.validate import validate
@@ -79,10 +80,12 @@ class RemoteBound:
 class RemotePipeline:
     """A pipeline recorded in the actor; `run(repeat, read)` as Pipeline.run."""
 
-    def __init__(self, backend: RemoteBackend, key: str, handles: Sequence[RemoteBuffer]):
+    def __init__(self, backend: RemoteBackend, key: str, handles: Sequence[RemoteBuffer],
+                 steps: Sequence[Step | RemoteBound]):
         self.backend = backend
         self.key = key
         self._handles = tuple(handles)
+        self.steps = tuple(steps)  # as recorded, one per dispatch
 
     def run(self, repeat: int = 1, read: Sequence[Any] = ()) -> PipelineResult:
         b = self.backend
@@ -99,6 +102,10 @@ class RemotePipeline:
 class RemoteBackend:
     """One backend instance in a Ray actor; use `vyre.distributed.spawn` to make one."""
 
+    id: str  # "ray:<actor name>/<backend instance id>"
+    kind: str  # the actor's backend kind
+    options: Any  # the actor's backend's options (a copy: they are fixed there)
+
     def __init__(self, actor: Any, actor_name: str, info: Mapping[str, Any],
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.actor = actor
@@ -110,6 +117,7 @@ class RemoteBackend:
         self.gpu_ids: tuple[str, ...] = tuple(info["gpu_ids"])
         self.pid: int = info["pid"]
         self.generation: int = info["generation"]
+        self.options = info.get("options")
         self.id = f"ray:{actor_name}/{self.backend_id}"
         self.timeout_s = timeout_s
         caps: Capabilities = info["capabilities"]
@@ -270,7 +278,7 @@ class RemoteBackend:
             out.append((self._ref(rr.buffer, i), rr.offset, rr.length, rr.dtype))
         return out
 
-    # ------------------------------------------------------------ BaseBackend's methods
+    # ------------------------------------------------------------ vyre.Backend's members
     @property
     def closed(self) -> bool:
         return self._closed
@@ -356,6 +364,17 @@ class RemoteBackend:
             "of yours with read_into(buffer, np.empty(shape, dtype))",
         )
 
+    def from_dlpack(self, tensor: Any, *, stream: Any = "auto",
+                    label: str | None = None) -> RemoteBuffer:
+        """Never here: a framework's device array lives in your process, not the actor's."""
+        raise UnsupportedFeature(
+            "from_dlpack", self.id,
+            "a framework's device array lives in your process and this backend in ray actor "
+            f"{self.actor_name!r}: borrow it with vyre.get_backend(...).from_dlpack(tensor) "
+            "here and move it with vyre.distributed.transfer(buffer, backend), or upload it "
+            "with write(buffer, np.asarray(tensor))",
+        )
+
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         if isinstance(ranges, (str, bytes)) or not isinstance(ranges, Iterable):
             raise InvalidDispatch(
@@ -377,12 +396,45 @@ class RemoteBackend:
         src: str = self._with_program(program, "source", what="source", handles=())
         return src
 
+    @property
+    def compile_stats(self) -> CompileStats:
+        """The actor's backend's compile-cache counters (a snapshot: one round trip)."""
+        stats: CompileStats = self._call("compile_cache", None, what="compile cache")[2]
+        return stats
+
+    @property
+    def compile_cache_limit(self) -> int:
+        """Most compiled programs the actor's backend keeps (one round trip)."""
+        limit: int = self._call("compile_cache", None, what="compile cache")[0]
+        return limit
+
+    def set_compile_cache_limit(self, n: int) -> None:
+        """`BaseBackend.set_compile_cache_limit` on the actor's backend."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InvalidDispatch(f"the compile cache size must be an int >= 1, got {n!r:.40}")
+        self._call("compile_cache", int(n), what="setting the compile cache limit")
+
+    def compile_cache_size(self) -> int:
+        """Compiled programs the actor's backend holds now (one round trip)."""
+        size: int = self._call("compile_cache", None, what="compile cache")[1]
+        return size
+
     def dispatch(self, program: Program, inputs: Any, config: DispatchConfig) -> dict[str, np.ndarray]:
         """Host path in the actor: the data travels with the message, outputs come back."""
         validate(program)  # InvalidProgram naming the fix, as the local dispatch says
         out: dict[str, np.ndarray] = self._with_program(
             program, "dispatch", inputs, config, what=f"dispatch of {program.name!r}", handles=())
         return out
+
+    def stream(
+        self, program: Program, chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
+        config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """`BaseBackend.stream` in the actor: each chunk is uploaded to resident buffers
+        there and dispatched without waiting, then read back after the next is sent."""
+        self._check_open()
+        validate(program)
+        yield from stream_chunks(self, program, chunks, config)
 
     def _resident(self, program: Program | RemoteBound, inputs: BufferArg, outputs: BufferArg,
                   config: DispatchConfig | None, wait: bool) -> RemotePending:
@@ -435,7 +487,8 @@ class RemoteBackend:
     def pipeline(self, steps: Sequence[Step | RemoteBound]) -> RemotePipeline:
         handles: list[RemoteBuffer] = []
         wire: list[tuple[Any, ...]] = []
-        for i, s in enumerate(as_steps(steps)):
+        steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
+        for i, s in enumerate(steps):
             if isinstance(s, RemoteBound):
                 if s.backend is not self:
                     raise BufferOwnershipError(
@@ -450,7 +503,7 @@ class RemoteBackend:
             else:
                 raise InvalidDispatch(f"pipeline step {i} must be a vyre.Step, got {type(s)}")
         key = self._call("pipeline", wire, what="recording a pipeline", handles=handles)
-        return RemotePipeline(self, key, handles)
+        return RemotePipeline(self, key, handles, steps)
 
     def synchronize(self) -> None:
         self._call("synchronize", what="synchronize")
@@ -491,3 +544,8 @@ class RemoteBackend:
     def __repr__(self) -> str:
         state = " closed" if self._closed else f" dead ({self._dead})" if self._dead else ""
         return f"<RemoteBackend {self.id}{state}>"
+
+
+if TYPE_CHECKING:  # mypy holds RemoteBackend to the public protocol (tests check it at run time)
+    def _satisfies_backend(b: RemoteBackend) -> Backend:
+        return b

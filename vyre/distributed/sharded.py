@@ -28,7 +28,7 @@ class Sharded(DeviceGroup):
     """A group of backend actors that data-parallel work is split over (module docstring)."""
 
     def __init__(self, backends: Sequence[RemoteBackend]) -> None:
-        super().__init__(backends)  # type: ignore[arg-type]  # (members checked there)
+        super().__init__(backends)  # (members checked there)
 
     _MEMBER = RemoteBackend
     _KIND = "RemoteBackend"

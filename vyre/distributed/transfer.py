@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import vyre
 from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase, check_label
 from vyre.errors import BackendUnavailable, BufferOwnershipError
+from vyre.transfers import REMOTE_TRANSFER
+from vyre.transfers import transfer as local_transfer
 
 from .handle import RemoteBuffer
 from .remote import RemoteBackend
@@ -39,7 +40,7 @@ def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
             "takes a buffer from allocate_device_buffer (of a local backend or a RemoteBackend)")
     name = label or buffer.label
     if isinstance(buffer, RemoteBuffer):
-        src = buffer.owner
+        src = _source(buffer)
         if isinstance(backend, RemoteBackend) and _same_node_cuda(src, backend):
             return _ipc_transfer(buffer, backend, name)
         if isinstance(backend, RemoteBackend):
@@ -66,7 +67,7 @@ def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
         if not isinstance(owner, BaseBackend):
             raise BufferOwnershipError(f"{buffer!r} has no vyre backend owner to read it from")
         return _filled(backend, buffer.byte_len, name, owner.read(buffer))
-    return vyre.transfer(buffer, backend, label)
+    return local_transfer(buffer, backend, label)
 
 
 def _filled(backend: RemoteBackend | BaseBackend, byte_len: int, label: str | None,
@@ -89,11 +90,22 @@ def _same_node_cuda(src: RemoteBackend, dst: RemoteBackend) -> bool:
             and src.node_id == dst.node_id and src.pid != dst.pid)
 
 
+def _source(buffer: RemoteBuffer) -> RemoteBackend:
+    """The RemoteBackend that owns `buffer` (a handle whose owner is not one was made by
+    hand: refused)."""
+    owner = buffer.owner
+    if not isinstance(owner, RemoteBackend):
+        raise BufferOwnershipError(
+            f"{buffer.describe()} is not owned by a RemoteBackend (made by hand?); use the "
+            "handle allocate_device_buffer of vyre.distributed.spawn(...) returned")
+    return owner
+
+
 def _ipc_transfer(buffer: RemoteBuffer, backend: RemoteBackend, name: str | None) -> RemoteBuffer:
     """The source actor exports the buffer's IPC handle once its earlier work is done; the
     destination opens it, copies device to device and waits before it answers, so the
     source may be reused once this returns. All or nothing, like the object-store path."""
-    src = buffer.owner
+    src = _source(buffer)
     ref = src._ref(buffer)  # a dead, freed or forged source fails before any allocation
     handle = (src._call("ipc_export", ref, what=f"exporting {buffer.describe()}",
                         handles=[buffer]) if buffer.byte_len else b"")
@@ -106,3 +118,7 @@ def _ipc_transfer(buffer: RemoteBuffer, backend: RemoteBackend, name: str | None
         out.free()
         raise
     return out
+
+
+if not REMOTE_TRANSFER:  # vyre.transfer routes remote buffers here
+    REMOTE_TRANSFER.append(transfer)

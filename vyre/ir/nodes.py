@@ -484,9 +484,7 @@ class Program(Node):
         changed copy would keep the original's content hash (a wrong compile-cache key).
         The copy is not re-validated by pydantic; vyre's validator checks it before use.
         """
-        # (not deep: what pydantic's copy makes, without its generic path; the lowering
-        # copies each Program it rewrites)
-        copy = super().model_copy(update=update, deep=True) if deep else copied(self, update or {})
+        copy = super().model_copy(update=update, deep=deep)
         for key in _DERIVED:
             copy.__dict__.pop(key, None)
         return copy
@@ -513,52 +511,23 @@ def _analysis() -> Any:
     return _ANALYSIS
 
 
-# ---------------------------------------------------------------- fast copies
-
-_new_object = object.__new__
-_set_attribute = object.__setattr__
+# ---------------------------------------------------------------- unvalidated copies
 
 
 def copied(node: NodeT, update: Mapping[str, Any]) -> NodeT:
-    """`node.model_copy(update=update)` for an IR node other than a Program (no extra, no
-    private attributes, no derived data), without pydantic's generic path: the same
-    object (__dict__, fields set), in half the time. The lowering rebuilds a node over new
-    operands with it; like model_copy it does not validate `update`."""
-    values = node.__dict__.copy()
-    values.update(update)
-    fields_set = set(node.__pydantic_fields_set__)
-    fields_set.update(update)
-    new = _new_object(type(node))
-    _set_attribute(new, "__dict__", values)
-    _set_attribute(new, "__pydantic_fields_set__", fields_set)
-    _set_attribute(new, "__pydantic_extra__", None)
-    _set_attribute(new, "__pydantic_private__", None)
-    return new
-
-
-_REQUIRED = object()
-_DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+    """`node.model_copy(update=update)`: the lowering rebuilds a node over new operands with
+    it; like model_copy it does not validate `update` (tests/test_ir_construction.py shows
+    such a node compares, hashes and serialises like a validated one)."""
+    return node.model_copy(update=update)
 
 
 def made(cls: type[NodeT], **values: Any) -> NodeT:
-    """`cls(**values)` without pydantic's validation, for the lowering's hot paths: the
-    same object (__dict__ in field order with the defaults, the fields set). Only for a
-    class without validators of its own (not Const, not Program) and values that already
-    have their fields' types (nodes, tuples of nodes, ScalarType, str, int, None), which
-    pydantic would pass through unchanged."""
-    layout = _DEFAULTS.get(cls)
-    if layout is None:
-        layout = _DEFAULTS[cls] = tuple(
-            (name, _REQUIRED if f.is_required() else f.default)
-            for name, f in cls.model_fields.items())
-    data = {name: values[name] if name in values or default is _REQUIRED else default
-            for name, default in layout}
-    new = _new_object(cls)
-    _set_attribute(new, "__dict__", data)
-    _set_attribute(new, "__pydantic_fields_set__", set(values))
-    _set_attribute(new, "__pydantic_extra__", None)
-    _set_attribute(new, "__pydantic_private__", None)
-    return new
+    """`cls(**values)` without pydantic's validation (`model_construct`, pydantic's own API
+    for it), for the lowering's hot paths. Only for a class without validators of its own
+    (not Const, not Program) and values that already have their fields' types (nodes,
+    tuples of nodes, ScalarType, str, int, None), which validation would pass through
+    unchanged; tests/test_ir_construction.py holds such a node equal to the validated one."""
+    return cls.model_construct(**values)
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import (
     ProgramBuilder,
     Value,
@@ -31,6 +30,7 @@ from vyre.builder import min_ as _min
 from vyre.config import MAX_GRID_DIM, DispatchConfig
 from vyre.errors import InvalidDispatch
 from vyre.features import PIPELINE, SUBGROUP
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 from vyre.pipeline import Step
@@ -63,7 +63,7 @@ class Plan:
     `plan.extend(other)` appends another plan's steps and temporaries."""
 
     steps: list[Step] = field(default_factory=list)
-    temporaries: list[BufferBase] = field(default_factory=list)
+    temporaries: list[DeviceBuffer] = field(default_factory=list)
 
     def add(
         self,
@@ -87,7 +87,7 @@ class Plan:
 USE_SUBGROUPS = True
 
 
-def subgroups_for(backend: BaseBackend, workgroup_size: int) -> bool:
+def subgroups_for(backend: Backend, workgroup_size: int) -> bool:
     """Whether library programs of `workgroup_size` invocations use subgroups on `backend`."""
     if not USE_SUBGROUPS or not backend.supports(SUBGROUP):
         return False
@@ -95,7 +95,7 @@ def subgroups_for(backend: BaseBackend, workgroup_size: int) -> bool:
     return isinstance(size, int) and size >= 1 and workgroup_size % size == 0
 
 
-def run_plan(backend: BaseBackend, plan: Plan, use_pipeline: bool | None = None) -> None:
+def run_plan(backend: Backend, plan: Plan, use_pipeline: bool | None = None) -> None:
     """Issue `plan` on `backend` in order, then free its temporaries.
 
     `use_pipeline=None` records one pipeline where the backend reports "pipeline", else
@@ -139,12 +139,12 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def alloc(backend: BaseBackend, ty: ScalarType, n: int, label: str) -> BufferBase:
+def alloc(backend: Backend, ty: ScalarType, n: int, label: str) -> DeviceBuffer:
     """A device buffer of `n` elements of `ty` (at least one element, never zero bytes)."""
     return backend.allocate_device_buffer(max(n, 1) * ty.byte_size, label=label)
 
 
-def upload(backend: BaseBackend, data: np.ndarray, label: str) -> BufferBase:
+def upload(backend: Backend, data: np.ndarray, label: str) -> DeviceBuffer:
     """A new device buffer holding `data` (at least one element long)."""
     data = np.ascontiguousarray(data)
     buf = backend.allocate_device_buffer(max(data.nbytes, data.dtype.itemsize), label=label)
@@ -153,7 +153,7 @@ def upload(backend: BaseBackend, data: np.ndarray, label: str) -> BufferBase:
     return buf
 
 
-def read_elems(backend: BaseBackend, buf: BufferBase, ty: ScalarType, n: int) -> np.ndarray:
+def read_elems(backend: Backend, buf: DeviceBuffer, ty: ScalarType, n: int) -> np.ndarray:
     """The first `n` elements of `buf` as a host array."""
     if n == 0:
         return np.zeros(0, dtype=ty.numpy)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-import vyre
+from vyre.registry import available_backends, get_backend
 
 from .cpp_corpus import generate_c_source
 from .cpp_frontend import CppFrontend, FrontendResult, cpp_frontend_python
@@ -34,7 +34,7 @@ def _median_time(fn: Callable[[], FrontendResult], repeat: int) -> tuple[float, 
 def bench(backend_name: str, sizes: list[int], repeat: int, host_path_max: int) -> list[str]:
     """Run each size on `backend_name`; one formatted line per size."""
     lines = []
-    with vyre.get_backend(backend_name) as b, CppFrontend(b, capacity=max(sizes)) as fe:
+    with get_backend(backend_name) as b, CppFrontend(b, capacity=max(sizes)) as fe:
         for size in sizes:
             data = generate_c_source(size, seed=size)
             t_py, exp = _median_time(partial(cpp_frontend_python, data), 1)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--host-path-max", type=int, default=1 << 22)
     args = ap.parse_args(argv)
-    names = args.backend or [a.name for a in vyre.available_backends() if a.available]
+    names = args.backend or [a.name for a in available_backends() if a.available]
     sizes = [int(s) for s in args.sizes.split(",")]
     for name in names:
         bench(name, sizes, args.repeat, args.host_path_max)

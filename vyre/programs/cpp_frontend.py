@@ -58,13 +58,13 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
 from vyre.binding import BoundDispatch
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.config import MAX_GRID_DIM, DispatchConfig
 from vyre.errors import UnsupportedFeature
+from vyre.interface import Backend, RecordedPipeline
 from vyre.ir.nodes import Program
-from vyre.pipeline import Pipeline, ReadRange
+from vyre.pipeline import ReadRange
 
 from . import cpp_kernels as K
 from ._common import LibraryArgumentError
@@ -107,7 +107,7 @@ class CppFrontend:
 
     def __init__(
         self,
-        backend: BaseBackend,
+        backend: Backend,
         capacity: int = 1 << 16,
         workgroup_size: int = 256,
         items_per_thread: int = 4,
@@ -127,9 +127,9 @@ class CppFrontend:
         self.use_pipeline = use_pipeline
         self.max_grid_x = max_grid_x  # fold grids into y past this many workgroups
         self.stats = RunStats()
-        self._buffers: dict[str, BufferBase] = {}
+        self._buffers: dict[str, DeviceBuffer] = {}
         self._allocated_for = 0
-        self._recorded: OrderedDict[int, Pipeline | list[BoundDispatch]] = OrderedDict()
+        self._recorded: OrderedDict[int, RecordedPipeline | list[BoundDispatch]] = OrderedDict()
 
     # ------------------------------------------------------------ plan
     def stages(self, n: int) -> list[_Stage]:
@@ -213,18 +213,18 @@ class CppFrontend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _bind(self, stage: _Stage) -> tuple[dict[str, BufferBase], dict[str, BufferBase]]:
+    def _bind(self, stage: _Stage) -> tuple[dict[str, DeviceBuffer], dict[str, DeviceBuffer]]:
         ins = {d.name: self._buffers[stage.binds[d.name]] for d in stage.program.inputs}
         outs = {d.name: self._buffers[stage.binds[d.name]] for d in stage.program.outputs}
         return ins, outs
 
-    def _record(self, n: int) -> Pipeline | list[BoundDispatch]:
+    def _record(self, n: int) -> RecordedPipeline | list[BoundDispatch]:
         hit = self._recorded.get(n)
         if hit is not None:
             self._recorded.move_to_end(n)
             return hit
         steps = self.stages(n)
-        rec: Pipeline | list[BoundDispatch] | None = None
+        rec: RecordedPipeline | list[BoundDispatch] | None = None
         if self.use_pipeline:
             from vyre.pipeline import Step
 
@@ -256,7 +256,7 @@ class CppFrontend:
             ReadRange(self._buffers[name], 0, n, np.uint8)
             for name in ("text", "classes", "bounds")
         ]
-        if isinstance(rec, Pipeline):
+        if not isinstance(rec, list):
             try:
                 out = rec.run(1, reads).reads
                 mode = "pipeline"
@@ -269,7 +269,7 @@ class CppFrontend:
                 self.backend.dispatch_with_device_buffers(bound)
             out = self.backend.read_many(reads)
             mode = "dispatch"
-        steps = len(rec.steps) if isinstance(rec, Pipeline) else len(rec)
+        steps = len(rec) if isinstance(rec, list) else len(rec.steps)
         self.stats = RunStats(mode=mode, dispatches=steps, uploads=1, readbacks=1)
         return _unpack(out[0], out[1], out[2], out[3])
 

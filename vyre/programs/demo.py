@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
+from vyre.ir.compare import Tolerance, tolerance_for
 from vyre.ir.nodes import Program
-from vyre.tools.testing import Tolerance, tolerance_for
 
 from . import elementwise, histogram, matmul, radix_sort, reduce, scan
 from ._common import f32, read_elems, upload
@@ -29,7 +29,7 @@ SEED = 20251122
 @dataclass(frozen=True)
 class DemoCase:
     name: str  # e.g. "saxpy 1M f32"
-    run: Callable[[BaseBackend], dict[str, np.ndarray]]  # fixed-seed inputs -> host outputs
+    run: Callable[[Backend], dict[str, np.ndarray]]  # fixed-seed inputs -> host outputs
     tolerance: Callable[[str], Tolerance]  # by backend kind ("reference", "wgpu", "cuda")
 
 
@@ -45,7 +45,7 @@ def _tol(*programs: Program) -> Callable[[str], Tolerance]:
     return tol
 
 
-def _saxpy(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _saxpy(backend: Backend) -> dict[str, np.ndarray]:
     n = 1 << 20
     rng = _rng(1)
     x = rng.standard_normal(n).astype(np.float32)
@@ -60,7 +60,7 @@ def _saxpy(backend: BaseBackend) -> dict[str, np.ndarray]:
         backend.free(yb)
 
 
-def _sum(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _sum(backend: Backend) -> dict[str, np.ndarray]:
     x = _rng(2).standard_normal(1 << 20).astype(np.float32)
     total, _ = reduce.reduce_host(backend, x, "sum")
     value, index = reduce.reduce_host(backend, x, "argmax")
@@ -71,7 +71,7 @@ def _sum(backend: BaseBackend) -> dict[str, np.ndarray]:
     }
 
 
-def _scan(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _scan(backend: Backend) -> dict[str, np.ndarray]:
     x = _rng(3).integers(0, 1000, 1 << 20).astype(np.uint32)
     f = _rng(4).standard_normal(1 << 16).astype(np.float32)
     return {
@@ -80,12 +80,12 @@ def _scan(backend: BaseBackend) -> dict[str, np.ndarray]:
     }
 
 
-def _histogram(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _histogram(backend: Backend) -> dict[str, np.ndarray]:
     x = _rng(5).standard_normal(1 << 20).astype(np.float32)
     return {"bins": histogram.histogram_host(backend, x, 256, lo=-4.0, scale=32.0)}
 
 
-def _radix_sort(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _radix_sort(backend: Backend) -> dict[str, np.ndarray]:
     rng = _rng(6)
     keys = rng.integers(0, 1 << 16, 1 << 18).astype(np.uint32)  # many duplicate keys
     values = np.arange(keys.size, dtype=np.uint32)
@@ -94,7 +94,7 @@ def _radix_sort(backend: BaseBackend) -> dict[str, np.ndarray]:
     return {"keys": k, "values": v}
 
 
-def _matmul(backend: BaseBackend) -> dict[str, np.ndarray]:
+def _matmul(backend: Backend) -> dict[str, np.ndarray]:
     rng = _rng(7)
     a = rng.standard_normal((200, 300)).astype(np.float32)
     b = rng.standard_normal((300, 250)).astype(np.float32)

@@ -15,13 +15,21 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-import vyre
-from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder, Value
 from vyre.config import MAX_GRID_DIM, Timing
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
-from vyre.kernel import Buffer, InOut, Output, TypeParam, kernel
+from vyre.kernel import (  # the kernel language
+    Buffer,
+    InOut,
+    Output,
+    TypeParam,
+    global_linear_id,
+    if_,
+    kernel,
+    let,
+)
 
 from ._common import f32, grid, u32
 
@@ -29,7 +37,7 @@ WORKGROUP = 256
 
 
 def run_elementwise(
-    backend: BaseBackend,
+    backend: Backend,
     program: Program,
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],
@@ -92,16 +100,16 @@ def _wg(T: ScalarType, wg: int) -> int:
 
 @kernel(workgroup_size=_wg, name="saxpy")
 def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         y[i] = a * x[i] + y[i]
 
 
 @kernel(workgroup_size=_wg, name="axpby")
 def _axpby(n: u32, x: Buffer[T], y: Buffer[T], out: Output[T], a: T, b: T, *,
            T: ScalarType, wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         out[i] = a * x[i] + b * y[i]
 
 
@@ -126,15 +134,15 @@ def convert(src: ScalarType, dst: ScalarType, workgroup_size: int = WORKGROUP) -
 
 @kernel(workgroup_size=_wg, name="fill")
 def _fill(n: u32, out: Output[T], value: T, *, T: ScalarType, wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         out[i] = value
 
 
 @kernel(workgroup_size=_wg, name="iota")
 def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         idx = i if T is u32 else i.cast(T)  # a build-time choice
         out[i] = start + idx * step
 
@@ -142,16 +150,16 @@ def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) 
 @kernel(workgroup_size=_wg, name="gather")
 def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: ScalarType,
             wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         out[i] = src[index[i]]
 
 
 @kernel(workgroup_size=_wg, name="scatter")
 def _scatter(n: u32, src: Buffer[T], index: Buffer[u32], out: InOut[T], *, T: ScalarType,
              wg: int) -> None:
-    i = vyre.let(vyre.global_linear_id())
-    with vyre.if_(i < n):
+    i = let(global_linear_id())
+    with if_(i < n):
         out[index[i]] = src[i]
 
 

@@ -23,10 +23,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, Value, min_, select
 from vyre.config import MAX_GRID_DIM
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
@@ -75,7 +75,7 @@ DEFAULT = HistShape(256, 8, 4096)
 TUNED: dict[str, HistShape] = {"cuda": HistShape(1024, 8, 528)}
 
 
-def shape_for(backend: BaseBackend) -> HistShape:
+def shape_for(backend: Backend) -> HistShape:
     """The kernel shape the library histogram uses on `backend` by default."""
     return TUNED.get(backend.kind, DEFAULT)
 
@@ -185,10 +185,10 @@ def histogram_program(
 
 
 def plan_histogram(
-    backend: BaseBackend,
-    src: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
     n: int,
-    bins: BufferBase,
+    bins: DeviceBuffer,
     nbins: int,
     ty: ScalarType = u32,
     lo: float = 0.0,
@@ -198,7 +198,7 @@ def plan_histogram(
     per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
     max_groups: int | None = None,
-    count: BufferBase | None = None,
+    count: DeviceBuffer | None = None,
 ) -> Plan:
     """Zero `bins` (unless `accumulate`), then count src[:n] into it. The kernel shape
     (workgroup_size, per_thread, max_groups) defaults to shape_for(backend).
@@ -236,10 +236,10 @@ def plan_histogram(
 
 
 def histogram_device(
-    backend: BaseBackend,
-    src: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
     n: int,
-    bins: BufferBase,
+    bins: DeviceBuffer,
     nbins: int,
     ty: ScalarType = u32,
     use_pipeline: bool | None = None,
@@ -250,7 +250,7 @@ def histogram_device(
 
 
 def histogram_host(
-    backend: BaseBackend,
+    backend: Backend,
     data: np.ndarray,
     nbins: int,
     use_pipeline: bool | None = None,

@@ -28,10 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, Value, fma, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig, Timing
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from ._common import LibraryArgumentError, alloc, ceil_div, check_pow2, f32, read_elems, u32, upload
@@ -73,7 +73,7 @@ TUNED: dict[str, Tiles] = {
 }
 
 
-def tiles_for(backend: BaseBackend) -> Tiles:
+def tiles_for(backend: Backend) -> Tiles:
     """The tile shape the library matmul uses on `backend` by default."""
     return TUNED.get(backend.kind, Tiles())
 
@@ -254,7 +254,7 @@ def matmul_config(
 
 
 def matmul_device(
-    backend: BaseBackend, a: BufferBase, b: BufferBase, c: BufferBase, m: int, n: int,
+    backend: Backend, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer, m: int, n: int,
     kdim: int, tiles: Tiles | None = None,
 ) -> Timing | None:
     """C = A @ B on resident buffers with `tiles` (default: tiles_for(backend)). Skips the
@@ -269,7 +269,7 @@ def matmul_device(
 
 
 def matmul_host(
-    backend: BaseBackend, a: np.ndarray, b: np.ndarray, *, block: Side | None = None,
+    backend: Backend, a: np.ndarray, b: np.ndarray, *, block: Side | None = None,
     per_thread: Side | None = None, block_k: int | None = None, split: bool | None = None,
 ) -> np.ndarray:
     """Upload A (M x K) and B (K x N) as f32, multiply on `backend`, read back C (M x N).

@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
@@ -342,12 +342,12 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
     return map_program(back, [u32], ty, name)
 
 
-def shape_for(backend: BaseBackend, with_values: bool) -> tuple[int, int]:
+def shape_for(backend: Backend, with_values: bool) -> tuple[int, int]:
     """The (workgroup_size, per_thread) the 8-bit design uses on `backend` by default."""
     return TUNED.get((backend.kind, with_values), UNTUNED[with_values])
 
 
-def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | None,
+def _digit_design(backend: Backend, with_values: bool, digit_bits: int | None,
                   workgroup_size: int | None, per_thread: int | None
                   ) -> tuple[int, int, int, bool]:
     """(digit bits, workgroup size, keys per invocation, subgroups) for this backend: 8-bit
@@ -368,10 +368,10 @@ def _digit_design(backend: BaseBackend, with_values: bool, digit_bits: int | Non
 
 
 def plan_radix_sort(
-    backend: BaseBackend,
-    keys: BufferBase,
+    backend: Backend,
+    keys: DeviceBuffer,
     n: int,
-    values: BufferBase | None = None,
+    values: DeviceBuffer | None = None,
     key_bits: int = 32,
     key_type: ScalarType = u32,
     workgroup_size: int | None = None,
@@ -447,10 +447,10 @@ def plan_radix_sort(
 
 
 def radix_sort_device(
-    backend: BaseBackend,
-    keys: BufferBase,
+    backend: Backend,
+    keys: DeviceBuffer,
     n: int,
-    values: BufferBase | None = None,
+    values: DeviceBuffer | None = None,
     use_pipeline: bool | None = None,
     key_type: ScalarType = u32,
     **kw: int,
@@ -461,7 +461,7 @@ def radix_sort_device(
 
 
 def radix_sort_host(
-    backend: BaseBackend,
+    backend: Backend,
     keys: np.ndarray,
     values: np.ndarray | None = None,
     use_pipeline: bool | None = None,

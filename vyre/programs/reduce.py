@@ -22,10 +22,10 @@ from functools import cache
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, Value, select, subgroup_reduce
 from vyre.config import MAX_GRID_DIM
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
@@ -195,13 +195,13 @@ def arg_reduce_program(
 
 
 def plan_reduce(
-    backend: BaseBackend,
-    src: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
     n: int,
     op: str,
     ty: ScalarType,
-    out: BufferBase,
-    out_index: BufferBase | None = None,
+    out: DeviceBuffer,
+    out_index: DeviceBuffer | None = None,
     workgroup_size: int = WORKGROUP,
     per_thread: int = PER_THREAD,
     max_per_dim: int = MAX_GRID_DIM,
@@ -243,13 +243,13 @@ def plan_reduce(
 
 
 def reduce_device(
-    backend: BaseBackend,
-    src: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
     n: int,
     op: str,
     ty: ScalarType,
-    out: BufferBase,
-    out_index: BufferBase | None = None,
+    out: DeviceBuffer,
+    out_index: DeviceBuffer | None = None,
     use_pipeline: bool | None = None,
     **kw: int,
 ) -> None:
@@ -265,7 +265,7 @@ def reduce_device(
 
 
 def reduce_host(
-    backend: BaseBackend, data: np.ndarray, op: str, use_pipeline: bool | None = None, **kw: int
+    backend: Backend, data: np.ndarray, op: str, use_pipeline: bool | None = None, **kw: int
 ) -> tuple[np.generic, int | None]:
     """Upload `data`, reduce it on `backend`, read back (value, index-or-None)."""
     ty = ScalarType.from_numpy(data.dtype)

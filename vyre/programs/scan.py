@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, Value, select
 from vyre.config import MAX_GRID_DIM
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
@@ -148,9 +148,9 @@ def scan_block_program(
 
 
 def plan_scan(
-    backend: BaseBackend,
-    src: BufferBase,
-    dst: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
     n: int,
     ty: ScalarType,
     inclusive: bool = True,
@@ -185,9 +185,9 @@ def plan_scan(
 
 
 def scan_device(
-    backend: BaseBackend,
-    src: BufferBase,
-    dst: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
     n: int,
     ty: ScalarType,
     inclusive: bool = True,
@@ -199,7 +199,7 @@ def scan_device(
 
 
 def scan_host(
-    backend: BaseBackend,
+    backend: Backend,
     data: np.ndarray,
     inclusive: bool = True,
     use_pipeline: bool | None = None,
@@ -271,16 +271,16 @@ def compact_scatter_program(
 
 
 def plan_compact(
-    backend: BaseBackend,
-    src: BufferBase,
-    dst: BufferBase,
-    count: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
+    count: DeviceBuffer,
     n: int,
     ty: ScalarType,
     pred: Predicate = nonzero,
     workgroup_size: int = WORKGROUP,
     max_per_dim: int = MAX_GRID_DIM,
-    indices: BufferBase | None = None,
+    indices: DeviceBuffer | None = None,
 ) -> Plan:
     """Passes writing the kept elements of src[:n] to dst[:count] and the count to count[0];
     with `indices` (a u32 buffer of n elements) also each kept element's position in src to
@@ -308,10 +308,10 @@ def plan_compact(
 
 
 def compact_device(
-    backend: BaseBackend,
-    src: BufferBase,
-    dst: BufferBase,
-    count: BufferBase,
+    backend: Backend,
+    src: DeviceBuffer,
+    dst: DeviceBuffer,
+    count: DeviceBuffer,
     n: int,
     ty: ScalarType,
     pred: Predicate = nonzero,
@@ -327,7 +327,7 @@ def compact_device(
 
 
 def compact_host(
-    backend: BaseBackend,
+    backend: Backend,
     data: np.ndarray,
     pred: Predicate = nonzero,
     use_pipeline: bool | None = None,
@@ -338,7 +338,7 @@ def compact_host(
 
 
 def compact_indices_host(
-    backend: BaseBackend,
+    backend: Backend,
     data: np.ndarray,
     pred: Predicate = nonzero,
     use_pipeline: bool | None = None,
@@ -352,7 +352,7 @@ def compact_indices_host(
 
 
 def _compact_host(
-    backend: BaseBackend, data: np.ndarray, pred: Predicate, use_pipeline: bool | None,
+    backend: Backend, data: np.ndarray, pred: Predicate, use_pipeline: bool | None,
     with_indices: bool, **kw: int,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     ty = ScalarType.from_numpy(data.dtype)

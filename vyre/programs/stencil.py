@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import vyre
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.builder import Value, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig
 from vyre.features import PIPELINE
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
-from vyre.kernel import Buffer, Output, kernel
+from vyre.kernel import Buffer, Output, global_id, if_, kernel, let  # the kernel language
 from vyre.pipeline import Step
 
 from ._common import LibraryArgumentError, alloc, ceil_div, f32, read_elems, u32, upload
@@ -40,14 +39,14 @@ def _tile(boundary: str, tile: int) -> tuple[int, int]:
 @kernel(workgroup_size=_tile, name="stencil5")
 def _stencil5(u: Buffer[f32], out: Output[f32], H: u32, W: u32, wc: f32, wn: f32, ws: f32,
               ww: f32, we: f32, *, boundary: str, tile: int) -> None:
-    x = vyre.let(vyre.global_id(0))
-    y = vyre.let(vyre.global_id(1))
-    with vyre.if_((x < W) & (y < H)):
+    x = let(global_id(0))
+    y = let(global_id(1))
+    with if_((x < W) & (y < H)):
         def nb(ok: Value, yy: Value, xx: Value) -> Value:  # neighbour, or the edge / 0
             v = u[select(ok, yy, y) * W + select(ok, xx, x)]
             return v if boundary == "clamp" else select(ok, v, 0.0)
 
-        c = vyre.let(u[y * W + x])
+        c = let(u[y * W + x])
         r = wc * c + wn * nb(y > 0, y - 1, x)
         r = r + ws * nb(y + 1 < H, y + 1, x)
         r = r + ww * nb(x > 0, y, x - 1)
@@ -73,16 +72,16 @@ def stencil_config(
 
 
 def iterate_stencil(
-    backend: BaseBackend,
-    u: BufferBase,
-    scratch: BufferBase,
+    backend: Backend,
+    u: DeviceBuffer,
+    scratch: DeviceBuffer,
     h: int,
     w: int,
     steps: int,
     weights: tuple[float, ...] = BLUR,
     boundary: str = "clamp",
     use_pipeline: bool | None = None,
-) -> BufferBase:
+) -> DeviceBuffer:
     """Apply the stencil `steps` times, ping-ponging u <-> scratch on the device; returns
     the buffer holding the result (u for an even number of steps, else scratch)."""
     if steps == 0 or h == 0 or w == 0:
@@ -106,7 +105,7 @@ def iterate_stencil(
 
 
 def stencil_host(
-    backend: BaseBackend,
+    backend: Backend,
     grid2d: np.ndarray,
     steps: int = 1,
     weights: tuple[float, ...] = LAPLACIAN,

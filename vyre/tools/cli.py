@@ -25,11 +25,14 @@ import numpy as np
 
 from vyre import __version__, registry
 from vyre import features as F
-from vyre.backend import BaseBackend
 from vyre.errors import UnsupportedFeature
+from vyre.interface import Backend
+from vyre.ir.compare import Tolerance, mismatches
 
+from .probe import MAX_REPEAT as MAX_REPEAT
+from .probe import probe_report as probe_report
+from .probe import repeat_error as repeat_error
 from .report import format_kv, format_ms, format_table
-from .testing import Tolerance, mismatches
 
 REFERENCE = "reference"
 
@@ -37,64 +40,6 @@ REFERENCE = "reference"
 EXIT_OK = 0
 EXIT_FAILED = 1  # a disagreement, an error while running, a backend that failed to start
 EXIT_USAGE = 2  # bad arguments, or something the command needs is missing
-# The most runs `--repeat` may ask for (demo and bench): a best-of-N time settles long
-# before this, and 10**12 would run for ever.
-MAX_REPEAT = 10_000
-
-
-def repeat_error(repeat: int | None) -> str | None:
-    """Why `--repeat N` is refused (None: it is fine, or not given)."""
-    if repeat is not None and not 1 <= repeat <= MAX_REPEAT:
-        return (f"error: --repeat must be between 1 and {MAX_REPEAT} (the number of timed "
-                f"runs), got {repeat}")
-    return None
-
-
-# ----------------------------------------------------------------------------- probe
-
-
-def _caps_dict(backend: BaseBackend) -> dict[str, Any]:
-    caps = backend.capabilities()
-    return {
-        "backend": caps.backend,
-        "kind": caps.kind,
-        "device": caps.device,
-        "features": sorted(caps.features),
-        # the compile cache's bound (LRU; $VYRE_COMPILE_CACHE_SIZE) shows with the limits
-        "limits": {**caps.limits, "compile_cache_programs": backend.compile_cache_limit},
-        "details": dict(caps.details),
-    }
-
-
-def probe_report() -> list[dict[str, Any]]:
-    """One entry per registered backend: availability, reason, devices, capabilities.
-
-    An available backend is instantiated (default device) to read its capabilities and closed
-    again; if that fails, the entry is marked unavailable with the error as the reason.
-    """
-    out: list[dict[str, Any]] = []
-    for a in registry.available_backends():
-        entry: dict[str, Any] = {
-            "name": a.name,
-            "available": a.available,
-            "reason": a.reason,
-            "devices": list(a.devices),
-            "details": dict(a.details),
-            "capabilities": None,
-        }
-        if a.available:
-            try:
-                with registry.get_backend(a.name) as backend:
-                    entry["capabilities"] = _caps_dict(backend)
-            except Exception as exc:
-                entry["available"] = False
-                entry["reason"] = (
-                    f"probe reported it available, but creating an instance failed: {exc!r}"
-                )
-        out.append(entry)
-    return out
-
-
 def _print_probe(report: list[dict[str, Any]], out: TextIO) -> None:
     n_ok = sum(1 for e in report if e["available"])
     print(
@@ -184,7 +129,7 @@ class DemoCaseLike(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def run(self) -> Callable[[BaseBackend], dict[str, np.ndarray]]: ...
+    def run(self) -> Callable[[Backend], dict[str, np.ndarray]]: ...
     @property
     def tolerance(self) -> Callable[[str], Tolerance]: ...
 
@@ -212,7 +157,7 @@ def _load_demo_cases() -> list[DemoCaseLike]:
     return list(demo_cases())
 
 
-def _run_case(case: DemoCaseLike, backend: BaseBackend, repeat: int) -> Outcome:
+def _run_case(case: DemoCaseLike, backend: Backend, repeat: int) -> Outcome:
     """Run `case` on `backend`; time = best of `repeat` runs, outputs from the first."""
     outputs: dict[str, np.ndarray] | None = None
     best: float | None = None
@@ -319,7 +264,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_FAILED
 
     failures: list[str] = []
-    instances: dict[str, BaseBackend] = {}
+    instances: dict[str, Backend] = {}
     columns: list[str] = []
     try:
         for spec in [REFERENCE, *others]:

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-import vyre
 from vyre import DispatchConfig, ScalarType
-from vyre.backend import BaseBackend
 from vyre.builder import (
     ProgramBuilder,
     abs_,
@@ -51,28 +48,15 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.interface import Backend
 from vyre.ir import nodes as IR
 from vyre.ir.types import NARROW_INTS
+from vyre.tools.conformance_case import Case as Case
 from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
 ST = ScalarType
 N = 256
-
-
-@dataclass
-class Case:
-    name: str
-    program: vyre.Program
-    inputs: Callable[[np.random.Generator], dict[str, Any]]
-    config: DispatchConfig
-    # docs/IR.md's values of some outputs, computed from the inputs without any backend
-    # (vyre.tools.conformance_exact): the reference must produce them.
-    expected: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # Outputs that depend on the order of colliding atomics: not compared with the
-    # reference; `invariant(inputs, outputs)` (a reason, or None) checks them instead.
-    order_dependent: frozenset[str] = frozenset()
-    invariant: Callable[[dict[str, Any], dict[str, np.ndarray]], str | None] | None = None
 
 
 def _binary_case(name: str, ty: ScalarType, ops: list[Callable[[Any, Any], Any]],
@@ -348,7 +332,7 @@ def inputs_of(case: Case) -> dict[str, Any]:
     return case.inputs(np.random.default_rng(zlib.crc32(case.name.encode())))
 
 
-def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
+def unsupported_reason(case: Case, backend: Backend) -> str | None:
     """Why `backend` cannot run `case` by its own report (a missing feature), or None."""
     missing = sorted(f for f in case.program.required_features
                      if not backend.supports(f))
@@ -358,7 +342,7 @@ def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
     return None
 
 
-def check_case(case: Case, backend: BaseBackend, reference: BaseBackend) -> None:
+def check_case(case: Case, backend: Backend, reference: Backend) -> None:
     """Run `case` on `backend` and assert every output agrees with the reference (in the
     backend's float mode) under the IR's comparison rules, except the order-dependent ones,
     which must satisfy the case's invariant; and the reference's outputs agree with the

@@ -51,7 +51,7 @@ from vyre.ir import ops
 from vyre.tools.testing import random_array
 
 if TYPE_CHECKING:
-    from vyre.tools.conformance import Case
+    from vyre.tools.conformance_case import Case
 
 ST = ScalarType
 I32, U32, I64, U64 = ST.I32, ST.U32, ST.I64, ST.U64
@@ -149,7 +149,7 @@ def elementwise_case(
     `out[i * len(fns) + j] = fns[j][0](row)` for each output; the expected value of each
     output is the fns' Python halves (`fns[j][1](columns)`, an array over i) interleaved
     the same way (an output with a None half has no expected value)."""
-    from vyre.tools.conformance import Case
+    from vyre.tools.conformance_case import Case
 
     k = ProgramBuilder(name, workgroup_size=workgroup_size)
     bufs = {c: k.buffer(c, t) for c, t in columns.items()}
@@ -613,7 +613,7 @@ def _case(prog: Any, inputs: Arrays, config: DispatchConfig, expected: Arrays,
           order_dependent: frozenset[str] = frozenset(),
           invariant: Callable[[Arrays, Arrays], str | None] | None = None) -> Case:
     """A Case with fixed inputs and fixed expected values."""
-    from vyre.tools.conformance import Case
+    from vyre.tools.conformance_case import Case
 
     return Case(prog.name, prog, lambda rng: dict(inputs), config,
                 expected=lambda ins: expected, order_dependent=order_dependent,

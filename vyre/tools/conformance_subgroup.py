@@ -27,7 +27,7 @@ from vyre.builder import (
 )
 from vyre.tools.testing import random_array
 
-from .conformance import Case
+from .conformance_case import Case
 
 ST = ScalarType
 WG = 128

@@ -73,24 +73,18 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
 from vyre.errors import DispatchError, UnsupportedFeature
+from vyre.interface import Backend
 from vyre.ir import nodes as N
 from vyre.ir.analysis import child_exprs, walk_stmts
+from vyre.ir.compare import SIGN_OF_ZERO_OPEN, Tolerance, mismatches, tolerance_for
 from vyre.ir.serialize import from_json, to_json
 from vyre.ir.types import NARROW_INTS, ScalarType
 from vyre.subgroups import mapping_promised
 
 from .replay import save_on_request
-from .testing import (
-    SIGN_OF_ZERO_OPEN,
-    Tolerance,
-    mismatches,
-    random_array,
-    reference_for,
-    tolerance_for,
-)
+from .testing import random_array, reference_for
 
 T = ScalarType
 BOOL, I32, U32, F32, F16, F64, I64, U64 = (
@@ -165,7 +159,7 @@ class GenOptions:
     subgroup_multiple: int | None = None
 
 
-def options_for(backends: Iterable[BaseBackend]) -> GenOptions:
+def options_for(backends: Iterable[Backend]) -> GenOptions:
     """The generator options every one of `backends` can run, under its tolerance rules."""
     feats: frozenset[str] | None = None
     for b in backends:
@@ -358,7 +352,7 @@ _COUNTER = "vyre_fuzz_loop_count"
 _COUNTS = "vyre_fuzz_loop_counts"
 
 
-def loop_limit(backend: BaseBackend) -> int | None:
+def loop_limit(backend: Backend) -> int | None:
     """The per-invocation loop-iteration limit `backend` reports, or None (no limit)."""
     caps = backend.capabilities()
     for key in LOOP_LIMIT_KEYS:
@@ -376,7 +370,7 @@ def names_loop_limit(exc: BaseException, limit: int) -> bool:
 
 
 def refuses_subgroup_shape(exc: BaseException, program: N.Program,
-                           backend: BaseBackend) -> bool:
+                           backend: Backend) -> bool:
     """Whether `exc`, raised by `backend`, is the documented refusal of a subgroup Program's
     workgroup shape: an UnsupportedFeature "subgroup" that names the shape and docs/IR.md's
     lane mapping, for a shape where `backend` does not promise the mapping (its measured
@@ -440,7 +434,7 @@ def count_loop_iterations(program: N.Program) -> N.Program:
     )
 
 
-def loop_passes(case: FuzzCase, reference: BaseBackend) -> tuple[int, int]:
+def loop_passes(case: FuzzCase, reference: Backend) -> tuple[int, int]:
     """(the most loop passes one invocation of `case` runs, the most the invocations of one
     workgroup run together), on `reference`."""
     counted = count_loop_iterations(case.program)
@@ -454,13 +448,13 @@ def loop_passes(case: FuzzCase, reference: BaseBackend) -> tuple[int, int]:
     return int(out.max()), int(per_group.max())
 
 
-def max_loop_iterations(case: FuzzCase, reference: BaseBackend) -> int:
+def max_loop_iterations(case: FuzzCase, reference: Backend) -> int:
     """The most loop passes any one invocation of `case` runs (on `reference`)."""
     return loop_passes(case, reference)[0]
 
 
 def run_case(
-    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend],
+    case: FuzzCase, reference: Backend, others: Sequence[Backend],
     expected_by_reference: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> list[Disagreement]:
     """Run `case` on the reference and on each of `others`; every disagreement, listed.
@@ -1557,14 +1551,14 @@ def programs(opts: GenOptions | None = None) -> st.SearchStrategy[N.Program]:
 
 
 def available_instances(
-    create: Callable[[str], BaseBackend] | None = None,
-) -> tuple[BaseBackend, list[BaseBackend], dict[str, str]]:
+    create: Callable[[str], Backend] | None = None,
+) -> tuple[Backend, list[Backend], dict[str, str]]:
     """(reference, [other available backends], {unavailable name: reason}) instances."""
     from vyre.registry import available_backends, get_backend
 
     make = create or get_backend
     ref = make("reference")
-    others: list[BaseBackend] = []
+    others: list[Backend] = []
     skipped: dict[str, str] = {}
     for a in available_backends():
         if a.name == "reference":
@@ -1584,7 +1578,7 @@ def regressions_dir() -> Path:
 
 
 def check_case(
-    case: FuzzCase, reference: BaseBackend, others: Sequence[BaseBackend],
+    case: FuzzCase, reference: Backend, others: Sequence[Backend],
     expected_by_reference: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> list[Disagreement]:
     """`run_case` plus the wire-format round trip of the case (Program and inputs)."""
@@ -1598,8 +1592,8 @@ def check_case(
 
 
 def fuzz_backends(
-    reference: BaseBackend,
-    others: Sequence[BaseBackend],
+    reference: Backend,
+    others: Sequence[Backend],
     *,
     max_examples: int | None = None,
     options: GenOptions | None = None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 import warnings
 import zipfile
@@ -30,25 +29,20 @@ import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.backends.reference.checked import CheckWarning
-from vyre.config import DispatchConfig, IndirectGrid
-from vyre.errors import BackendError
+from vyre.config import DispatchConfig
 from vyre.ir.nodes import Program
-from vyre.ir.serialize import from_json, to_json
-
-FORMAT = "vyre.replay"
-FORMAT_VERSION = 1
-ENV_REPLAY_DIR = "VYRE_REPLAY_DIR"
-MANIFEST = "dispatch.json"
-
-
-class ReplayError(BackendError):
-    """A replay file could not be written, read or rerun as asked."""
-
-
-def _vyre_version() -> str:
-    import vyre
-
-    return str(vyre.__version__)
+from vyre.ir.serialize import from_json
+from vyre.replay_file import (
+    ENV_REPLAY_DIR,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    ReplayError,
+    describe_backend,
+    save_dispatch,
+    save_on_request,
+    vyre_version,
+)
 
 
 @dataclass
@@ -67,65 +61,6 @@ class SavedDispatch:
     @property
     def config(self) -> DispatchConfig:
         return DispatchConfig(grid=self.grid, params=self.params)
-
-
-def describe_backend(backend: BaseBackend) -> dict[str, Any]:
-    """What a replay file says about the backend a dispatch ran on (JSON-safe)."""
-    caps = backend.capabilities()
-    details = json.loads(json.dumps(caps.details, default=str))
-    return {"id": backend.id, "kind": backend.kind, "device": caps.device, "details": details}
-
-
-def _npy(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
-    return buf.getvalue()
-
-
-def save_dispatch(
-    path: str | Path, program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
-    *, outputs: Mapping[str, np.ndarray] | None = None, backend: BaseBackend | None = None,
-    note: str = "",
-) -> Path:
-    """Write one replay file; `inputs` maps every buffer to its contents before the
-    dispatch (a write-only buffer may be omitted: zeros of its output's size, or of its
-    declared count, are replayed). Returns the path."""
-    if isinstance(config.grid, IndirectGrid):
-        raise ReplayError("a dispatch with an indirect grid cannot be saved for replay (the "
-                          "grid lives in a device buffer); read the three counts and save "
-                          "it with DispatchConfig(grid=(x, y, z))")
-    arrays: dict[str, np.ndarray] = {}
-    for d in program.buffers:
-        given = inputs.get(d.name)
-        if isinstance(given, int) and not isinstance(given, bool):  # a write-only count
-            arrays[d.name] = np.zeros(given, dtype=d.ty.numpy)
-        elif d.name in inputs:
-            arrays[d.name] = np.asarray(inputs[d.name], dtype=d.ty.numpy).reshape(-1)
-        elif outputs is not None and d.name in outputs:
-            arrays[d.name] = np.zeros(np.asarray(outputs[d.name]).size, dtype=d.ty.numpy)
-        elif d.count is not None:
-            arrays[d.name] = np.zeros(d.count, dtype=d.ty.numpy)
-        else:
-            raise ReplayError(f"save_dispatch: no contents for buffer {d.name!r}; pass every "
-                              "buffer's contents before the dispatch in inputs")
-    doc = {
-        "format": FORMAT, "version": FORMAT_VERSION, "vyre_version": _vyre_version(),
-        "program": json.loads(to_json(program)), "grid": list(config.grid),
-        "params": dict(config.params), "note": note,
-        "backend": describe_backend(backend) if backend is not None else {},
-        "outputs": sorted(outputs) if outputs is not None else None,
-    }
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".partial")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(MANIFEST, json.dumps(doc, indent=1, allow_nan=True))
-        for name, a in arrays.items():
-            z.writestr(f"inputs/{name}.npy", _npy(a))
-        for name, a in (outputs or {}).items():
-            z.writestr(f"outputs/{name}.npy", _npy(np.asarray(a)))
-    tmp.replace(p)  # never a half-written file under the real name
-    return p
 
 
 def record_dispatch(path: str | Path, backend: BaseBackend, program: Program,
@@ -152,7 +87,7 @@ def load_dispatch(path: str | Path) -> SavedDispatch:
                 raise ReplayError(f"{p}: not a vyre replay file (format {doc.get('format')!r})"
                                   "; write one with vyre.tools.replay.save_dispatch or "
                                   f"${ENV_REPLAY_DIR}")
-            here = _vyre_version()
+            here = vyre_version()
             if doc.get("vyre_version") != here or doc.get("version") != FORMAT_VERSION:
                 raise ReplayError(
                     f"{p} was saved by vyre {doc.get('vyre_version')} (replay format "
@@ -268,26 +203,6 @@ def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None
     finally:
         for b in closers:
             b.close()
-
-
-def replay_dir() -> Path | None:
-    raw = os.environ.get(ENV_REPLAY_DIR, "").strip()
-    return Path(raw) if raw else None
-
-
-def save_on_request(program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
-                    backend: BaseBackend | None, note: str) -> Path | None:
-    """With $VYRE_REPLAY_DIR set, save the dispatch there as
-    `<program>-<hash>-<time>.zip` and return the path; else None. Never raises: the caller
-    is already reporting a failure, which a failed save must not hide."""
-    d = replay_dir()
-    if d is None:
-        return None
-    name = f"{program.name}-{program.content_hash[:12]}-{time.time_ns()}.zip"
-    try:
-        return save_dispatch(d / name, program, inputs, config, backend=backend, note=note)
-    except Exception:
-        return None
 
 
 __all__ = ["ENV_REPLAY_DIR", "ReplayError", "ReplayResult", "SavedDispatch", "compare_bits",

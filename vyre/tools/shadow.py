@@ -29,8 +29,9 @@ from vyre.config import DispatchConfig
 from vyre.errors import BackendError, DispatchError
 from vyre.ir.nodes import Program
 from vyre.pipeline import ReadRange
+from vyre.replay_file import replay_dir, save_dispatch
 
-from .replay import compare_bits, replay_dir, save_dispatch
+from .replay import compare_bits
 
 LOG = logging.getLogger("vyre.shadow")
 

@@ -2,9 +2,9 @@
 device-resource counters leak tests assert on (device_resources, CudaAllocationLedger).
 
 `HostShimBuffer` is host memory that claims a backend id; it exists so tests can prove that
-no production path accepts host memory as device memory. The comparison rules here are the
-IR's (docs/IR.md): integers and bools bit-exact; floats exact except for approximate
-functions, compared within a stated ulp tolerance, with -0 == +0 and NaN == NaN. A backend
+no production path accepts host memory as device memory. The comparison rules are the IR's
+and live with it (vyre.ir.compare: Tolerance, tolerance_for, mismatches; imported here for
+the tests that name them from this module); `assert_agree` raises on them. A backend
 whose device flushes float subnormals (docs/IR.md flush mode, reported as
 `capabilities().details["flushes_subnormals"]`) is compared with the reference evaluated in
 the same mode (`reference_for`), exactly. This module must never be imported by production
@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
-from vyre.ir.analysis import uses_float_ops
-from vyre.ir.nodes import APPROX_FNS, Program
+from vyre.interface import Backend
+
+# the IR's comparison rules, named here too for the tests that import them from this module
+from vyre.ir.compare import EXACT as EXACT
+from vyre.ir.compare import Tolerance as Tolerance
+from vyre.ir.compare import mismatches as mismatches
+from vyre.ir.compare import tolerance_for as tolerance_for
+from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
 
@@ -49,87 +53,6 @@ class HostShimBuffer:
         pass
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    """Float comparison rule: |a - e| <= atol + rtol*|e|, or within `ulps` units in the last
-    place. Any NaN equals any NaN (docs/IR.md leaves a NaN's bits open). `zero_sign`: also
-    tell -0 from +0 (docs/IR.md leaves it open only after float min/max/clamp)."""
-
-    ulps: int = 0
-    atol: float = 0.0
-    rtol: float = 0.0
-    zero_sign: bool = True
-
-    @property
-    def exact(self) -> bool:
-        return self.ulps == 0 and self.atol == 0.0 and self.rtol == 0.0
-
-
-EXACT = Tolerance()
-
-
-def tolerance_for(program: Program, backend_kind: str) -> Tolerance:
-    """The float tolerance a backend's results for `program` are held to: the same on
-    every backend kind (`backend_kind` is accepted for callers that pass it).
-
-    Approximate functions (exp, log, sin, ...; docs/IR.md names them) are allowed 4 ulp
-    plus a small absolute slack near zero (sin(pi) is ~1e-8, far in ulps from 0).
-    Everything else is exact: division and sqrt are correctly rounded on every backend
-    (on wgpu, vyre's exact versions where the adapter's are not, see docs/IR.md).
-    """
-    del backend_kind
-    if uses_float_ops(program, APPROX_FNS):
-        return Tolerance(ulps=4, atol=1e-6, rtol=1e-6, zero_sign=False)
-    if uses_float_ops(program, SIGN_OF_ZERO_OPEN):
-        return Tolerance(zero_sign=False)
-    return EXACT
-
-
-#: Float operations after which docs/IR.md leaves the sign of a zero result open.
-SIGN_OF_ZERO_OPEN = frozenset({"min", "max", "clamp"})
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between same-dtype float arrays (treating -0 as +0)."""
-    bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
-    ia = a.view(bits).astype(np.int64)
-    ib = b.view(bits).astype(np.int64)
-    sign = np.int64(1) << (a.dtype.itemsize * 8 - 1)
-    # map to a monotonic integer line: negative floats below positive ones
-    ia = np.where(ia < 0, -(ia + sign) if a.dtype.itemsize == 8 else -(ia & (sign - 1)), ia)
-    ib = np.where(ib < 0, -(ib + sign) if a.dtype.itemsize == 8 else -(ib & (sign - 1)), ib)
-    return np.abs(ia - ib)
-
-
-def mismatches(
-    actual: np.ndarray, expected: np.ndarray, tol: Tolerance = EXACT
-) -> np.ndarray:
-    """Indices where `actual` disagrees with `expected` under the IR's comparison rules."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        raise AssertionError(
-            f"shape/dtype differ: got {actual.shape} {actual.dtype}, "
-            f"expected {expected.shape} {expected.dtype}"
-        )
-    if actual.dtype.kind != "f":
-        return np.flatnonzero(actual != expected)
-    a = actual.reshape(-1)
-    e = expected.reshape(-1)
-    both_nan = np.isnan(a) & np.isnan(e)
-    with np.errstate(invalid="ignore", over="ignore"):
-        equal = (a == e) | both_nan
-        if not tol.exact:
-            close = ulp_distance(a, e) <= tol.ulps
-            diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
-            close |= diff <= tol.atol + tol.rtol * np.abs(e.astype(np.float64))
-            close &= ~(np.isnan(a) ^ np.isnan(e))
-            equal |= close
-        if tol.zero_sign:  # -0 is not +0, under a ulp bound too (sin(-0) = -0 exactly)
-            equal &= ~((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
-    return np.flatnonzero(~equal)
-
-
 def assert_agree(
     actual: np.ndarray, expected: np.ndarray, tol: Tolerance = EXACT, what: str = "result"
 ) -> None:
@@ -143,29 +66,29 @@ def assert_agree(
         )
 
 
-def flushed_types(backend: BaseBackend) -> frozenset[ScalarType]:
+def flushed_types(backend: Backend) -> frozenset[ScalarType]:
     """The float types whose subnormals `backend` flushes (docs/IR.md flush mode)."""
     names = backend.capabilities().details.get("flushes_subnormals", ())
     return frozenset(ScalarType(n) for n in names)
 
 
-def flush_tininess(backend: BaseBackend) -> str:
+def flush_tininess(backend: Backend) -> str:
     """Which results next to the smallest normal `backend` flushes in flush mode (one of
     `vyre.features.TININESS_RULES`; docs/IR.md)."""
     return str(backend.capabilities().details.get("flush_tininess", F.TININESS_AFTER_ROUNDING))
 
 
-def subgroup_size(backend: BaseBackend) -> int | None:
+def subgroup_size(backend: Backend) -> int | None:
     """The subgroup size `backend` reports (None: no subgroups)."""
     size = backend.capabilities().details.get("subgroup_size")
     return int(size) if isinstance(size, int) else None
 
 
-_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], str, int | None], BaseBackend] = {}
+_MODE_REFERENCES: dict[tuple[frozenset[ScalarType], str, int | None], Backend] = {}
 _MODE_LOCK = threading.Lock()
 
 
-def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
+def reference_for(backend: Backend, reference: Backend) -> Backend:
     """The reference to compare `backend` with: `reference` itself, or (if `backend` flushes
     subnormals and `reference` does not, flushes by another tininess rule, or runs another
     subgroup size) a reference backend in the same flush mode with the same subgroup size."""
@@ -189,7 +112,7 @@ def reference_for(backend: BaseBackend, reference: BaseBackend) -> BaseBackend:
 
 
 def run_host(
-    backend: BaseBackend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
+    backend: Backend, program: Program, inputs: Mapping[str, Any] | Sequence[Any],
     config: DispatchConfig,
 ) -> dict[str, np.ndarray]:
     return backend.dispatch(program, inputs, config)
@@ -199,8 +122,8 @@ def check_against_reference(
     program: Program,
     inputs: Mapping[str, Any],
     config: DispatchConfig,
-    backends: Iterable[BaseBackend],
-    reference: BaseBackend,
+    backends: Iterable[Backend],
+    reference: Backend,
     tol: Tolerance | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Run `program` on the reference and each backend; assert every output agrees (with
@@ -279,7 +202,7 @@ class CudaAllocationLedger:
         self._saved: list[tuple[str, Any, Any]] = []  # (name, original, wrapper)
 
     @classmethod
-    def for_backend(cls, backend: BaseBackend) -> CudaAllocationLedger:
+    def for_backend(cls, backend: Backend) -> CudaAllocationLedger:
         """A ledger (not installed) on the driver module a CUDA backend calls."""
         if backend.kind != "cuda":
             raise ValueError(f"{backend.id}: the allocation ledger counts CUDA driver calls")
@@ -368,7 +291,7 @@ class CudaAllocationLedger:
 INFORMATION_ONLY = frozenset({"cuda_device_used_bytes"})
 
 
-def device_resources(backend: BaseBackend,
+def device_resources(backend: Backend,
                      ledger: CudaAllocationLedger | None = None) -> dict[str, int]:
     """What the device side holds right now, as counters whose growth over many identical
     cycles means a leak: vyre's own live buffers and bytes on every backend; on CUDA the

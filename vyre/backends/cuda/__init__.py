@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from vyre.errors import BackendError, BackendUnavailable
-from vyre.registry import Availability
+from vyre.interface import Availability
 
 from .nvrtc import CompiledCubin, DiskCache, compile_program, compile_source, nvrtc_version
+from .options import CudaOptions
 from .render import generate
 
 NAME = "cuda"
@@ -68,6 +69,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "PROVIDER",
     "CompiledCubin",
+    "CudaOptions",
     "CudaProvider",
     "DiskCache",
     "compile_program",

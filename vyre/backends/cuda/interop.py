@@ -24,17 +24,16 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from vyre import dlpack as DL
-from vyre.buffer import BufferBase, check_usable
+from vyre.buffer import check_usable
 from vyre.errors import BufferOwnershipError, InvalidDispatch
 from vyre.hostarrays import as_dtype
 
-if TYPE_CHECKING:
-    from .runtime import CudaBackend, CudaBuffer
+from .device import CudaBuffer, CudaDevice
 
 STREAM_AUTO = "auto"
 _CU_STREAM_LEGACY = 1  # CU_STREAM_LEGACY: the DLPack value for "the legacy default stream"
@@ -81,7 +80,7 @@ def framework_stream(tensor: Any) -> int | None:
     return None
 
 
-def _event_for(backend: CudaBackend, key: int) -> Any:
+def _event_for(backend: CudaDevice, key: int) -> Any:
     ev = backend.interop_events
     e = ev.get(key)
     if e is None:
@@ -101,7 +100,7 @@ def streams_of(buffers: Iterable[Any]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def wait_for(backend: CudaBackend, streams: Sequence[int]) -> None:
+def wait_for(backend: CudaDevice, streams: Sequence[int]) -> None:
     """vyre's stream waits (on the GPU) for work already issued on each framework stream.
 
     An event is re-recorded for each call; cuStreamWaitEvent captures the event's state at
@@ -114,7 +113,7 @@ def wait_for(backend: CudaBackend, streams: Sequence[int]) -> None:
         backend.driver_call(drv.cuStreamWaitEvent, backend.cu_stream, e, 0, what="cuStreamWaitEvent")
 
 
-def signal(backend: CudaBackend, streams: Sequence[int]) -> None:
+def signal(backend: CudaDevice, streams: Sequence[int]) -> None:
     """Each framework stream waits (on the GPU) for the work vyre issued so far."""
     if not streams:
         return
@@ -133,7 +132,7 @@ def link_stream(buffer: Any, stream: int) -> None:
     buffer.owner.interop_active = True
 
 
-def destroy_events(backend: CudaBackend) -> None:
+def destroy_events(backend: CudaDevice) -> None:
     """Release the ordering events (backend close; the context is still usable)."""
     ev, backend.interop_events = backend.interop_events, {}
     for e in ev.values():
@@ -174,44 +173,8 @@ def release(buffer: Any) -> None:
     buffer._release()
 
 
-# --------------------------------------------------------------------- buffer side
-class CudaBufferInterop:
-    """Mixed into CudaBuffer: the framework-facing attributes and the CUDA array interface."""
-
-    ext_streams: tuple[int, ...] = ()
-    kind: str = "device"  # "device", "managed" or "borrowed"
-    source: Any = None  # a borrowed buffer's producer (kept alive while the buffer lives)
-    _pins = 0
-    _release_pending = False
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CUDA Array Interface v3 (Numba, CuPy): the buffer as 1-D `dtype` (uint8 if unknown).
-
-        `stream` is vyre's stream: the consumer orders its work after it.
-        """
-        assert isinstance(self, BufferBase)
-        check_usable(self)
-        dt = self.dtype if self.dtype is not None else np.dtype(np.uint8)
-        shape = self.shape if self.shape is not None else (self.byte_len // dt.itemsize,)
-        owner: Any = self.owner
-        return {
-            "shape": tuple(shape),
-            "typestr": dt.str,
-            "descr": [("", dt.str)],
-            "data": (int(getattr(self, "ptr", 0)), bool(self.readonly)),
-            "strides": None,
-            "version": 3,
-            "stream": int(owner.cu_stream) or None,
-        }
-
-    def unlink_streams(self) -> None:
-        """Stop ordering vyre's work on this buffer with the framework streams it was shared on."""
-        self.ext_streams = ()
-
-
 # --------------------------------------------------------------------- import
-def _device_error(backend: CudaBackend, dev_type: int, dev_id: int, what: str) -> Exception:
+def _device_error(backend: CudaDevice, dev_type: int, dev_id: int, what: str) -> Exception:
     if dev_type in (DL.KDL_CPU, DL.KDL_CUDA_HOST):
         return InvalidDispatch(
             f"{what} is in host memory ({DL.device_name(dev_type)}), not on {backend.id}; "
@@ -235,7 +198,7 @@ def _producer_name(x: Any) -> str:
     return f"{t.__module__.split('.', 1)[0]}.{t.__name__}"
 
 
-def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
+def import_dlpack(backend: CudaDevice, tensor: Any, stream: Any = STREAM_AUTO,
                   label: str | None = None) -> CudaBuffer:
     """`backend.from_dlpack(tensor)`; see CudaBackend.from_dlpack."""
     backend.check_open()
@@ -265,10 +228,8 @@ def import_dlpack(backend: CudaBackend, tensor: Any, stream: Any = STREAM_AUTO,
         raise
 
 
-def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
+def _wrap(backend: CudaDevice, tensor: Any, t: DL.Consumed, ext: int | None,
           label: str | None, what: str) -> CudaBuffer:
-    from .runtime import CudaBuffer
-
     if t.device_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or t.device_id != backend.ordinal:
         raise _device_error(backend, t.device_type, t.device_id, what)
     if int(t.dtype.lanes) != 1 or t.itemsize_bits % 8:
@@ -297,11 +258,9 @@ def _wrap(backend: CudaBackend, tensor: Any, t: DL.Consumed, ext: int | None,
     return buf
 
 
-def import_cuda_array_interface(backend: CudaBackend, obj: Any, stream: Any = STREAM_AUTO,
+def import_cuda_array_interface(backend: CudaDevice, obj: Any, stream: Any = STREAM_AUTO,
                                 label: str | None = None) -> CudaBuffer:
     """Borrow an object exporting __cuda_array_interface__ (Numba, older CuPy)."""
-    from .runtime import CudaBuffer
-
     backend.check_open()
     what = f"{_producer_name(obj)} array"
     cai = obj.__cuda_array_interface__
@@ -346,7 +305,7 @@ def _nothing() -> None:
     """A CUDA-Array-Interface borrow has no deleter: dropping the reference is the release."""
 
 
-def _pointer_ordinal(backend: CudaBackend, ptr: int) -> int | None:
+def _pointer_ordinal(backend: CudaDevice, ptr: int) -> int | None:
     drv = backend.driver
     attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     try:
@@ -371,7 +330,7 @@ def _consumer_stream(stream: Any) -> int | None:
     return stream
 
 
-def export_dlpack(backend: CudaBackend, buffer: Any, dtype: Any, shape: Any, stream: Any,
+def export_dlpack(backend: CudaDevice, buffer: Any, dtype: Any, shape: Any, stream: Any,
                   max_version: Any, dl_device: Any, copy: Any) -> Any:
     """`buffer.__dlpack__(...)`: a capsule lending vyre's memory, ordered on `stream`."""
     check_usable(buffer)
@@ -414,5 +373,5 @@ def export_dlpack(backend: CudaBackend, buffer: Any, dtype: Any, shape: Any, str
                            keep=buffer, on_release=lambda: unpin(buffer))
 
 
-def dlpack_device(backend: CudaBackend, buffer: Any) -> tuple[int, int]:
+def dlpack_device(backend: CudaDevice, buffer: Any) -> tuple[int, int]:
     return (DL.KDL_CUDA, backend.ordinal)

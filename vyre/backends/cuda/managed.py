@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +26,7 @@ from vyre.hostarrays import as_dtype
 
 from . import driver as D
 from . import interop
-
-if TYPE_CHECKING:
-    from .runtime import CudaBackend, CudaBuffer
+from .device import CudaBuffer, CudaDevice
 
 
 def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
@@ -44,9 +42,7 @@ def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
     return caps.model_copy(update={"features": frozenset(feats), "details": details})
 
 
-def allocate(backend: CudaBackend, byte_len: int, label: str | None) -> CudaBuffer:
-    from .runtime import CudaBuffer
-
+def allocate(backend: CudaDevice, byte_len: int, label: str | None) -> CudaBuffer:
     if F.MANAGED_MEMORY not in backend.capabilities().features:
         raise UnsupportedFeature(
             F.MANAGED_MEMORY, backend.id,
@@ -71,7 +67,7 @@ def allocate(backend: CudaBackend, byte_len: int, label: str | None) -> CudaBuff
     return buf
 
 
-def host_view(backend: CudaBackend, buffer: BufferBase, dtype: Any) -> np.ndarray:
+def host_view(backend: CudaDevice, buffer: BufferBase, dtype: Any) -> np.ndarray:
     """A numpy view of a managed buffer, after vyre's enqueued work is done."""
     check_usable(buffer)
     if getattr(buffer, "kind", "device") != "managed":

@@ -31,6 +31,7 @@ from vyre.errors import BackendUnavailable, CompileError
 from vyre.interrupts import native_sigint_shield
 from vyre.ir.nodes import Program
 
+from .options import DEFAULT_OPTIONS, CudaOptions
 from .render import Generated, generate
 
 FORMAT = "vyre-cuda-cubin-2"
@@ -353,13 +354,14 @@ class CompiledCubin:
 
 
 def compile_program(program: Program, arch: str, cache: DiskCache | None = None,
-                    restrict: bool = True, coarsen: int = 1) -> CompiledCubin:
+                    restrict: bool = True, coarsen: int = 1,
+                    codegen_options: CudaOptions = DEFAULT_OPTIONS) -> CompiledCubin:
     """Generate CUDA C for `program` and compile it to a cubin for `arch` (no GPU needed).
 
     With `cache`, a valid entry on disk is used instead of NVRTC, and a fresh cubin is
-    stored there.
+    stored there (keyed on the source, which `codegen_options` shape).
     """
-    gen = generate(program, restrict=restrict, coarsen=coarsen)
+    gen = generate(program, restrict=restrict, coarsen=coarsen, options=codegen_options)
     options = compile_options()
     key = cache_key(gen.source, arch, options)
     if cache is not None:

@@ -15,17 +15,16 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .runtime import CudaBackend, _State
+from .device import ContextState, CudaDevice
 
 PAGE = 4096  # registration works on whole pages: the array starts on one
 
 
-def allocate(backend: CudaBackend, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def allocate(backend: CudaDevice, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A new page-locked array of `shape` and `dtype` (uninitialised)."""
     nbytes = math.prod(shape) * dtype.itemsize
     if not nbytes:
@@ -47,7 +46,7 @@ def allocate(backend: CudaBackend, shape: tuple[int, ...], dtype: np.dtype) -> n
     return mem.view(dtype).reshape(shape)
 
 
-def unregister(st: _State, ptr: int) -> None:
+def unregister(st: ContextState, ptr: int) -> None:
     """`ptr` back to ordinary memory, once (the array's finalizer and close() may race)."""
     if st.page_locked.pop(ptr, None) is None or not st.usable:
         return
@@ -56,13 +55,13 @@ def unregister(st: _State, ptr: int) -> None:
         st.drv.cuMemHostUnregister(ptr)
 
 
-def unregister_all(st: _State) -> None:
+def unregister_all(st: ContextState) -> None:
     """Every array of this context back to ordinary memory (at close: they outlive it)."""
     for ptr in list(st.page_locked):
         unregister(st, ptr)
 
 
-def is_page_locked(st: _State, array: Any) -> bool:
+def is_page_locked(st: ContextState, array: Any) -> bool:
     """Whether `array`'s memory is registered here (tests and diagnostics)."""
     ptr = np.asarray(array).ctypes.data
     return any(p <= ptr < p + n for p, n in st.page_locked.items())

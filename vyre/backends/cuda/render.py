@@ -40,6 +40,8 @@ from vyre.lower import names as lower_names
 from vyre.subgroups import check_fits
 from vyre.subgroups import identity as sg_identity
 
+from .options import DEFAULT_OPTIONS, CudaOptions
+
 KERNEL_NAME = "vyre_main"
 # C's own integer division, shifts, abs, float -> int casts and memory accesses differ
 # from the IR's (or are undefined) outside their domain: vyre.lower rewrites all of them
@@ -50,12 +52,6 @@ TRAITS = Traits(guarded_expr=True, in_place=True)
 # the lockstep body evaluates values, conditions and hoisted loads of every invocation
 # ahead of the conditions around them: each access keeps its own index test there
 LOCKSTEP_TRAITS = Traits(guarded_expr=True)
-LOCKSTEP = True  # coarsened straight-line bodies run their invocations statement by statement
-VECTORISE = True  # lockstep bodies load / store consecutive elements as one vector
-VECTOR_RUNS = True  # runs of loads of consecutive elements become one vector load
-# lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
-# block has this many threads however far coarsening shrank one workgroup (0: off)
-MERGE_THREADS = 256
 # element types a vectorised access may have (bool storage is excluded)
 ST = ScalarType
 
@@ -267,8 +263,9 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
 
 class _Gen:
     def __init__(self, program: N.Program, restrict: bool, coarsen: int = 1,
-                 merge: int = 1) -> None:
+                 merge: int = 1, options: CudaOptions = DEFAULT_OPTIONS) -> None:
         self.p = program
+        self.options = options
         self.restrict = restrict
         self.coarsen = coarsen
         self.merge = merge
@@ -516,7 +513,7 @@ class _Gen:
     def block(self, body: tuple[N.StmtNode, ...], depth: int) -> None:
         i = 0
         while i < len(body):
-            run = _load_run(body, i, self.buf_ty) if VECTOR_RUNS else 0
+            run = _load_run(body, i, self.buf_ty) if self.options.vector_runs else 0
             if run:
                 self.load_run(body[i:i + run], depth)
                 i += run
@@ -689,7 +686,7 @@ class _Gen:
             self.block(p.body, 1)
             return "\n".join([*head, *self.lines, "}", ""])
         per_j.append(lidx)
-        if LOCKSTEP and lockstep_allowed(p):
+        if self.options.lockstep and lockstep_allowed(p):
             return self.lockstep_kernel(head, k)
         self.block(p.body, 3)
         loop = [
@@ -773,7 +770,7 @@ class _Gen:
     def plan_vectors(self, k: int) -> int:
         """Lanes per vector for this lockstep body (0: no vectorised access, keep the
         strided mapping). Top-level lets assigned once get a known stride first."""
-        if not VECTORISE or k % 2:
+        if not self.options.vectorise or k % 2:
             return 0
         from vyre.ir.analysis import stmt_exprs, walk_expr, walk_stmts
 
@@ -1052,9 +1049,11 @@ def coarsening_allowed(program: N.Program, factor: int) -> bool:
     return not any(isinstance(s, N.Barrier) for s in walk_stmts(program.body))
 
 
-def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Generated:
+def generate(program: N.Program, restrict: bool = True, coarsen: int = 1,
+             options: CudaOptions = DEFAULT_OPTIONS) -> Generated:
     """CUDA C for `program`. `restrict=False` when buffer slots alias one buffer;
-    `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`."""
+    `coarsen=k` runs k invocations per CUDA thread where `coarsening_allowed`; `options`:
+    the printer's switches (options.py)."""
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     check_fits(program, SUBGROUP_SIZE, "cuda")
     written, program = program, lower(program, TRAITS)
@@ -1062,11 +1061,11 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
     wx, wy, wz = program.workgroup_size
     bx = wx // k
     merge = 1
-    if k > 1 and LOCKSTEP and lockstep_allowed(program):  # (the same for either lowering)
+    if k > 1 and options.lockstep and lockstep_allowed(program):  # (same for either lowering)
         program = lower(written, LOCKSTEP_TRAITS)
-        if wy == wz == 1 and bx < MERGE_THREADS:
-            merge = MERGE_THREADS // bx
-    gen = _Gen(program, restrict, k, merge)
+        if wy == wz == 1 and bx < options.merge_threads:
+            merge = options.merge_threads // bx
+    gen = _Gen(program, restrict, k, merge, options)
     src = gen.kernel()
     src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
     sig = KernelSignature(

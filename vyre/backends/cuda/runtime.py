@@ -22,9 +22,9 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,18 +36,19 @@ from vyre.buffer import BufferBase
 from vyre.config import Timing
 from vyre.debug.instrument import debug_program
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
+from vyre.interface import Backend
 from vyre.interrupts import deferred_interrupts, interrupt_safe
 from vyre.ir.nodes import Program
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import driver as D
 from . import interop, managed, page_locked, peer, waits
+from .device import GEN_LOCK, GENERATION, STATES, ContextState, cached_capacity
+from .device import CudaBuffer as CudaBuffer
 from .nvrtc import DiskCache, arch_for, compile_program, nvrtc_version, supported_archs
+from .options import DEFAULT_OPTIONS, CudaOptions
 from .render import KERNEL_NAME, STRUCT_CODE, Generated, generate
 
-_GENERATION: dict[int, int] = {}  # device ordinal -> primary-context resets so far
-_GEN_LOCK = threading.Lock()
-_STATES: weakref.WeakSet[Any] = weakref.WeakSet()  # every instance's _State, to mark stale
 COARSEN_MIN_INVOCATIONS = 1 << 20
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
 STAGING_LIMIT = 64 << 20  # reads up to this size go through one pinned staging buffer
@@ -55,144 +56,6 @@ _NO_STAGING = np.empty(0, np.uint8)
 _perf_ns = time.perf_counter_ns
 _get_ident = threading.get_ident
 _new_timing = tuple.__new__  # as in vyre/backend.py: half the cost of Timing(ns, ns)
-
-
-class _State:
-    """What buffers' finalizers need: the driver, the context, whether it is still usable."""
-
-    def __init__(self, drv: Any, ordinal: int, ctx: Any, generation: int) -> None:
-        self.drv = drv
-        self.ordinal = ordinal
-        self.ctx = ctx
-        self.ctx_id = int(ctx)
-        self.generation = generation
-        self.dead: str | None = None
-        self.closed = False
-        self.on_dead: Callable[[], None] = lambda: None  # the owner's: re-check its launches
-        self.current_threads: set[int] = set()
-        self.page_locked: dict[int, int] = {}  # host ptr -> bytes registered (page_locked.py)
-        self.stream: Any = None  # the owner's stream, once made: frees wait for its work
-        # freed device memory kept for reuse: rounded size -> pointers (see recycle())
-        self.cache: dict[int, list[int]] = {}
-        self.cached_bytes = 0
-        self.cache_lock = threading.Lock()
-        _STATES.add(self)
-
-    @property
-    def usable(self) -> bool:
-        return (
-            not self.closed and self.dead is None
-            and _GENERATION.get(self.ordinal, 0) == self.generation
-        )
-
-    def kill(self, reason: str) -> None:
-        """The context is unusable from now on (a sticky fault, or reset by another instance)."""
-        self.dead = reason
-        self.on_dead()
-
-    def make_current(self) -> bool:
-        """Make this context current on the calling thread unless the driver says it
-        already is; True if it was not. Asked of the driver every time, never remembered
-        per thread: another vyre instance (another GPU), torch, CuPy or the user's own
-        driver calls may change a thread's current context between any two of ours, and an
-        allocation or a module load under the wrong context would silently land on the
-        wrong device."""
-        err, cur = self.drv.cuCtxGetCurrent()
-        if int(err) == 0 and cur is not None and int(cur) == self.ctx_id:
-            return False
-        D.call(self.drv.cuCtxSetCurrent, self.ctx)
-        # the launch hot path (CudaBackend._launch_record) skips every check on these
-        # threads and relies on a failed launch to find a context changed behind its back
-        self.current_threads.add(threading.get_ident())
-        return True
-
-    def free_ptr(self, ptr: int, capacity: int = 0, recyclable: Sequence[bool] = (False,)
-                 ) -> None:
-        """Give back device memory: kept for reuse (recycle) where it only ever served this
-        instance's stream, else freed once the kernels already enqueued on the owner's
-        stream (which may use it: a launch enqueued just before a free() or a drop) have
-        finished; not left to cuMemFree's implicit synchronisation, which the driver does
-        not promise."""
-        if ptr and capacity and recyclable[0] and self.recycle(ptr, capacity):
-            return
-        if ptr and self.usable:
-            with contextlib.suppress(Exception):
-                self.make_current()
-                if self.stream is not None:
-                    self.drv.cuStreamSynchronize(self.stream)
-                self.drv.cuMemFree(ptr)
-
-
-    # ------------------------------------------------------------ the memory cache
-    # Freed device memory is kept and handed to the next allocation of the same rounded
-    # size, as CuPy's and torch's allocators do: cuMemAlloc plus a free's stream wait and
-    # cuMemFree cost more than a 2 GiB scan (measured on the H100: a library sort of 2^26
-    # keys spent half its time allocating and freeing its temporaries). Reuse is safe
-    # without a wait because every use of the memory is ordered on the owner's stream:
-    # its kernels, copies and host transfers run there, and a peer copy reading it makes
-    # that stream wait for the copy (peer.py). Memory that left that order (lent through
-    # DLPack or linked to a framework stream: interop.py; exported by IPC) is never kept.
-    def recycle(self, ptr: int, capacity: int) -> bool:
-        """Keep `ptr` (a cuMemAlloc of `capacity` bytes) for reuse; False if this instance
-        is closing or its context is gone (the caller frees it as before)."""
-        if self.stream is None or not self.usable:
-            return False
-        with self.cache_lock:
-            self.cache.setdefault(capacity, []).append(ptr)
-            self.cached_bytes += capacity
-        return True
-
-    def reuse(self, capacity: int) -> int:
-        """A kept pointer of `capacity` bytes, or 0."""
-        with self.cache_lock:
-            kept = self.cache.get(capacity)
-            if not kept:
-                return 0
-            self.cached_bytes -= capacity
-            return kept.pop()
-
-    def drain(self) -> int:
-        """Free every kept pointer (after the owner's stream's work); the bytes freed."""
-        with self.cache_lock:
-            kept, self.cache = self.cache, {}
-            freed, self.cached_bytes = self.cached_bytes, 0
-        if not kept or not self.usable:
-            return freed if kept else 0
-        with contextlib.suppress(Exception):
-            self.make_current()
-            if self.stream is not None:
-                self.drv.cuStreamSynchronize(self.stream)
-            for ptrs in kept.values():
-                for ptr in ptrs:
-                    self.drv.cuMemFree(ptr)
-        return freed
-
-
-def cached_capacity(byte_len: int) -> int:
-    """The size an allocation of `byte_len` bytes is made (and kept) at: powers of two
-    from 512 bytes to 1 MiB, then multiples of 2 MiB (at most 1/512 of a large buffer is
-    unused), so buffers of nearby sizes share the kept memory."""
-    if byte_len <= 1 << 20:
-        return max(512, 1 << (byte_len - 1).bit_length())
-    return -(-byte_len // (2 << 20)) * (2 << 20)
-
-
-class CudaBuffer(interop.CudaBufferInterop, BufferBase):
-    """Device memory from cuMemAlloc (or cuMemAllocManaged, or borrowed through DLPack);
-    freed (or handed back) on free(), close(), or when dropped."""
-
-    # (kind: a borrowed buffer is handed back, never cuMemFree'd; source: kept alive)
-    FIXED_FIELDS = BufferBase.FIXED_FIELDS | {"ptr", "kind", "source"}
-
-    def __init__(self, owner: CudaBackend, byte_len: int, label: str | None, ptr: int,
-                 capacity: int = 0) -> None:
-        super().__init__(owner, byte_len, label)
-        self.ptr = ptr
-        # whether the memory may be kept for reuse when freed (cleared when it is lent
-        # outside vyre's stream order: interop.pin / link_stream, ipc.export_handle)
-        self.recyclable = [capacity > 0]
-        self._release = weakref.finalize(self, owner._state.free_ptr, ptr, capacity,
-                                         self.recyclable)
 
 
 @dataclass
@@ -285,8 +148,15 @@ class CudaBackend(BaseBackend):
     kind = "cuda"
 
     def __init__(self, device: int | str | None = None, cache_dir: str | None = None,
-                 coarsen: int | None = None) -> None:
+                 coarsen: int | None = None, options: CudaOptions | None = None) -> None:
         ordinal = _parse_ordinal(device)
+        if options is not None and not isinstance(options, CudaOptions):
+            raise InvalidDispatch(
+                f"options must be a vyre.backends.cuda.CudaOptions, got "
+                f"{type(options).__name__}; e.g. CudaBackend(0, options=CudaOptions(...))")
+        # the printer's debug / measurement switches (options.py): fixed for this instance,
+        # passed to every generate (and, as BaseBackend.options, in every compile-cache key)
+        self.options: CudaOptions = options or DEFAULT_OPTIONS
         self._private_ctx = False
         # invocations per CUDA thread for barrier-free programs (see codegen.coarsening_allowed)
         self.coarsen = _coarsen_setting(coarsen, device)
@@ -304,7 +174,7 @@ class CudaBackend(BaseBackend):
         self._ordinal = ordinal
         self._dev = D.call(drv.cuDeviceGet, ordinal)
         ctx, gen = self._retain_healthy_context()
-        self._state = _State(drv, ordinal, ctx, gen)
+        self._state = ContextState(drv, ordinal, ctx, gen)
         wself = weakref.ref(self)
         self._state.on_dead = lambda: _bump_epoch(wself)
         self._state.current_threads.add(threading.get_ident())
@@ -331,7 +201,7 @@ class CudaBackend(BaseBackend):
     def _retain_healthy_context(self) -> tuple[Any, int]:
         """The device's primary context, reset first if an earlier fault poisoned it."""
         drv, dev = self._drv, self._dev
-        with _GEN_LOCK:
+        with GEN_LOCK:
             err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
             if int(err) != 0:
                 if int(err) not in D.STICKY:
@@ -345,13 +215,13 @@ class CudaBackend(BaseBackend):
                     ctx = self._reset_primary_context()
                 elif int(err) != 0:
                     raise D.fail("cuCtxSynchronize", err)
-            return ctx, _GENERATION.get(self._ordinal, 0)
+            return ctx, GENERATION.get(self._ordinal, 0)
 
     def _reset_primary_context(self) -> Any:
         drv, dev = self._drv, self._dev
         (err,) = drv.cuDevicePrimaryCtxReset(dev)
-        _GENERATION[self._ordinal] = _GENERATION.get(self._ordinal, 0) + 1
-        for st in list(_STATES):  # older instances' contexts and buffers are gone now
+        GENERATION[self._ordinal] = GENERATION.get(self._ordinal, 0) + 1
+        for st in list(STATES):  # older instances' contexts and buffers are gone now
             if st.ordinal == self._ordinal and st.dead is None and not st.closed:
                 st.kill(f"device {self._ordinal}'s context was reset after a fault")
         if int(err) == 0:
@@ -649,12 +519,12 @@ class CudaBackend(BaseBackend):
 
     @property
     def context_generation(self) -> int:
-        return _GENERATION.get(self._ordinal, 0)
+        return GENERATION.get(self._ordinal, 0)
 
     def _stale_reason(self, buffer: BufferBase) -> str | None:
         if self._state.dead is not None:
             return f"the CUDA context it lived in was lost ({self._state.dead})"
-        gen = _GENERATION.get(self._ordinal, 0)
+        gen = GENERATION.get(self._ordinal, 0)
         if buffer.generation != gen:
             return (f"CUDA device {self._ordinal}'s context was reset after a fault "
                     f"(generation {buffer.generation} -> {gen})")
@@ -716,7 +586,7 @@ class CudaBackend(BaseBackend):
         self._unload_retired()
         arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
         compiled = compile_program(program, arch, self._disk, restrict=restrict,
-                                   coarsen=coarsen)
+                                   coarsen=coarsen, codegen_options=self.options)
         if compiled.from_disk:
             self.compile_stats.disk_hits += 1
         module = self._call(self._drv.cuModuleLoadData, compiled.cubin, what="cuModuleLoadData")
@@ -728,7 +598,7 @@ class CudaBackend(BaseBackend):
     def source(self, program: Program) -> str:
         """The CUDA C generated for `program`."""
         program = debug_program(program)  # (vyre.print / assert_: what runs)
-        return generate(program, coarsen=self.coarsen).source
+        return generate(program, coarsen=self.coarsen, options=self.options).source
 
     # ------------------------------------------------------------ launch
     def _prepare_launch(self, bound: BoundDispatch) -> _Launch:
@@ -1158,7 +1028,7 @@ class CudaBackend(BaseBackend):
         return self._drv
 
     @property
-    def context_state(self) -> _State:
+    def context_state(self) -> ContextState:
         """What finalizers of this instance's objects need (driver, context, usable)."""
         return self._state
 
@@ -1206,3 +1076,8 @@ def _bump_epoch(wself: weakref.ref[CudaBackend]) -> None:
     me = wself()
     if me is not None:
         me._epoch = next_epoch()  # its prepared launches re-check the instance (and refuse)
+
+
+if TYPE_CHECKING:  # mypy holds CudaBackend to the public protocol (tests check it at run time)
+    def _satisfies_backend(b: CudaBackend) -> Backend:
+        return b

@@ -26,8 +26,9 @@ Choices where docs/IR.md leaves freedom (the oracle is deterministic):
 from __future__ import annotations
 
 from vyre.errors import BackendUnavailable
-from vyre.registry import Availability
+from vyre.interface import Availability
 
+from .checked import CheckSetting
 from .runtime import ReferenceBackend
 
 
@@ -44,7 +45,13 @@ class _Provider:
             devices=("cpu",),
         )
 
-    def create(self, device: int | str | None = None) -> ReferenceBackend:
+    def create(self, device: int | str | None = None,
+               check: bool | str | CheckSetting | None = None) -> ReferenceBackend:
+        """`check`: the checked mode (vyre.get_backend('reference', check=...))."""
+        if check is not None:  # (named after the device asked for, as before)
+            return ReferenceBackend(
+                "reference" if device in (None, "", 0, "0", "cpu") else f"reference:{device}",
+                check=check)
         # its one device is the CPU: any other device name is a typo, never a new device
         if device not in (None, "", 0, "0", "cpu"):
             raise BackendUnavailable(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vyre.errors import BackendUnavailable
-from vyre.registry import Availability
+from vyre.interface import Availability
 
 if TYPE_CHECKING:
     from .runtime import WgpuBackend
@@ -49,13 +49,15 @@ class _Provider:
         from vyre.interrupts import deferred_interrupts
 
         from .adapter import open_device, select_adapter
+        from .options import WgpuOptions
         from .runtime import WgpuBackend
 
         spec = None if device in (None, "") else str(device)
+        options = WgpuOptions.from_env()
         with deferred_interrupts():  # the probes map buffers and build pipelines
             adapter = select_adapter(spec)
-            info = open_device(adapter)
-            return WgpuBackend("wgpu" if spec is None else f"wgpu:{spec}", info)
+            info = open_device(adapter, options)
+            return WgpuBackend("wgpu" if spec is None else f"wgpu:{spec}", info, options)
 
 
 PROVIDER = _Provider()

@@ -32,30 +32,9 @@ from vyre.errors import BackendUnavailable
 from vyre.ir.types import ScalarType
 
 from . import native_flush
+from .options import WgpuOptions  # (its ENV_* switches are read there, once per instance)
 
 ENV_ADAPTER = "VYRE_WGPU_ADAPTER"
-# "1": generate docs/IR.md's f32 flush mode even on a device that keeps subnormals (to get
-# bit-identical results across devices, or to test the mode on lavapipe)
-ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
-# Tests and scripts/div_bench.py only: "exact" emits vyre's exact f32 division and sqrt even
-# where the driver's are correctly rounded (to test them on lavapipe), "exact-bad-estimate"
-# the same starting from a deliberately worse estimate (to test the correction), "native"
-# the driver's even where they are not (to time the difference); unset: the probe decides.
-ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
-# Measurement only (scripts/wgpu_matmul_sweep.py): "all" fences every f32 operand, as vyre
-# did before fences.py decided which ones a driver could fold (both are exact).
-ENV_FENCES = "VYRE_WGPU_FENCES"
-# Measurement only (scripts/wgpu_scan_sweep.py): "storage" spells every Barrier with a
-# storageBarrier too, as vyre did before barriers.py decided where one is observable.
-ENV_BARRIERS = "VYRE_WGPU_BARRIERS"
-# Measurement only (scripts/wgpu_matmul_sweep.py): "scalar" keeps every workgroup-array
-# access scalar, as vyre did before vectors.py spelled aligned runs as vec4 (both exact).
-ENV_SHARED = "VYRE_WGPU_SHARED"
-# Measurement only (scripts/wgpu_matmul_ablation.py): "0" spells flush mode explicitly for
-# every f32 operation even where native_flush.py shows the device's add, sub, mul and fma
-# already compute it (both exact).
-ENV_NATIVE_FLUSH = "VYRE_WGPU_NATIVE_FLUSH"
-
 # wgpu feature names we ask for when the adapter offers them
 OPTIONAL_FEATURES = (
     "shader-f16",
@@ -263,23 +242,21 @@ class DeviceInfo:
     limits: dict[str, int]
     vyre_features: frozenset[str]  # IR features that probe shaders proved
     fma_fused: bool = True  # the driver's f32 fma rounds once (measured)
-    flush_subnormals: bool = False  # f32 subnormals flushed: measured, or forced by ENV_FLUSH
+    flush_subnormals: bool = False  # f32 subnormals flushed: measured, or options.force_flush
     flush_tininess: str = F.TININESS_SUBNORMAL_RESULT  # which results flush (measured)
     native_flush: bool = False  # the device's f32 + - * fma are flush mode (native_flush.py)
     div_correct: bool = True  # the driver's f32 division is correctly rounded (measured)
     sqrt_correct: bool = True  # the driver's f32 sqrt is correctly rounded (measured)
-    exact_div: bool = False  # emit vyre's exact division (not div_correct, or ENV_DIV_SQRT)
-    exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or ENV_DIV_SQRT)
-    bad_estimate: bool = False  # tests only (ENV_DIV_SQRT): see wgsl.generate's bad_base
+    exact_div: bool = False  # emit vyre's exact division (not div_correct, or options.div_sqrt)
+    exact_sqrt: bool = False  # emit vyre's exact sqrt (not sqrt_correct, or options.div_sqrt)
     loop_limit: int | None = None  # the driver ends loops after this many passes (loopcount.py)
-    all_fences: bool = False  # ENV_FENCES=all: fence every f32 operand (measurement only)
-    all_barriers: bool = False  # ENV_BARRIERS=storage: storageBarrier everywhere (measurement)
-    scalar_shared: bool = False  # ENV_SHARED=scalar: no vec4 workgroup runs (measurement)
     subgroup_size: int | None = None  # probed (None: no subgroups vyre can use)
     subgroup_note: str = "no: the adapter has no 'subgroup' feature"  # what the probe found
 
 
-def open_device(adapter: Any) -> DeviceInfo:
+def open_device(adapter: Any, options: WgpuOptions) -> DeviceInfo:
+    """Open `adapter`'s device and measure what vyre needs to know about it; `options`
+    force modes the probe would not choose (flush mode, exact or native division)."""
     feats = [f for f in OPTIONAL_FEATURES if f in adapter.features]
     alimits = dict(adapter.limits)
     limits = {k: alimits[k] for k in LIMITS_WANTED if k in alimits}
@@ -299,9 +276,9 @@ def open_device(adapter: Any) -> DeviceInfo:
             if wf in dev_feats and _compiles(device, code):
                 proven.add(vf)
         device_flushes, tininess = _flushes_f32_subnormals(device)
-        flush = os.environ.get(ENV_FLUSH, "") == "1" or device_flushes
+        flush = options.force_flush or device_flushes
         native_ops = (
-            device_flushes and os.environ.get(ENV_NATIVE_FLUSH, "") != "0"
+            device_flushes and options.native_flush
             and _flushes_like_flush_mode(device, tininess)
         )
         div_ok, sqrt_ok = _probe_div_sqrt(device, flush)
@@ -312,7 +289,7 @@ def open_device(adapter: Any) -> DeviceInfo:
             sg_size, sg_note = _probe_subgroups(device)
     if sg_size is not None:
         proven.add(F.SUBGROUP)
-    mode = os.environ.get(ENV_DIV_SQRT, "")
+    mode = options.div_sqrt
     return DeviceInfo(
         fma_fused=fma_fused,
         flush_subnormals=flush,
@@ -322,11 +299,7 @@ def open_device(adapter: Any) -> DeviceInfo:
         sqrt_correct=sqrt_ok,
         exact_div=mode.startswith("exact") or (mode != "native" and not div_ok),
         exact_sqrt=mode.startswith("exact") or (mode != "native" and not sqrt_ok),
-        bad_estimate=mode == "exact-bad-estimate",
         loop_limit=loop_limit,
-        all_fences=os.environ.get(ENV_FENCES, "") == "all",
-        all_barriers=os.environ.get(ENV_BARRIERS, "") == "storage",
-        scalar_shared=os.environ.get(ENV_SHARED, "") == "scalar",
         subgroup_size=sg_size,
         subgroup_note=sg_note,
         adapter=adapter,

@@ -44,6 +44,7 @@ from .fences import (
     loop_head,
     reloaded_stores,
 )
+from .options import DEFAULT_OPTIONS, WgpuOptions
 from .uniforms import ZERO_FIELD, ZERO_FIELDS, UniformLayout, layout_for
 from .vectors import LANES, Run, VectorPlan, plan_vectors
 
@@ -1933,10 +1934,7 @@ def generate(
     exact_div: bool = False,
     exact_sqrt: bool = False,
     loop_limited: bool = False,
-    bad_base: bool = False,
-    all_fences: bool = False,
-    storage_barriers: bool = False,
-    vectors: bool = True,
+    options: WgpuOptions = DEFAULT_OPTIONS,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -1947,13 +1945,15 @@ def generate(
     are spelled as outside it. `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; count every loop
-    (loopcount.py) and flag a cut one in a status buffer. `bad_base` (tests only): the
-    exact fast paths start from a deliberately worse estimate, to test their correction. `all_fences`
-    (measurement only): fence every f32 operand instead of only those fences.py requires.
-    `storage_barriers` (measurement only): every Barrier also a storageBarrier, instead of
-    only where barriers.py finds one observable. `vectors`: runs of four adjacent
-    workgroup-array accesses as one vec4 (vectors.py); False (measurement only) keeps every
-    access scalar."""
+    (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's test and
+    measurement switches (options.py): `bad_base`, the exact fast paths start from a
+    deliberately worse estimate, to test their correction; `all_fences`, fence every f32
+    operand instead of only those fences.py requires; `storage_barriers`, every Barrier also
+    a storageBarrier, instead of only where barriers.py finds one observable; `vectors`,
+    runs of four adjacent workgroup-array accesses as one vec4 (vectors.py), False keeps
+    every access scalar."""
+    bad_base, all_fences = options.bad_base, options.all_fences
+    storage_barriers, vectors = options.storage_barriers, options.vectors
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     # the types and subgroup use of the user's Program (cached, found by the feature checks

@@ -23,7 +23,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from vyre.errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from vyre.interface import Backend
 from vyre.interrupts import deferred_interrupts, interrupt_safe
 from vyre.ir.analysis import uses_subgroups
 from vyre.ir.nodes import Program
@@ -59,6 +60,7 @@ from .adapter import (
     import_wgpu,
     subgroup_lanes,
 )
+from .options import DEFAULT_OPTIONS, WgpuOptions
 from .queue_wait import SPIN_NS, QueueWait
 
 _GRID_FLAG = 2  # the indirect-grid pre-pass's flag in a _Status buffer
@@ -205,10 +207,14 @@ class WgpuBackend(BaseBackend):
 
     kind = "wgpu"
 
-    def __init__(self, instance_id: str, info: DeviceInfo) -> None:
+    def __init__(self, instance_id: str, info: DeviceInfo,
+                 options: WgpuOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(instance_id)
         self._wgpu = import_wgpu()
         self._info = info
+        # debug / measurement switches (options.py), apart from the probed `info`: fixed for
+        # this instance, passed to every generate and (BaseBackend.options) in every cache key
+        self.options: WgpuOptions = options
         self.device = info.device
         self.queue = info.device.queue
         # a CPU adapter runs its work on the host's cores: asking again only slows it
@@ -559,9 +565,7 @@ class WgpuBackend(BaseBackend):
             program, key or frozenset(), self._allowed_types, info.fma_fused,
             info.flush_subnormals, native_flush=info.native_flush,
             exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
-            loop_limited=info.loop_limit is not None, bad_base=info.bad_estimate,
-            all_fences=info.all_fences, storage_barriers=info.all_barriers,
-            vectors=not info.scalar_shared,
+            loop_limited=info.loop_limit is not None, options=self.options,
         )
 
     def _check_subgroup_shape(self, program: Program) -> None:
@@ -1212,3 +1216,8 @@ def _timestamp_ns(raw: HostBytes) -> int | None:
 
 
 __all__ = ["Compiled", "WgpuBackend", "WgpuBuffer"]
+
+
+if TYPE_CHECKING:  # mypy holds WgpuBackend to the public protocol (tests check it at run time)
+    def _satisfies_backend(b: WgpuBackend) -> Backend:
+        return b

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from vyre import registry
+from vyre.tools.probe import probe_report, repeat_error
 
 from . import workloads as W
 from .plot import plot
@@ -64,11 +65,6 @@ def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
-    from vyre.tools.cli import (
-        probe_report,  # lazy: vyre.tools.cli imports this module
-        repeat_error,
-    )
-
     known = (*W.WORKLOADS, MULTI_GPU)
     workloads = list(known)
     if args.workloads is not None:  # given, even empty: '' must not mean "all"

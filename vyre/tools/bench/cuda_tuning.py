@@ -94,7 +94,7 @@ def graph(b: Any, reps: int) -> dict[str, Any]:
 
 def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     """GB/s (12 bytes per element) of saxpy over 2**26 f32 per code generation variant."""
-    from vyre.backends.cuda import render as codegen
+    from vyre.backends.cuda import CudaOptions
     from vyre.backends.cuda.runtime import CudaBackend
 
     n = 1 << 26
@@ -104,40 +104,38 @@ def saxpy_variants(b: Any, reps: int) -> dict[str, Any]:
     a = 0.5
     expect = np.float32(a) * x + y0
     gbs: dict[str, Any] = {}
-    merge0 = codegen.MERGE_THREADS
+    merge0 = b.options.merge_threads
     # (coarsen, vectorised, threads per merged block); the first is the default
     variants: list[tuple[int, bool, int]] = [(b.coarsen, True, merge0)]
     variants += [(k, True, merge0) for k in (1, 4, 8) if k != b.coarsen]
     variants += [(4, True, 0), (4, False, merge0), (8, True, 0)]
-    try:
-        for coarsen, vec, merge in variants:
-            codegen.VECTORISE, codegen.MERGE_THREADS = vec, merge
-            first = (coarsen, vec, merge) == (b.coarsen, True, merge0)
-            bb = b if first else CudaBackend(0, coarsen=coarsen)
-            bx, by = bb.allocate_device_buffer(x.nbytes), bb.allocate_device_buffer(y0.nbytes)
-            bb.write(bx, x)
-            bb.write(by, y0)
-            prog = saxpy_program()
-            bound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
-                n, 256, params={"n": n, "a": a}))
-            pbound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
-                n, 256, params={"n": n, "a": a}, profile=True))
+    # each variant is an instance with its own CudaOptions: nothing global to restore
+    for coarsen, vec, merge in variants:
+        first = (coarsen, vec, merge) == (b.coarsen, True, merge0)
+        bb = b if first else CudaBackend(0, coarsen=coarsen, options=CudaOptions(
+            vectorise=vec, merge_threads=merge))
+        bx, by = bb.allocate_device_buffer(x.nbytes), bb.allocate_device_buffer(y0.nbytes)
+        bb.write(bx, x)
+        bb.write(by, y0)
+        prog = saxpy_program()
+        bound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
+            n, 256, params={"n": n, "a": a}))
+        pbound = bb.bind(prog, [bx], [by], DispatchConfig.for_elements(
+            n, 256, params={"n": n, "a": a}, profile=True))
+        bb.dispatch_with_device_buffers(bound)
+        assert np.array_equal(bb.read(by, dtype=np.float32), expect), \
+            f"vyre saxpy wrong (coarsen={coarsen})"
+        for _ in range(5):
             bb.dispatch_with_device_buffers(bound)
-            assert np.array_equal(bb.read(by, dtype=np.float32), expect), \
-                f"vyre saxpy wrong (coarsen={coarsen})"
-            for _ in range(5):
-                bb.dispatch_with_device_buffers(bound)
-            ns = [_device_ns(bb.dispatch_with_device_buffers(pbound)) for _ in range(reps)]
-            label = "vyre (default)" if first else (
-                f"vyre coarsen={coarsen}" + ("" if vec or coarsen == 1 else " scalar")
-                + ("" if merge or coarsen == 1 else " unmerged"))
-            gbs[f"{label} GB/s"] = 12 * n / statistics.median(ns)
-            bx.free()
-            by.free()
-            if not first:
-                bb.close()
-    finally:
-        codegen.VECTORISE, codegen.MERGE_THREADS = True, merge0
+        ns = [_device_ns(bb.dispatch_with_device_buffers(pbound)) for _ in range(reps)]
+        label = "vyre (default)" if first else (
+            f"vyre coarsen={coarsen}" + ("" if vec or coarsen == 1 else " scalar")
+            + ("" if merge or coarsen == 1 else " unmerged"))
+        gbs[f"{label} GB/s"] = 12 * n / statistics.median(ns)
+        bx.free()
+        by.free()
+        if not first:
+            bb.close()
     try:
         import cupy as cp
 
@@ -217,7 +215,7 @@ def matmul_variants(reps: int, size: int = 4096, budget_s: float = 70.0) -> dict
     matmul_reference on MATMUL_CHECK_SIZES and to the first variant at size^3. Variants
     not compiled within `budget_s` (NVRTC dominates) are reported as skipped."""
     t_start = time.perf_counter()
-    from vyre.backends.cuda import render as codegen
+    from vyre.backends.cuda import CudaOptions
     from vyre.backends.cuda.runtime import CudaBackend
     from vyre.programs.matmul import (
         matmul_config,
@@ -238,42 +236,37 @@ def matmul_variants(reps: int, size: int = 4096, budget_s: float = 70.0) -> dict
     out: dict[str, Any] = {}
     timers: dict[str, Callable[[], float]] = {}  # label -> one timed run (ns)
     held: list[tuple[str, Any, Any]] = []  # (label, backend, C buffer) to check and close
-    runs0 = codegen.VECTOR_RUNS
-    try:
-        for variant in MATMUL_VARIANTS:
-            block, per, bk, split, vec = variant
-            label = matmul_label(variant)
-            if time.perf_counter() - t_start > budget_s:
-                out[label] = f"skipped: the sweep's {budget_s:.0f} s were spent"
+    for variant in MATMUL_VARIANTS:
+        block, per, bk, split, vec = variant
+        label = matmul_label(variant)
+        if time.perf_counter() - t_start > budget_s:
+            out[label] = f"skipped: the sweep's {budget_s:.0f} s were spent"
+            continue
+        try:
+            bb = CudaBackend(0, options=CudaOptions(vector_runs=vec))
+            held.append((label, bb, None))
+            prog = matmul_program(block, per, bk, split)
+            bad = []
+            for ca, cb_, want in checks:
+                got = matmul_host(bb, ca, cb_, block=block, per_thread=per, block_k=bk,
+                                  split=split)
+                if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                    bad.append(f"{ca.shape[0]}x{cb_.shape[1]}x{ca.shape[1]}: "
+                               f"{int((got != want).sum())} differ")
+            if bad:
+                out[label] = "WRONG vs matmul_reference: " + "; ".join(bad)
                 continue
-            codegen.VECTOR_RUNS = vec
-            try:
-                bb = CudaBackend(0)  # a fresh backend: its compiled-kernel cache sees the flag
-                held.append((label, bb, None))
-                prog = matmul_program(block, per, bk, split)
-                bad = []
-                for ca, cb_, want in checks:
-                    got = matmul_host(bb, ca, cb_, block=block, per_thread=per, block_k=bk,
-                                      split=split)
-                    if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
-                        bad.append(f"{ca.shape[0]}x{cb_.shape[1]}x{ca.shape[1]}: "
-                                   f"{int((got != want).sum())} differ")
-                if bad:
-                    out[label] = "WRONG vs matmul_reference: " + "; ".join(bad)
-                    continue
-                ab, bbuf = bb.allocate_device_buffer(a.nbytes), bb.allocate_device_buffer(b.nbytes)
-                cbuf = bb.allocate_device_buffer(a.nbytes)
-                held[-1] = (label, bb, cbuf)
-                bb.write(ab, a)
-                bb.write(bbuf, b)
-                cfg = matmul_config(size, size, size, block, per, bk).model_copy(
-                    update={"profile": True})
-                bound = bb.bind(prog, {"a": ab, "b": bbuf}, {"c": cbuf}, cfg)
-                timers[label] = _timed(bb, bound)
-            except Exception as exc:  # keep sweeping; report the failure in the table
-                out[label] = f"error: {type(exc).__name__}: {exc}"[:300]
-    finally:
-        codegen.VECTOR_RUNS = runs0
+            ab, bbuf = bb.allocate_device_buffer(a.nbytes), bb.allocate_device_buffer(b.nbytes)
+            cbuf = bb.allocate_device_buffer(a.nbytes)
+            held[-1] = (label, bb, cbuf)
+            bb.write(ab, a)
+            bb.write(bbuf, b)
+            cfg = matmul_config(size, size, size, block, per, bk).model_copy(
+                update={"profile": True})
+            bound = bb.bind(prog, {"a": ab, "b": bbuf}, {"c": cbuf}, cfg)
+            timers[label] = _timed(bb, bound)
+        except Exception as exc:  # keep sweeping; report the failure in the table
+            out[label] = f"error: {type(exc).__name__}: {exc}"[:300]
     ta = tb = tc = None
     try:
         import torch

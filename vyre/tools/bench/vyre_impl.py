@@ -22,13 +22,13 @@ import numpy as np
 
 from vyre import features as F
 from vyre import registry
-from vyre.backend import BaseBackend
 from vyre.binding import BoundDispatch
 from vyre.builder import ProgramBuilder
 from vyre.config import DispatchConfig
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
-from vyre.pipeline import Pipeline, Step
+from vyre.pipeline import Step
 
 from . import workloads as W
 from .runner import NotApplicable, TimedCase, wall, wall_rounds
@@ -65,7 +65,7 @@ class VyreImpl:
 
     is_vyre = True
 
-    def __init__(self, backend: BaseBackend, spec: str) -> None:
+    def __init__(self, backend: Backend, spec: str) -> None:
         self.backend = backend
         self.spec = spec
         self.name = f"vyre {backend.id}"
@@ -203,7 +203,7 @@ class VyreImpl:
             raise NotApplicable(f"{b.id} does not report the 'pipeline' feature")
         y, bound, count = self._inc_setup(data)
         nb = data.sizes.batch
-        pipe: Pipeline = b.pipeline([bound] * nb)
+        pipe = b.pipeline([bound] * nb)
 
         rounds = W.dispatch_rounds("batch", data.sizes)
 
@@ -371,7 +371,7 @@ class VyreImpl:
                          self._free(ab, bb, cb))
 
     # ------------------------------------------------------------ compile
-    def _compile_check(self, backend: BaseBackend, prog: Program) -> str | None:
+    def _compile_check(self, backend: Backend, prog: Program) -> str | None:
         """Run a freshly compiled probe program once on small data and check it."""
         n = 1000
         x = np.arange(n, dtype=np.float32)
@@ -420,8 +420,8 @@ class VyreImpl:
     def _compile_warm_disk(self, data: W.Data) -> TimedCase:
         if not self.backend.supports(F.DISK_CACHE):
             raise NotApplicable(f"{self.backend.id} has no on-disk compile cache")
-        instances: list[BaseBackend] = []
-        last: list[tuple[BaseBackend, Program] | None] = [None]
+        instances: list[Backend] = []
+        last: list[tuple[Backend, Program] | None] = [None]
 
         def run() -> float:
             prog = compile_probe_program(time.perf_counter_ns())

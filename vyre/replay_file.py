@@ -1,0 +1,121 @@
+"""Writing a replay file: one dispatch (its Program, every buffer's contents before it, the
+grid and params, the backend it ran on) saved to a zip that `vyre replay FILE` reruns
+anywhere (vyre.tools.replay reads and reruns it).
+
+It is here, below vyre.backend, because `BaseBackend.dispatch` saves a failed dispatch
+when $VYRE_REPLAY_DIR is set (`save_on_request`); the tools build on it. This module must
+never run a dispatch or raise from `save_on_request` (the caller is reporting a failure
+already).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import DispatchConfig, IndirectGrid
+from .errors import BackendError
+from .interface import Backend
+from .ir.nodes import Program
+from .ir.serialize import to_json
+
+VERSION = "0.1.0"  # vyre's version (vyre.__version__), written into every replay file
+FORMAT = "vyre.replay"
+FORMAT_VERSION = 1
+ENV_REPLAY_DIR = "VYRE_REPLAY_DIR"
+MANIFEST = "dispatch.json"
+
+
+class ReplayError(BackendError):
+    """A replay file could not be written, read or rerun as asked."""
+
+
+def vyre_version() -> str:
+    return VERSION
+
+
+def describe_backend(backend: Backend) -> dict[str, Any]:
+    """What a replay file says about the backend a dispatch ran on (JSON-safe)."""
+    caps = backend.capabilities()
+    details = json.loads(json.dumps(caps.details, default=str))
+    return {"id": backend.id, "kind": backend.kind, "device": caps.device, "details": details}
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def save_dispatch(
+    path: str | Path, program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
+    *, outputs: Mapping[str, np.ndarray] | None = None, backend: Backend | None = None,
+    note: str = "",
+) -> Path:
+    """Write one replay file; `inputs` maps every buffer to its contents before the
+    dispatch (a write-only buffer may be omitted: zeros of its output's size, or of its
+    declared count, are replayed). Returns the path."""
+    if isinstance(config.grid, IndirectGrid):
+        raise ReplayError("a dispatch with an indirect grid cannot be saved for replay (the "
+                          "grid lives in a device buffer); read the three counts and save "
+                          "it with DispatchConfig(grid=(x, y, z))")
+    arrays: dict[str, np.ndarray] = {}
+    for d in program.buffers:
+        given = inputs.get(d.name)
+        if isinstance(given, int) and not isinstance(given, bool):  # a write-only count
+            arrays[d.name] = np.zeros(given, dtype=d.ty.numpy)
+        elif d.name in inputs:
+            arrays[d.name] = np.asarray(inputs[d.name], dtype=d.ty.numpy).reshape(-1)
+        elif outputs is not None and d.name in outputs:
+            arrays[d.name] = np.zeros(np.asarray(outputs[d.name]).size, dtype=d.ty.numpy)
+        elif d.count is not None:
+            arrays[d.name] = np.zeros(d.count, dtype=d.ty.numpy)
+        else:
+            raise ReplayError(f"save_dispatch: no contents for buffer {d.name!r}; pass every "
+                              "buffer's contents before the dispatch in inputs")
+    doc = {
+        "format": FORMAT, "version": FORMAT_VERSION, "vyre_version": vyre_version(),
+        "program": json.loads(to_json(program)), "grid": list(config.grid),
+        "params": dict(config.params), "note": note,
+        "backend": describe_backend(backend) if backend is not None else {},
+        "outputs": sorted(outputs) if outputs is not None else None,
+    }
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".partial")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(MANIFEST, json.dumps(doc, indent=1, allow_nan=True))
+        for name, a in arrays.items():
+            z.writestr(f"inputs/{name}.npy", _npy(a))
+        for name, a in (outputs or {}).items():
+            z.writestr(f"outputs/{name}.npy", _npy(np.asarray(a)))
+    tmp.replace(p)  # never a half-written file under the real name
+    return p
+
+
+def replay_dir() -> Path | None:
+    raw = os.environ.get(ENV_REPLAY_DIR, "").strip()
+    return Path(raw) if raw else None
+
+
+def save_on_request(program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
+                    backend: Backend | None, note: str) -> Path | None:
+    """With $VYRE_REPLAY_DIR set, save the dispatch there as
+    `<program>-<hash>-<time>.zip` and return the path; else None. Never raises: the caller
+    is already reporting a failure, which a failed save must not hide."""
+    d = replay_dir()
+    if d is None:
+        return None
+    name = f"{program.name}-{program.content_hash[:12]}-{time.time_ns()}.zip"
+    try:
+        return save_dispatch(d / name, program, inputs, config, backend=backend, note=note)
+    except Exception:
+        return None
