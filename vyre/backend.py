@@ -666,7 +666,8 @@ class BaseBackend:
             bound = program
         else:
             if isinstance(program, Program) and program.debug_statements:  # vyre.print
-                return debug.launch(self, program, inputs, outputs, config or _DEFAULT_CONFIG)
+                return debug.launch(self, program, inputs, outputs, config or _DEFAULT_CONFIG,
+                                    Pending)
             bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
             self._ready(bound)

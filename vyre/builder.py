@@ -741,6 +741,12 @@ def _tracked(fix: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 class ProgramBuilder:
     """Builds one Program; see the module docstring."""
 
+    @property
+    def kinds(self) -> tuple[type[BuildError], type[Value]]:
+        """(BuildError, Value): for vyre.shapes, which the builder imports and which
+        therefore never imports the builder."""
+        return BuildError, Value
+
     def __init__(
         self, name: str, workgroup_size: int | tuple[int, ...] = 64, strict_scopes: bool = False
     ) -> None:

@@ -19,13 +19,15 @@ orders is refused, naming both (kernel.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .ir import nodes as N
 from .ir.types import ScalarType
 
-if TYPE_CHECKING:
-    from .builder import BufferRef, ProgramBuilder
+# (vyre.builder imports this module; the builder's classes reach it through the builder
+# instance, `builder.kinds`, so that this module never imports the builder back)
+ProgramBuilder = Any
+BufferRef = Any
 
 U32 = ScalarType.U32
 _OUT_OF_RANGE = 0xFFFFFFFF  # an index no buffer reaches (a binding holds < 2**32 elements)
@@ -35,7 +37,7 @@ Extent = int | Any | None  # an int, a kernel Value (u32 / i32) or None (first a
 
 def check_shape(name: str, shape: Any, builder: ProgramBuilder) -> tuple[Extent, ...]:
     """The declared shape of buffer `name` as a tuple, or BuildError naming what is wrong."""
-    from .builder import BuildError, Value
+    BuildError, Value = builder.kinds
 
     if not isinstance(shape, (tuple, list)) or not shape:
         raise BuildError(f"buffer {name!r}: shape must be a non-empty tuple of extents "
@@ -74,9 +76,7 @@ def _u32(builder: ProgramBuilder, v: Any) -> N.ExprNode:
     if e.ty is ScalarType.I32:  # a negative one becomes huge: out of its axis
         e = N.Bitcast(a=e, ty=U32)
     if e.ty is not U32:
-        from .builder import BuildError
-
-        raise BuildError(f"an index must be u32 or i32, got {e.ty}; cast it")
+        raise builder.kinds[0](f"an index must be u32 or i32, got {e.ty}; cast it")
     return e
 
 
@@ -88,9 +88,8 @@ def _bin(op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
 def flat_index(buf: BufferRef, index: tuple[Any, ...]) -> N.ExprNode:
     """`buf[i, j, ...]` as a flat u32 index: row-major, and out of range (all ones) where
     any index is outside its own axis."""
-    from .builder import BuildError
-
     b, shape, name = buf._b, buf.dims, buf.name
+    BuildError = b.kinds[0]
     if shape is None:
         raise BuildError(
             f"{name}[{', '.join('...' for _ in index)}]: buffer {name!r} declares no shape, so "
@@ -137,9 +136,7 @@ def flat_index(buf: BufferRef, index: tuple[Any, ...]) -> N.ExprNode:
 
 
 def _text(shape: tuple[Extent, ...]) -> str:
-    from .builder import Value
-
-    parts = ["None" if n is None else "param" if isinstance(n, Value) else str(n)
+    parts = ["None" if n is None else str(n) if isinstance(n, int) else "param"
              for n in shape]
     return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
@@ -164,7 +161,7 @@ def xyz(*extents: int) -> XYZ:
 def global_index(builder: ProgramBuilder, ndim: int) -> tuple[Any, ...]:
     """This invocation's index in NumPy order over a launch of `ndim` axes: (i,) (the
     linear id of a 1-D launch), (row, col) = (gid.y, gid.x), (depth, row, col)."""
-    from .builder import BuildError
+    BuildError = builder.kinds[0]
 
     if isinstance(ndim, bool) or ndim not in (1, 2, 3):
         raise BuildError(f"global_index(ndim): ndim must be 1, 2 or 3, got {ndim!r}")

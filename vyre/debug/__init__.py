@@ -44,7 +44,6 @@ from .instrument import HEADER_WORDS, Instrumented, has_debug, instrumented
 from .log import ENV_LOG_BYTES, decode, report
 
 if TYPE_CHECKING:
-    from vyre.backend import BaseBackend, Pending
     from vyre.binding import BoundDispatch, Launch
 
 
@@ -64,6 +63,29 @@ class LogBackend(Protocol):
     def write(self, buffer: Any, data: Any, offset: int = 0) -> None: ...
 
     def free(self, buffer: Any) -> None: ...
+
+
+class DebugBackend(LogBackend, Protocol):
+    """What enqueueing a dispatch with a log asks of its backend (vyre.backend.BaseBackend,
+    typed here by what is used so that this package never imports the base class)."""
+
+    _lock: Any
+
+    @property
+    def closed(self) -> bool: ...
+
+    def _check_bindable(self, program: Any, config: Any) -> None: ...
+
+    def _ready(self, bound: Any) -> None: ...
+
+    def _launch(self, bound: Any) -> Any: ...
+
+    def _launch_record(self, record: Any, buffers: Any) -> None: ...
+
+    def bind(self, program: Any, inputs: Any, outputs: Any, config: Any) -> Any: ...
+
+    def read(self, buffer: Any, offset: int = 0, nbytes: int | None = None,
+             dtype: Any = None) -> Any: ...
 
 
 DEFAULT_LOG_BYTES = 1 << 20
@@ -156,7 +178,7 @@ class PendingLog:
     log: BufferBase
 
 
-def _enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+def _enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
              config: DispatchConfig, start: Callable[[BoundDispatch], Any]
              ) -> tuple[PendingLog, BoundDispatch, Any]:
     """Bind `program`'s instrumented twin with a fresh log and enqueue it with `start`
@@ -177,7 +199,7 @@ def _enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs:
     return PendingLog(inst, program.name, log), bound, started
 
 
-def enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+def enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
             config: DispatchConfig) -> tuple[PendingLog, Launch]:
     """Enqueue `program` (it has debug statements) as a resident dispatch does: no wait.
     The caller keeps the PendingLog until the backend's next sync point (`finish`)."""
@@ -186,11 +208,11 @@ def enqueue(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: 
     return pending, bound.launch
 
 
-def launch(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
-           config: DispatchConfig) -> Pending:
+def launch(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
+           config: DispatchConfig, pending_class: Any) -> Any:
     """Enqueue `program` (it has debug statements) with a fresh log (dispatch_async); the
-    Pending's wait() reads the log, frees it, prints the records, raises a failed assert."""
-    from vyre.backend import Pending
+    Pending's wait() reads the log, frees it, prints the records, raises a failed assert.
+    `pending_class`: vyre.backend.Pending (passed in: this package never imports the base)."""
 
     pending, _, inner = _enqueue(backend, program, inputs, outputs, config, backend._launch)
     state: dict[str, Any] = {}
@@ -206,10 +228,10 @@ def launch(backend: BaseBackend, program: Program, inputs: BufferArg, outputs: B
             report(decode(pending.inst, words), pending.kernel, pending.log.byte_len)
         return state["timing"]
 
-    return Pending(inner.is_ready, wait)
+    return pending_class(inner.is_ready, wait)
 
 
-def finish(backend: BaseBackend, logs: list[PendingLog], words: list[np.ndarray]) -> None:
+def finish(backend: DebugBackend, logs: list[PendingLog], words: list[np.ndarray]) -> None:
     """The logs' contents were read back: free the logs, print every dispatch's records (in
     dispatch order), then raise the first failed assertion."""
     if not backend.closed:
