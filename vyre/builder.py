@@ -1073,7 +1073,7 @@ class ProgramBuilder:
         one {} per value) or `k.print("i =", i)` (like Python's print). Written to the
         dispatch's log and printed after it, ordered by invocation (vyre.debug)."""
         fmt, args = self._debug_format("print", items, sep)
-        self._emit(N.Print(fmt=fmt, args=args))
+        self._emit(N.Print(fmt=fmt, args=args, site=user_site()))
 
     def assert_(self, cond: Any, *items: Any, sep: str = " ") -> None:
         """Check `cond` (bool) on the device; where it is false the dispatch raises
@@ -1083,7 +1083,7 @@ class ProgramBuilder:
         if c.ty is not BOOL:
             raise BuildError(f"assert_ condition is {c.ty}, not bool; compare it (e.g. x != 0)")
         fmt, args = self._debug_format("assert_", items, sep)
-        self._emit(N.Assert(cond=c, fmt=fmt, args=args))
+        self._emit(N.Assert(cond=c, fmt=fmt, args=args, site=user_site()))
 
     def _debug_format(self, what: str, items: tuple[Any, ...], sep: str
                       ) -> tuple[str, tuple[N.ExprNode, ...]]:

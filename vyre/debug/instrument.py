@@ -176,7 +176,8 @@ def _rewrite(program: N.Program) -> Instrumented:
         named = _operands(stmt.cond) if isinstance(stmt, N.Assert) else []
         ops = [e for _, e in named]
         site = Site(stmt.kind, stmt.fmt, tuple(v.ty for v in values),
-                    tuple((text, e.ty) for text, e in named), site_of(program, stmt))
+                    tuple((text, e.ty) for text, e in named),
+                    stmt.site or site_of(program, stmt))
         sid = len(sites)
         sites.append(site)
         w = site.words

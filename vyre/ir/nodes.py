@@ -325,6 +325,9 @@ class Print(Node):
     kind: Literal["print"] = "print"
     fmt: str
     args: tuple[Expr, ...] = ()
+    # the user's "file:line" (the builder's), carried with the Program (wire format
+    # included) so that a process that did not build it (a Ray actor) still names it
+    site: str | None = None
 
 
 class Assert(Node):
@@ -336,6 +339,7 @@ class Assert(Node):
     cond: Expr
     fmt: str = ""
     args: tuple[Expr, ...] = ()
+    site: str | None = None  # (as Print's)
 
 
 class RawStore(Store):
