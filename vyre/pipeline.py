@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import exact_sum_plan
 from .binding import BoundDispatch, BufferArg, bind, check_bound_owner, owned_buffer
 from .buffer import BufferBase, as_index, check_range, check_usable
 from .config import DispatchConfig, Timing
@@ -195,7 +196,16 @@ class Pipeline:
                 bound.append(bind(backend, s.program, s.inputs, s.outputs, cfg))
             except InvalidDispatch as exc:
                 raise InvalidDispatch(f"pipeline step {i} ({s.program.name}): {exc}") from None
-        self.steps: tuple[BoundDispatch, ...] = tuple(bound)
+        # a step with exact f32 atomic sums records the device dispatches it runs
+        # (vyre.exact_sum_plan); an indexed one's index goes to its first (the kernel)
+        expanded: list[BoundDispatch] = []
+        indexed: dict[int, str] = {}
+        for i, b in enumerate(bound):
+            if i in self._indexed:
+                indexed[len(expanded)] = self._indexed[i]
+            expanded.extend(exact_sum_plan.expand(backend, b))
+        self._indexed = indexed
+        self.steps: tuple[BoundDispatch, ...] = tuple(expanded)
         # each distinct buffer once: run() re-checks them (freed, stale) in O(buffers), not
         # O(steps), so a long recorded chain over a few buffers costs little host work
         self._distinct_buffers: tuple[BufferBase, ...] = tuple(

@@ -73,6 +73,27 @@ def atomic_buffers(program: Program) -> frozenset[str]:
     return frozenset(s.buffer for s in walk_stmts(program.body) if isinstance(s, Atomic))
 
 
+def read_locals(program: Program) -> frozenset[str]:
+    """Names of the locals some expression of `program` reads (Var nodes)."""
+    return frozenset(e.name for e in walk_all_exprs(program) if isinstance(e, Var))
+
+
+def exact_sum_targets(program: Program) -> tuple[str, ...]:
+    """The f32 storage buffers (in declaration order) that an order-independent atomic add
+    targets: an f32 `add` not marked `relaxed` whose old value no expression reads. Their
+    adds are summed exactly and rounded once when the dispatch ends (vyre.lower.exact_sum)."""
+    if not has_any(program, (Atomic,)):
+        return ()
+    f32 = {b.name for b in program.buffers if b.ty is ScalarType.F32}
+    if not f32:
+        return ()
+    used = read_locals(program)
+    hit = {s.buffer for s in walk_stmts(program.body)
+           if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
+           and (s.result is None or s.result not in used)}
+    return tuple(b.name for b in program.buffers if b.name in hit)
+
+
 class ExprFacts(NamedTuple):
     """What one walk over a Program's nodes finds (cached as Program.expr_facts)."""
 
