@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import exact_sum_plan
 from .binding import (
     BoundDispatch,
     BufferArg,
@@ -47,7 +48,6 @@ from .buffer import (
     check_usable,
     host_bytes,
 )
-from . import exact_sum_plan
 from .config import DispatchConfig, IndirectGrid, Timing
 from .errors import (
     BackendError,
@@ -59,10 +59,10 @@ from .errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from .exact_sum_plan import PlanRecord, ScratchPool
 from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
 from .hostarrays import as_dtype, host_destination
 from .ir.nodes import Program
-from .exact_sum_plan import PlanRecord, ScratchPool
 from .ir.validate import validate
 from .pipeline import (
     Pipeline,

@@ -57,6 +57,7 @@ from typing import NoReturn
 
 from ..errors import InvalidProgram
 from . import ops
+from .analysis import exact_sum_targets, read_locals, walk_expr
 from .nodes import (
     CORE_ONLY,
     MAX_WORKGROUP_DIM,
@@ -89,7 +90,6 @@ from .nodes import (
     While,
     check_tree_size,
 )
-from .analysis import exact_sum_targets, read_locals, walk_expr
 from .types import ScalarType, normalise_literal
 from .visit import stmt_exprs
 
