@@ -21,8 +21,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .binding import BoundDispatch, bind
 from .buffer import BufferBase
 from .config import DispatchConfig
@@ -80,7 +78,7 @@ class ScratchPool:
                     "(order-dependent bits) or split the target buffer")
         buf = backend._allocate(4 * grown, f"vyre.exact_sum.scratch{position}")
         try:
-            backend._write(buf, memoryview(np.zeros(grown, np.uint32)).cast("B"), 0)
+            backend._write(buf, memoryview(bytes(4 * grown)), 0)
         except BaseException:
             backend._free(buf)
             raise

@@ -83,6 +83,7 @@ from .nodes import (
     Program,
     Return,
     Select,
+    StmtNode,
     Store,
     Subgroup,
     Unary,
@@ -176,7 +177,7 @@ def validate(program: Program) -> None:
     _remember(program)
 
 
-def _stmt_paths(body: tuple[object, ...], path: str) -> Iterator[tuple[str, object]]:
+def _stmt_paths(body: tuple[StmtNode, ...], path: str) -> Iterator[tuple[str, StmtNode]]:
     """Every statement under `body` with its path (``body[2].then[0]``), parents first."""
     for i, s in enumerate(body):
         here = f"{path}[{i}]"

@@ -72,11 +72,11 @@ def _u(v: int) -> Expr:
 
 
 def _op(op: str, a: Expr, b: Expr, ty: ScalarType = U32) -> Expr:
-    return Binary(op=op, a=a, b=b, ty=ty)  # type: ignore[arg-type]
+    return Binary(op=op, a=a, b=b, ty=ty)
 
 
 def _cmp(op: str, a: Expr, b: Expr) -> Expr:
-    return Binary(op=op, a=a, b=b, ty=BOOL)  # type: ignore[arg-type]
+    return Binary(op=op, a=a, b=b, ty=BOOL)
 
 
 def _sel(cond: Expr, a: Expr, b: Expr, ty: ScalarType = U32) -> Expr:
