@@ -26,7 +26,10 @@ import numpy as np
 
 import vyre
 from vyre import DispatchConfig, ScalarType
+from vyre import features as F
 from vyre.backend import BaseBackend
+from vyre.ir.analysis import walk_all_exprs
+from vyre.ir.nodes import Call
 from vyre.builder import (
     ProgramBuilder,
     abs_,
@@ -315,6 +318,12 @@ def unsupported_reason(case: Case, backend: BaseBackend) -> str | None:
     if missing:
         return (f"{backend.id} does not report {missing}, which {case.name!r} needs "
                 "(a documented capability limit)")
+    refused = F.refused_calls(backend.capabilities().details)
+    calls = sorted({f"{e.ty} {e.fn}" for e in walk_all_exprs(case.program)
+                    if isinstance(e, Call) and (e.ty.value, e.fn) in refused})
+    if calls:
+        return (f"{backend.id} refuses {calls} (capabilities().details['refused_calls']), "
+                f"which {case.name!r} calls (a documented capability limit)")
     return None
 
 

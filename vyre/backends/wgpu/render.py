@@ -584,6 +584,8 @@ def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
     """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
     if ct is T.F32 and ctx.exact_div:
         return f"{_exact_div_f32(ctx)}({fa}, {fb})"
+    if ct is T.F64 and ctx.exact_div:
+        return f"{_exact_div_f64(ctx)}({fa}, {fb})"
     return f"({fa} / {fb})"
 
 
@@ -1017,6 +1019,109 @@ _W128 = (
 )
 
 
+_ROUND_F64 = (
+    "// r * 2^ex (r != 0; its bits below the 53 kept may end in a sticky bit) rounded once\n"
+    "// to f64, nearest even, the sign bit from sr; subnormal and overflow included\n"
+    "fn vy_round_f64(r: VyW128, ex: i32, sr: u64) -> f64 {\n"
+        "    let t = i32(127u - vy_clz128(r));\n"
+        "    let e = t + ex + 1023i;  // the biased exponent of the exact result\n"
+        "    let shift = max(t - 52i, -1074i - ex);\n"
+        "    var m: u64;\n"
+        "    if (shift <= 0i) { m = vy_shl128(r, u32(-shift)).lo; }\n"
+        "    else {\n"
+        "        let s = u32(shift);\n"
+        "        var low = r;  // the bits below the kept ones, moved to the top\n"
+        "        m = 0lu;\n"
+        "        if (s < 128u) {\n"
+        "            low = vy_shl128(r, 128u - s);\n"
+        "            if (s >= 64u) { m = r.hi >> (s - 64u); }\n"
+        "            else { m = (r.lo >> (s)) | (r.hi << (64u - s)); }\n"
+        "        } else if (s > 128u) { low = VyW128(0lu, 0lu); }  // below half an ulp\n"
+        "        let half = (low.hi >> 63u) != 0lu;\n"
+        "        let below = (low.hi << 1u) != 0lu || low.lo != 0lu;\n"
+        "        if (half && (below || (m & 1lu) != 0lu)) { m = m + 1lu; }\n"
+        "    }\n"
+        "    var bits = m;  // subnormal (the grid is 2^-1074): m is the encoding\n"
+        "    if (shift == t - 52i) { bits = (u64(u32(e - 1i)) << 52u) + m; }\n"
+        "    if (e >= 2047i || bits >= 0x7ff0000000000000lu) { bits = 0x7ff0000000000000lu; }\n"
+        "    return bitcast<f64>(bits | (sr << 63u));\n}"
+)
+
+
+_NORM_F64 = (
+    "// the significand of finite nonzero f64 bits u, shifted so bit 52 is set, and e with\n"
+    "// value = m * 2^e\n"
+    "struct VyM64 { m: u64, e: i32 }\n"
+    "fn vy_norm_f64(u: u64) -> VyM64 {\n"
+    "    let eb = u32(u >> 52u) & 0x7ffu;\n"
+    "    var m = (u & 0xffffffffffffflu) | select(0lu, 1lu << 52u, eb != 0u);\n"
+    "    let k = vy_clz64(m) - 11u;\n"
+    "    return VyM64(m << k, i32(max(eb, 1u)) - 1075i - i32(k));\n}"
+)
+
+
+def _f64_int_helpers(ctx: _Ctx) -> None:
+    _helper(ctx, "VyW128", _W128)
+    _helper(ctx, "vy_round_f64", _ROUND_F64)
+    _helper(ctx, "vy_norm_f64", _NORM_F64)
+
+
+def _exact_div_f64(ctx: _Ctx) -> str:
+    """Correctly rounded f64 division in integers, for a driver whose own is not (NVIDIA's
+    Vulkan driver): 58 quotient bits by restoring division (unrolled: no loop to count
+    against a loop limit), a sticky bit from the remainder, one rounding. Specials, zeros
+    and infinities take the driver's division, exact there."""
+    _f64_int_helpers(ctx)
+    f = _fence_fn(ctx, T.F64, 0)
+    steps = "".join("    q = q << 1u; if (rem >= mb) { rem = rem - mb; q = q | 1lu; }"
+                    " rem = rem << 1u;\n" for _ in range(58))
+    return _helper(
+        ctx, "vy_div_f64",
+        "fn vy_div_f64(a: f64, b: f64) -> f64 {\n"
+        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b);\n"
+        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
+        "    if (ea == 0x7ffu || eb == 0x7ffu || (ua << 1u) == 0lu || (ub << 1u) == 0lu) {\n"
+        f"        return {f}(a) / {f}(b);\n    }}\n"
+        "    let na = vy_norm_f64(ua); let nb = vy_norm_f64(ub);\n"
+        "    let mb = nb.m;\n"
+        "    var rem = na.m; var q = 0lu;\n"
+        f"{steps}"
+        "    let r = VyW128(0lu, (q << 1u) | select(0lu, 1lu, rem != 0lu));\n"
+        "    return vy_round_f64(r, na.e - nb.e - 58i, (ua ^ ub) >> 63u);\n}",
+    )
+
+
+def _exact_sqrt_f64(ctx: _Ctx) -> str:
+    """Correctly rounded f64 sqrt in integers (see _exact_div_f64): the radicand's
+    significand times 2^56, its root digit by digit (56 bits), a sticky bit, one
+    rounding. Negative, zero, inf and NaN take the driver's sqrt, exact there."""
+    _f64_int_helpers(ctx)
+    f = _fence_fn(ctx, T.F64, 0)
+    steps = []
+    for i in range(54, -1, -1):
+        pair = (f"(hi >> {2 * i - 64}u) & 3lu" if i >= 32 else
+                f"(lo >> {2 * i}u) & 3lu" if i < 32 else "")
+        steps.append(f"    rem = (rem << 2u) | ({pair}); t = (root << 2u) | 1lu;"
+                     " root = root << 1u;"
+                     " if (rem >= t) { rem = rem - t; root = root | 1lu; }\n")
+    return _helper(
+        ctx, "vy_sqrt_f64",
+        "fn vy_sqrt_f64(x: f64) -> f64 {\n"
+        "    let u = bitcast<u64>(x);\n"
+        "    if ((u >> 52u) >= 0x7fflu || (u << 1u) == 0lu) {"
+        f" return sqrt({f}(x)); }}  // negative, +-0, inf, NaN\n"
+        "    let n = vy_norm_f64(u);\n"
+        "    var m = n.m; var e = n.e;\n"
+        "    if ((e & 1i) != 0i) { m = m << 1u; e = e - 1i; }\n"
+        "    // the radicand m * 2^56 as hi:lo\n"
+        "    let hi = m >> 8u; let lo = m << 56u;\n"
+        "    var rem = 0lu; var root = 0lu; var t = 0lu;\n"
+        + "".join(steps) +
+        "    let r = VyW128(0lu, (root << 1u) | select(0lu, 1lu, rem != 0lu));\n"
+        "    return vy_round_f64(r, (e - 56i) / 2i - 1i, 0lu);\n}",
+    )
+
+
 def _fma_f64(ctx: _Ctx) -> str:
     """Single-rounding f64 fma computed in integers (128-bit words of u64): Vulkan lets a
     driver's f64 fma round twice (lavapipe's does), and there is no wider float to make it
@@ -1024,7 +1129,7 @@ def _fma_f64(ctx: _Ctx) -> str:
     rounded once to nearest even (to the subnormal grid below 2^-1022; past the largest
     double: inf). Specials and zero operands take a*b + c, exact there (c = 0: a*b alone,
     which keeps the sign of a product that rounds to zero)."""
-    _helper(ctx, "VyW128", _W128)
+    _f64_int_helpers(ctx)
     f = _fence_fn(ctx, T.F64, 0)
     return _helper(
         ctx, "vy_fma_f64",
@@ -1063,28 +1168,7 @@ def _fma_f64(ctx: _Ctx) -> str:
         "    else if (vy_ge128(x, y)) { r = vy_sub128(x, y); }\n"
         "    else { r = vy_sub128(y, x); sr = sy; }\n"
         "    if ((r.hi | r.lo) == 0lu) { return 0.0lf; }  // exact cancellation: +0\n"
-        "    let t = i32(127u - vy_clz128(r));\n"
-        "    let e = t + ex + 1023i;  // the biased exponent of the exact result\n"
-        "    let shift = max(t - 52i, -1074i - ex);\n"
-        "    var m: u64;\n"
-        "    if (shift <= 0i) { m = vy_shl128(r, u32(-shift)).lo; }\n"
-        "    else {\n"
-        "        let s = u32(shift);\n"
-        "        var low = r;  // the bits below the kept ones, moved to the top\n"
-        "        m = 0lu;\n"
-        "        if (s < 128u) {\n"
-        "            low = vy_shl128(r, 128u - s);\n"
-        "            if (s >= 64u) { m = r.hi >> (s - 64u); }\n"
-        "            else { m = (r.lo >> (s)) | (r.hi << (64u - s)); }\n"
-        "        } else if (s > 128u) { low = VyW128(0lu, 0lu); }  // below half an ulp\n"
-        "        let half = (low.hi >> 63u) != 0lu;\n"
-        "        let below = (low.hi << 1u) != 0lu || low.lo != 0lu;\n"
-        "        if (half && (below || (m & 1lu) != 0lu)) { m = m + 1lu; }\n"
-        "    }\n"
-        "    var bits = m;  // subnormal (the grid is 2^-1074): m is the encoding\n"
-        "    if (shift == t - 52i) { bits = (u64(u32(e - 1i)) << 52u) + m; }\n"
-        "    if (e >= 2047i || bits >= 0x7ff0000000000000lu) { bits = 0x7ff0000000000000lu; }\n"
-        "    return bitcast<f64>(bits | (sr << 63u));\n}",
+        "    return vy_round_f64(r, ex, sr);\n}",
     )
 
 
@@ -1529,6 +1613,8 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_fma_f64(ctx)}({', '.join(fa)})"
     elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
+    elif fn == "sqrt" and ct is T.F64 and ctx.exact_sqrt:
+        r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:

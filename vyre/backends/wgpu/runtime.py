@@ -321,6 +321,9 @@ class WgpuBackend(BaseBackend):
                 # flush mode's f32 operations left to the device's own flushing arithmetic
                 # (probed to give the mode's bits: native_flush.py); the rest spelled by vyre
                 "native_flush_ops": ["add", "sub", "mul", "fma"] if self._info.native_flush else [],
+                # calls a Program may not make although their type is supported
+                F.REFUSED_CALLS: ({"f64": sorted(wgsl.NO_F64)}
+                                  if F.F64 in self._info.vyre_features else {}),
                 # f64 Programs run where the adapter has shader-f64; its transcendental
                 # functions are refused by name (WGSL has none for f64)
                 "f64_arithmetic": (
