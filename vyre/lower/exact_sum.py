@@ -241,8 +241,9 @@ def _finalize() -> Program:
     anything: Expr = _v("w0")
     for j in range(1, STRIDE):
         anything = _op("or", anything, _v(f"w{j}"))
-    work: list[Stmt] = [Store(buffer="acc", index=_op("add", base, _u(j)), value=_u(0))
-                        for j in range(STRIDE)]
+    # zero what is not zero already (a sum spans two or three words: most need no store)
+    work: list[Stmt] = [If(cond=_cmp("ne", _v(f"w{j}"), _u(0)), then=(
+        Store(buffer="acc", index=_op("add", base, _u(j)), value=_u(0)),)) for j in range(STRIDE)]
     work += [Let(name="x", value=Load(buffer="out", index=e, ty=F32)),
              Let(name="xb", value=Bitcast(a=_v("x", F32), ty=U32)),
              Let(name="xe", value=_op("and", _op("shr", _v("xb"), _u(23)), _u(0xFF)))]
