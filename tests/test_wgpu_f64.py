@@ -15,7 +15,7 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType, UnsupportedFeature
 from vyre.backend import BaseBackend
-from vyre.builder import ceil, exp, fma, floor, round_, sin, sqrt, trunc
+from vyre.builder import ceil, exp, floor, fma, round_, sin, sqrt, trunc
 from vyre.tools.conformance import CASES, check_case, unsupported_reason
 
 F64, F32, I64, U32 = ScalarType.F64, ScalarType.F32, ScalarType.I64, ScalarType.U32

@@ -28,8 +28,6 @@ import vyre
 from vyre import DispatchConfig, ScalarType
 from vyre import features as F
 from vyre.backend import BaseBackend
-from vyre.ir.analysis import walk_all_exprs
-from vyre.ir.nodes import Call
 from vyre.builder import (
     ProgramBuilder,
     abs_,
@@ -54,6 +52,8 @@ from vyre.builder import (
     tanh,
     trunc,
 )
+from vyre.ir.analysis import walk_all_exprs
+from vyre.ir.nodes import Call
 from vyre.tools.replay import save_on_request
 from vyre.tools.testing import assert_agree, random_array, reference_for, tolerance_for
 
