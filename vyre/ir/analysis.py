@@ -153,6 +153,9 @@ def required_features(program: Program) -> frozenset[str]:
             feats.add(t.feature)
     elem = {b.name: b.ty for b in program.buffers}
     elem.update({a.name: a.ty for a in program.workgroup_arrays})
+    # exact f32 adds become integer atomics (vyre.lower.exact_sum): no float atomic needed
+    exact = set(exact_sum_targets(program))
+    used = read_locals(program) if exact else frozenset()
     # (Atomic and the RawAtomic deriving from it: what isinstance below finds)
     for s in walk_stmts(program.body) if has_any(program, _ATOMICS) else ():
         if isinstance(s, Atomic):
@@ -160,7 +163,9 @@ def required_features(program: Program) -> frozenset[str]:
             if at is None:
                 continue
             if at.is_float:
-                feats.add("atomic_float")
+                if not (s.buffer in exact and s.op == "add" and not s.relaxed
+                        and (s.result is None or s.result not in used)):
+                    feats.add("atomic_float")
             elif at.bits == 64:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:
