@@ -224,133 +224,138 @@ def _plan(program: Program) -> Plan:
 
 
 # ------------------------------------------------------------------ the finalisation
-def _finalize() -> Program:
-    """Per element e < Length(out): fold the initial value into the exact sum, round once,
-    store, and zero the element's scratch words. One program for every target."""
-    s: list[Stmt] = []
-    gid = _op("add", Builtin(name="global_id", axis=0),
-              _op("mul", Builtin(name="global_id", axis=1),
-                  _op("mul", Builtin(name="num_workgroups", axis=0), _u(FINALIZE_WORKGROUP))))
-    s.append(Let(name="e", value=gid))
-    e = _v("e")
-    body: list[Stmt] = [Let(name="base", value=_op("mul", e, _u(STRIDE)))]
-    base = _v("base")
+def finalize_element(p: str, out: str, acc: str, e: Expr) -> list[Stmt]:
+    """Element e of f32 array `out` (whose exact sum is in words e * STRIDE.. of u32 array
+    `acc`): if anything was added, fold in the initial value, round once, store, and zero
+    the words. Locals are named with prefix `p`."""
+    body: list[Stmt] = [Let(name=p + "base", value=_op("mul", e, _u(STRIDE)))]
+    base = _v(p + "base")
     for j in range(STRIDE):
-        body.append(Let(name=f"w{j}", value=Load(buffer="acc", index=_op("add", base, _u(j)),
+        body.append(Let(name=p + f"w{j}", value=Load(buffer=acc, index=_op("add", base, _u(j)),
                                                  ty=U32)))
-    anything: Expr = _v("w0")
+    anything: Expr = _v(p + "w0")
     for j in range(1, STRIDE):
-        anything = _op("or", anything, _v(f"w{j}"))
+        anything = _op("or", anything, _v(p + f"w{j}"))
     # zero what is not zero already (a sum spans two or three words: most need no store)
-    work: list[Stmt] = [If(cond=_cmp("ne", _v(f"w{j}"), _u(0)), then=(
-        Store(buffer="acc", index=_op("add", base, _u(j)), value=_u(0)),)) for j in range(STRIDE)]
-    work += [Let(name="x", value=Load(buffer="out", index=e, ty=F32)),
-             Let(name="xb", value=Bitcast(a=_v("x", F32), ty=U32)),
-             Let(name="xe", value=_op("and", _op("shr", _v("xb"), _u(23)), _u(0xFF)))]
-    xb, xe = _v("xb"), _v("xe")
+    work: list[Stmt] = [If(cond=_cmp("ne", _v(p + f"w{j}"), _u(0)), then=(
+        Store(buffer=acc, index=_op("add", base, _u(j)), value=_u(0)),)) for j in range(STRIDE)]
+    work += [Let(name=p + "x", value=Load(buffer=out, index=e, ty=F32)),
+             Let(name=p + "xb", value=Bitcast(a=_v(p + "x", F32), ty=U32)),
+             Let(name=p + "xe", value=_op("and", _op("shr", _v(p + "xb"), _u(23)), _u(0xFF)))]
+    xb, xe = _v(p + "xb"), _v(p + "xe")
     x_special = _cmp("eq", xe, _u(0xFF))
     x_nan = Binary(op="logical_and", a=x_special,
                    b=_cmp("ne", _op("and", xb, _u(0x7FFFFF)), _u(0)), ty=BOOL)
     x_inf = _sel(x_special, _sel(_cmp("ne", _op("shr", xb, _u(31)), _u(0)), _u(FLAG_NEG_INF),
                                  _u(FLAG_POS_INF)), _u(0))
-    work.append(Let(name="fl", value=_op("or", _v(f"w{WORDS}"), x_inf)))
-    fl = _v("fl")
+    work.append(Let(name=p + "fl", value=_op("or", _v(p + f"w{WORDS}"), x_inf)))
+    fl = _v(p + "fl")
     is_nan = Binary(op="logical_or", a=_cmp("ne", _op("and", fl, _u(FLAG_NAN)), _u(0)),
                     b=_cmp("eq", _op("and", fl, _u(3)), _u(3)), ty=BOOL)
     special_bits = _sel(is_nan, _u(0x7FC00000),
                         _sel(_cmp("eq", fl, _u(FLAG_NEG_INF)), _u(0xFF800000), _u(0x7F800000)))
-    store_special = Store(buffer="out", index=e, value=Bitcast(a=special_bits, ty=F32))
+    store_special = Store(buffer=out, index=e, value=Bitcast(a=special_bits, ty=F32))
     work.append(If(cond=x_nan, orelse=(If(cond=_cmp("ne", fl, _u(0)), then=(store_special,),
-                                            orelse=tuple(_round_and_store(e))),)))
+                                            orelse=tuple(_round_and_store(p, out, e))),)))
     body.append(If(cond=_cmp("ne", anything, _u(0)), then=tuple(work)))
-    s.append(If(cond=_cmp("lt", e, Length(buffer="out")), then=tuple(body)))
+    return body
+
+
+def _finalize() -> Program:
+    """Per element e < Length(out): finalize_element. One program for every target."""
+    gid = _op("add", Builtin(name="global_id", axis=0),
+              _op("mul", Builtin(name="global_id", axis=1),
+                  _op("mul", Builtin(name="num_workgroups", axis=0), _u(FINALIZE_WORKGROUP))))
+    e = _v("e")
+    s: list[Stmt] = [Let(name="e", value=gid), If(
+        cond=_cmp("lt", e, Length(buffer="out")), then=tuple(finalize_element("", "out", "acc", e)))]
     return Program(name="vyre_exact_sum_finalize", workgroup_size=(FINALIZE_WORKGROUP, 1, 1),
                    buffers=(BufferDecl(name="out", ty=F32, access="read_write"),
                             BufferDecl(name="acc", ty=U32, access="read_write")),
                    body=tuple(s))
 
 
-def _round_and_store(e: Expr) -> list[Stmt]:
+def _round_and_store(p: str, out: str, e: Expr) -> list[Stmt]:
     """(x finite, the words w0..w9 the exact sum S != 0.) out[e] = round(x + S)."""
     s: list[Stmt] = []
-    fx = _fixed("xf", _sel(_is_zero_f32(_v("x", F32)), _u(0), _v("xb")), s)
-    s += [Let(name="xneg", value=fx.neg), Let(name="xw", value=fx.word),
-          Let(name="xlo", value=fx.lo), Let(name="xhi", value=fx.hi), Let(name="c", value=_u(0))]
-    xneg, c = _v("xneg", BOOL), _v("c")
+    fx = _fixed(p + "xf", _sel(_is_zero_f32(_v(p + "x", F32)), _u(0), _v(p + "xb")), s)
+    s += [Let(name=p + "xneg", value=fx.neg), Let(name=p + "xw", value=fx.word),
+          Let(name=p + "xlo", value=fx.lo), Let(name=p + "xhi", value=fx.hi), Let(name=p + "c", value=_u(0))]
+    xneg, c = _v(p + "xneg", BOOL), _v(p + "c")
     # total = S + x, word by word with a carry (x >= 0) or a borrow (x < 0)
     for j in range(WORDS):
-        w = _v(f"w{j}")
-        part = _op("add", _sel(_cmp("eq", _v("xw"), _u(j)), _v("xlo"), _u(0)),
-                   _sel(_cmp("eq", _op("add", _v("xw"), _u(1)), _u(j)), _v("xhi"), _u(0)))
-        s.append(Let(name=f"t{j}", value=_op("add", part, c)))
-        t = _v(f"t{j}")
-        s.append(Let(name=f"n{j}", value=_sel(xneg, _op("sub", w, t), _op("add", w, t))))
-        s.append(Assign(name="c", value=Cast(a=_sel(xneg, _cmp("lt", w, t),
-                                                     _cmp("lt", _v(f"n{j}"), t), BOOL), ty=U32)))
+        w = _v(p + f"w{j}")
+        part = _op("add", _sel(_cmp("eq", _v(p + "xw"), _u(j)), _v(p + "xlo"), _u(0)),
+                   _sel(_cmp("eq", _op("add", _v(p + "xw"), _u(1)), _u(j)), _v(p + "xhi"), _u(0)))
+        s.append(Let(name=p + f"t{j}", value=_op("add", part, c)))
+        t = _v(p + f"t{j}")
+        s.append(Let(name=p + f"n{j}", value=_sel(xneg, _op("sub", w, t), _op("add", w, t))))
+        s.append(Assign(name=p + "c", value=Cast(a=_sel(xneg, _cmp("lt", w, t),
+                                                     _cmp("lt", _v(p + f"n{j}"), t), BOOL), ty=U32)))
     # magnitude and sign of the two's complement total
-    s.append(Let(name="sign", value=_op("shr", _v(f"n{WORDS - 1}"), _u(31))))
-    neg = _cmp("ne", _v("sign"), _u(0))
-    s.append(Let(name="cn", value=_u(1)))
+    s.append(Let(name=p + "sign", value=_op("shr", _v(p + f"n{WORDS - 1}"), _u(31))))
+    neg = _cmp("ne", _v(p + "sign"), _u(0))
+    s.append(Let(name=p + "cn", value=_u(1)))
     for j in range(WORDS):
-        n = _v(f"n{j}")
-        s.append(Let(name=f"m{j}", value=_sel(neg, _op("add", Unary(op="bit_not", a=n, ty=U32),
-                                                       _v("cn")), n)))
-        s.append(Assign(name="cn", value=_op("and", _v("cn"),
+        n = _v(p + f"n{j}")
+        s.append(Let(name=p + f"m{j}", value=_sel(neg, _op("add", Unary(op="bit_not", a=n, ty=U32),
+                                                       _v(p + "cn")), n)))
+        s.append(Assign(name=p + "cn", value=_op("and", _v(p + "cn"),
                                              Cast(a=_cmp("eq", n, _u(0)), ty=U32))))
     # the top nonzero word t and the two below it; `rest`: whether anything lies lower
-    s.append(Let(name="t", value=_u(0)))
+    s.append(Let(name=p + "t", value=_u(0)))
     for j in range(1, WORDS):
-        s.append(Assign(name="t", value=_sel(_cmp("ne", _v(f"m{j}"), _u(0)), _u(j), _v("t"))))
-    t = _v("t")
-    top: Expr = _v("m0")
+        s.append(Assign(name=p + "t", value=_sel(_cmp("ne", _v(p + f"m{j}"), _u(0)), _u(j), _v(p + "t"))))
+    t = _v(p + "t")
+    top: Expr = _v(p + "m0")
     mid: Expr = _u(0)
     low: Expr = _u(0)
     rest: Expr = _u(0)
     for j in range(WORDS):
-        m = _v(f"m{j}")
+        m = _v(p + f"m{j}")
         if j:
             top = _sel(_cmp("eq", t, _u(j)), m, top)
         mid = _sel(_cmp("eq", t, _u(j + 1)), m, mid)
         low = _sel(_cmp("eq", t, _u(j + 2)), m, low)
         rest = _op("or", rest, _sel(_cmp("gt", t, _u(j + 2)), m, _u(0)))
-    s += [Let(name="top", value=top), Let(name="mid", value=mid), Let(name="low", value=low),
-          Let(name="rest", value=rest)]
+    s += [Let(name=p + "top", value=top), Let(name=p + "mid", value=mid), Let(name=p + "low", value=low),
+          Let(name=p + "rest", value=rest)]
     # leading zeros of top (a binary search; the IR has no clz)
-    s += [Let(name="lz", value=_u(0)), Let(name="y", value=_v("top"))]
+    s += [Let(name=p + "lz", value=_u(0)), Let(name=p + "y", value=_v(p + "top"))]
     for width in (16, 8, 4, 2, 1):
-        small = _cmp("lt", _v("y"), _u(1 << (32 - width)))
-        s.append(Assign(name="lz", value=_op("add", _v("lz"), _sel(small, _u(width), _u(0)))))
-        s.append(Assign(name="y", value=_sel(small, _op("shl", _v("y"), _u(width)), _v("y"))))
-    lz = _v("lz")
+        small = _cmp("lt", _v(p + "y"), _u(1 << (32 - width)))
+        s.append(Assign(name=p + "lz", value=_op("add", _v(p + "lz"), _sel(small, _u(width), _u(0)))))
+        s.append(Assign(name=p + "y", value=_sel(small, _op("shl", _v(p + "y"), _u(width)), _v(p + "y"))))
+    lz = _v(p + "lz")
     nz = _cmp("ne", lz, _u(0))
 
     def shifted(a: str, b: str) -> Expr:
         return _op("or", _op("shl", _v(a), lz),
                    _sel(nz, _op("shr", _v(b), _op("sub", _u(32), lz)), _u(0)))
 
-    s += [Let(name="h", value=shifted("top", "mid")), Let(name="l", value=shifted("mid", "low")),
-          Let(name="ll", value=_op("shl", _v("low"), lz)),
+    s += [Let(name=p + "h", value=shifted("top", "mid")), Let(name=p + "l", value=shifted("mid", "low")),
+          Let(name=p + "ll", value=_op("shl", _v(p + "low"), lz)),
           # the top bit's position p = 32 t + 31 - lz; the biased exponent is p - 22
-          Let(name="p", value=_op("sub", _op("add", _op("mul", t, _u(32)), _u(31)), lz))]
-    h, p = _v("h"), _v("p")
+          Let(name=p + "p", value=_op("sub", _op("add", _op("mul", t, _u(32)), _u(31)), lz))]
+    h, pos = _v(p + "h"), _v(p + "p")
     sig = _op("shr", h, _u(8))
     rnd = _op("and", _op("shr", h, _u(7)), _u(1))
-    sticky = _cmp("ne", _op("or", _op("or", _op("and", h, _u(0x7F)), _v("l")),
-                            _op("or", _v("ll"), _v("rest"))), _u(0))
+    sticky = _cmp("ne", _op("or", _op("or", _op("and", h, _u(0x7F)), _v(p + "l")),
+                            _op("or", _v(p + "ll"), _v(p + "rest"))), _u(0))
     up = _op("and", rnd, _op("or", Cast(a=sticky, ty=U32), _op("and", sig, _u(1))))
     # (E - 1) << 23 plus the significand with its leading bit: a carry of the rounding
     # walks into the exponent, up to inf, by itself
-    normal = _op("add", _op("add", _op("shl", _op("sub", p, _u(23)), _u(23)), sig), up)
-    s.append(Let(name="r", value=_sel(
-        _cmp("ge", p, _u(277)), _u(0x7F800000),  # p - 22 >= 255: past the largest float
-        _sel(_cmp("lt", p, _u(23)), _v("m0"), normal))))
-    s.append(Let(name="rb", value=_sel(_cmp("eq", _v("top"), _u(0)), _u(0),
-                                       _op("or", _v("r"), _op("shl", _v("sign"), _u(31))))))
+    normal = _op("add", _op("add", _op("shl", _op("sub", pos, _u(23)), _u(23)), sig), up)
+    s.append(Let(name=p + "r", value=_sel(
+        _cmp("ge", pos, _u(277)), _u(0x7F800000),  # p - 22 >= 255: past the largest float
+        _sel(_cmp("lt", pos, _u(23)), _v(p + "m0"), normal))))
+    s.append(Let(name=p + "rb", value=_sel(_cmp("eq", _v(p + "top"), _u(0)), _u(0),
+                                       _op("or", _v(p + "r"), _op("shl", _v(p + "sign"), _u(31))))))
     # flush mode: a subnormal result compares equal to zero and becomes a zero of its sign
-    rb = _v("rb")
-    s.append(Assign(name="rb", value=_sel(_is_zero_f32(Bitcast(a=rb, ty=F32)),
+    rb = _v(p + "rb")
+    s.append(Assign(name=p + "rb", value=_sel(_is_zero_f32(Bitcast(a=rb, ty=F32)),
                                           _op("and", rb, _u(0x80000000)), rb)))
-    s.append(Store(buffer="out", index=e, value=Bitcast(a=_v("rb"), ty=F32)))
+    s.append(Store(buffer=out, index=e, value=Bitcast(a=_v(p + "rb"), ty=F32)))
     return s
 
 
