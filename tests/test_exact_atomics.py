@@ -337,7 +337,48 @@ def test_plan_programs_compile_for_cuda() -> None:
     """The rewritten kernel and the finalisation compile with NVRTC (no GPU needed)."""
     cuda = pytest.importorskip("vyre.backends.cuda")
     try:
-        for prog in (plan_for(histogram()).main, FINALIZE):  # type: ignore[union-attr]
+        for prog in (plan_for(histogram()).main, FINALIZE,  # type: ignore[union-attr]
+                     plan_for(shared_histogram()).main):  # type: ignore[union-attr]
             cuda.compile_program(prog, "sm_90")
     except vyre.BackendUnavailable as exc:  # pragma: no cover - no NVRTC here
         pytest.skip(str(exc))
+
+
+def shared_histogram() -> vyre.Program:
+    """Per workgroup: values into 8 workgroup-array bins (exact adds), then a barrier, then
+    the bins added to the output (exact adds too)."""
+    k = ProgramBuilder("exact_shared_hist", workgroup_size=WG)
+    v, key = k.buffer("vals", F32), k.buffer("keys", U32)
+    h = k.buffer("hist", F32, "read_write")
+    local = k.shared("local", F32, 8)
+    lid = k.local_index()
+    with k.if_(lid < 8):
+        local[lid] = 0.0
+    k.barrier()
+    i = k.global_linear_id()
+    with k.if_(i < v.length()):
+        local.atomic_add(key[i] % 8, v[i])
+    k.barrier()
+    with k.if_(lid < 8):
+        h.atomic_add(lid + 8 * k.workgroup_id(0), local[lid])
+    return k.build()
+
+
+def test_workgroup_array_adds_are_exact(backend: BaseBackend) -> None:
+    """f32 adds into a workgroup array land exactly (rounded once) at the next barrier."""
+    rng = np.random.default_rng(21)
+    groups = 16
+    n = WG * groups
+    vals = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(np.float32)
+    keys = rng.integers(0, 1 << 16, n).astype(np.uint32)
+    want = np.zeros(8 * groups, np.float32)
+    for g in range(groups):
+        part = slice(g * WG, (g + 1) * WG)
+        local = oracle(np.zeros(8, np.float32), keys[part] % 8, vals[part])
+        want[8 * g: 8 * g + 8] = local
+    for _ in range(2):
+        perm = np.concatenate([g * WG + rng.permutation(WG) for g in range(groups)])
+        got = backend.dispatch(shared_histogram(), {"vals": vals[perm], "keys": keys[perm],
+                                                    "hist": np.zeros(8 * groups, np.float32)},
+                               DispatchConfig(grid=(groups, 1, 1)))["hist"]
+        assert same_bits(got, want)

@@ -30,10 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..ir.analysis import exact_sum_targets, walk_stmts
+from ..ir.analysis import exact_shared_targets, exact_sum_targets, walk_stmts
 from ..ir.nodes import (
     Assign,
     Atomic,
+    Barrier,
     Binary,
     Bitcast,
     BufferDecl,
@@ -41,6 +42,7 @@ from ..ir.nodes import (
     Cast,
     Const,
     Expr,
+    For,
     If,
     Length,
     Let,
@@ -51,6 +53,7 @@ from ..ir.nodes import (
     Store,
     Unary,
     Var,
+    WorkgroupArray,
 )
 from ..ir.types import ScalarType
 from ..ir.visit import map_block
@@ -200,25 +203,49 @@ class Plan:
 
 def plan_for(program: Program) -> Plan | None:
     """The exact-sum plan of a valid `program`, or None when it has no exact adds."""
-    return _plan(program) if exact_sum_targets(program) else None
+    if exact_sum_targets(program) or exact_shared_targets(program):
+        return _plan(program)
+    return None
 
 
 @lru_cache(maxsize=256)
 def _plan(program: Program) -> Plan:
     targets = exact_sum_targets(program)
+    shared = exact_shared_targets(program)
     prefix = _prefix(program)
     acc = {t: f"{prefix}acc{j}" for j, t in enumerate(targets)}
+    acc.update({t: f"{prefix}wacc{j}" for j, t in enumerate(shared)})
+    counts = {a.name: a.count for a in program.workgroup_arrays}
+    size = program.workgroup_size[0] * program.workgroup_size[1] * program.workgroup_size[2]
     sites = [0]
 
     def rewrite(s: Stmt) -> list[Stmt]:
         if type(s) is Atomic and s.buffer in acc and s.op == "add" and not s.relaxed:
             sites[0] += 1
             return _accumulate(f"{prefix}{sites[0]}_", acc[s.buffer], s.buffer, s)
+        if type(s) is Barrier and shared:  # the phase's sums land before anyone reads
+            out: list[Stmt] = [s]
+            for t in shared:
+                sites[0] += 1
+                p = f"{prefix}{sites[0]}_"
+                out.append(For(var=f"{p}el", ty=U32, start=Builtin(name="local_index"),
+                               end=_u(counts[t]), step=size,
+                               body=tuple(finalize_element(p, t, acc[t], _v(f"{p}el")))))
+            return [*out, Barrier()]
         return [s]
 
     body = map_block(program.body, rewrite)
+    if shared:  # workgroup memory starts undefined: zero the words, then a barrier
+        clear = tuple(For(var=f"{prefix}z{j}", ty=U32, start=Builtin(name="local_index"),
+                          end=_u(STRIDE * counts[t]), step=size,
+                          body=(Store(buffer=acc[t], index=_v(f"{prefix}z{j}"), value=_u(0)),))
+                      for j, t in enumerate(shared))
+        body = (*clear, Barrier(), *body)
     scratch = tuple(BufferDecl(name=acc[t], ty=U32, access="read_write") for t in targets)
-    main = program.model_copy(update={"body": body, "buffers": (*program.buffers, *scratch)})
+    words = tuple(WorkgroupArray(name=acc[t], ty=U32, count=STRIDE * counts[t]) for t in shared)
+    main = program.model_copy(update={
+        "body": body, "buffers": (*program.buffers, *scratch),
+        "workgroup_arrays": (*program.workgroup_arrays, *words)})
     slots = tuple(next(j for j, b in enumerate(program.buffers) if b.name == t) for t in targets)
     return Plan(main=main, targets=slots)
 
@@ -330,8 +357,8 @@ def _round_and_store(p: str, out: str, e: Expr) -> list[Stmt]:
     nz = _cmp("ne", lz, _u(0))
 
     def shifted(a: str, b: str) -> Expr:
-        return _op("or", _op("shl", _v(a), lz),
-                   _sel(nz, _op("shr", _v(b), _op("sub", _u(32), lz)), _u(0)))
+        return _op("or", _op("shl", _v(p + a), lz),
+                   _sel(nz, _op("shr", _v(p + b), _op("sub", _u(32), lz)), _u(0)))
 
     s += [Let(name=p + "h", value=shifted("top", "mid")), Let(name=p + "l", value=shifted("mid", "low")),
           Let(name=p + "ll", value=_op("shl", _v(p + "low"), lz)),
