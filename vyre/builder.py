@@ -437,10 +437,11 @@ class BufferRef:
     def atomic_add(self, index: Any, value: Any) -> Value:
         """Atomically add `value` into element `index`; returns the old value.
 
-        On an f32 storage buffer, when the old value is never used, the adds are
-        order-independent: summed exactly and rounded once when the dispatch ends, the same
-        bits on every run and backend (nothing else in the program may then load, store or
-        atomically update that buffer). Using the old value makes it order-dependent."""
+        On f32, when the old value is never used, the adds are order-independent: summed
+        exactly and rounded once when the dispatch ends (a workgroup array: at the next
+        barrier), the same bits on every run and backend; nothing else in the program may
+        then load, store or atomically update such a storage buffer. Using the old value
+        makes it order-dependent."""
         return self._atomic("add", index, value)
 
     def atomic_add_relaxed(self, index: Any, value: Any) -> Value:

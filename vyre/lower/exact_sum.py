@@ -22,7 +22,10 @@ words again, so the next dispatch finds them clear. Semantics (docs/IR.md "Atomi
   both through float comparisons with zero, which flush exactly there.
 
 The dispatch plan that runs these (scratch buffers, two device dispatches per user
-dispatch) is vyre.exact_sum_plan; the reference backend runs the same plan.
+dispatch) is vyre.exact_sum_plan; the reference backend runs the same plan. On a
+workgroup array the words are a workgroup array too, zeroed when the workgroup starts, and
+the same finalisation runs after every barrier (then another barrier), so the sums of a
+phase land before any invocation reads the array.
 """
 
 from __future__ import annotations
