@@ -756,7 +756,11 @@ class BaseBackend:
                 with self._lock:  # (`with`, not acquire() then try: an interrupt
                     # landing between those two would leave the lock held for ever)
                     if launch.epoch == self._epoch:
-                        self._enqueue(launch.record, program.buffers)
+                        record = launch.record
+                        if type(record) is PlanRecord:  # (inline: the hot path's one call)
+                            self._enqueue(record, program.buffers)
+                        else:
+                            self._launch_record(record, program.buffers)
                         return NO_TIMING
         t0 = _perf_ns()
         if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
