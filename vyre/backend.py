@@ -693,18 +693,18 @@ class BaseBackend:
             bound = self._bind_new(program, inputs, outputs, cfg, given, key)
             with self._lock:
                 self._ready(bound)
-                self._enqueue(bound.launch.record, bound.buffers)
+                self._enqueue_record(bound.launch.record, bound.buffers)
             return bound.launch
         launch = entry.launch
         with self._lock:
             if launch.epoch != self._epoch:  # something was freed or lost meanwhile, or
                 # another thread remembered the entry and has not prepared it yet
                 self._ready(rebind(entry, program, given, cfg))
-            self._enqueue(launch.record,
+            self._enqueue_record(launch.record,
                           given if entry.in_order else tuple(given[j] for j in entry.order))
         return launch
 
-    def _enqueue(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+    def _enqueue_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         """Enqueue a prepared launch record (caller holds the lock): the backend's own, or
         each device dispatch of an exact-sum plan in turn (vyre.exact_sum_plan)."""
         if type(record) is PlanRecord:
@@ -758,7 +758,7 @@ class BaseBackend:
                     if launch.epoch == self._epoch:
                         record = launch.record
                         if type(record) is PlanRecord:  # (inline: the hot path's one call)
-                            self._enqueue(record, program.buffers)
+                            self._enqueue_record(record, program.buffers)
                         else:
                             self._launch_record(record, program.buffers)
                         return NO_TIMING
@@ -770,7 +770,7 @@ class BaseBackend:
             with self._lock:
                 if launch.epoch != self._epoch:
                     self._ready(program)
-                self._enqueue(launch.record, program.buffers)
+                self._enqueue_record(launch.record, program.buffers)
         else:
             cfg = config or _DEFAULT_CONFIG
             if type(cfg) is not DispatchConfig:
