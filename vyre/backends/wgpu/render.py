@@ -272,20 +272,20 @@ def _compute_type(ty: ScalarType) -> ScalarType:
     return T.F32 if ty is T.F16 else ty
 
 
-_FENCES: dict[tuple[ScalarType, int, bool], tuple[str, str]] = {}  # (name, code) by kind
+_FENCES: dict[tuple[ScalarType, int, bool, bool], tuple[str, str]] = {}  # (name, code) by kind
 
 
 def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -> str:
     """The fence helper with uniform `k`; for f32 `flushing` (default: in flush mode) also
     reads a subnormal as a zero of its sign."""
-    key = (ty, k, ctx.flush if flushing is None else flushing)
+    key = (ty, k, ctx.flush if flushing is None else flushing, ty is T.F64 and ctx.wide_ok)
     got = _FENCES.get(key)
     if got is None:
         got = _FENCES[key] = _fence_code(*key)
     return _helper(ctx, *got)
 
 
-def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
+def _fence_code(ty: ScalarType, k: int, flushing: bool, wide: bool) -> tuple[str, str]:
     z = f"{U_VAR}.{ZERO_FIELDS[k]}"
     name = f"vy_fence{k}_{wgsl_type(ty)}" + ("_ftz" if ty is T.F32 and flushing else "")
     if ty is T.F32:
@@ -297,6 +297,10 @@ def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
             )
         else:
             body = f"    return bitcast<f32>(bitcast<u32>(x) + {z});\n"
+    elif wide:  # f64 with i64 on the device: the same integer add of a uniform zero (a
+        # select(x, -x, z != 0) lets a compiler split it into two branches, each free to
+        # contract a*b + c into an fma)
+        body = f"    return bitcast<f64>(bitcast<u64>(x) + u64({z}));\n"
     else:  # f64: -x differs from x in its bits even for constants, so nothing folds
         body = f"    return select(x, -x, {z} != 0u);\n"
     t = wgsl_type(ty)
