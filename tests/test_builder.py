@@ -190,7 +190,11 @@ def test_atomics() -> None:
     atomics = [s for s in p.body if isinstance(s, N.Atomic)]
     assert [a.op for a in atomics] == ["add", "compare_exchange", "add"]
     assert atomics[1].comparand == N.Var(name=atomics[0].result or "", ty=u32)
-    assert "atomic_float" in p.required_features
+    # an f32 add whose old value is unused is exact: integer atomics, no float atomic needed
+    assert "atomic_float" not in p.required_features
+    k = ProgramBuilder("atom_relaxed")
+    k.buffer("fl", f32, "read_write").atomic_add_relaxed(0, 1.5)
+    assert "atomic_float" in k.build().required_features
 
 
 def test_augmented_assignment_emits_assigns() -> None:

@@ -395,12 +395,21 @@ def test_index_param_errors(reference: BaseBackend) -> None:
 
 
 def test_wgpu_probe_is_honest_about_f64(backends: dict[str, BaseBackend]) -> None:
-    """`vyre probe` must not say yes to f64 where an f64 dispatch raises UnsupportedFeature."""
+    """`vyre probe` says yes to f64 exactly where an f64 dispatch runs (the adapter has
+    shader-f64), and then it runs, bit for bit with the reference."""
     if "wgpu" not in backends:
         pytest.skip("the wgpu backend is not available here")
     caps = backends["wgpu"].capabilities()
-    assert "f64" not in caps.features
-    assert str(caps.details["f64_arithmetic"]).startswith("no")
-    with pytest.raises(UnsupportedFeature):
-        backends["wgpu"].dispatch(arith.build(T=f64), {"x": np.zeros(4), "y": np.zeros(4),
-                                                       "out": 4}, arith.config(4, arith.build(T=f64)))
+    has = "shader-f64" in caps.details["wgpu_features"]
+    assert ("f64" in caps.features) == has
+    assert str(caps.details["f64_arithmetic"]).startswith("yes" if has else "no")
+    prog = arith.build(T=f64)
+    data = {"x": np.linspace(-3, 3, 4), "y": np.linspace(1, 2, 4), "out": 4}
+    if not has:
+        with pytest.raises(UnsupportedFeature):
+            backends["wgpu"].dispatch(prog, data, arith.config(4, prog))
+        return
+    got = backends["wgpu"].dispatch(prog, data, arith.config(4, prog))
+    want = backends["reference"].dispatch(prog, data, arith.config(4, prog))
+    for name in want:
+        np.testing.assert_array_equal(got[name].view(np.uint64), want[name].view(np.uint64))

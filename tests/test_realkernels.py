@@ -55,8 +55,17 @@ def forced_wgpu(request: pytest.FixtureRequest) -> Iterator[BaseBackend]:
     be.close()
 
 
+def _skip_without_features(name: str, backend: BaseBackend) -> None:
+    """Skip (saying why) where `backend` lacks a feature the port's programs need (f64)."""
+    need = {f for make in KERNELS[name].programs for f in make().required_features}
+    missing = sorted(need - backend.capabilities().features)
+    if missing:
+        pytest.skip(f"{backend.id} does not report {missing}, which {name} needs")
+
+
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_kernel_is_bit_identical_to_gcc(name: str, backend: BaseBackend) -> None:
+    _skip_without_features(name, backend)
     kernel = KERNELS[name]
     result = compare(kernel.port(backend), kernel.expected())
     assert result.compared > 0
@@ -73,6 +82,7 @@ def test_kernel_is_bit_identical_to_gcc_in_nvidias_wgpu_modes(
 ) -> None:
     """The same on wgpu with vyre's exact division and sqrt, and in flush mode (no kernel's
     data comes near a subnormal, so flushing changes nothing)."""
+    _skip_without_features(name, forced_wgpu)
     result = compare(KERNELS[name].port(forced_wgpu), KERNELS[name].expected())
     assert result.compared > 0
     assert result.disagreements == 0, (

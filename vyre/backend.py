@@ -11,6 +11,7 @@ must never route resident work through host copies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import debug
+from . import debug, exact_sum_plan
 from .binding import (
     BoundDispatch,
     BufferArg,
@@ -57,6 +58,7 @@ from .errors import (
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
+from .exact_sum_plan import PlanRecord, ScratchPool
 from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
 from .hostarrays import as_dtype, host_destination
 
@@ -193,6 +195,8 @@ class BaseBackend:
         # with the next read, synchronize(), pipeline run or close()
         self._debug_logs: list[debug.PendingLog] = []
         self._lost_reason: str | None = None
+        # scratch words of order-independent f32 atomic adds (vyre.exact_sum_plan)
+        self._exact_scratch = ScratchPool()
 
     # ------------------------------------------------------------ to override
     def capabilities(self) -> Capabilities:
@@ -648,8 +652,8 @@ class BaseBackend:
             if isinstance(grid, IndirectGrid):
                 check_usable(grid.buffer)
             launch = bound.launch
-            if launch.record is None:
-                launch.record = self._prepare_launch(bound)
+            if launch.record is None:  # (a PlanRecord when it has exact f32 sums)
+                launch.record = exact_sum_plan.prepare(self, bound)
             if not launch.profile:  # a profiled launch always takes the checked, waited path
                 launch.epoch = self._epoch
             return launch.record
@@ -670,7 +674,9 @@ class BaseBackend:
                                     Pending)
             bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
         with self._lock:
-            self._ready(bound)
+            record = self._ready(bound)
+            if type(record) is PlanRecord:
+                return self._launch_plan_async(record, bound.buffers)
             return self._launch(bound)
 
     def _launch_cached(self, program: Program, inputs: BufferArg, outputs: BufferArg,
@@ -697,15 +703,15 @@ class BaseBackend:
             bound = self._bind_new(program, inputs, outputs, cfg, given, key)
             with self._lock:
                 self._ready(bound)
-                self._launch_record(bound.launch.record, bound.buffers)
+                self._enqueue_record(bound.launch.record, bound.buffers)
             return bound.launch
         launch = entry.launch
         with self._lock:
             if launch.epoch != self._epoch:  # something was freed or lost meanwhile, or
                 # another thread remembered the entry and has not prepared it yet
                 self._ready(rebind(entry, program, given, cfg))
-            self._launch_record(launch.record,
-                                given if entry.in_order else tuple(given[j] for j in entry.order))
+            self._enqueue_record(launch.record,
+                          given if entry.in_order else tuple(given[j] for j in entry.order))
         return launch
 
     def _launch_logged(self, program: Program, inputs: BufferArg, outputs: BufferArg,
@@ -723,6 +729,24 @@ class BaseBackend:
     def _drain_debug_logs(self) -> None:
         """Read the waiting debug logs (a sync point), print them, raise a failed assert."""
         self._read_checked([], [])  # (reads the waiting logs with the empty batch)
+
+    def _enqueue_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        """Enqueue a prepared launch record (caller holds the lock): the backend's own, or
+        each device dispatch of an exact-sum plan in turn (vyre.exact_sum_plan)."""
+        if type(record) is PlanRecord:
+            for step in record.steps:
+                self._launch_record(step.record, exact_sum_plan.step_buffers(step, buffers))
+        else:
+            self._launch_record(record, buffers)
+
+    def _launch_plan_async(self, record: PlanRecord, buffers: tuple[BufferBase, ...]
+                           ) -> Pending:
+        """An exact-sum plan's dispatches; the Pending of the last (the queue is in order)."""
+        *first, last = record.steps
+        for step in first:
+            self._launch_record(step.record, exact_sum_plan.step_buffers(step, buffers))
+        return self._launch(dataclasses.replace(
+            last.template, buffers=exact_sum_plan.step_buffers(last, buffers)))
 
     def dispatch_with_device_buffers(
         self,
@@ -758,7 +782,11 @@ class BaseBackend:
                 with self._lock:  # (`with`, not acquire() then try: an interrupt
                     # landing between those two would leave the lock held for ever)
                     if launch.epoch == self._epoch:
-                        self._launch_record(launch.record, program.buffers)
+                        record = launch.record
+                        if type(record) is PlanRecord:  # (inline: the hot path's one call)
+                            self._enqueue_record(record, program.buffers)
+                        else:
+                            self._launch_record(record, program.buffers)
                         return NO_TIMING
         t0 = _perf_ns()
         if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
@@ -768,7 +796,7 @@ class BaseBackend:
             with self._lock:
                 if launch.epoch != self._epoch:
                     self._ready(program)
-                self._launch_record(launch.record, program.buffers)
+                self._enqueue_record(launch.record, program.buffers)
         else:
             cfg = config or _DEFAULT_CONFIG
             if type(cfg) is not DispatchConfig:
@@ -910,6 +938,10 @@ class BaseBackend:
                 return
             self._closing = True
             try:
+                for b in self._exact_scratch.release(self):
+                    with contextlib.suppress(BackendError):
+                        self._free(b)
+                    b._freed = True
                 for b in list(self._live.values()):
                     with contextlib.suppress(BackendError):
                         self._free(b)

@@ -517,12 +517,24 @@ class BufferRef:
             f"`for i in vyre.range({self.name}.length()):` and compare {self.name}[i]"
         )
 
-    def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None) -> Value:
-        return self._b.atomic(op, self, index, value, comparand)
+    def _atomic(self, op: str, index: Any, value: Any, comparand: Any = None,
+                relaxed: bool = False) -> Value:
+        return self._b.atomic(op, self, index, value, comparand, relaxed)
 
     def atomic_add(self, index: Any, value: Any) -> Value:
-        """Atomically add `value` into element `index`; returns the old value."""
+        """Atomically add `value` into element `index`; returns the old value.
+
+        On f32, when the old value is never used, the adds are order-independent: summed
+        exactly and rounded once when the dispatch ends (a workgroup array: at the next
+        barrier), the same bits on every run and backend; nothing else in the program may
+        then load, store or atomically update such a storage buffer. Using the old value
+        makes it order-dependent."""
         return self._atomic("add", index, value)
+
+    def atomic_add_relaxed(self, index: Any, value: Any) -> Value:
+        """The hardware's f32 atomic add: faster, but a float sum's bits depend on the order
+        the invocations ran in (for integer buffers, the same as atomic_add)."""
+        return self._atomic("add", index, value, relaxed=True)
 
     def atomic_min(self, index: Any, value: Any) -> Value:
         """Atomically min `value` into element `index`; returns the old value."""
@@ -1024,7 +1036,8 @@ class ProgramBuilder:
         self._emit(N.Store(buffer=buf.name, index=flat, value=e))
 
     def atomic(
-        self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None
+        self, op: str, buf: BufferRef, index: Any, value: Any, comparand: Any = None,
+        relaxed: bool = False,
     ) -> Value:
         """An atomic read-modify-write on `buf[index]`; returns the old value."""
         self._check_ref(buf)
@@ -1054,7 +1067,7 @@ class ProgramBuilder:
             raise BuildError(f"atomic {op}: a compare value is needed exactly for compare_exchange")
         self._emit(
             N.Atomic(op=cast(N.AtomicOp, op), buffer=buf.name, index=buf._element(index), value=v,
-                     comparand=c, result=name)
+                     comparand=c, result=name, relaxed=relaxed)
         )
         scope = _Scope(f"atomic result {name!r}")
         self._scopes[-1].append(scope)

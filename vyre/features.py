@@ -33,6 +33,18 @@ API_FEATURES = frozenset(
 )
 ALL_FEATURES = IR_FEATURES | API_FEATURES
 
+# Capabilities.details key: {type name: [function names]} of IR calls a backend that has the
+# type still refuses with UnsupportedFeature (wgpu: WGSL has no f64 exp, log, sin, ...).
+REFUSED_CALLS = "refused_calls"
+
+
+def refused_calls(details: dict[str, object]) -> frozenset[tuple[str, str]]:
+    """(type name, function) pairs a backend's `capabilities().details` says it refuses."""
+    got = details.get(REFUSED_CALLS) or {}
+    assert isinstance(got, dict)
+    return frozenset((ty, fn) for ty, fns in got.items() for fn in fns)
+
+
 # Limit keys every backend reports in Capabilities.limits.
 LIMIT_KEYS = (
     "max_workgroup_invocations",

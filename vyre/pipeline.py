@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import exact_sum_plan
 from .binding import (
-    BindingBackend,
     BoundDispatch,
     BufferArg,
     bind,
@@ -30,7 +30,7 @@ from .hostarrays import as_dtype
 from .ir.nodes import Program
 
 
-class PipelineBackend(BindingBackend, Protocol):
+class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
     """What a Pipeline asks of the backend that recorded it: PipelineBackend's lock, epoch and
     `_run_pipeline` hook (typed here so this module never imports vyre.backend)."""
 
@@ -222,12 +222,22 @@ class Pipeline:
         # vyre.print / vyre.assert_ steps: (step index, instrumented, log buffer), see run()
         self._logs: list[tuple[int, Any, BufferBase]] = []
         try:
-            self.steps: tuple[BoundDispatch, ...] = self._bind_steps(steps)
+            bound = self._bind_steps(steps)
+            # a step with exact f32 atomic sums records the device dispatches it runs
+            # (vyre.exact_sum_plan); an indexed one's index goes to its first (the kernel)
+            expanded: list[BoundDispatch] = []
+            indexed: dict[int, str] = {}
+            for i, b in enumerate(bound):
+                if i in self._indexed:
+                    indexed[len(expanded)] = self._indexed[i]
+                expanded.extend(exact_sum_plan.expand(backend, b))
         except BaseException:
             for _, _, log in self._logs:  # (made here: never left behind by a refusal)
                 if not backend.closed:
                     backend.free(log)
             raise
+        self._indexed = indexed
+        self.steps: tuple[BoundDispatch, ...] = tuple(expanded)
         # each distinct buffer once: run() re-checks them (freed, stale) in O(buffers), not
         # O(steps), so a long recorded chain over a few buffers costs little host work
         self._distinct_buffers: tuple[BufferBase, ...] = tuple(

@@ -52,16 +52,17 @@ class Lcg:
 
 
 def read_output(path: Path) -> list[np.ndarray]:
-    """The arrays a C driver wrote: per array a u32 count, a u32 kind (0 f32, 1 i32), data."""
+    """The arrays a C driver wrote: per array a u32 count, a u32 kind (0 f32, 1 i32,
+    2 f64), data."""
     raw = path.read_bytes()
     arrays: list[np.ndarray] = []
     at = 0
     while at < len(raw):
         n, kind = np.frombuffer(raw, np.uint32, 2, at)
         at += 8
-        dtype = np.float32 if kind == 0 else np.int32
+        dtype = np.dtype({0: np.float32, 1: np.int32, 2: np.float64}[int(kind)])
         arrays.append(np.frombuffer(raw, dtype, int(n), at).copy())
-        at += 4 * int(n)
+        at += dtype.itemsize * int(n)
     return arrays
 
 

@@ -27,12 +27,14 @@ def compare(got: list[np.ndarray], want: list[np.ndarray]) -> Comparison:
             bad += max(g.size, w.size)
             first = first or f"output {k}: got {g.dtype}{g.shape}, C {w.dtype}{w.shape}"
             continue
-        gb, wb = g.view(np.uint32), w.view(np.uint32)
+        bits = np.uint64 if g.dtype.itemsize == 8 else np.uint32
+        gb, wb = g.view(bits), w.view(bits)
         diff = np.flatnonzero(gb != wb)
         compared += g.size
         bad += diff.size
         if diff.size and first is None:
             i = int(diff[0])
-            first = (f"output {k} [{i}]: got {g[i]!r} (0x{int(gb[i]):08x}), "
-                     f"C {w[i]!r} (0x{int(wb[i]):08x})")
+            width = 2 * g.dtype.itemsize
+            first = (f"output {k} [{i}]: got {g[i]!r} (0x{int(gb[i]):0{width}x}), "
+                     f"C {w[i]!r} (0x{int(wb[i]):0{width}x})")
     return Comparison(compared, bad, first)

@@ -50,6 +50,9 @@ SOURCES: dict[str, tuple[str, str]] = {
     "gemver": (POLYBENCH, "linear-algebra/blas/gemver/gemver.c"),
     "symm": (POLYBENCH, "linear-algebra/blas/symm/symm.c"),
     "trmm": (POLYBENCH, "linear-algebra/blas/trmm/trmm.c"),
+    # PolyBench's default double configuration (f64 on every backend that has it)
+    "trisolv_f64": (POLYBENCH, "linear-algebra/solvers/trisolv/trisolv.c"),
+    "jacobi_1d_f64": (POLYBENCH, "stencils/jacobi-1d/jacobi-1d.c"),
 }
 
 

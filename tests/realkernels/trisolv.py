@@ -8,7 +8,7 @@ from functools import cache
 
 import numpy as np
 
-from vyre import ProgramBuilder, f32, i32
+from vyre import ProgramBuilder, ScalarType, f32, i32
 from vyre.backend import BaseBackend
 from vyre.ir.nodes import Program
 
@@ -19,9 +19,14 @@ ARGS = {"n": 120}
 
 @cache
 def row_program() -> Program:
-    k = ProgramBuilder("polybench_trisolv_row", 1)
-    lmat, b = k.buffer("L", f32), k.buffer("b", f32)
-    x = k.buffer("x", f32, "read_write")
+    return build(f32)
+
+
+def build(ty: ScalarType) -> Program:
+    """One row of the substitution with DATA_TYPE `ty` (f32 here; f64: trisolv_f64.py)."""
+    k = ProgramBuilder(f"polybench_trisolv_row_{ty}", 1)
+    lmat, b = k.buffer("L", ty), k.buffer("b", ty)
+    x = k.buffer("x", ty, "read_write")
     n, i = k.param("n", i32), k.param("i", i32)
     xi = k.let(b[i])
     with k.for_range(0, i) as j:
@@ -31,14 +36,18 @@ def row_program() -> Program:
 
 
 def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
-    lmat = np.zeros((n, n), F)
+    return solve(backend, n, row_program(), F)
+
+
+def solve(backend: BaseBackend, n: int, program: Program, dt: type) -> list[np.ndarray]:
+    lmat = np.zeros((n, n), dt)
     for i in range(n):
         j = np.arange(i + 1)
-        lmat[i, : i + 1] = (i + n - j + 1).astype(F) * F(2) / F(n)  # (DATA_TYPE)(i+n-j+1)*2/n
+        lmat[i, : i + 1] = (i + n - j + 1).astype(dt) * dt(2) / dt(n)  # (DATA_TYPE)(i+n-j+1)*2/n
     with resident(backend) as dev:
         lb = dev.put(lmat, "L")
-        b = dev.put(np.arange(n, dtype=F), "b")
-        x = dev.put(np.full(n, -999, F), "x")
-        dev.repeat([dev.step(row_program(), {"L": lb, "b": b}, {"x": x}, 1, {"n": n},
+        b = dev.put(np.arange(n, dtype=dt), "b")
+        x = dev.put(np.full(n, -999, dt), "x")
+        dev.repeat([dev.step(program, {"L": lb, "b": b}, {"x": x}, 1, {"n": n},
                              index="i")], n)
-        return [dev.get(x, np.float32, n)]
+        return [dev.get(x, dt, n)]

@@ -73,6 +73,42 @@ def atomic_buffers(program: Program) -> frozenset[str]:
     return frozenset(s.buffer for s in walk_stmts(program.body) if isinstance(s, Atomic))
 
 
+def read_locals(program: Program) -> frozenset[str]:
+    """Names of the locals some expression of `program` reads (Var nodes)."""
+    return frozenset(e.name for e in walk_all_exprs(program) if isinstance(e, Var))
+
+
+def exact_sum_targets(program: Program) -> tuple[str, ...]:
+    """The f32 storage buffers (in declaration order) that an order-independent atomic add
+    targets: an f32 `add` not marked `relaxed` whose old value no expression reads. Their
+    adds are summed exactly and rounded once when the dispatch ends (vyre.lower.exact_sum)."""
+    if not has_any(program, (Atomic,)):
+        return ()
+    f32 = {b.name for b in program.buffers if b.ty is ScalarType.F32}
+    if not f32:
+        return ()
+    used = read_locals(program)
+    hit = {s.buffer for s in walk_stmts(program.body)
+           if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
+           and (s.result is None or s.result not in used)}
+    return tuple(b.name for b in program.buffers if b.name in hit)
+
+
+def exact_shared_targets(program: Program) -> tuple[str, ...]:
+    """The f32 workgroup arrays (in declaration order) that an order-independent atomic add
+    targets (as exact_sum_targets): their sums land at the next barrier."""
+    if not has_any(program, (Atomic,)):
+        return ()
+    f32 = {a.name for a in program.workgroup_arrays if a.ty is ScalarType.F32}
+    if not f32:
+        return ()
+    used = read_locals(program)
+    hit = {s.buffer for s in walk_stmts(program.body)
+           if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
+           and (s.result is None or s.result not in used)}
+    return tuple(a.name for a in program.workgroup_arrays if a.name in hit)
+
+
 class ExprFacts(NamedTuple):
     """What one walk over a Program's nodes finds (cached as Program.expr_facts)."""
 
@@ -132,6 +168,9 @@ def required_features(program: Program) -> frozenset[str]:
             feats.add(t.feature)
     elem = {b.name: b.ty for b in program.buffers}
     elem.update({a.name: a.ty for a in program.workgroup_arrays})
+    # exact f32 adds become integer atomics (vyre.lower.exact_sum): no float atomic needed
+    exact = set(exact_sum_targets(program)) | set(exact_shared_targets(program))
+    used = read_locals(program) if exact else frozenset()
     # (Atomic and the RawAtomic deriving from it: what isinstance below finds)
     for s in walk_stmts(program.body) if has_any(program, _ATOMICS) else ():
         if isinstance(s, Atomic):
@@ -139,7 +178,9 @@ def required_features(program: Program) -> frozenset[str]:
             if at is None:
                 continue
             if at.is_float:
-                feats.add("atomic_float")
+                if not (s.buffer in exact and s.op == "add" and not s.relaxed
+                        and (s.result is None or s.result not in used)):
+                    feats.add("atomic_float")
             elif at.bits == 64:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:

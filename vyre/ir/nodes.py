@@ -304,7 +304,11 @@ class Barrier(Node):
 class Atomic(Node):
     """Atomic read-modify-write; `result` (if set) declares a local holding the old value.
 
-    Outside the buffer's length it does nothing and the old value reads as 0.
+    Outside the buffer's length it does nothing and the old value reads as 0. An f32 `add`
+    whose old value is never read is order-independent (exact, rounded once when the
+    dispatch ends, or for a workgroup array at the next barrier: vyre.lower.exact_sum)
+    unless `relaxed` asks for the order-dependent hardware atomic; `relaxed` changes
+    nothing for other atomics.
     """
 
     kind: Literal["atomic"] = "atomic"
@@ -314,6 +318,7 @@ class Atomic(Node):
     value: Expr
     comparand: Expr | None = None
     result: str | None = None
+    relaxed: bool = False
 
 
 class Print(Node):

@@ -52,10 +52,12 @@ import math
 import re
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import NoReturn
 
 from ..errors import InvalidProgram
 from . import ops
+from .analysis import exact_sum_targets, read_locals, walk_expr
 from .nodes import (
     CORE_ONLY,
     MAX_WORKGROUP_DIM,
@@ -83,6 +85,7 @@ from .nodes import (
     Program,
     Return,
     Select,
+    StmtNode,
     Store,
     Subgroup,
     Unary,
@@ -91,6 +94,7 @@ from .nodes import (
     check_tree_size,
 )
 from .types import ScalarType, normalise_literal
+from .visit import stmt_exprs
 
 MAX_DEPTH = 64
 """Most nested levels of statements plus expressions (a top-level statement is level 1)."""
@@ -173,6 +177,18 @@ def validate(program: Program) -> None:
     check_tree_size(program)  # linear in distinct nodes: refuses 2^60-node trees at once
     _Validator(program).run()
     _remember(program)
+
+
+def _stmt_paths(body: tuple[StmtNode, ...], path: str) -> Iterator[tuple[str, StmtNode]]:
+    """Every statement under `body` with its path (``body[2].then[0]``), parents first."""
+    for i, s in enumerate(body):
+        here = f"{path}[{i}]"
+        yield here, s
+        if isinstance(s, If):
+            yield from _stmt_paths(s.then, f"{here}.then")
+            yield from _stmt_paths(s.orelse, f"{here}.orelse")
+        elif isinstance(s, For | While):
+            yield from _stmt_paths(s.body, f"{here}.body")
 
 
 # ------------------------------------------------------------------ error paths
@@ -370,6 +386,7 @@ class _Validator:
                           "at least 1 element")
             self.decl[a.name] = ("array", a.ty, "workgroup")
         self.block(p.body, "body", 1, _UNIFORM_CF)
+        self.check_exact_sums()
         self.u.solve()
         fix = ("make the condition depend only on constants, params, workgroup_id, "
                "num_workgroups, lengths and uniform locals")
@@ -394,6 +411,36 @@ class _Validator:
                     "workgroup: use a uniform lane, or subgroup shuffle for a lane per "
                     "invocation",
                 )
+
+    def check_exact_sums(self) -> None:
+        """A buffer whose f32 adds are summed exactly (analysis.exact_sum_targets) holds its
+        sums only when the dispatch ends, so nothing else in the program may touch it."""
+        targets = set(exact_sum_targets(self.p))
+        if not targets:
+            return
+        used = read_locals(self.p)
+        for path, s in _stmt_paths(self.p.body, "body"):
+            if isinstance(s, Atomic) and s.buffer in targets:
+                exact = (s.op == "add" and not s.relaxed
+                         and (s.result is None or s.result not in used))
+                if not exact:
+                    what = "an atomic add whose old value is read" if s.op == "add" and not (
+                        s.relaxed) else f"a {'relaxed ' if s.relaxed else ''}atomic {s.op}"
+                    self._exact_conflict(path, s.buffer, what)
+            elif isinstance(s, Store) and s.buffer in targets:
+                self._exact_conflict(path, s.buffer, "a store")
+            for e in stmt_exprs(s):
+                for x in walk_expr(e):
+                    if isinstance(x, Load) and x.buffer in targets:
+                        self._exact_conflict(path, x.buffer, "a load")
+
+    def _exact_conflict(self, path: str, buf: str, what: str) -> NoReturn:
+        self.fail(path, f"{what} of f32 buffer {buf!r}, which the program also adds to with "
+                  "order-independent atomic adds (their old value unread): those sums are "
+                  "exact and land in the buffer only when the dispatch ends, so no other "
+                  "access may see it; do the other access in a separate dispatch, or make "
+                  "every add of the buffer relaxed (atomic_add_relaxed: order-dependent "
+                  "bits)")
 
     def check_workgroup_size(self) -> None:
         ws = self.p.workgroup_size

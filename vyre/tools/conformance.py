@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from vyre import DispatchConfig, ScalarType
+from vyre import features as F
 from vyre.builder import (
     ProgramBuilder,
     abs_,
@@ -50,6 +51,8 @@ from vyre.builder import (
 )
 from vyre.interface import Backend
 from vyre.ir import nodes as IR
+from vyre.ir.analysis import walk_all_exprs
+from vyre.ir.nodes import Call
 from vyre.ir.types import NARROW_INTS
 from vyre.tools.conformance_case import Case as Case
 from vyre.tools.replay import save_on_request
@@ -339,6 +342,12 @@ def unsupported_reason(case: Case, backend: Backend) -> str | None:
     if missing:
         return (f"{backend.id} does not report {missing}, which {case.name!r} needs "
                 "(a documented capability limit)")
+    refused = F.refused_calls(backend.capabilities().details)
+    calls = sorted({f"{e.ty} {e.fn}" for e in walk_all_exprs(case.program)
+                    if isinstance(e, Call) and (e.ty.value, e.fn) in refused})
+    if calls:
+        return (f"{backend.id} refuses {calls} (capabilities().details['refused_calls']), "
+                f"which {case.name!r} calls (a documented capability limit)")
     return None
 
 

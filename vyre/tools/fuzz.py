@@ -73,6 +73,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from vyre import features as F
 from vyre.config import DispatchConfig
 from vyre.errors import DispatchError, UnsupportedFeature
 from vyre.interface import Backend
@@ -146,6 +147,8 @@ class GenOptions:
     # Float ops whose result is only ulp-bounded: allowed only as the root of a stored value.
     # docs/IR.md names only the approximate functions; div, sqrt and rem are exact.
     terminal_only: frozenset[str] = N.APPROX_FNS
+    # (type, function) calls some backend under test refuses (features.refused_calls)
+    refused_calls: frozenset[tuple[ScalarType, str]] = frozenset()
     max_expr_depth: int = 4
     max_block_stmts: int = 4
     max_nesting: int = 3
@@ -177,7 +180,10 @@ def options_for(backends: Iterable[Backend]) -> GenOptions:
     subgroup_multiple = (max(x for x in sizes if isinstance(x, int))
                          if "subgroup" in feats and any(isinstance(x, int) for x in sizes)
                          else None)
+    refused = frozenset((ScalarType(t), fn) for b in backends
+                        for t, fn in F.refused_calls(b.capabilities().details))
     return GenOptions(
+        refused_calls=refused,
         subgroup_multiple=subgroup_multiple,
         types=frozenset(types),
         workgroup_memory="workgroup_memory" in feats,
@@ -821,11 +827,12 @@ class _Gen:
     def inexact_root(self, ty: ScalarType, d: int) -> N.ExprNode:
         """An approximate call (any argument often a special value: +-0, odd/even/negative
         exponents, infinities), or a float div/rem/sqrt whose operands are the same value."""
-        signed_zero_fns = sorted({"pow", "sin", "tan"} & set(self.o.approx_fns))
+        approx = {f for f in self.o.approx_fns if (ty, f) not in self.o.refused_calls}
+        signed_zero_fns = sorted({"pow", "sin", "tan"} & approx)
         if signed_zero_fns and self.chance(0.3):  # where drivers lost the sign of zero
             fn = self.pick(signed_zero_fns)
         else:
-            fn = self.pick([*sorted(self.o.approx_fns), "div", "rem", "sqrt"])
+            fn = self.pick([*sorted(approx), "div", "rem", "sqrt"])
         if fn in ("div", "rem"):
             x = self.expr(ty, d)
             return N.Binary(op=fn, a=x, b=x if self.chance(0.5) else self.expr(ty, d), ty=ty)
@@ -1359,6 +1366,7 @@ def _sweep_ops(ty: ScalarType, gen: _Gen, x: N.ExprNode, y: N.ExprNode, z: N.Exp
         exact += [call("fma", x, y, z), call("fma", x, x, y)]
         groups["approx"] += [
             call(fn, *(x, y)[:N.FN_ARITY[fn]]) for fn in sorted(gen.o.approx_fns)
+            if (ty, fn) not in gen.o.refused_calls
         ]
     for op in sorted(N.COMPARISON_OPS):
         groups["flags"].append(N.Cast(a=b(op, x, y, BOOL), ty=U32))

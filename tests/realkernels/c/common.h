@@ -4,7 +4,8 @@
  *
  * Inputs: a 32-bit LCG (Numerical Recipes constants); lcg_unit() is (state >> 8) * 2^-24,
  * exactly representable in float, so C and NumPy draw the same floats.
- * Output file: for each array, u32 element count, u32 kind (0 = f32, 1 = i32), raw data. */
+ * Output file: for each array, u32 element count, u32 kind (0 = f32, 1 = i32, 2 = f64), raw
+ * data. */
 #ifndef REALKERNELS_COMMON_H
 #define REALKERNELS_COMMON_H
 #include <stdint.h>
@@ -39,6 +40,12 @@ static inline void out_array(FILE *f, const void *data, uint32_t n, uint32_t kin
 }
 
 static inline void out_f32(FILE *f, const float *a, int n) { out_array(f, a, (uint32_t)n, 0); }
+static inline void out_f64(FILE *f, const double *a, int n) {
+    uint32_t count = (uint32_t)n, kind = 2;
+    fwrite(&count, 4, 1, f);
+    fwrite(&kind, 4, 1, f);
+    fwrite(a, 8, count, f);
+}
 static inline void out_i32(FILE *f, const int *a, int n) { out_array(f, a, (uint32_t)n, 1); }
 
 static inline int arg_int(int argc, char **argv, int i) {

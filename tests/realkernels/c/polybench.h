@@ -7,9 +7,12 @@
 #include <math.h>
 #include "common.h"
 
+/* a driver of PolyBench's default double configuration defines these first (DATA_TYPE_IS_DOUBLE) */
+#ifndef DATA_TYPE
 #define DATA_TYPE float
 #define SCALAR_VAL(x) x##f
 #define SQRT_FUN(x) sqrtf(x)
+#endif
 
 /* a zeroed rows x cols array of DATA_TYPE (as POLYBENCH_2D_ARRAY_DECL) */
 static inline void *alloc_array(int rows, int cols, size_t elem) {

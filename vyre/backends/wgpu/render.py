@@ -278,20 +278,20 @@ def _compute_type(ty: ScalarType) -> ScalarType:
     return T.F32 if ty is T.F16 else ty
 
 
-_FENCES: dict[tuple[ScalarType, int, bool], tuple[str, str]] = {}  # (name, code) by kind
+_FENCES: dict[tuple[ScalarType, int, bool, bool], tuple[str, str]] = {}  # (name, code) by kind
 
 
 def _fence_fn(ctx: _Ctx, ty: ScalarType, k: int, flushing: bool | None = None) -> str:
     """The fence helper with uniform `k`; for f32 `flushing` (default: in flush mode) also
     reads a subnormal as a zero of its sign."""
-    key = (ty, k, ctx.flush if flushing is None else flushing)
+    key = (ty, k, ctx.flush if flushing is None else flushing, ty is T.F64 and ctx.wide_ok)
     got = _FENCES.get(key)
     if got is None:
         got = _FENCES[key] = _fence_code(*key)
     return _helper(ctx, *got)
 
 
-def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
+def _fence_code(ty: ScalarType, k: int, flushing: bool, wide: bool) -> tuple[str, str]:
     z = f"{U_VAR}.{ZERO_FIELDS[k]}"
     name = f"vy_fence{k}_{wgsl_type(ty)}" + ("_ftz" if ty is T.F32 and flushing else "")
     if ty is T.F32:
@@ -303,6 +303,10 @@ def _fence_code(ty: ScalarType, k: int, flushing: bool) -> tuple[str, str]:
             )
         else:
             body = f"    return bitcast<f32>(bitcast<u32>(x) + {z});\n"
+    elif wide:  # f64 with i64 on the device: the same integer add of a uniform zero (a
+        # select(x, -x, z != 0) lets a compiler split it into two branches, each free to
+        # contract a*b + c into an fma)
+        body = f"    return bitcast<f64>(bitcast<u64>(x) + u64({z}));\n"
     else:  # f64: -x differs from x in its bits even for constants, so nothing folds
         body = f"    return select(x, -x, {z} != 0u);\n"
     t = wgsl_type(ty)
@@ -590,6 +594,8 @@ def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
     """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
     if ct is T.F32 and ctx.exact_div:
         return f"{_exact_div_f32(ctx)}({fa}, {fb})"
+    if ct is T.F64 and ctx.exact_div:
+        return f"{_exact_div_f64(ctx)}({fa}, {fb})"
     return f"({fa} / {fb})"
 
 
@@ -988,6 +994,194 @@ def _fma_f32(ctx: _Ctx) -> str:
     )
 
 
+_W128 = (
+    "struct VyW128 { hi: u64, lo: u64 }\n"
+    "fn vy_clz64(x: u64) -> u32 {\n"
+    "    let h = u32(x >> 32u);\n"
+    "    return select(countLeadingZeros(h), 32u + countLeadingZeros(u32(x & 0xfffffffflu)),"
+    " h == 0u);\n}\n"
+    "fn vy_clz128(x: VyW128) -> u32 {\n"
+    "    return select(vy_clz64(x.hi), 64u + vy_clz64(x.lo), x.hi == 0lu);\n}\n"
+    "// x << s for s in 0..127 (WGSL shifts by the width or more are not defined)\n"
+    "fn vy_shl128(x: VyW128, s: u32) -> VyW128 {\n"
+    "    if (s == 0u) { return x; }\n"
+    "    if (s >= 64u) { return VyW128(x.lo << (s - 64u), 0lu); }\n"
+    "    return VyW128((x.hi << (s)) | (x.lo >> (64u - s)), x.lo << (s));\n}\n"
+    "// x >> s for any s, the bits shifted out ORed into bit 0 (sticky)\n"
+    "fn vy_shr128_sticky(x: VyW128, s: u32) -> VyW128 {\n"
+    "    if (s == 0u) { return x; }\n"
+    "    if (s >= 128u) { return VyW128(0lu, select(0lu, 1lu, (x.hi | x.lo) != 0lu)); }\n"
+    "    if (s >= 64u) {\n"
+    "        let k = s - 64u;\n"
+    "        if (k == 0u) { return VyW128(0lu, x.hi | select(0lu, 1lu, x.lo != 0lu)); }\n"
+    "        let lost = x.lo != 0lu || (x.hi << (64u - k)) != 0lu;\n"
+    "        return VyW128(0lu, (x.hi >> (k)) | select(0lu, 1lu, lost));\n    }\n"
+    "    let lost = (x.lo << (64u - s)) != 0lu;\n"
+    "    return VyW128(x.hi >> (s), (x.lo >> (s)) | (x.hi << (64u - s))"
+    " | select(0lu, 1lu, lost));\n}\n"
+    "fn vy_add128(x: VyW128, y: VyW128) -> VyW128 {\n"
+    "    let lo = x.lo + y.lo;\n"
+    "    return VyW128(x.hi + y.hi + select(0lu, 1lu, lo < x.lo), lo);\n}\n"
+    "fn vy_sub128(x: VyW128, y: VyW128) -> VyW128 {  // x >= y\n"
+    "    return VyW128(x.hi - y.hi - select(0lu, 1lu, x.lo < y.lo), x.lo - y.lo);\n}\n"
+    "fn vy_ge128(x: VyW128, y: VyW128) -> bool {\n"
+    "    return x.hi > y.hi || (x.hi == y.hi && x.lo >= y.lo);\n}"
+)
+
+
+_ROUND_F64 = (
+    "// r * 2^ex (r != 0; its bits below the 53 kept may end in a sticky bit) rounded once\n"
+    "// to f64, nearest even, the sign bit from sr; subnormal and overflow included\n"
+    "fn vy_round_f64(r: VyW128, ex: i32, sr: u64) -> f64 {\n"
+        "    let t = i32(127u - vy_clz128(r));\n"
+        "    let e = t + ex + 1023i;  // the biased exponent of the exact result\n"
+        "    let shift = max(t - 52i, -1074i - ex);\n"
+        "    var m: u64;\n"
+        "    if (shift <= 0i) { m = vy_shl128(r, u32(-shift)).lo; }\n"
+        "    else {\n"
+        "        let s = u32(shift);\n"
+        "        var low = r;  // the bits below the kept ones, moved to the top\n"
+        "        m = 0lu;\n"
+        "        if (s < 128u) {\n"
+        "            low = vy_shl128(r, 128u - s);\n"
+        "            if (s >= 64u) { m = r.hi >> (s - 64u); }\n"
+        "            else { m = (r.lo >> (s)) | (r.hi << (64u - s)); }\n"
+        "        } else if (s > 128u) { low = VyW128(0lu, 0lu); }  // below half an ulp\n"
+        "        let half = (low.hi >> 63u) != 0lu;\n"
+        "        let below = (low.hi << 1u) != 0lu || low.lo != 0lu;\n"
+        "        if (half && (below || (m & 1lu) != 0lu)) { m = m + 1lu; }\n"
+        "    }\n"
+        "    var bits = m;  // subnormal (the grid is 2^-1074): m is the encoding\n"
+        "    if (shift == t - 52i) { bits = (u64(u32(e - 1i)) << 52u) + m; }\n"
+        "    if (e >= 2047i || bits >= 0x7ff0000000000000lu) { bits = 0x7ff0000000000000lu; }\n"
+        "    return bitcast<f64>(bits | (sr << 63u));\n}"
+)
+
+
+_NORM_F64 = (
+    "// the significand of finite nonzero f64 bits u, shifted so bit 52 is set, and e with\n"
+    "// value = m * 2^e\n"
+    "struct VyM64 { m: u64, e: i32 }\n"
+    "fn vy_norm_f64(u: u64) -> VyM64 {\n"
+    "    let eb = u32(u >> 52u) & 0x7ffu;\n"
+    "    var m = (u & 0xffffffffffffflu) | select(0lu, 1lu << 52u, eb != 0u);\n"
+    "    let k = vy_clz64(m) - 11u;\n"
+    "    return VyM64(m << k, i32(max(eb, 1u)) - 1075i - i32(k));\n}"
+)
+
+
+def _f64_int_helpers(ctx: _Ctx) -> None:
+    _helper(ctx, "VyW128", _W128)
+    _helper(ctx, "vy_round_f64", _ROUND_F64)
+    _helper(ctx, "vy_norm_f64", _NORM_F64)
+
+
+def _exact_div_f64(ctx: _Ctx) -> str:
+    """Correctly rounded f64 division in integers, for a driver whose own is not (NVIDIA's
+    Vulkan driver): 58 quotient bits by restoring division (unrolled: no loop to count
+    against a loop limit), a sticky bit from the remainder, one rounding. Specials, zeros
+    and infinities take the driver's division, exact there."""
+    _f64_int_helpers(ctx)
+    f = _fence_fn(ctx, T.F64, 0)
+    steps = "".join("    q = q << 1u; if (rem >= mb) { rem = rem - mb; q = q | 1lu; }"
+                    " rem = rem << 1u;\n" for _ in range(58))
+    return _helper(
+        ctx, "vy_div_f64",
+        "fn vy_div_f64(a: f64, b: f64) -> f64 {\n"
+        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b);\n"
+        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
+        "    if (ea == 0x7ffu || eb == 0x7ffu || (ua << 1u) == 0lu || (ub << 1u) == 0lu) {\n"
+        f"        return {f}(a) / {f}(b);\n    }}\n"
+        "    let na = vy_norm_f64(ua); let nb = vy_norm_f64(ub);\n"
+        "    let mb = nb.m;\n"
+        "    var rem = na.m; var q = 0lu;\n"
+        f"{steps}"
+        "    let r = VyW128(0lu, (q << 1u) | select(0lu, 1lu, rem != 0lu));\n"
+        "    return vy_round_f64(r, na.e - nb.e - 58i, (ua ^ ub) >> 63u);\n}",
+    )
+
+
+def _exact_sqrt_f64(ctx: _Ctx) -> str:
+    """Correctly rounded f64 sqrt in integers (see _exact_div_f64): the radicand's
+    significand times 2^56, its root digit by digit (56 bits), a sticky bit, one
+    rounding. Negative, zero, inf and NaN take the driver's sqrt, exact there."""
+    _f64_int_helpers(ctx)
+    f = _fence_fn(ctx, T.F64, 0)
+    steps = []
+    for i in range(54, -1, -1):
+        pair = (f"(hi >> {2 * i - 64}u) & 3lu" if i >= 32 else
+                f"(lo >> {2 * i}u) & 3lu" if i < 32 else "")
+        steps.append(f"    rem = (rem << 2u) | ({pair}); t = (root << 2u) | 1lu;"
+                     " root = root << 1u;"
+                     " if (rem >= t) { rem = rem - t; root = root | 1lu; }\n")
+    return _helper(
+        ctx, "vy_sqrt_f64",
+        "fn vy_sqrt_f64(x: f64) -> f64 {\n"
+        "    let u = bitcast<u64>(x);\n"
+        "    if ((u >> 52u) >= 0x7fflu || (u << 1u) == 0lu) {"
+        f" return sqrt({f}(x)); }}  // negative, +-0, inf, NaN\n"
+        "    let n = vy_norm_f64(u);\n"
+        "    var m = n.m; var e = n.e;\n"
+        "    if ((e & 1i) != 0i) { m = m << 1u; e = e - 1i; }\n"
+        "    // the radicand m * 2^56 as hi:lo\n"
+        "    let hi = m >> 8u; let lo = m << 56u;\n"
+        "    var rem = 0lu; var root = 0lu; var t = 0lu;\n"
+        + "".join(steps) +
+        "    let r = VyW128(0lu, (root << 1u) | select(0lu, 1lu, rem != 0lu));\n"
+        "    return vy_round_f64(r, (e - 56i) / 2i - 1i, 0lu);\n}",
+    )
+
+
+def _fma_f64(ctx: _Ctx) -> str:
+    """Single-rounding f64 fma computed in integers (128-bit words of u64): Vulkan lets a
+    driver's f64 fma round twice (lavapipe's does), and there is no wider float to make it
+    exact in. The product's 106 bits and c's 53 are aligned with a sticky bit, added, and
+    rounded once to nearest even (to the subnormal grid below 2^-1022; past the largest
+    double: inf). Specials and zero operands take a*b + c, exact there (c = 0: a*b alone,
+    which keeps the sign of a product that rounds to zero)."""
+    _f64_int_helpers(ctx)
+    f = _fence_fn(ctx, T.F64, 0)
+    return _helper(
+        ctx, "vy_fma_f64",
+        "fn vy_fma_f64(a: f64, b: f64, c: f64) -> f64 {\n"
+        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b); let uc = bitcast<u64>(c);\n"
+        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
+        "    let ec = u32(uc >> 52u) & 0x7ffu;\n"
+        "    if (ea == 0x7ffu || eb == 0x7ffu || ec == 0x7ffu) {\n"
+        "        if (ec == 0x7ffu && ea != 0x7ffu && eb != 0x7ffu) { return c; }\n"
+        f"        return {f}({f}(a) * {f}(b)) + {f}(c);\n    }}\n"
+        "    let frac = 0xfffffffffffffflu >> 4u;  // 52 bits\n"
+        "    let ma = (ua & frac) | select(0lu, 1lu << 52u, ea != 0u);\n"
+        "    let mb = (ub & frac) | select(0lu, 1lu << 52u, eb != 0u);\n"
+        "    let mc = (uc & frac) | select(0lu, 1lu << 52u, ec != 0u);\n"
+        f"    if (ma == 0lu || mb == 0lu) {{ return {f}({f}(a) * {f}(b)) + {f}(c); }}\n"
+        f"    if (mc == 0lu) {{ return {f}(a) * {f}(b); }}\n"
+        "    // the product ma * mb in 128 bits, from 32-bit halves\n"
+        "    let al = ma & 0xfffffffflu; let ah = ma >> 32u;\n"
+        "    let bl = mb & 0xfffffffflu; let bh = mb >> 32u;\n"
+        "    let ll = al * bl; let mid = al * bh + ah * bl;\n"
+        "    let plo = ll + (mid << 32u);\n"
+        "    let p = VyW128(ah * bh + (mid >> 32u) + select(0lu, 1lu, plo < ll), plo);\n"
+        "    // values: p * 2^ep, mc * 2^ecx; both shifted up so the top bit is bit 125\n"
+        "    let sp = 125u - (127u - vy_clz128(p));\n"
+        "    let sc = 125u - (63u - vy_clz64(mc));\n"
+        "    let pn = vy_shl128(p, sp);\n"
+        "    let cn = vy_shl128(VyW128(0lu, mc), sc);\n"
+        "    let ep = i32(max(ea, 1u)) + i32(max(eb, 1u)) - 2150i - i32(sp);\n"
+        "    let ecx = i32(max(ec, 1u)) - 1075i - i32(sc);\n"
+        "    let sgp = (ua ^ ub) >> 63u; let sgc = uc >> 63u;\n"
+        "    var x = pn; var y = cn; var ex = ep; var sx = sgp; var sy = sgc;\n"
+        "    if (ecx > ep) { x = cn; y = pn; ex = ecx; sx = sgc; sy = sgp; }\n"
+        "    y = vy_shr128_sticky(y, u32(ex - select(ecx, ep, ecx > ep)));\n"
+        "    var r: VyW128; var sr = sx;\n"
+        "    if (sx == sy) { r = vy_add128(x, y); }\n"
+        "    else if (vy_ge128(x, y)) { r = vy_sub128(x, y); }\n"
+        "    else { r = vy_sub128(y, x); sr = sy; }\n"
+        "    if ((r.hi | r.lo) == 0lu) { return 0.0lf; }  // exact cancellation: +0\n"
+        "    return vy_round_f64(r, ex, sr);\n}",
+    )
+
+
 # ------------------------------------------------------------------ expressions
 
 
@@ -1305,7 +1499,7 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
 # NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
-_NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
+NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
@@ -1390,7 +1584,7 @@ _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
 
 def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
     fn, ty = e.fn, e.ty
-    if ty is T.F64 and fn in _NO_F64:
+    if ty is T.F64 and fn in NO_F64:
         raise UnsupportedFeature(
             f"f64 {fn}", "wgpu",
             f"WGSL/SPIR-V has no f64 {fn} (GLSL.std.450 transcendental functions are 16/32-bit "
@@ -1427,8 +1621,12 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
                 "a * b + c (two roundings) or use another backend",
             )
         r = f"{_fma_f32(ctx)}({', '.join(fa)})"
+    elif fn == "fma" and ty is T.F64:
+        r = f"{_fma_f64(ctx)}({', '.join(fa)})"
     elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
+    elif fn == "sqrt" and ct is T.F64 and ctx.exact_sqrt:
+        r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:

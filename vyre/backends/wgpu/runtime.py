@@ -260,10 +260,11 @@ class WgpuBackend(BaseBackend):
     # ------------------------------------------------------------ capabilities
     def _make_capabilities(self) -> Capabilities:
         lim = self._info.limits
-        # f64 arithmetic compiles and runs, but WGSL/SPIR-V has no f64 exp/log/sin/...
-        # (GLSL.std.450 is 16/32-bit only), so this backend cannot run every f64 Program:
-        # it does not report 'f64' (f64 is still used internally, e.g. for trig reduction).
-        feats = set(self._info.vyre_features) - {F.F64}
+        # 'f64' where the adapter has shader-f64: the arithmetic is exact (fenced like f32;
+        # division and sqrt exact where the driver's are not); WGSL has no f64
+        # exp/log/sin/..., so a Program calling one raises UnsupportedFeature naming it
+        # (render._call) until vyre.lower writes that function in exact operations.
+        feats = set(self._info.vyre_features)
         feats |= {F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH}
         if self._timestamps:
             feats.add(F.DEVICE_TIMERS)
@@ -328,12 +329,15 @@ class WgpuBackend(BaseBackend):
                 # flush mode's f32 operations left to the device's own flushing arithmetic
                 # (probed to give the mode's bits: native_flush.py); the rest spelled by vyre
                 "native_flush_ops": ["add", "sub", "mul", "fma"] if self._info.native_flush else [],
-                # honest about f64: the device may run f64 add/mul/div, but the backend
-                # does not report the 'f64' feature, so f64 Programs raise UnsupportedFeature
+                # calls a Program may not make although their type is supported
+                F.REFUSED_CALLS: ({"f64": sorted(wgsl.NO_F64)}
+                                  if F.F64 in self._info.vyre_features else {}),
+                # f64 Programs run where the adapter has shader-f64; its transcendental
+                # functions are refused by name (WGSL has none for f64)
                 "f64_arithmetic": (
-                    "no: the device runs f64 add/mul/div, but WGSL has no f64 exp/log/sin/... "
-                    "(GLSL.std.450 is 16/32-bit only), so this backend does not report 'f64' "
-                    "and f64 Programs raise UnsupportedFeature; use cuda or reference"
+                    "yes: exact + - * / sqrt fma, casts and comparisons; f64 "
+                    f"{', '.join(sorted(wgsl.NO_F64))} raise UnsupportedFeature (WGSL has no f64 "
+                    "transcendental functions)"
                     if F.F64 in self._info.vyre_features
                     else "no: the adapter has no shader-f64"
                 ),

@@ -580,6 +580,33 @@ class TorchPeer(Peer):
                          lambda: W.check_histogram(out[0].cpu().numpy(), data), "device",
                          extra={"how": "torch.bincount over int32"})
 
+    def _index_add(self, data: W.Data, scatter: bool) -> TimedCase:
+        torch = self.torch
+        v = self._dev(data.atomic_values)
+        idx = self._dev((data.atomic_perm if scatter else data.atomic_bins).astype(np.int64))
+        out = torch.zeros(data.sizes.atomics if scatter else W.HIST_BINS, device="cuda")
+        count = [0]
+        timed = self._events(lambda: out.index_add_(0, idx, v))
+
+        def run() -> float:
+            count[0] += 1
+            return timed()
+
+        def check() -> str | None:
+            got = out.cpu().numpy()
+            if scatter:
+                return W.check_atomic_scatter(got, data, count[0])
+            return W.check_atomic_hist(got, data, count[0], exact=False)
+
+        return TimedCase(run, check, "device",
+                         extra={"how": "Tensor.index_add_ (atomicAdd on CUDA; order-dependent)"})
+
+    def _atomics_hist_relaxed(self, data: W.Data) -> TimedCase:
+        return self._index_add(data, scatter=False)
+
+    def _atomics_scatter_relaxed(self, data: W.Data) -> TimedCase:
+        return self._index_add(data, scatter=True)
+
     def _sort(self, data: W.Data) -> TimedCase:
         torch = self.torch
         x = self._dev(data.sort_keys.astype(np.int32))  # keys < 2^31: same order as u32

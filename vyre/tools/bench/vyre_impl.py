@@ -330,6 +330,54 @@ class VyreImpl:
         return TimedCase(run, check, timer, self._free(xb, bins, *plan.temporaries),
                          extra={"passes": len(plan.steps), "how": "zero the bins, then count"})
 
+    def _atomic_case(self, data: W.Data, scatter: bool, relaxed: bool) -> TimedCase:
+        """f32 atomic adds of data.atomic_values into bins (or a permutation's targets)."""
+        k = ProgramBuilder(f"bench_atomic_{'relaxed' if relaxed else 'exact'}",
+                           workgroup_size=256)
+        v, key = k.buffer("vals", f32), k.buffer("keys", u32)
+        h = k.buffer("out", f32, "read_write")
+        i = k.global_linear_id()
+        with k.if_(i < v.length()):
+            if relaxed:
+                h.atomic_add_relaxed(key[i], v[i])
+            else:
+                h.atomic_add(key[i], v[i])
+        prog = k.build()
+        n = data.sizes.atomics
+        vb = self._upload(data.atomic_values, "atomic_vals")
+        kb = self._upload(data.atomic_perm if scatter else data.atomic_bins, "atomic_keys")
+        ob = self._upload(np.zeros(n if scatter else W.HIST_BINS, np.float32), "atomic_out")
+        self._note_source(prog)
+        run, timer = self._timed_steps([Step(prog, [vb, kb], [ob],
+                                             DispatchConfig.for_elements(n, 256))])
+        count = [0]
+
+        def counted() -> float:
+            count[0] += 1
+            return run()
+
+        def check() -> str | None:
+            got = self.backend.read(ob, dtype=np.float32)
+            if scatter:
+                return W.check_atomic_scatter(got, data, count[0])
+            return W.check_atomic_hist(got, data, count[0], exact=not relaxed)
+
+        how = ("atomic_add_relaxed: the hardware's f32 atomic" if relaxed else
+               "atomic_add: exact integer words, then a rounding dispatch")
+        return TimedCase(counted, check, timer, self._free(vb, kb, ob), extra={"how": how})
+
+    def _atomics_hist_exact(self, data: W.Data) -> TimedCase:
+        return self._atomic_case(data, scatter=False, relaxed=False)
+
+    def _atomics_hist_relaxed(self, data: W.Data) -> TimedCase:
+        return self._atomic_case(data, scatter=False, relaxed=True)
+
+    def _atomics_scatter_exact(self, data: W.Data) -> TimedCase:
+        return self._atomic_case(data, scatter=True, relaxed=False)
+
+    def _atomics_scatter_relaxed(self, data: W.Data) -> TimedCase:
+        return self._atomic_case(data, scatter=True, relaxed=True)
+
     def _sort(self, data: W.Data) -> TimedCase:
         from vyre.config import MAX_GRID_DIM
         from vyre.programs._common import grid

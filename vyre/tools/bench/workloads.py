@@ -19,7 +19,7 @@ from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
 WORKLOADS = ("dispatch", "cpp", "copy", "to_host", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
-             "compile")
+             "compile", "atomics")
 
 #: The metrics each workload produces, in table order.
 METRICS_OF = {
@@ -35,7 +35,13 @@ METRICS_OF = {
     "sort": ("sort",),
     "matmul": ("matmul",),
     "compile": ("compile.cold", "compile.warm_memory", "compile.warm_disk"),
+    # f32 atomic add: vyre's order-independent (exact) add against the relaxed hardware one
+    "atomics": ("atomics.hist_exact", "atomics.hist_relaxed", "atomics.scatter_exact",
+                "atomics.scatter_relaxed"),
 }
+#: Grid of the atomics workload's values: multiples of 2^-ATOMIC_FRACTION_BITS in
+#: (-ATOMIC_RANGE, ATOMIC_RANGE), so every bin's sum is exact in float64 (the check's oracle).
+ATOMIC_FRACTION_BITS, ATOMIC_RANGE = 8, 8
 
 #: Metrics measured in bytes moved per second, reported against the copy bandwidth.
 BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram")
@@ -63,6 +69,7 @@ class Sizes:
     matmul: int = 4096  # M = N = K
     sort: int = 1 << 24  # u32 keys sorted
     cpp_bytes: int = 1 << 22  # bytes of C source for the front end
+    atomics: int = 1 << 22  # f32 values added atomically (histogram and scatter-add)
     warmup: int = 3
     repeat: int = 15
     dispatch_repeat: int = 15  # repetitions of the dispatch-overhead metrics
@@ -99,7 +106,7 @@ def dispatch_rounds(mode: str, s: Sizes) -> int:
 
 FULL = Sizes()
 QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, stream=1 << 16,
-              matmul=64, sort=1 << 12, cpp_bytes=1 << 14,
+              matmul=64, sort=1 << 12, cpp_bytes=1 << 14, atomics=1 << 14,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
 #: peer always run these sizes.
@@ -164,6 +171,22 @@ def metric(name: str, s: Sizes) -> Metric:
         "matmul": Metric(
             name, "GFLOP/s", "higher", lambda t: 2.0 * m * m * m / t / 1e9,
             "C = A @ B, f32, square (2*M*N*K flops)", {"M": m, "N": m, "K": m}),
+        "atomics.hist_exact": Metric(
+            name, "Gadd/s", "higher", lambda t: s.atomics / t / 1e9,
+            f"{s.atomics:,} f32 atomic adds into {HIST_BINS} bins, order-independent (exact, "
+            "rounded once; two device dispatches)", {"values": s.atomics, "bins": HIST_BINS}),
+        "atomics.hist_relaxed": Metric(
+            name, "Gadd/s", "higher", lambda t: s.atomics / t / 1e9,
+            f"{s.atomics:,} f32 atomic adds into {HIST_BINS} bins, relaxed (order-dependent "
+            "bits)", {"values": s.atomics, "bins": HIST_BINS}),
+        "atomics.scatter_exact": Metric(
+            name, "Gadd/s", "higher", lambda t: s.atomics / t / 1e9,
+            f"scatter-add of {s.atomics:,} f32 into as many elements (a permutation), "
+            "order-independent", {"values": s.atomics}),
+        "atomics.scatter_relaxed": Metric(
+            name, "Gadd/s", "higher", lambda t: s.atomics / t / 1e9,
+            f"scatter-add of {s.atomics:,} f32 into as many elements (a permutation), relaxed",
+            {"values": s.atomics}),
         "compile.cold": Metric(
             name, "ms", "lower", lambda t: t * 1e3,
             "compile a program never seen before (no memory or disk cache)", {}),
@@ -218,6 +241,28 @@ class Data:
     @cached_property
     def hist_expected(self) -> np.ndarray:
         return np.bincount(self.hist_u32, minlength=HIST_BINS).astype(np.uint32)
+
+    @cached_property
+    def atomic_values(self) -> np.ndarray:
+        """f32 on the grid of ATOMIC_FRACTION_BITS in (-ATOMIC_RANGE, ATOMIC_RANGE)."""
+        lim = ATOMIC_RANGE << ATOMIC_FRACTION_BITS
+        ints = self._rng(9).integers(-lim + 1, lim, self.sizes.atomics)
+        return (ints * 2.0**-ATOMIC_FRACTION_BITS).astype(np.float32)
+
+    @cached_property
+    def atomic_bins(self) -> np.ndarray:
+        """Uniform u32 in [0, HIST_BINS): the bin of each value."""
+        return self._rng(10).integers(0, HIST_BINS, self.sizes.atomics).astype(np.uint32)
+
+    @cached_property
+    def atomic_bin_sums(self) -> np.ndarray:
+        """Each bin's exact sum (float64 holds it exactly on this grid)."""
+        return np.bincount(self.atomic_bins, self.atomic_values.astype(np.float64), HIST_BINS)
+
+    @cached_property
+    def atomic_perm(self) -> np.ndarray:
+        """The scatter-add's target of each value: a permutation."""
+        return self._rng(11).permutation(self.sizes.atomics).astype(np.uint32)
 
     @cached_property
     def sort_keys(self) -> np.ndarray:
@@ -294,6 +339,36 @@ def check_inc(got: np.ndarray, y0: np.ndarray, count: int) -> str | None:
         return f"{got.size} elements, expected {exp.size}"
     if not np.array_equal(got, exp):
         return f"after {count} dispatches: " + _first_diff(got, exp)
+    return None
+
+
+def check_atomic_hist(got: np.ndarray, data: Data, count: int, exact: bool) -> str | None:
+    """Bins after `count` dispatches from zero. Exact: each dispatch's result rounded once
+    from the exact sum, bit for bit. Relaxed: within F32_REL_TOL of it (its bits depend on
+    the order the adds ran in)."""
+    exp = np.zeros(HIST_BINS, np.float32)
+    for _ in range(count):
+        exp = (exp.astype(np.float64) + data.atomic_bin_sums).astype(np.float32)
+    got = np.asarray(got, np.float32).reshape(-1)
+    if exact:
+        if not np.array_equal(got.view(np.uint32), exp.view(np.uint32)):
+            return f"after {count} dispatches (exact sums): " + _first_diff(got, exp)
+        return None
+    err = _rel_l2(got.astype(np.float64), exp.astype(np.float64))
+    return None if err <= F32_REL_TOL else f"relative L2 error {err:.3g} > {F32_REL_TOL}"
+
+
+def check_atomic_scatter(got: np.ndarray, data: Data, count: int) -> str | None:
+    """Elements after `count` scatter-adds from zero: one add per element per dispatch, so
+    exact and relaxed both give f32(previous + value) each time, bit for bit."""
+    exp = np.zeros(data.sizes.atomics, np.float32)
+    v = np.zeros(data.sizes.atomics, np.float32)
+    v[data.atomic_perm] = data.atomic_values
+    for _ in range(count):
+        exp = exp + v
+    got = np.asarray(got, np.float32).reshape(-1)
+    if not np.array_equal(got.view(np.uint32), exp.view(np.uint32)):
+        return f"after {count} scatter-adds: " + _first_diff(got, exp)
     return None
 
 
