@@ -55,8 +55,9 @@ class BuildError(InvalidProgram):
 # line of the user's kernel (or program factory) that made the node.
 _HERE = os.path.abspath(__file__)
 _INTERNAL_FILES = frozenset({
-    _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
-    __file__.replace("builder.py", "kernel.py"), str(contextlib.__file__),
+    _HERE, __file__, str(contextlib.__file__),
+    *(f.replace("builder.py", mod) for f in (_HERE, __file__)
+      for mod in ("kernel.py", "kernel_flow.py", "kernel_ast.py")),
 })
 
 
@@ -157,7 +158,11 @@ class Value:
 
     def __bool__(self) -> bool:
         raise BuildError(
-            "a kernel value has no Python truth value: use `with k.if_(cond):` / "
+            "a kernel value has no Python truth value here: plain if/while/and/or/not/min()"
+            "/max() on kernel values are compiled only in the body of a @vyre.kernel "
+            "function whose source Python can read (not in a helper function it calls, a "
+            "ProgramBuilder program, or a kernel defined in a REPL or by exec); here use "
+            "`with k.if_(cond):` / "
             "`with vyre.if_(cond):`, a while_ loop, or select(cond, a, b) instead of Python "
             "if/while/and/or/not, and min_/max_ instead of min()/max(). If you combined "
             "comparisons with & or |, parenthesise each one: `(i < n) & (j < n)` (Python "
@@ -637,6 +642,7 @@ class ProgramBuilder:
         self._sites: dict[int, str] = {}  # id(statement node) -> user's "file:line"
         self._trace_errors: list[BuildError] = []  # found by the decorator's helpers
         self._unentered: dict[int, _Control] = {}  # control blocks made, not yet entered
+        self._let_names: set[str] = set()  # the locals that can change (let), not loop vars
 
     def _block_scope(self) -> _Scope | None:
         return self._block_scopes[-1] if self._strict and self._block_scopes else None
@@ -801,6 +807,7 @@ class ProgramBuilder:
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
         name = self._name_for(name, "v")
         self._declare_name(name, "variable")
+        self._let_names.add(name)
         site = user_site()
         self._emit(N.Let(name=name, value=e), site)
         scope = _Scope(f"variable {name!r}")

@@ -64,6 +64,7 @@ from .config import DispatchConfig
 from .errors import InvalidDispatch
 from .ir.nodes import Program
 from .ir.types import ScalarType
+from .kernel_ast import compile_kernel
 from .lru import LruDict
 from .pipeline import Step
 
@@ -405,6 +406,9 @@ class Kernel:
         self.name = name or fn.__name__
         self.workgroup_size = workgroup_size
         self.args = _classify(fn)
+        # the body with plain if/while/for/... compiled (vyre/kernel_ast.py); None where
+        # Python has no source for the function (a REPL, exec): then it is traced as is
+        self._compiled = compile_kernel(fn)
         # keyed by (name, _const_key(value)): type and bits, never `==` alone; one Program
         # per distinct build-time constants, the least recently used dropped beyond
         # KERNEL_CACHE_SIZE (rebuilt when asked for again): a caller sweeping a constant
@@ -484,7 +488,8 @@ class Kernel:
         tracing = _tracing.set((*_tracing.get(), self))
         filename = self.fn.__code__.co_filename
         try:
-            result = self.fn(**call)
+            body = self.fn if self._compiled is None else self._compiled.bind(b)
+            result = body(**call)
             if inspect.isawaitable(result) or inspect.isgenerator(result):
                 getattr(result, "close", lambda: None)()
                 raise BuildError(
