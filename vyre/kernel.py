@@ -260,6 +260,19 @@ def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = No
     return _loop(b, b.for_range(start, end, step, ty, loop_name=name))
 
 
+def static(value: Any) -> Any:
+    """`value`, which must be known when the kernel is built (a Python value, not a kernel
+    value): `if vyre.static(flag):` / `for k in range(vyre.static(taps)):` say, and check,
+    that this control flow runs at build time (one branch built, the loop unrolled)."""
+    if isinstance(value, (Value, BufferRef)):
+        raise BuildError(
+            "vyre.static(...) got a kernel value, which is known only per invocation on "
+            "the device, not a build-time value; drop vyre.static to make this control "
+            "flow the device's (`for j in range(n)` over a kernel value loops on the "
+            "device), or pass the value as a keyword-only constant of the kernel")
+    return value
+
+
 def _loop(b: ProgramBuilder, ctx: Any) -> Iterator[Value]:
     finished = False
     with ctx as var:
@@ -658,6 +671,6 @@ def kernel(fn: Callable[..., Any] | None = None, *, workgroup_size: Any = 64,
 __all__ = [
     "Buffer", "BufferSpec", "InOut", "Kernel", "Output", "TypeParam", "barrier", "break_", "continue_", "else_", "global_id",
     "global_linear_id", "if_", "kernel", "let", "lit", "local_id", "local_index",
-    "num_workgroups", "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
+    "num_workgroups", "range", "return_", "shared", "static", "subgroup_lane", "subgroup_size", "while_",
     "workgroup_id", "workgroup_linear_id",
 ]

@@ -76,6 +76,31 @@ def _loop_targets(nodes: Iterable[ast.AST]) -> set[str]:
                                                                            ast.AsyncFor)))
 
 
+_EXITS = (ast.Return, ast.Break, ast.Continue, ast.Raise)
+
+
+def _definite(body: list[ast.stmt]) -> set[str] | None:
+    """The names every path through `body` assigns; None where no path falls through its
+    end (it ends in return / break / continue / raise), which assigns "everything"."""
+    out: set[str] = set()
+    for st in body:
+        if isinstance(st, _EXITS):
+            return None
+        if isinstance(st, ast.If):
+            a, b = _definite(st.body), _definite(st.orelse)
+            if a is None and b is None:
+                return None
+            out |= b if a is None else a if b is None else a & b  # type: ignore[operator]
+        elif isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            out |= _stored([st])
+        elif isinstance(st, ast.With):
+            inner = _definite(st.body)
+            if inner is None:
+                return None
+            out |= inner | _stored(i.optional_vars for i in st.items if i.optional_vars)
+    return out
+
+
 def _name(id_: str, store: bool = False) -> ast.Name:
     return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
 
@@ -103,6 +128,17 @@ def _locals() -> ast.Call:
     return ast.Call(func=_name(_LOCALS), args=[], keywords=[])
 
 
+def _at(new: Any, node: Any) -> Any:
+    """Give the nodes `new` made here the line where `node` starts (start and end: Python
+    3.11 reports a method call at its attribute's end line, which for a copied multi-line
+    location would be the statement's last line)."""
+    for sub in ast.walk(new):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            sub.lineno = sub.end_lineno = node.lineno
+            sub.col_offset = sub.end_col_offset = node.col_offset
+    return new
+
+
 class _Rewrite(ast.NodeTransformer):
     """The rewrite described in the module docstring."""
 
@@ -127,20 +163,20 @@ class _Rewrite(ast.NodeTransformer):
 
     def located(self, node: ast.AST, out: list[ast.stmt]) -> list[ast.stmt]:
         for n in out:
-            for sub in ast.walk(n):
-                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, node)
+            _at(n, node)
         return out
 
     # -- blocks whose locals may change per invocation
     def _around(self, node: ast.stmt, flow: str, names: list[str], targets: list[str],
-                inner: list[ast.stmt]) -> list[ast.stmt]:
+                inner: list[ast.stmt], definite: Iterable[str] = ()) -> list[ast.stmt]:
         if not names:
             return inner
         tup = ast.Tuple(elts=[_name(n, True) for n in names], ctx=ast.Store())
         tup2 = ast.Tuple(elts=[_name(n, True) for n in names], ctx=ast.Store())
         device = ast.Attribute(value=_name(flow), attr="device", ctx=ast.Load())
-        args = (_locals(), _strs(names), _strs(targets))
+        args: tuple[ast.expr, ...] = (_locals(), _strs(names), _strs(targets))
+        if isinstance(node, ast.If):
+            args += (_strs(sorted(definite)),)
         before = ast.If(test=device, body=[ast.Assign(
             targets=[tup], value=_method(flow, "promote", *args))], orelse=[])
         after = ast.If(test=device, body=[ast.Assign(
@@ -160,7 +196,9 @@ class _Rewrite(ast.NodeTransformer):
             inner += [ast.If(test=_method(f, "orelse"), body=self.stmts(node.orelse),
                              orelse=[]),
                       ast.Expr(_method(f, "end_then"))]
-        return self.located(node, out + self._around(node, f, names, targets, inner))
+        both = _definite([node])
+        definite = (set(names) if both is None else both) - set(targets)
+        return self.located(node, out + self._around(node, f, names, targets, inner, definite))
 
     def visit_While(self, node: ast.While) -> list[ast.stmt]:
         f = self.fresh()
@@ -234,8 +272,7 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_With(self, node: ast.With) -> ast.With:
         for item in node.items:
-            item.context_expr = _rt("with_", self.visit(item.context_expr))
-            ast.copy_location(item.context_expr, node)
+            item.context_expr = _at(_rt("with_", self.visit(item.context_expr)), node)
         node.body = self.stmts(node.body)
         return node
 
@@ -327,19 +364,17 @@ class _Rewrite(ast.NodeTransformer):
     # -- expressions
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
         parts = [_thunk(self.visit(v)) for v in node.values]
-        return ast.copy_location(_rt("and_" if isinstance(node.op, ast.And) else "or_",
-                                     *parts), node)
+        return _at(_rt("and_" if isinstance(node.op, ast.And) else "or_", *parts), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
         if isinstance(node.op, ast.Not):
-            return ast.copy_location(_rt("not_", self.visit(node.operand)), node)
+            return _at(_rt("not_", self.visit(node.operand)), node)
         self.generic_visit(node)
         return node
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
-        return ast.copy_location(_rt("ifexp", self.visit(node.test),
-                                     _thunk(self.visit(node.body)),
-                                     _thunk(self.visit(node.orelse))), node)
+        return _at(_rt("ifexp", self.visit(node.test), _thunk(self.visit(node.body)),
+                       _thunk(self.visit(node.orelse))), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         if len(node.ops) == 1:
@@ -351,15 +386,14 @@ class _Rewrite(ast.NodeTransformer):
         text = ast.Constant(ast.unparse(node) if bitwise else None)
         parts = [_thunk(self.visit(e)) for e in [node.left, *node.comparators]]
         ops = _strs(type(o).__name__ for o in node.ops)
-        return ast.copy_location(_rt("compare", ast.Tuple(elts=parts, ctx=ast.Load()), ops,
-                                     text), node)
+        return _at(_rt("compare", ast.Tuple(elts=parts, ctx=ast.Load()), ops, text), node)
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
         if (isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
                 and not node.keywords and not any(isinstance(a, ast.Starred)
                                                   for a in node.args)):
-            return ast.copy_location(_rt("minmax", node.func, *node.args), node)
+            return _at(_rt("minmax", node.func, *node.args), node)
         return node
 
 

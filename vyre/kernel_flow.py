@@ -31,7 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from .builder import BOOL, BufferRef, BuildError, ProgramBuilder, Value, Variable, _Control
+from .builder import (
+    BOOL,
+    BufferRef,
+    BuildError,
+    ProgramBuilder,
+    Value,
+    Variable,
+    _Control,
+    _Scope,
+    user_site,
+)
 from .builder import max_ as _max
 from .builder import min_ as _min
 from .builder import select as _select
@@ -79,6 +89,32 @@ class _Unbound:
 
 UNBOUND = _Unbound("a local is used before it is assigned")
 
+
+class PlainVariable(Variable):
+    """A kernel variable the compiled body made from a plain assignment: its type hint
+    speaks of plain assignments, not `vyre.let`."""
+
+    __slots__ = ()
+
+    def _literal_hint(self) -> str:
+        if self.literal is None:
+            return ""
+        lit = self.literal
+        return (
+            f". Note: `{self.name}` is a {self.ty} kernel variable because it held the Python "
+            f"{type(lit).__name__} {lit!r} {self.site or ''}; a kernel variable keeps one "
+            f"type: start it with the type you mean (`{self.name} = {float(lit)!r}` for "
+            f"f32, `{self.name} = vyre.lit({lit!r}, vyre.f64)` for another type) or convert "
+            f"the value with .cast({self.ty})"
+        )
+
+
+def _plain(var: Variable, literal: Any, where: str) -> Variable:
+    var.__class__ = PlainVariable
+    var.literal = literal
+    var.site = where
+    return var
+
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge,
     "Eq": operator.eq, "NotEq": operator.ne, "Is": operator.is_, "IsNot": operator.is_not,
@@ -100,7 +136,9 @@ class Flow:
     def __init__(self, builder: ProgramBuilder) -> None:
         self.b = builder
         self._bound: dict[int, Variable] = {}  # variables some name holds (an alias is copied)
-        self._promoted: dict[int, tuple[Any, str]] = {}  # var -> (Python number, construct)
+        # per open plain if/while/for: the names first assigned inside it that are assigned
+        # on every path through it, and where to declare them (before its statement)
+        self._pending: list[_Pending] = []
         self._frozen: list[tuple[int, dict[str, str]]] = []  # per open device block
         # the blocks opened by a plain if/while/for (not `with vyre.if_`, whose old rules
         # stand: a name rebound inside it is a new value that dies with the block)
@@ -182,6 +220,11 @@ class Flow:
         if self._outer_variable(old):
             self._assign(old, new)
             return old
+        if old is UNBOUND or isinstance(old, _Unbound):
+            var = self._declare_pending(name, new)
+            if var is not None:
+                self._assign(var, new)
+                return var
         if isinstance(new, Variable) and new._b is self.b:
             if id(new) in self._bound:  # `t = acc`: Python copies the value, so must we
                 return self._let(name, new)
@@ -216,25 +259,48 @@ class Flow:
         return items
 
     def _assign(self, var: Variable, value: Any) -> None:
-        try:
-            self.b.assign(var, value)
-        except BuildError as exc:
-            promo = self._promoted.get(id(var))
-            if promo is None:
-                raise
-            literal, where = promo
-            got = value.ty if self._mine(value) else type(value).__name__
-            raise BuildError(
-                f"`{var.name}` is a {var.ty} kernel variable (it held the Python "
-                f"{type(literal).__name__} {literal!r} when the {where} began) and cannot "
-                f"take a {got}: a kernel variable keeps one type; start it with the type "
-                f"you mean (`{var.name} = {float(literal)!r}` for f32, `{var.name} = "
-                f"vyre.lit({literal!r}, vyre.f64)` for another type) or convert the value "
-                f"with .cast({var.ty})", exc.site) from None
+        self.b.assign(var, value)
+
+    def _declare_pending(self, name: str, new: Any) -> Variable | None:
+        """The variable for `name`'s first assignment inside a plain if/while/for that
+        assigns it on every path, declared before that statement (Numba's rule: a name
+        assigned in both branches of an `if` is usable after it)."""
+        if not (self._mine(new) or _is_number(new)) or id(self.b._blocks[-1]) not in \
+                self._managed:
+            return None
+        owner = next((p for p in self._pending if name in p.names), None)
+        if owner is None:
+            return None
+        for p in self._pending:
+            p.names.discard(name)
+        e = self.b._coerce(new, None, f"value assigned to {name!r}")
+        var_name = self._name(name)
+        self.b._declare_name(var_name, "variable")
+        self.b._let_names.add(var_name)
+        zero = N.Const(ty=e.ty, value=False if e.ty is BOOL else (0.0 if e.ty.is_float else 0))
+        let = N.Let(name=var_name, value=zero)
+        owner.block.insert(owner.at, let)
+        owner.at += 1
+        if owner.site:
+            self.b._sites[id(let)] = owner.site
+        scope = _Scope(f"variable {var_name!r}")
+        self.b._scopes[owner.depth - 1].append(scope)
+        var = Variable(self.b, var_name, e.ty, scope)
+        if _is_number(new):
+            _plain(var, new, f"at its first assignment (line {_line(user_site())})")
+        self._bound[id(var)] = var
+        owner.declared[name] = var
+        return var
 
     # -- blocks: promotion before, poisoning after
     def _enter(self, names: tuple[str, ...], targets: tuple[str, ...], found: dict[str, Any],
-               where: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+               where: str, definite: tuple[str, ...] = ()) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        site = user_site()
+        pending = _Pending({n for n in definite if found.get(n, UNBOUND) is UNBOUND
+                            or isinstance(found.get(n), _Unbound)},
+                           self.b._blocks[-1], len(self.b._blocks[-1]), self.depth, site)
+        self._pending.append(pending)
+        where = f"when the {where} at line {_line(site)} began"
         before: dict[str, Any] = {}
         out: list[Any] = []
         frozen: dict[str, str] = {}
@@ -250,7 +316,7 @@ class Flow:
             elif self._mine(old) or _is_number(old):
                 var = self._let(name, old)
                 if _is_number(old):
-                    self._promoted[id(var)] = (old, where)
+                    _plain(var, old, where)
                 out.append(var)
             else:
                 frozen[name] = (f"a {type(old).__name__}" if not isinstance(old, BufferRef)
@@ -262,10 +328,13 @@ class Flow:
     def _leave(self, names: tuple[str, ...], targets: tuple[str, ...], found: dict[str, Any],
                before: dict[str, Any], what: str) -> tuple[Any, ...]:
         self._frozen.pop()
+        pending = self._pending.pop()
         out: list[Any] = []
         for name in names:
             now = found.get(name, UNBOUND)
-            if name in targets:
+            if name in pending.declared and now is pending.declared[name]:
+                out.append(now)  # assigned on every path: declared before the statement
+            elif name in targets:
                 out.append(_Unbound(
                     f"`{name}` is the variable of a loop inside the {what}, so it has no "
                     f"value after that block; keep what you need in a variable assigned "
@@ -435,6 +504,19 @@ class Flow:
         return fn(*args)
 
 
+class _Pending:
+    """Names a plain if/while/for may declare before its statement (see _declare_pending)."""
+
+    def __init__(self, names: set[str], block: list[N.StmtNode], at: int, depth: int,
+                 site: str | None) -> None:
+        self.names = names
+        self.block = block
+        self.at = at
+        self.depth = depth
+        self.site = site
+        self.declared: dict[str, Variable] = {}
+
+
 class IfFlow:
     """One `if` statement: Python's on a Python value, the device's on a kernel value."""
 
@@ -446,12 +528,12 @@ class IfFlow:
         self._before: dict[str, Any] = {}
 
     def promote(self, found: dict[str, Any], names: tuple[str, ...],
-                targets: tuple[str, ...]) -> tuple[Any, ...]:
-        out, self._before = self.flow._enter(names, targets, found, "`if`")
+                targets: tuple[str, ...], definite: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        out, self._before = self.flow._enter(names, targets, found, "`if`", definite)
         return out
 
     def finish(self, found: dict[str, Any], names: tuple[str, ...],
-               targets: tuple[str, ...]) -> tuple[Any, ...]:
+               targets: tuple[str, ...], definite: tuple[str, ...] = ()) -> tuple[Any, ...]:
         return self.flow._leave(names, targets, found, self._before,
                                 "per-invocation `if`")
 
@@ -488,7 +570,6 @@ class WhileFlow(LoopFlow):
     """One `while`: Python's while its test is a Python value, else the device's."""
 
     def __init__(self, flow: Flow, test: Callable[[], Any], has_else: bool) -> None:
-        from .builder import user_site
         self.flow = flow
         self.site = user_site()
         self._test = test
@@ -536,7 +617,6 @@ class ForFlow(LoopFlow):
 
     def __init__(self, flow: Flow, iterable: Any, device_args: Any, target: str | None,
                  has_else: bool) -> None:
-        from .builder import user_site
         self.flow = flow
         self.site = user_site()
         self.device = device_args is not None
