@@ -405,3 +405,32 @@ def test_plain_style_is_bit_identical_to_the_with_style(reference: BaseBackend) 
     got_a = plain.launch(reference, 4, x, 4, n=4)["out"]
     got_b = with_style.launch(reference, 4, x, 4, n=4)["out"]
     assert got_a.tobytes() == got_b.tobytes()
+
+
+@vyre.kernel
+def branches(x: Buffer[i32], out: Output[i32]) -> None:
+    i = vyre.global_linear_id()
+    if x[i] > 0:
+        r = 1  # declared before the outer `if`: every path assigns it
+        if x[i] > 10:
+            r = r + 2
+    else:
+        r = 0
+        if x[i] < -10:
+            r = -5
+    out[i] = r
+
+
+def test_names_assigned_on_every_path_are_usable_after(backend: BaseBackend) -> None:
+    x = np.int32([-20, -1, 0, 5, 50])
+    assert branches.launch(backend, 5, x, 5)["out"].tolist() == [-5, 0, 0, 1, 3]
+
+
+def test_the_else_branch_does_not_see_the_if_branchs_names() -> None:
+    def k(x: Buffer[f32], out: Output[f32]) -> None:
+        if x[0] > 0.0:
+            scale = 2
+        else:
+            out[0] = x[0] * scale  # MARK-else
+
+    _fails(k, "MARK-else", "used before it is assigned")

@@ -192,12 +192,19 @@ class _Rewrite(ast.NodeTransformer):
         inner: list[ast.stmt] = [
             ast.If(test=_method(f, "then"), body=self.stmts(node.body), orelse=[]),
             ast.Expr(_method(f, "end_then"))]
-        if node.orelse:
-            inner += [ast.If(test=_method(f, "orelse"), body=self.stmts(node.orelse),
-                             orelse=[]),
-                      ast.Expr(_method(f, "end_then"))]
         both = _definite([node])
         definite = (set(names) if both is None else both) - set(targets)
+        if node.orelse:
+            orelse = self.stmts(node.orelse)
+            if names:  # the else branch starts from the names as they were before the if
+                reset = ast.Assign(
+                    targets=[ast.Tuple(elts=[_name(n, True) for n in names], ctx=ast.Store())],
+                    value=_method(f, "reset", _locals(), _strs(names), _strs(targets)))
+                orelse = [ast.If(test=ast.Attribute(value=_name(f), attr="device",
+                                                    ctx=ast.Load()),
+                                 body=[reset], orelse=[]), *orelse]
+            inner += [ast.If(test=_method(f, "orelse"), body=orelse, orelse=[]),
+                      ast.Expr(_method(f, "end_then"))]
         return self.located(node, out + self._around(node, f, names, targets, inner, definite))
 
     def visit_While(self, node: ast.While) -> list[ast.stmt]:

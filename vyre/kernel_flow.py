@@ -139,6 +139,7 @@ class Flow:
         # per open plain if/while/for: the names first assigned inside it that are assigned
         # on every path through it, and where to declare them (before its statement)
         self._pending: list[_Pending] = []
+        self._declared: set[int] = set()  # the variables _declare_pending made
         self._frozen: list[tuple[int, dict[str, str]]] = []  # per open device block
         # the blocks opened by a plain if/while/for (not `with vyre.if_`, whose old rules
         # stand: a name rebound inside it is a new value that dies with the block)
@@ -268,6 +269,10 @@ class Flow:
         if not (self._mine(new) or _is_number(new)) or id(self.b._blocks[-1]) not in \
                 self._managed:
             return None
+        for p in self._pending:  # declared at an earlier assignment of this statement
+            var = p.declared.get(name)
+            if var is not None and var._scope is not None and var._scope.alive:
+                return var
         owner = next((p for p in self._pending if name in p.names), None)
         if owner is None:
             return None
@@ -290,6 +295,7 @@ class Flow:
             _plain(var, new, f"at its first assignment (line {_line(user_site())})")
         self._bound[id(var)] = var
         owner.declared[name] = var
+        self._declared.add(id(var))
         return var
 
     # -- blocks: promotion before, poisoning after
@@ -332,7 +338,8 @@ class Flow:
         out: list[Any] = []
         for name in names:
             now = found.get(name, UNBOUND)
-            if name in pending.declared and now is pending.declared[name]:
+            if name in pending.definite and isinstance(now, Variable) and \
+                    id(now) in self._declared:
                 out.append(now)  # assigned on every path: declared before the statement
             elif name in targets:
                 out.append(_Unbound(
@@ -510,6 +517,7 @@ class _Pending:
     def __init__(self, names: set[str], block: list[N.StmtNode], at: int, depth: int,
                  site: str | None) -> None:
         self.names = names
+        self.definite = set(names)
         self.block = block
         self.at = at
         self.depth = depth
@@ -530,7 +538,20 @@ class IfFlow:
     def promote(self, found: dict[str, Any], names: tuple[str, ...],
                 targets: tuple[str, ...], definite: tuple[str, ...] = ()) -> tuple[Any, ...]:
         out, self._before = self.flow._enter(names, targets, found, "`if`", definite)
+        self._entered = dict(zip(names, out))
         return out
+
+    def reset(self, found: dict[str, Any], names: tuple[str, ...],
+              targets: tuple[str, ...], definite: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        """At the `else` of a per-invocation `if`: the names as they were before its `if`
+        branch ran (Python traced that branch first; the else branch must not see it),
+        except variables declared for both branches."""
+        out = []
+        for name in names:
+            now = found.get(name, UNBOUND)
+            keep = isinstance(now, Variable) and id(now) in self.flow._declared
+            out.append(now if keep else self._entered[name])
+        return tuple(out)
 
     def finish(self, found: dict[str, Any], names: tuple[str, ...],
                targets: tuple[str, ...], definite: tuple[str, ...] = ()) -> tuple[Any, ...]:
