@@ -434,3 +434,15 @@ def test_the_else_branch_does_not_see_the_if_branchs_names() -> None:
             out[0] = x[0] * scale  # MARK-else
 
     _fails(k, "MARK-else", "used before it is assigned")
+
+
+@vyre.kernel(workgroup_size=1)
+def fib(out: Output[u32], n: u32) -> None:
+    a, b = vyre.lit(0, u32), vyre.lit(1, u32)
+    for _ in range(n):
+        a, b = b, a + b  # both values are computed before either name changes
+    out[0] = a
+
+
+def test_tuple_assignment_computes_every_value_first(backend: BaseBackend) -> None:
+    assert fib.launch(backend, 1, 1, n=10)["out"].tolist() == [55]

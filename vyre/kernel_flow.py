@@ -257,7 +257,11 @@ class Flow:
         items = tuple(value)
         if len(items) != n:
             raise BuildError(f"cannot unpack {len(items)} values into {n} names")
-        return items
+        # `a, b = b, a + b`: Python computes every value before it assigns any name, so a
+        # value reading a variable that an earlier name of this statement changes is a copy
+        return tuple(self.b.let(v, name=self.b._fresh("t")) if self._mine(v) and
+                     not isinstance(v, Variable) and self._reads_memory_that_changes(v)
+                     else v for v in items)
 
     def _assign(self, var: Variable, value: Any) -> None:
         self.b.assign(var, value)

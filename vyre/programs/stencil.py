@@ -42,7 +42,7 @@ def _stencil5(u: Buffer[f32], out: Output[f32], H: u32, W: u32, wc: f32, wn: f32
               ww: f32, we: f32, *, boundary: str, tile: int) -> None:
     x = vyre.let(vyre.global_id(0))
     y = vyre.let(vyre.global_id(1))
-    with vyre.if_((x < W) & (y < H)):
+    if x < W and y < H:
         def nb(ok: Value, yy: Value, xx: Value) -> Value:  # neighbour, or the edge / 0
             v = u[select(ok, yy, y) * W + select(ok, xx, x)]
             return v if boundary == "clamp" else select(ok, v, 0.0)
