@@ -20,7 +20,7 @@ from vyre import Buffer, Output, f32, f64, u32
 from vyre.backend import BaseBackend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realkernels.make_expected import CFLAGS, compiler  # noqa: E402
+from realkernels.make_expected import CFLAGS, compiler
 
 N = 120
 C_SOURCE = r"""
@@ -32,7 +32,7 @@ int main(void) {
     fwrite(B, sizeof(float), %(n)d, stdout);
     return 0;
 }
-""" % {"n": N}
+""".replace("%(n)d", str(N))
 
 
 @vyre.kernel

@@ -15,8 +15,8 @@ import pytest
 
 import vyre
 from vyre import Buffer, InOut, Output, f32, f64, i32, u32
-from vyre.builder import BuildError
 from vyre.backend import BaseBackend
+from vyre.builder import BuildError
 from vyre.ir import nodes as N
 from vyre.ir.sites import site_of
 
@@ -100,7 +100,7 @@ def swap_and_keep(a: InOut[f32], out: Output[f32], n: u32) -> None:
     a[1] = tmp
     acc = a[2]
     prev = acc  # a copy, not another name for the variable
-    for k in range(n):
+    for _k in range(n):
         acc += 1.0
     out[0] = acc - prev
 
@@ -121,7 +121,7 @@ def classify(x: Buffer[i32], out: Output[i32]) -> None:
         r = -1
     elif v == 0:
         r = 0
-    elif 0 < v <= 10 and not v == 7:
+    elif 0 < v <= 10 and v != 7:
         r = min(v, 5)
     else:
         r = max(v, 100)
@@ -399,7 +399,7 @@ def test_plain_style_is_bit_identical_to_the_with_style(reference: BaseBackend) 
             out[i] = left + u[i]
 
     a, b = plain.program, with_style.program
-    assert functools.reduce(lambda acc, s: acc + [s.kind], a.body, []) == \
+    assert functools.reduce(lambda acc, s: [*acc, s.kind], a.body, []) == \
         [s.kind for s in b.body]
     x = np.float32([1, 2, 4, 8])
     got_a = plain.launch(reference, 4, x, 4, n=4)["out"]

@@ -90,7 +90,12 @@ def _definite(body: list[ast.stmt]) -> set[str] | None:
             a, b = _definite(st.body), _definite(st.orelse)
             if a is None and b is None:
                 return None
-            out |= b if a is None else a if b is None else a & b  # type: ignore[operator]
+            if a is None:
+                out |= b or set()
+            elif b is None:
+                out |= a
+            else:
+                out |= a & b
         elif isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             out |= _stored([st])
         elif isinstance(st, ast.With):
@@ -132,6 +137,7 @@ def _at(new: Any, node: Any) -> Any:
     """Give the nodes `new` made here the line where `node` starts (start and end: Python
     3.11 reports a method call at its attribute's end line, which for a copied multi-line
     location would be the statement's last line)."""
+    sub: Any
     for sub in ast.walk(new):
         if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
             sub.lineno = sub.end_lineno = node.lineno
@@ -363,10 +369,10 @@ class _Rewrite(ast.NodeTransformer):
 
     visit_AsyncWith = visit_AsyncFor
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+    def _as_written(self, node: Any) -> Any:
         return node  # a helper defined inside: traced when called, like any helper
 
-    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = _as_written
 
     # -- expressions
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
@@ -391,7 +397,7 @@ class _Rewrite(ast.NodeTransformer):
                                                                       ast.BitXor))
                       for e in node.comparators[:-1])
         text = ast.Constant(ast.unparse(node) if bitwise else None)
-        parts = [_thunk(self.visit(e)) for e in [node.left, *node.comparators]]
+        parts: list[ast.expr] = [_thunk(self.visit(e)) for e in [node.left, *node.comparators]]
         ops = _strs(type(o).__name__ for o in node.ops)
         return _at(_rt("compare", ast.Tuple(elts=parts, ctx=ast.Load()), ops, text), node)
 
