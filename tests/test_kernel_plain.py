@@ -446,3 +446,18 @@ def fib(out: Output[u32], n: u32) -> None:
 
 def test_tuple_assignment_computes_every_value_first(backend: BaseBackend) -> None:
     assert fib.launch(backend, 1, 1, n=10)["out"].tolist() == [55]
+
+
+@vyre.kernel
+def first_positive(x: Buffer[f32], out: Output[u32]) -> None:
+    k = vyre.lit(0, u32)
+    while vyre.lit(True):  # a device loop left by `break`
+        if x[k] > 0.0 or k + 1 >= x.length():
+            break
+        k += 1
+    out[0] = k
+
+
+def test_device_while_true_with_break(backend: BaseBackend) -> None:
+    x = np.float32([-1, 0, -3, 2, 5])
+    assert first_positive.launch(backend, 1, x, 1)["out"].tolist() == [3]

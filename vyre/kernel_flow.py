@@ -400,7 +400,8 @@ class Flow:
                 f"`{what}` inside a per-invocation `if` cannot leave the loop at line "
                 f"{_line(loop.site)}: that loop runs at build time (it is unrolled), so it "
                 f"cannot stop per invocation; loop on the device with `for ... in "
-                f"vyre.range(...)` (or a `while` on a kernel value)")
+                f"vyre.range(...)` (or a `while` on a kernel value; `while vyre.lit(True):` "
+                f"for a device loop left by `break`)")
         return True
 
     def return_(self) -> bool:
