@@ -28,7 +28,7 @@ LEVELS = 256
 def remap(img: Buffer[u32], cdf: Buffer[u32], out: Output[u32], n: u32):
     """out = round-down(255 * cdf[v] / n) for each pixel value v: the equalizing map."""
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         c = cdf[img[i]]
         # 255 * c overflows u32 past 16.8M pixels: split c = q * n + r first (c <= n)
         out[i] = (c / n) * 255 + ((c % n) * 255) / n

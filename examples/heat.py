@@ -23,12 +23,12 @@ from vyre import Buffer, Output, f32, u32
 @vyre.kernel(workgroup_size=(16, 16))
 def heat_step(u: Buffer[f32], out: Output[f32], width: u32, height: u32, r: f32):
     x, y = vyre.global_id(0), vyre.global_id(1)
-    with vyre.if_((x < width) & (y < height)):
+    if x < width and y < height:
         i = y * width + x
         edge = (x == 0) | (y == 0) | (x == width - 1) | (y == height - 1)
-        with vyre.if_(edge):
+        if edge:
             out[i] = u[i]                               # fixed boundary values
-        with vyre.else_():
+        else:
             lap = (u[i - width] + u[i + width]) + (u[i - 1] + u[i + 1]) - 4.0 * u[i]
             out[i] = u[i] + r * lap
 

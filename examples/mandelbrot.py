@@ -22,16 +22,12 @@ from vyre import Output, f32, u32
 def mandelbrot(counts: Output[u32], width: u32, height: u32, x0: f32, y0: f32, step: f32,
                max_iter: u32):
     py, px = vyre.global_index(2)              # (row, column): NumPy order, like the image
-    with vyre.if_((px < width) & (py < height)):
+    if px < width and py < height:
         cr = x0 + px.cast(f32) * step
         ci = y0 - py.cast(f32) * step
-        zr = vyre.let(0.0)
-        zi = vyre.let(0.0)
-        n = vyre.let(vyre.lit(0, u32))
-        with vyre.while_((n < max_iter) & (zr * zr + zi * zi <= 4.0)):
-            t = vyre.let(zr * zr - zi * zi + cr)   # a let: computed now, before zi changes
-            zi.set(2.0 * zr * zi + ci)
-            zr.set(t)
+        zr, zi, n = 0.0, 0.0, vyre.lit(0, u32)
+        while n < max_iter and zr * zr + zi * zi <= 4.0:   # per pixel: a device loop
+            zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci   # both from the old z
             n += 1
         counts[py * width + px] = n
 

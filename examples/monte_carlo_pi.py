@@ -57,14 +57,14 @@ def philox(c0, c1, c2, c3, k0, k1):
 @vyre.kernel(workgroup_size=64)
 def count_inside(inside: InOut[u32], n: u32, key0: u32, key1: u32):
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         hits = vyre.let(vyre.lit(0, u32))
         for k in vyre.range(SAMPLES // 2, ty=u32):
             w = philox(i, k, vyre.lit(0, u32), vyre.lit(0, u32), key0, key1)
             for a in (0, 2):                              # two points from four words
                 x = (w[a] >> 8).cast(f32) * (1.0 / (1 << 24))
                 y = (w[a + 1] >> 8).cast(f32) * (1.0 / (1 << 24))
-                with vyre.if_(x * x + y * y < 1.0):
+                if x * x + y * y < 1.0:
                     hits += 1
         inside.atomic_add(0, hits)
 
@@ -73,7 +73,7 @@ def count_inside(inside: InOut[u32], n: u32, key0: u32, key1: u32):
 def philox_blocks(c: vyre.Buffer[u32], out: vyre.Output[u32], n: u32, key0: u32, key1: u32):
     """Philox on given counters (4 words each): for the known-answer test."""
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         w = philox(c[4 * i], c[4 * i + 1], c[4 * i + 2], c[4 * i + 3], key0, key1)
         for a in range(4):
             out[4 * i + a] = w[a]

@@ -25,15 +25,15 @@ from vyre import Buffer, InOut, f32, u32
 def kick(body: Buffer[f32], vel: InOut[f32], n: u32, dt: f32, eps2: f32):
     """vel_i += dt * a_i (vel: (vx, vy, vz, 0) quadruples)."""
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         px, py, pz = body[4 * i], body[4 * i + 1], body[4 * i + 2]
-        ax, ay, az = vyre.let(0.0), vyre.let(0.0), vyre.let(0.0)
-        for j in vyre.range(n):
-            dx = vyre.let(body[4 * j] - px)
-            dy = vyre.let(body[4 * j + 1] - py)
-            dz = vyre.let(body[4 * j + 2] - pz)
-            inv = vyre.let(1.0 / vyre.sqrt(dx * dx + dy * dy + dz * dz + eps2))
-            s = vyre.let(body[4 * j + 3] * inv * inv * inv)     # m_j / r^3 (j == i: dx = 0)
+        ax, ay, az = 0.0, 0.0, 0.0
+        for j in range(n):                                   # n is a param: a device loop
+            dx = body[4 * j] - px
+            dy = body[4 * j + 1] - py
+            dz = body[4 * j + 2] - pz
+            inv = 1.0 / vyre.sqrt(dx * dx + dy * dy + dz * dz + eps2)
+            s = body[4 * j + 3] * inv * inv * inv     # m_j / r^3 (j == i: dx = 0)
             ax += dx * s
             ay += dy * s
             az += dz * s
@@ -46,7 +46,7 @@ def kick(body: Buffer[f32], vel: InOut[f32], n: u32, dt: f32, eps2: f32):
 def drift(body: InOut[f32], vel: Buffer[f32], n: u32, dt: f32):
     """p_i += dt * vel_i (the mass, component 3, stays)."""
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         for k in range(3):                                   # Python loop: unrolled
             body[4 * i + k] = body[4 * i + k] + dt * vel[4 * i + k]
 

@@ -24,7 +24,7 @@ from vyre import Buffer, Output, f32, u32
 def spmv_csr(row_ptr: Buffer[u32], cols: Buffer[u32], vals: Buffer[f32], x: Buffer[f32],
              y: Output[f32], rows: u32):
     r = vyre.global_linear_id()
-    with vyre.if_(r < rows):
+    if r < rows:
         acc = vyre.let(0.0)
         for e in vyre.range(row_ptr[r], row_ptr[r + 1]):
             acc += vals[e] * x[cols[e]]

@@ -33,15 +33,15 @@ def count_text(text: Buffer[u8], counts: InOut[u32], lengths: InOut[u32],
                letters: InOut[u32], n: u32):
     """counts = [words, lines]; lengths[k]: words of k bytes; letters[k]: 'a'+k either case."""
     i = vyre.global_linear_id()
-    with vyre.if_(i < n):
+    if i < n:
         c = vyre.let(text[i])
-        with vyre.if_(c == 10):
+        if c == 10:
             counts.atomic_add(1, 1)
         lower = c | 0x20                                 # ASCII letters: set the case bit
-        with vyre.if_((lower >= 97) & (lower <= 122)):
+        if lower >= 97 and lower <= 122:
             letters.atomic_add(lower - 97, 1)
         starts = ~is_space(c) & ((i == 0) | is_space(text[i - 1]))  # (text[-1]: 0)
-        with vyre.if_(starts):
+        if starts:
             counts.atomic_add(0, 1)
             end = vyre.let(i + 1)
             with vyre.while_((end < n) & ~is_space(text[end])):

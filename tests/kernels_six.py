@@ -22,11 +22,11 @@ WG = 256
 @vyre.kernel(workgroup_size=(16, 16))
 def stencil_decorated(u: Buffer[f32], out: Output[f32], H: u32, W: u32) -> None:
     x, y = vyre.global_id(0), vyre.global_id(1)
-    with vyre.if_((x < W) & (y < H)):
-        north = u[select(y > 0, y - 1, y) * W + x]
-        south = u[select(y + 1 < H, y + 1, y) * W + x]
-        west = u[y * W + select(x > 0, x - 1, x)]
-        east = u[y * W + select(x + 1 < W, x + 1, x)]
+    if x < W and y < H:
+        north = u[(y - 1 if y > 0 else y) * W + x]
+        south = u[(y + 1 if y + 1 < H else y) * W + x]
+        west = u[y * W + (x - 1 if x > 0 else x)]
+        east = u[y * W + (x + 1 if x + 1 < W else x)]
         out[y * W + x] = (((-4.0 * u[y * W + x] + north) + south) + west) + east
 
 
@@ -56,11 +56,11 @@ def block_sum_decorated(x: Buffer[f32], partial: Output[f32]) -> None:
     vyre.barrier()
     s = WG // 2
     while s > 0:  # a Python loop on a Python int: unrolled at build time
-        with vyre.if_(t < s):
+        if t < s:  # on a kernel value: per invocation
             tmp[t] = tmp[t] + tmp[t + s]
         vyre.barrier()
         s //= 2
-    with vyre.if_(t == 0):
+    if t == 0:
         partial[vyre.workgroup_linear_id()] = tmp[0]
 
 
@@ -94,13 +94,13 @@ def block_scan_decorated(x: Buffer[u32], y: Output[u32]) -> None:
     vyre.barrier()
     src, off = 0, 1
     while off < WG:  # Hillis-Steele, unrolled at build time
-        v = vyre.let(buf[src + t])
-        with vyre.if_(t >= off):
+        v = buf[src + t]
+        if t >= off:
             v += buf[src + t - off]
         buf[WG - src + t] = v
         vyre.barrier()
         src, off = WG - src, off * 2
-    with vyre.if_(i < x.length()):
+    if i < x.length():
         y[i] = buf[src + t]
 
 
@@ -133,14 +133,14 @@ def block_scan_builder() -> Program:
 @vyre.kernel(workgroup_size=(16, 16))
 def lu_update_decorated(a: InOut[f32], n: u32, k: u32) -> None:
     j, i = vyre.global_id(0) + k + 1, vyre.global_id(1) + k + 1
-    with vyre.if_((i < n) & (j < n)):
+    if i < n and j < n:
         a[i * n + j] = a[i * n + j] - (a[i * n + k] / a[k * n + k]) * a[k * n + j]
 
 
 @vyre.kernel(workgroup_size=64)
 def lu_scale_decorated(a: InOut[f32], n: u32, k: u32) -> None:
     i = vyre.global_id(0) + k + 1
-    with vyre.if_(i < n):
+    if i < n:
         a[i * n + k] = a[i * n + k] / a[k * n + k]
 
 
@@ -173,18 +173,15 @@ def histogram_decorated(src: Buffer[u32], bins: InOut[u32], n: u32, *,
     local = vyre.shared(u32, nbins)  # sized by the build-time constant
     t, i = vyre.local_index(), vyre.global_linear_id()
     for r in range(0, nbins, WG):  # build time: ceil(nbins / WG) rounds
-        with vyre.if_(t + r < nbins):
+        if t + r < nbins:
             local[t + r] = 0
     vyre.barrier()
-    with vyre.if_(i < n):
-        v = src[i]
-        with vyre.if_(v < nbins):
-            local.atomic_add(v, 1)
+    if i < n and src[i] < nbins:
+        local.atomic_add(src[i], 1)
     vyre.barrier()
     for r in range(0, nbins, WG):
-        c = local[t + r]
-        with vyre.if_((t + r < nbins) & (c != 0)):
-            bins.atomic_add(t + r, c)
+        if t + r < nbins and local[t + r] != 0:
+            bins.atomic_add(t + r, local[t + r])
 
 
 def histogram_builder(nbins: int = 64) -> Program:
@@ -218,15 +215,15 @@ def matmul_decorated(a: Buffer[f32], b: Buffer[f32], c: Output[f32], n: u32) -> 
     ta, tb = vyre.shared(f32, T * T), vyre.shared(f32, T * T)
     tx, ty = vyre.local_id(0), vyre.local_id(1)
     col, row = vyre.workgroup_id(0) * T + tx, vyre.workgroup_id(1) * T + ty
-    acc = vyre.let(0.0)
-    for k0 in vyre.range(0, n, T):
-        ta[ty * T + tx] = select((row < n) & (k0 + tx < n), a[row * n + k0 + tx], 0.0)
-        tb[ty * T + tx] = select((k0 + ty < n) & (col < n), b[(k0 + ty) * n + col], 0.0)
+    acc = 0.0
+    for k0 in range(0, n, T):  # n is a kernel value: a loop on the device
+        ta[ty * T + tx] = a[row * n + k0 + tx] if row < n and k0 + tx < n else 0.0
+        tb[ty * T + tx] = b[(k0 + ty) * n + col] if k0 + ty < n and col < n else 0.0
         vyre.barrier()
-        for kk in range(T):  # unrolled at build time
+        for kk in range(T):  # T is a Python int: unrolled at build time
             acc += ta[ty * T + kk] * tb[kk * T + tx]
         vyre.barrier()
-    with vyre.if_((row < n) & (col < n)):
+    if row < n and col < n:
         c[row * n + col] = acc
 
 

@@ -287,12 +287,15 @@ def test_rebinding_inside_a_block_is_refused() -> None:
     assert info.value.site == f"{__file__}:{_line('MARK-use')}"
 
 
-def test_python_break_in_device_loop_is_refused() -> None:
-    @vyre.kernel
-    def bad(x: Output[f32], n: u32) -> None:
-        for _ in vyre.range(n):
-            break
-
+def test_python_break_in_device_loop_is_refused_where_the_kernel_is_traced() -> None:
+    """A kernel Python has no source for (exec) is traced, not compiled: a Python `break`
+    would only stop the trace, so it is refused. (Compiled kernels run it on the device:
+    tests/test_kernel_plain.py.)"""
+    space: dict[str, object] = {"vyre": vyre, "Output": Output, "f32": f32, "u32": u32}
+    exec("def bad(x: Output[f32], n: u32) -> None:\n"
+         "    for _ in vyre.range(n):\n"
+         "        break\n", space)
+    bad = vyre.kernel(space["bad"])
     with pytest.raises(BuildError, match=r"vyre\.break_"):
         _ = bad.program
 

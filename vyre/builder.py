@@ -57,9 +57,9 @@ class BuildError(InvalidProgram):
 # line of the user's kernel (or program factory) that made the node.
 _HERE = os.path.abspath(__file__)
 _INTERNAL_FILES = frozenset({
-    _HERE, __file__, _HERE.replace("builder.py", "kernel.py"),
-    __file__.replace("builder.py", "kernel.py"), _HERE.replace("builder.py", "shapes.py"),
-    __file__.replace("builder.py", "shapes.py"), str(contextlib.__file__),
+    _HERE, __file__, str(contextlib.__file__),
+    *(f.replace("builder.py", mod) for f in (_HERE, __file__)
+      for mod in ("kernel.py", "kernel_flow.py", "kernel_ast.py", "shapes.py")),
 })
 
 
@@ -189,7 +189,11 @@ class Value:
                 "(k.assert_(...) with the builder): a failed one raises DispatchError naming "
                 "the invocation and the values", user_site())
         raise BuildError(
-            "a kernel value has no Python truth value: use `with k.if_(cond):` / "
+            "a kernel value has no Python truth value here: plain if/while/and/or/not/min()"
+            "/max() on kernel values are compiled only in the body of a @vyre.kernel "
+            "function whose source Python can read (not in a helper function it calls, a "
+            "ProgramBuilder program, or a kernel defined in a REPL or by exec); here use "
+            "`with k.if_(cond):` / "
             "`with vyre.if_(cond):`, a while_ loop, or select(cond, a, b) instead of Python "
             "if/while/and/or/not, min_/max_ instead of min()/max(), and vyre.assert_(cond) "
             "instead of assert. If you combined "
@@ -794,6 +798,7 @@ class ProgramBuilder:
         # how the kernel maps ids to data: "numpy" (global_index) and/or "xyz" (its own
         # global_id(axis >= 1) & co): how a tuple launch shape is read (vyre.shapes)
         self.index_orders: set[str] = set()
+        self._let_names: set[str] = set()  # the locals that can change (let), not loop vars
 
     def _block_scope(self) -> _Scope | None:
         return self._block_scopes[-1] if self._strict and self._block_scopes else None
@@ -999,6 +1004,7 @@ class ProgramBuilder:
             raise BuildError(f"let: value is {e.ty} but ty={ty}; cast it with .cast({ty})")
         name = self._name_for(name, "v")
         self._declare_name(name, "variable")
+        self._let_names.add(name)
         site = user_site()
         self._emit(N.Let(name=name, value=e), site)
         scope = _Scope(f"variable {name!r}")

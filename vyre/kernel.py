@@ -3,28 +3,34 @@
     @vyre.kernel(workgroup_size=256)
     def saxpy(x: vyre.Buffer[f32], y: vyre.InOut[f32], a: f32):
         i = vyre.global_linear_id()
-        with vyre.if_(i < y.length()):
+        if i < y.length():
             y[i] = a * x[i] + y[i]
 
     saxpy.program                                   # the validated Program (built once)
     saxpy.launch(gpu, n, xs, ys, a=2.0)             # grid from the element count
 
-The function is *traced*: it is called once with proxy values (the builder's `Value` and
-`BufferRef`), and every operation on them records IR through a `ProgramBuilder`. Nothing
-reads or rewrites the function's bytecode or AST. Consequences, stated plainly:
+The function's source is compiled (vyre/kernel_ast.py rewrites its AST into calls of
+vyre/kernel_flow.py) and the result is called once with proxy values (the builder's `Value`
+and `BufferRef`); every operation on them records IR through a `ProgramBuilder`.
+Consequences, stated plainly (docs/guide.md, "Control flow"):
 
-- Python `if`/`while`/`and`/`or`/`not`/`min()`/`max()` on a traced value cannot be traced
-  (a traced value has no truth value) and raise an error naming the helper to use:
-  `with vyre.if_(c):` / `with vyre.else_():`, `for i in vyre.range(...)`,
-  `with vyre.while_(c):`, `vyre.select`, `vyre.min_` / `vyre.max_`.
-- Python control flow on plain Python values (build-time constants: keyword-only
-  arguments, `range(4)`, a flag) runs at build time, so it unrolls or specialises.
-- Locals that change are declared with `v = vyre.let(init)` and changed with `v.set(x)`,
-  `v += x`, ...; a plain `v = v + x` inside a block only rebinds the Python name, and using
-  such a value after its block is an error that says so.
-- `vyre.if_` / `else_` / `while_` act only through `with` (and `vyre.range` through `for`):
-  one made and never entered is an error at build, never a block silently dropped.
-- A kernel is a plain `def` (no `yield`, no `async`): anything else would trace nothing.
+- `if`/`elif`/`else`, `while`, `for v in range(...)`, `break`, `continue`, `return`,
+  `a if c else b`, `and`/`or`/`not`, chained comparisons, `min()`/`max()` test their value
+  when the kernel is built: on a kernel value they are the device's control flow (per
+  invocation), on a Python value they run at build time (unroll, specialise).
+  `vyre.range` forces a device loop; `vyre.static(x)` requires a build-time value.
+- Locals keep Python's value semantics on the device: a local a per-invocation block
+  assigns becomes a kernel variable (a `let`) before it; a name bound to a value reading
+  memory that can change holds a copy.
+- What cannot be compiled (`try`, `global`, `match`, `:=`, `for v in buf`, returning a
+  value, ...) is an error at its line naming the fix.
+- A function Python has no source for (a REPL, `exec`) is traced as written: a kernel value
+  in a Python `if` there is an error naming `with vyre.if_(...)`. Helpers the kernel calls
+  are traced too. The explicit forms (`with vyre.if_(c):` / `with vyre.else_():`,
+  `with vyre.while_(c):`, `vyre.let` + `.set`, `vyre.select`, `vyre.break_()`) work
+  everywhere; they act only through `with` (and `vyre.range` through `for`): one made and
+  never entered is an error at build, never a block silently dropped.
+- A kernel is a plain `def` (no `yield`, no `async`).
 
 Annotations: `vyre.Buffer[ty]` (read-only), `vyre.Output[ty]` (write-only),
 `vyre.InOut[ty]` (read and written; also spelled `vyre.Buffer[ty, "read_write"]`), each
@@ -67,6 +73,8 @@ from .errors import InvalidDispatch
 from .interface import Backend
 from .ir.nodes import Program
 from .ir.types import ScalarType
+from .kernel_ast import compile_kernel
+from .kernel_flow import DEVICE_RANGE_MARK
 from .lru import LruDict
 from .pipeline import Step
 from .shapes import XYZ, static_extents
@@ -326,6 +334,22 @@ def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = No
     return _loop(b, b.for_range(start, end, step, ty, loop_name=name))
 
 
+setattr(range, DEVICE_RANGE_MARK, True)
+
+
+def static(value: Any) -> Any:
+    """`value`, which must be known when the kernel is built (a Python value, not a kernel
+    value): `if vyre.static(flag):` / `for k in range(vyre.static(taps)):` say, and check,
+    that this control flow runs at build time (one branch built, the loop unrolled)."""
+    if isinstance(value, (Value, BufferRef)):
+        raise BuildError(
+            "vyre.static(...) got a kernel value, which is known only per invocation on "
+            "the device, not a build-time value; drop vyre.static to make this control "
+            "flow the device's (`for j in range(n)` over a kernel value loops on the "
+            "device), or pass the value as a keyword-only constant of the kernel")
+    return value
+
+
 def _loop(b: ProgramBuilder, ctx: Any) -> Iterator[Value]:
     finished = False
     with ctx as var:
@@ -491,6 +515,9 @@ class Kernel:
         self.name = name or fn.__name__
         self.workgroup_size = workgroup_size
         self.args = _classify(fn)
+        # the body with plain if/while/for/... compiled (vyre/kernel_ast.py); None where
+        # Python has no source for the function (a REPL, exec): then it is traced as is
+        self._compiled = compile_kernel(fn)
         # keyed by (name, _const_key(value)): type and bits, never `==` alone; one Program
         # per distinct build-time constants, the least recently used dropped beyond
         # KERNEL_CACHE_SIZE (rebuilt when asked for again): a caller sweeping a constant
@@ -599,7 +626,8 @@ class Kernel:
         tracing = _tracing.set((*_tracing.get(), self))
         filename = self.fn.__code__.co_filename
         try:
-            result = self.fn(**call)
+            body = self.fn if self._compiled is None else self._compiled.bind(b)
+            result = body(**call)
             if inspect.isawaitable(result) or inspect.isgenerator(result):
                 getattr(result, "close", lambda: None)()
                 raise BuildError(
@@ -880,6 +908,6 @@ __all__ = [
     "Buffer", "BufferSpec", "Dim", "InOut", "Kernel", "Output", "TypeParam", "assert_",
     "barrier", "break_", "continue_", "else_", "global_id", "global_index", "global_linear_id",
     "if_", "kernel", "let", "lit", "local_id", "local_index", "num_workgroups", "print",
-    "range", "return_", "shared", "subgroup_lane", "subgroup_size", "while_",
+    "range", "return_", "shared", "static", "subgroup_lane", "subgroup_size", "while_",
     "workgroup_id", "workgroup_linear_id",
 ]
