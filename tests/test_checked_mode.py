@@ -203,7 +203,7 @@ def shared_past_end(k, x, y, t, ids):  # type: ignore[no-untyped-def]
 
 def atomic_then_plain_read(k, x, y, t, ids):  # type: ignore[no-untyped-def]
     li, _ = ids
-    k.atomic("add", y, 0, 1.0)
+    k.atomic("add", y, 0, 1.0, relaxed=True)  # (an exact add refuses plain access outright)
     with k.if_(li == 5):
         y[1] = y[0]
 
@@ -211,7 +211,7 @@ def atomic_then_plain_read(k, x, y, t, ids):  # type: ignore[no-untyped-def]
 def atomic_and_plain_store(k, x, y, t, ids):  # type: ignore[no-untyped-def]
     li, _ = ids
     with k.if_(k.workgroup_id(0) == 0):
-        k.atomic("add", y, li % 2, 1.0)
+        k.atomic("add", y, li % 2, 1.0, relaxed=True)
     with k.else_(), k.if_(li == 0):
         y[0] = 0.0
 
@@ -221,7 +221,7 @@ def shared_atomic_mixed(k, x, y, t, ids):  # type: ignore[no-untyped-def]
     with k.if_(li == 0):
         t[0] = 0.0
     k.barrier()
-    k.atomic("add", t, 0, 1.0)
+    k.atomic("add", t, 0, 1.0, relaxed=True)
     with k.if_(li == 3):
         y[i] = t[0]  # read while others still add
 

@@ -35,10 +35,13 @@ OPTIONS = fuzz.GenOptions(types=frozenset({I32, U32}), workgroup_memory=False, a
 
 
 def wrap(v: int, ty: ScalarType) -> int:
+    """`v` in `ty`: 32-bit and the narrow integer types (the fuzzer's byte and halfword
+    loads and stores: casts to them keep the low bits, docs/IR.md)."""
     if ty is BOOL:
         return int(bool(v))
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if ty is I32 and v >= 1 << 31 else v
+    bits = 8 * ty.byte_size
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if ty.is_signed and v >= 1 << (bits - 1) else v
 
 
 def c_div(a: int, b: int, ty: ScalarType) -> int:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import vyre
+from vyre import features as F
 from vyre.backend import BaseBackend
+from vyre.ir import nodes as IR
+from vyre.ir.analysis import walk_all_exprs
 from vyre.tools import fuzz
 
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
@@ -41,6 +45,11 @@ def test_regressions_directory_exists() -> None:
     assert fuzz.regressions_dir().is_dir()
 
 
+def _calls(program: Any) -> set[tuple[str, str]]:
+    """(type name, function) of every Call in `program`."""
+    return {(str(e.ty), e.fn) for e in walk_all_exprs(program) if isinstance(e, IR.Call)}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_saved_case_agrees(path: Path, backend: str, instances: dict[str, BaseBackend],
@@ -52,6 +61,10 @@ def test_saved_case_agrees(path: Path, backend: str, instances: dict[str, BaseBa
         missing = sorted(case.program.required_features - other.capabilities().features)
         if missing:
             pytest.skip(f"{backend} lacks {missing}")
+        refused = sorted(f"{t} {fn}" for t, fn in F.refused_calls(other.capabilities().details)
+                         if (t, fn) in _calls(case.program))
+        if refused:  # a probed capability limit the backend states (docs/IR.md)
+            pytest.skip(f"{backend} refuses {refused} (capabilities().details['refused_calls'])")
     cached = expected.setdefault(path, {})
     bad = fuzz.check_case(case, ref, [other] if other is not ref else [], cached)
     if other is ref:  # the oracle itself: it must run the case, and deterministically

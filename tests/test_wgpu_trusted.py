@@ -32,6 +32,7 @@ from vyre import DispatchConfig, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu import render as wgsl
 from vyre.backends.wgpu import trusted
+from vyre.backends.wgpu.options import WgpuOptions
 from vyre.errors import BackendError
 from vyre.ir import nodes as N
 from vyre.ir.analysis import has_any, walk_expr, walk_stmts
@@ -97,7 +98,8 @@ def _check_verdict(p: N.Program, **options: Any) -> None:
 
 
 _OPTIONS = [{}, {"loop_limited": True}, {"exact_div": True, "exact_sqrt": True},
-            {"flush_subnormals": True}, {"vectors": False}, {"fma_fused": False}]
+            {"flush_subnormals": True}, {"options": WgpuOptions(vectors=False)},
+            {"fma_fused": False}]
 
 
 @pytest.mark.parametrize("options", _OPTIONS, ids=lambda o: ",".join(o) or "default")
