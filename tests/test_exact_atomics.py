@@ -161,8 +161,13 @@ def test_special_values(backend: BaseBackend, case: tuple) -> None:
                    "cancel_to_init_negzero"):
         v = np.array(vals, np.float32)  # one copy: the expected value is for one
     got = run(backend, v, np.zeros(len(v), np.uint32), np.array(init, np.float32))
-    assert same_bits(got, np.array([want], np.float32)), (got, want)
-    assert same_bits(got, oracle(np.array(init, np.float32), np.zeros(len(v), np.uint32), v))
+    # a device whose f32 arithmetic flushes (NVIDIA's Vulkan driver) computes flush mode
+    # (docs/IR.md): subnormal operands and tiny sums are zeros there
+    flush = "f32" in backend.capabilities().details.get("flushes_subnormals", ())
+    if not flush:
+        assert same_bits(got, np.array([want], np.float32)), (got, want)
+    assert same_bits(got, oracle(np.array(init, np.float32), np.zeros(len(v), np.uint32), v,
+                                 flush=flush))
 
 
 def test_untouched_elements_keep_their_bits(backend: BaseBackend) -> None:
