@@ -152,7 +152,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     _approx("pow", 2, np.power, None),
     _approx("atan2", 2, np.arctan2, "atan2"),
     _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
-    _approx("hypot", 2, _hypot, None, (_HYPOT_X, _HYPOT_Y)),
+    _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y)),
     _native("exp", 1, np.exp, "exp"),
     _native("exp2", 1, np.exp2, "exp2"),
     _native("log", 1, np.log, "log"),

@@ -1299,35 +1299,11 @@ def _asin(ctx: _Ctx, ty: ScalarType) -> str:
     )
 
 
-def _hypot(ctx: _Ctx, ty: ScalarType) -> str:
-    """sqrt(x^2 + y^2) without overflow or underflow: both scaled by one power of two
-    (exact) so the larger is in [1, 4), the result scaled back; an infinite operand gives
-    +inf even beside a NaN (C99 Annex F)."""
-    assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
-    _helper(ctx, "vy_bits_f32", _BITS_F32)
-    sqrt = _exact_sqrt_f32(ctx) if ctx.exact_sqrt else "sqrt"
-    return _helper(
-        ctx, "vy_hypot_f32",
-        "fn vy_hypot_f32(x: f32, y: f32) -> f32 {\n"
-        "    let ax = bitcast<u32>(x) & 0x7fffffffu;\n"
-        "    let ay = bitcast<u32>(y) & 0x7fffffffu;\n"
-        "    if (ax == 0x7f800000u || ay == 0x7f800000u) { return vy_bits_f32(0x7f800000u); }\n"
-        "    if (ax > 0x7f800000u || ay > 0x7f800000u) { return vy_bits_f32(0x7fc00000u); }\n"
-        "    let hi = max(ax, ay);  // non-negative floats order as their bits\n"
-        "    if (hi == 0u) { return 0.0f; }\n"
-        "    let e = clamp(254u - min(hi >> 23u, 254u), 1u, 253u);  // 2^(e - 127) scales\n"
-        "    let a = bitcast<f32>(hi) * bitcast<f32>(e << 23u);\n"
-        "    let b = bitcast<f32>(min(ax, ay)) * bitcast<f32>(e << 23u);\n"
-        f"    return {sqrt}(a * a + b * b) * bitcast<f32>((254u - e) << 23u);\n}}",
-    )
-
-
 # Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
 # (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
 _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
     "pow": _pow,
     "asin": _asin,
-    "hypot": _hypot,
 }
 
 

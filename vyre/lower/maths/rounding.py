@@ -53,14 +53,18 @@ def round_dd_f32(b: Builder, hi: X, lo: X) -> X:
     return signed.cast(T.F64).cast(T.F32)
 
 
-def round_f64_f16(b: Builder, y: X) -> X:
-    """f64 `y` rounded once to f16 (nearest even; overflow to inf; NaN stays NaN)."""
-    a = b.let(y.abs())
+def round_f16_grid(b: Builder, a: X) -> X:
+    """f64 `a` >= 0 rounded to nearest even on the f16 grid, as an f64 (>= 65520: inf)."""
     e = ((a.cast(T.F32).bitcast(T.U32) >> 23) & 0xFF).bitcast(T.I32) - 127
     e = e.max(-14).min(16)  # subnormal f16 have the grid of 2^-14's binade
     c = b.let((((e + (42 + 127)).bitcast(T.U32) << 23) | 0x400000).bitcast(T.F32).cast(T.F64))
     r = b.let((a + c) - c)  # a rounded to a multiple of 2^(e - 10), exactly
-    r = b.select(a.ge(65520.0), b.f64(float("inf")), r)  # 65520: halfway to 2^16
+    return b.select(a.ge(65520.0), b.f64(float("inf")), r)  # 65520: halfway to 2^16
+
+
+def round_f64_f16(b: Builder, y: X) -> X:
+    """f64 `y` rounded once to f16 (nearest even; overflow to inf; NaN stays NaN)."""
+    r = round_f16_grid(b, b.let(y.abs()))
     signed = (r.cast(T.F32).bitcast(T.U32) | _sign_of(b, y)).bitcast(T.F32)
     return signed.cast(T.F16)
 
@@ -88,4 +92,4 @@ def finish(b: Builder, ty: ScalarType, y: X, rel_err: float,
     return r
 
 
-__all__ = ["finish", "round_dd_f32", "round_f64_f16"]
+__all__ = ["finish", "round_dd_f32", "round_f16_grid", "round_f64_f16"]
