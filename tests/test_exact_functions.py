@@ -29,7 +29,7 @@ from vyre.ir import nodes as N
 from vyre.tools.testing import EXACT, reference_for, tolerance_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from function_oracle import fast_oracle  # noqa: E402
+from function_oracle import fast_oracle
 
 F32, F16, F64 = ScalarType.F32, ScalarType.F16, ScalarType.F64
 ONE_ARG = ("exp", "exp2", "log", "log2", "tanh")
