@@ -245,3 +245,18 @@ def test_wgpu_without_shader_f64_names_the_function_and_vyre_approx() -> None:
     approx.buffer("out", F32, "write")[0] = vyre.approx.exp(a[0])
     assert "exp(" in wgsl.generate(approx.build(), allowed_types=core).source
 
+
+
+def test_the_fuzzer_compares_the_exact_functions_bit_for_bit() -> None:
+    """fuzz.approximate_buffers (the buffers compared within a ulp bound) holds no result
+    of an exact function's f32 / f16 form, but does hold vyre.approx's and f64's."""
+    from vyre.tools import fuzz
+
+    for fn in FUNCTIONS:
+        assert fuzz.approximate_buffers(_program(fn, F32)) == frozenset(), fn
+        assert fuzz.approximate_buffers(_program(fn, F16)) == frozenset(), fn
+        assert fuzz.approximate_buffers(_program(fn, F64)) == {"out"}, fn
+    assert fuzz.approximate_buffers(_program("approx_exp", F32)) == {"out"}
+    # and it draws their arguments over the whole range: subnormal, huge, the thresholds
+    drawn = set(fuzz._APPROX_SPECIAL_ARGS)
+    assert {1e-45, 3e38, 88.72283, -150.0, 0.99999994} <= drawn
