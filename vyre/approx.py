@@ -3,8 +3,10 @@
 `vyre.approx.exp(x)` is the device's native exp (CUDA's `expf` / `exp`, WGSL's `exp`;
 the reference: NumPy's in f64, rounded once). Results are backend-dependent, within
 docs/IR.md's bound for approximate functions (4 ulp plus 1e-6 near zero, which
-`vyre.tools.testing.tolerance_for` applies to them); `vyre.exp` is the exact one, the
-same bits everywhere. f64 forms: CUDA and the reference (WGSL has none).
+`vyre.tools.testing.tolerance_for` applies to them) for normal arguments, and unbounded
+for a subnormal one (drivers may flush it: lavapipe's log of one is about -88);
+`vyre.exp` is the exact one, the same bits everywhere. f64 forms: CUDA and the reference
+(WGSL has none).
 """
 
 from __future__ import annotations
