@@ -252,7 +252,7 @@ def fast_oracle(fn: str, dtype: type, *arrays: np.ndarray) -> np.ndarray:
         w = _NUMPY[fn](*args)
         if fn == "pow":  # C99: pow(1, y) = pow(x, 0) = 1 even for NaN (NumPy agrees; pin it)
             w = np.where((args[0] == 1) | (args[1] == 0), 1.0, w)
-        out = w.astype(dtype)
+        out: np.ndarray = w.astype(dtype)
         lo = (w - np.abs(w) * _WINDOW).astype(dtype)
         hi = (w + np.abs(w) * _WINDOW).astype(dtype)
     unsure = np.flatnonzero((lo != hi) & np.isfinite(w))
