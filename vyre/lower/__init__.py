@@ -10,13 +10,16 @@ test where an enclosing condition already proves the index, vyre.lower.facts).
 The reference backend interprets both with an assertion of that domain, so
 `reference(P) == reference(lower(P, traits))` checks the lowering on the CPU
 (tests/test_lowering.py). This package must never print source or know a backend's
-spelling; accuracy fixes for one driver stay in that backend.
+spelling; accuracy fixes for one driver stay in that backend. `lower_maths` (the
+functions' exact definitions, vyre.lower.maths) is its first step, and all the reference
+backend applies.
 """
 
+from .maths import lower_maths
 from .memory import guarded_load, guarded_store
 from .names import mangle
 from .passes import lower
 from .traits import ALL_NATIVE, NOTHING_NATIVE, Traits, all_traits
 
 __all__ = ["ALL_NATIVE", "NOTHING_NATIVE", "Traits", "all_traits", "guarded_load",
-           "guarded_store", "lower", "mangle"]
+           "guarded_store", "lower", "lower_maths", "mangle"]

@@ -1,6 +1,9 @@
 """The lowering passes: each IR rule a target lacks, rewritten into the core.
 
-Rules (docs/IR.md), each applied unless the target's `Traits` says it has it natively:
+First, for every target, every call of a function with an exact definition (exp, log,
+...) is replaced by it (vyre.lower.maths: the same IR for every backend, the reference
+included). Then the rules (docs/IR.md), each applied unless the target's `Traits` says it
+has it natively:
 - integer div / rem: by zero -> 0, MIN / -1 -> MIN, MIN % -1 -> 0, as a native division
   by a divisor made safe (`select(bad, 1, b)`: a / 1 = a and a % 1 = 0 are the IR's answers
   for MIN / -1 and MIN % -1) and a select for division by zero;
@@ -37,6 +40,7 @@ from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_parts
 
+from .maths import lower_maths
 from .memory import Guards
 from .traits import Traits
 
@@ -296,6 +300,7 @@ def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
 
 def lower(program: N.Program, traits: Traits) -> N.Program:
     """`program` rewritten into the core for a target with `traits` (same declarations)."""
+    program = lower_maths(program)
     lw = _Lowering(program, traits)
     facts = lw.memory is not None and lw.memory.facts is not None
     body = lw.block(program.body) if facts else map_block(program.body, lw.stmt)

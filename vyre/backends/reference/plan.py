@@ -24,6 +24,7 @@ from vyre.binding import BoundDispatch
 from vyre.config import MAX_GRID_DIM, IndirectGrid
 from vyre.errors import DispatchError
 from vyre.ir import nodes as N
+from vyre.lower.maths import lower_maths
 
 from .interpreter import Chunk, Invocations, Memory
 
@@ -37,13 +38,15 @@ CHUNK_WORKGROUP_BYTES = 1 << 28
 class Plan:
     """A Program prepared for the interpreter."""
 
-    program: N.Program
+    program: N.Program  # (with the functions' exact definitions, vyre.lower.maths)
     workgroups_per_chunk: int
     subgroup_size: int = 32
 
     @classmethod
     def prepare(cls, program: N.Program, chunk_lanes: int | None = None,
                 subgroup_size: int = 32) -> Plan:
+        # the functions' exact definitions: the same IR every other backend runs
+        program = lower_maths(program)
         lanes = CHUNK_LANES if chunk_lanes is None else chunk_lanes
         per_chunk = max(1, lanes // program.invocations_per_workgroup)
         if program.workgroup_bytes:

@@ -1,0 +1,213 @@
+"""A small IR expression builder for writing the function lowerings readably.
+
+`X` wraps an IR expression and gives it Python operators (`+ - *` on numbers, `& | ^ << >>
+~` on integers, `-x`), comparisons as methods (`a.lt(b)`: `==` stays Python's), and casts;
+a Python number beside an `X` becomes a constant of the `X`'s type. `Builder` makes
+constants (f64 ones also by their bits), selects, and locals: `let` evaluates an
+expression once into a new local (named with a `.`, which no user name can contain),
+`var` / `assign` a mutable one, and `when(cond)` puts the statements made inside it under
+an `if`. The statements a lowering makes go before the statement that held the call
+(vyre.lower.maths.apply). Only IR operations every backend computes exactly belong in a
+lowering (the package docstring says which); this module checks nothing of that.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from vyre.ir import nodes as N
+from vyre.ir.nodes import made
+from vyre.ir.types import ScalarType
+
+T = ScalarType
+
+
+class X:
+    """An IR expression under construction (immutable; operators make new ones)."""
+
+    __slots__ = ("b", "e")
+
+    def __init__(self, b: Builder, e: N.ExprNode) -> None:
+        self.b = b
+        self.e = e
+
+    @property
+    def ty(self) -> ScalarType:
+        return self.e.ty
+
+    def _o(self, other: X | float | int | bool) -> N.ExprNode:
+        if isinstance(other, X):
+            return other.e
+        return self.b.const(self.ty, other).e
+
+    def _bin(self, op: str, other: X | float | int | bool, swap: bool = False) -> X:
+        a, o = self.e, self._o(other)
+        if swap:
+            a, o = o, a
+        ty = T.BOOL if op in N.COMPARISON_OPS or op in N.LOGICAL_OPS else a.ty
+        return X(self.b, made(N.Binary, op=op, a=a, b=o, ty=ty))
+
+    # arithmetic (numbers)
+    def __add__(self, o: X | float | int) -> X:
+        return self._bin("add", o)
+
+    def __radd__(self, o: float | int) -> X:
+        return self._bin("add", o, swap=True)
+
+    def __sub__(self, o: X | float | int) -> X:
+        return self._bin("sub", o)
+
+    def __rsub__(self, o: float | int) -> X:
+        return self._bin("sub", o, swap=True)
+
+    def __mul__(self, o: X | float | int) -> X:
+        return self._bin("mul", o)
+
+    def __rmul__(self, o: float | int) -> X:
+        return self._bin("mul", o, swap=True)
+
+    def __neg__(self) -> X:
+        return X(self.b, made(N.Unary, op="neg", a=self.e, ty=self.ty))
+
+    # bits (integers)
+    def __and__(self, o: X | int) -> X:
+        return self._bin("and", o)
+
+    def __or__(self, o: X | int) -> X:
+        return self._bin("or", o)
+
+    def __xor__(self, o: X | int) -> X:
+        return self._bin("xor", o)
+
+    def __lshift__(self, o: X | int) -> X:
+        return self._bin("shl", o if isinstance(o, X) else self.b.u32(o))
+
+    def __rshift__(self, o: X | int) -> X:
+        return self._bin("shr", o if isinstance(o, X) else self.b.u32(o))
+
+    def __invert__(self) -> X:
+        return X(self.b, made(N.Unary, op="bit_not", a=self.e, ty=self.ty))
+
+    # comparisons (bool results) and logic
+    def lt(self, o: X | float | int) -> X:
+        return self._bin("lt", o)
+
+    def le(self, o: X | float | int) -> X:
+        return self._bin("le", o)
+
+    def gt(self, o: X | float | int) -> X:
+        return self._bin("gt", o)
+
+    def ge(self, o: X | float | int) -> X:
+        return self._bin("ge", o)
+
+    def eq(self, o: X | float | int) -> X:
+        return self._bin("eq", o)
+
+    def ne(self, o: X | float | int) -> X:
+        return self._bin("ne", o)
+
+    def land(self, o: X | bool) -> X:
+        return self._bin("logical_and", o)
+
+    def lor(self, o: X | bool) -> X:
+        return self._bin("logical_or", o)
+
+    def not_(self) -> X:
+        return X(self.b, made(N.Unary, op="not", a=self.e, ty=T.BOOL))
+
+    # conversions
+    def cast(self, ty: ScalarType) -> X:
+        """Value conversion (docs/IR.md "Cast"; float -> int saturates and truncates)."""
+        return self if ty is self.ty else X(self.b, made(N.Cast, a=self.e, ty=ty))
+
+    def bitcast(self, ty: ScalarType) -> X:
+        return self if ty is self.ty else X(self.b, made(N.Bitcast, a=self.e, ty=ty))
+
+    def abs(self) -> X:
+        """|x| (floats: the sign bit cleared, exact and never flushed)."""
+        return X(self.b, made(N.Call, fn="abs", args=(self.e,), ty=self.ty))
+
+    def min(self, o: X | float | int) -> X:
+        return self._bin("min", o)
+
+    def max(self, o: X | float | int) -> X:
+        return self._bin("max", o)
+
+
+class Builder:
+    """Makes constants, selects and locals; collects the statements a lowering needs
+    before the statement that held the call (`stmts`)."""
+
+    def __init__(self, fresh: Callable[[], str]) -> None:
+        self.fresh = fresh
+        self.stmts: list[N.StmtNode] = []
+
+    # ------------------------------------------------------------ constants
+    def const(self, ty: ScalarType, v: float | int | bool) -> X:
+        return X(self, N.Const(ty=ty, value=v))
+
+    def f64(self, v: float) -> X:
+        return self.const(T.F64, float(v))
+
+    def f64_bits(self, bits: int) -> X:
+        """The f64 constant with these IEEE bits (for constants written as in C's hex)."""
+        return self.f64(struct.unpack("<d", struct.pack("<Q", bits))[0])
+
+    def f32(self, v: float) -> X:
+        return self.const(T.F32, float(v))
+
+    def i32(self, v: int) -> X:
+        return self.const(T.I32, int(v))
+
+    def u32(self, v: int) -> X:
+        return self.const(T.U32, int(v))
+
+    def true(self) -> X:
+        return self.const(T.BOOL, True)
+
+    # ------------------------------------------------------------ expressions
+    def wrap(self, e: N.ExprNode) -> X:
+        return X(self, e)
+
+    def select(self, cond: X, a: X | float | int, b: X | float | int) -> X:
+        """`a` where `cond`, else `b` (both evaluated; constants take the other's type)."""
+        if not isinstance(a, X):
+            assert isinstance(b, X), "select needs one typed operand"
+            a = self.const(b.ty, a)
+        if not isinstance(b, X):
+            b = self.const(a.ty, b)
+        return X(self, made(N.Select, cond=cond.e, a=a.e, b=b.e, ty=a.ty))
+
+    # ------------------------------------------------------------ locals and statements
+    def let(self, v: X) -> X:
+        """`v` evaluated once, into a new local (constants and locals as they are)."""
+        if isinstance(v.e, (N.Const, N.Var, N.Param)):
+            return v
+        return self.var(v)
+
+    def var(self, v: X) -> X:
+        """A new mutable local initialised to `v` (for `assign`)."""
+        name = self.fresh()
+        self.stmts.append(made(N.Let, name=name, value=v.e))
+        return X(self, made(N.Var, name=name, ty=v.ty))
+
+    def assign(self, var: X, v: X) -> None:
+        assert isinstance(var.e, N.Var) and var.ty is v.ty
+        self.stmts.append(made(N.Assign, name=var.e.name, value=v.e))
+
+    @contextmanager
+    def when(self, cond: X) -> Iterator[None]:
+        """The statements made inside run only where `cond` holds (an IR `if`); its
+        locals are not visible after it: `assign` a `var` made before it instead."""
+        outer, self.stmts = self.stmts, []
+        try:
+            yield
+        finally:
+            then, self.stmts = tuple(self.stmts), outer
+        self.stmts.append(made(N.If, cond=cond.e, then=then, orelse=()))
+
+
+__all__ = ["Builder", "X"]
