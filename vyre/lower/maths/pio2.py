@@ -1,0 +1,99 @@
+"""Exact reduction of a binary32 argument by multiples of pi/2 (for sin, cos, tan).
+
+Given |x| (its f32 bits), `reduce_pio2` returns the quadrant k = round(|x| * 2/pi) mod 4
+and r = |x| - k * pi/2 as a double-double (rh, rl), for every finite f32 however large
+(Payne and Hanek's method): with |x| = m * 2^s (m the 24-bit significand), only the bits
+of 2/pi from weight 2^(1 - s) on matter modulo 4, so a 128-bit window of 2/pi's bits,
+starting at that weight (a shifted select of words of the table below), is multiplied
+by m in 16-bit limbs (u32 products of 16 x 16 bits are exact; no 64-bit integers, which
+not every device has). The 2 integer bits of the product give k, the rest the fraction,
+converted to a double-double and multiplied by pi/2.
+
+Accuracy: the window is truncated after 126 fraction bits, so the fraction is short by
+less than m * 2^-126 < 2^-102; the double-double conversion and the product by pi/2 add
+a few 2^-104 relative. The smallest |r| of any f32 with |x| >= pi/4 is about 2^-29
+(measured over every f32; x = 0x6a697c6e... gives such), so r is within 2^-70 of exact,
+relatively. Arguments with |x| < pi/4 have k = 0 and r = x exactly (the caller selects).
+Reads only u32 and f64 operations (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from vyre.ir.types import ScalarType
+
+from . import dd
+from .build import Builder, X
+
+T = ScalarType
+
+_WORDS = 9  # 2/pi's bits after one zero word (a small exponent's window starts before them)
+
+
+def _atan_inv(n: int, terms: int) -> Fraction:
+    return sum((Fraction((-1) ** i, (2 * i + 1) * n ** (2 * i + 1)) for i in range(terms)),
+               Fraction(0))
+
+
+# pi by Machin's formula (16 atan(1/5) - 4 atan(1/239)), each series summed exactly far
+# past the 2^-300 the table needs
+_PI = 16 * _atan_inv(5, 160) - 4 * _atan_inv(239, 70)
+PIO2 = _PI / 2
+_G = [(((2 / _PI) * 2 ** (_WORDS * 32 - 32)).__floor__() >> (32 * (_WORDS - 1 - i))) & 0xFFFFFFFF
+      for i in range(_WORDS)]
+
+
+def _table(b: Builder, w0: X, j: int) -> X:
+    """_G[w0 + j] for w0 in 0..4, as a select tree of constants (no constant arrays)."""
+    v = b.u32(_G[j + 4])
+    for w in range(3, -1, -1):
+        v = b.select(w0.eq(w), b.u32(_G[j + w]), v)
+    return b.let(v)
+
+
+def reduce_pio2(b: Builder, ab: X) -> tuple[X, X, X]:
+    """(k, rh, rl) for the f32 bits `ab` of |x| (sign clear) with |x| >= 0.5: k (u32) in
+    0..3 and rh + rl = |x| - k' * pi/2 for the integer k' = k mod 4 nearest |x| * 2/pi.
+    Garbage (but finite) for inf and NaN bits: the caller selects those."""
+    e = (ab >> 23).max(126)
+    m = b.let((ab & 0x7FFFFF) | 0x800000)
+    p0 = b.let(e - 120)  # the window's first bit: weight 2^1 of 2^s * (2/pi), s = e - 150
+    w0 = b.let(p0 >> 5)
+    sh = b.let(p0 & 31)
+    back = b.let(b.u32(31) - sh)
+    g = [_table(b, w0, j) for j in range(5)]
+    # four words of the window: the table shifted left by sh bits (a shift by 32 - sh
+    # written as >> 1 >> (31 - sh): shift amounts are taken modulo 32)
+    f = [b.let((g[j] << sh) | ((g[j + 1] >> 1) >> back)) for j in range(4)]
+    h = [x for w in f for x in (b.let(w >> 16), b.let(w & 0xFFFF))]  # 8 limbs, first = top
+    m1, m0 = b.let(m >> 16), b.let(m & 0xFFFF)
+    y: list[X] = [b.u32(0)] * 8
+    carry: X = b.u32(0)
+    for i in range(7, -1, -1):
+        lo = b.let(m0 * h[i])
+        acc = lo & 0xFFFF
+        up = lo >> 16
+        if i < 7:
+            hi = b.let(m1 * h[i + 1])
+            acc = acc + (hi & 0xFFFF)
+            up = up + (hi >> 16)
+        acc = b.let(acc + carry)
+        y[i] = b.let(acc & 0xFFFF)
+        if i:
+            carry = b.let(up + (acc >> 16))
+    # y[0]'s top 2 bits are the integer part mod 4; bit 13 is the half
+    k = b.let(((y[0] + 0x2000) >> 14) & 3)
+    t0 = b.let((y[0] - (k << 14)) & 0xFFFF)
+    v0 = t0.cast(T.F64) - b.select(t0.ge(0x8000), b.f64(65536.0), b.f64(0.0))
+    f64 = [v.cast(T.F64) for v in y]
+    a = ((v0 * 65536.0 + f64[1]) * 65536.0 + f64[2]) * 2.0**-46  # exact (48 bits)
+    bb = ((f64[3] * 65536.0 + f64[4]) * 65536.0 + f64[5]) * 2.0**-94  # exact
+    c = (f64[6] * 65536.0 + f64[7]) * 2.0**-126  # exact
+    # |a| >= 2^-46 > bb + c unless a = 0: fast_two_sum's condition
+    rh, rl = dd.fast_two_sum(b, b.let(a), b.let(bb + c))
+    r = dd.mul(b, (rh, rl), dd.dd_const(b, PIO2))
+    return k, r[0], r[1]
+
+
+__all__ = ["PIO2", "reduce_pio2"]
