@@ -21,6 +21,7 @@ rounded once (every f16 input tested).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from vyre.ir.types import ScalarType
@@ -57,43 +58,74 @@ def _horner(z: X, cs: list[float]) -> X:
     return acc
 
 
-def _sincos(b: Builder, x: X, is_cos: bool) -> X:
-    ty = x.ty
-    xd = b.let(x.cast(T.F64))  # exact; in flush mode a subnormal reads as a zero
+@dataclass(frozen=True)
+class Reduced:
+    """An f32 / f16 argument reduced: |x| = k pi/2 + r (r = hi + lo, |r| <= pi/4)."""
+
+    ty: ScalarType  # the argument's type
+    bits: X  # its f32 bits (u32)
+    special: X  # inf or NaN (bool)
+    k: X  # the quadrant, u32 (only k mod 4 matters)
+    hi: X
+    lo: X
+
+
+def reduce(b: Builder, x: X) -> Reduced:
+    """`x` (f32 or f16) reduced by pi/2; inf and NaN get a stand-in r (flagged special)."""
+    xd = x.cast(T.F64)  # exact; in flush mode a subnormal reads as a zero
     bits = b.let(xd.cast(T.F32).bitcast(T.U32))  # exact: f16 and f32 are both f32s
     ab = b.let(bits & 0x7FFFFFFF)
+    special = b.let(ab.ge(0x7F800000))
+    ab = b.let(b.select(special, b.u32(0x3F800000), ab))  # stand-in: 1.0
     k, rh, rl = reduce_pio2(b, ab)
     small = b.let(ab.lt(_PIO4_BITS))
-    q = b.select(small, b.u32(0), k)
-    if is_cos:
-        q = q + 1
-    q = b.let(q)
-    r_hi = b.let(b.select(small, xd.abs(), rh))
-    r_lo = b.let(b.select(small, b.f64(0.0), rl))
+    return Reduced(ty=x.ty, bits=bits, special=special,
+                   k=b.let(b.select(small, b.u32(0), k)),
+                   hi=b.let(b.select(small, ab.bitcast(T.F32).cast(T.F64), rh)),
+                   lo=b.let(b.select(small, b.f64(0.0), rl)))
+
+
+def sin_cos_fast(b: Builder, r: Reduced) -> tuple[X, X]:
+    """(sin(r), cos(r)) in f64, within 1.7 and 3.5 * 2^-53 (module docstring)."""
+    z = b.let(r.hi * r.hi)
+    half = b.let(1.0 - z * 0.5)
+    s = r.hi + (r.hi * z * _horner(z, _P) + r.lo * half)
+    c = half + (z * z * _horner(z, _Q) - r.lo * r.hi)
+    return b.let(s), b.let(c)
+
+
+def sin_cos_slow(b: Builder, r: Reduced) -> tuple[dd.DD, dd.DD]:
+    """(sin(r), cos(r)) in double-double (Taylor series, within a few 2^-100)."""
+    rr = (r.hi, r.lo)
+    zz = dd.mul(b, rr, rr)
+    sn = dd.mul(b, rr, dd.horner(b, [dd.dd_const(b, v) for v in _SIN_TAYLOR], zz))
+    return sn, dd.horner(b, [dd.dd_const(b, v) for v in _COS_TAYLOR], zz)
+
+
+def nan_of(b: Builder, ty: ScalarType) -> X:
+    return b.u32(0x7FC00000).bitcast(T.F32).cast(ty)
+
+
+def _sincos(b: Builder, x: X, is_cos: bool) -> X:
+    r = reduce(b, x)
+    q = r.k + 1 if is_cos else r.k
     odd = b.let((q & 1).eq(1))
     flip = (q >> 1) & 1
     if not is_cos:
-        flip = flip ^ (bits >> 31)
+        flip = flip ^ (r.bits >> 31)
     neg = b.let(flip.eq(1))
-
-    z = b.let(r_hi * r_hi)
-    s = r_hi + (r_hi * z * _horner(z, _P) + r_lo * (1.0 - z * 0.5))
-    c = (1.0 - z * 0.5) + (z * z * _horner(z, _Q) - r_lo * r_hi)
+    s, c = sin_cos_fast(b, r)
     y = b.let(b.select(odd, c, s))
     y = b.select(neg, -y, y)
 
     def slow() -> dd.DD:
-        r = (r_hi, r_lo)
-        zz = dd.mul(b, r, r)
-        sn = dd.mul(b, r, dd.horner(b, [dd.dd_const(b, v) for v in _SIN_TAYLOR], zz))
-        cs = dd.horner(b, [dd.dd_const(b, v) for v in _COS_TAYLOR], zz)
+        sn, cs = sin_cos_slow(b, r)
         hi = b.let(b.select(odd, cs[0], sn[0]))
         lo = b.let(b.select(odd, cs[1], sn[1]))
         return b.select(neg, -hi, hi), b.select(neg, -lo, lo)
 
-    out = finish(b, ty, y, FAST_ERR, slow)
-    nan = b.u32(0x7FC00000).bitcast(T.F32).cast(ty)
-    return b.select(ab.ge(0x7F800000), nan, out)  # inf, NaN -> NaN
+    out = finish(b, r.ty, y, FAST_ERR, slow)
+    return b.select(r.special, nan_of(b, r.ty), out)  # inf, NaN -> NaN
 
 
 @lowering("sin", T.F32, T.F16)
