@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import builder, errors, features
+from . import approx, builder, errors, features
 from .backend import BaseBackend, Capabilities, CompileStats, Pending
 from .backends.reference.checked import CheckReport, CheckSetting, CheckWarning
 from .binding import BoundDispatch, validate_buffer_ownership
@@ -140,6 +140,7 @@ __all__ = [
     "TypeParam",
     "UnsupportedFeature",
     "abs_",
+    "approx",
     "asin",
     "atan2",
     "available_backends",

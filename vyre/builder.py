@@ -1095,19 +1095,20 @@ def sqrt(x: Value) -> Value:
     return _fn("sqrt", x)
 
 def exp(x: Value) -> Value:
-    """e**x."""
+    """e**x (f32 / f16: correctly rounded, the same bits on every backend; vyre.approx.exp
+    is the device's own)."""
     return _fn("exp", x)
 
 def exp2(x: Value) -> Value:
-    """2**x."""
+    """2**x (f32 / f16: correctly rounded, the same bits on every backend)."""
     return _fn("exp2", x)
 
 def log(x: Value) -> Value:
-    """Natural logarithm."""
+    """Natural logarithm (f32 / f16: correctly rounded, the same bits on every backend)."""
     return _fn("log", x)
 
 def log2(x: Value) -> Value:
-    """Base-2 logarithm."""
+    """Base-2 logarithm (f32 / f16: correctly rounded, the same bits on every backend)."""
     return _fn("log2", x)
 
 def sin(x: Value) -> Value:

@@ -157,6 +157,15 @@ def uses_subgroups(program: Program) -> bool:
     return program.expr_facts.subgroups
 
 
+def uses_approximate_calls(program: Program) -> bool:
+    """Whether `program` calls a function that is approximate for the call's type
+    (vyre.ir.nodes.approximate_call; not those with an exact definition)."""
+    from .nodes import approximate_call
+
+    return any(isinstance(e, Call) and approximate_call(e.fn, e.ty)
+               for e in walk_all_exprs(program))
+
+
 def uses_float_ops(program: Program, names: frozenset[str]) -> bool:
     for e in walk_all_exprs(program):
         if isinstance(e, Call) and e.fn in names and e.ty.is_float:
@@ -181,6 +190,7 @@ __all__ = [
     "required_features",
     "stmt_exprs",
     "types_used",
+    "uses_approximate_calls",
     "uses_float_ops",
     "uses_subgroups",
     "walk_all_exprs",

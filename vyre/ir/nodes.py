@@ -64,8 +64,16 @@ BITWISE_OPS = ops.binary_names("bitwise")
 SHIFT_OPS = ops.binary_names("shift")
 ARITH_OPS = ops.binary_names("arith")
 FLOAT_ONLY_FNS = frozenset(o.name for o in ops.CALL_OPS if o.float_only)
-# Functions whose float results are compared with a ulp tolerance rather than bit-exactly.
+# Functions whose float results are compared with a ulp tolerance rather than bit-exactly
+# for at least one type (`approximate_call` says for which).
 APPROX_FNS = frozenset(o.name for o in ops.CALL_OPS if o.approximate)
+
+
+def approximate_call(fn: str, ty: ScalarType) -> bool:
+    """Whether a call of `fn` with result type `ty` is approximate (docs/IR.md "Calls"):
+    not for the types with an exact definition (vyre.lower.maths)."""
+    op = ops.CALLS.get(fn)
+    return op is not None and op.approximate_for(ty)
 FN_ARITY = {o.name: o.arity for o in ops.CALL_OPS}
 
 

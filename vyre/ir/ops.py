@@ -52,8 +52,12 @@ class CallOp:
     """A function call. Operands and result share one type.
 
     `approximate`: docs/IR.md's approximate class (compared within 4 ulp plus 1e-6 near
-    zero); `reference` is then the f64 NumPy function the reference evaluates and rounds
-    once to the type (exact functions have their own code in the reference's numeric.py).
+    zero) for every float type not in `exact_types`; `reference` is then the f64 NumPy
+    function the reference evaluates and rounds once to the type (exact functions have
+    their own code in the reference's numeric.py). `exact_types`: the types for which the
+    function has one exact definition (vyre.lower.maths rewrites every call of it into IR
+    operations before any backend sees it, the reference included), so it is compared
+    bit for bit there. The `approx_*` functions are the backends' own (vyre.approx).
     `c_f32` / `c_f64`: the C math library names (CUDA); f16 goes through f32.
     `wgsl`: the WGSL builtin printed as is, or None where the WGSL printer has a hook (a
     helper that gives the IR's semantics) for it. `wgsl_f64`: WGSL/SPIR-V has an f64 form
@@ -72,6 +76,11 @@ class CallOp:
     wgsl: str | None = None
     wgsl_f64: bool = True
     samples: tuple[tuple[float, ...], ...] = ()
+    exact_types: frozenset[str] = frozenset()
+
+    def approximate_for(self, ty: str) -> bool:
+        """Whether a call of this function with result type `ty` is approximate."""
+        return self.approximate and ty not in self.exact_types
 
     def __post_init__(self) -> None:
         assert not self.approximate or self.reference is not None, self.name
@@ -89,6 +98,23 @@ def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: s
     return CallOp(name, arity, approximate=True, reference=reference, c_f32=f"{name}f",
                   c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
 
+
+def _exact(name: str, arity: int, reference: Callable[..., np.ndarray],
+           samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
+    """A function with one exact definition for f32 and f16 (vyre.lower.maths), never
+    spelled by a printer for them; f64 stays approximate (C's `name`; no WGSL f64 form)."""
+    return CallOp(name, arity, approximate=True, reference=reference, c_f64=name, wgsl=None,
+                  wgsl_f64=False, samples=samples, exact_types=_LOWERED)
+
+
+def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str) -> CallOp:
+    """`approx_<name>`: the backend's own function (C's `namef` / `name`, WGSL's builtin),
+    reached only by this name (vyre.approx); backend-dependent within docs/IR.md's bound."""
+    return CallOp(f"approx_{name}", arity, approximate=True, reference=reference,
+                  c_f32=f"{name}f", c_f64=name, wgsl=wgsl, wgsl_f64=False)
+
+
+_LOWERED = frozenset({"f32", "f16"})
 
 # Near 1 asin's slope is unbounded: the samples include 1 - 2^-k and the ends exactly.
 _ASIN_X = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 0.999, -0.9999999, 1e-30, 0.25, 0.75,
@@ -109,10 +135,10 @@ def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 CALL_OPS: tuple[CallOp, ...] = (
     CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs"),
     _libm("sqrt", 1, "sqrt"),
-    _approx("exp", 1, np.exp, "exp"),
-    _approx("exp2", 1, np.exp2, "exp2"),
-    _approx("log", 1, np.log, "log"),
-    _approx("log2", 1, np.log2, "log2"),
+    _exact("exp", 1, np.exp),
+    _exact("exp2", 1, np.exp2),
+    _exact("log", 1, np.log),
+    _exact("log2", 1, np.log2),
     _approx("sin", 1, np.sin, "sin"),
     _approx("cos", 1, np.cos, "cos"),
     _approx("tan", 1, np.tan, "tan"),
@@ -127,6 +153,10 @@ CALL_OPS: tuple[CallOp, ...] = (
     _approx("atan2", 2, np.arctan2, "atan2"),
     _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
     _approx("hypot", 2, _hypot, None, (_HYPOT_X, _HYPOT_Y)),
+    _native("exp", 1, np.exp, "exp"),
+    _native("exp2", 1, np.exp2, "exp2"),
+    _native("log", 1, np.log, "log"),
+    _native("log2", 1, np.log2, "log2"),
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (

@@ -291,11 +291,14 @@ class Disagreement:
         return f"{self.backend}, {where}: {self.message}"
 
 
-def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[str]:
+def buffers_computed_with(program: N.Program, ops: frozenset[str],
+                          approximate_only: bool = False) -> frozenset[str]:
     """Buffers that may hold a float value computed with one of `ops` (function or binary
     operator names): its expression uses one, reads a local holding such a value or loads
     from such a buffer (to a fixpoint, flow-insensitive). A float min/max/clamp written
-    `op(...) + 0.0` (the generator's canonical zero sign) does not count as using `op`."""
+    `op(...) + 0.0` (the generator's canonical zero sign) does not count as using `op`.
+    `approximate_only`: a call counts only where it is approximate for its type
+    (N.approximate_call: f32 exp, with its exact definition, does not)."""
     tainted_locals: set[str] = set()
     tainted: set[str] = set()
 
@@ -305,7 +308,9 @@ def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[
                 and isinstance(e.a, (N.Binary, N.Call))):
             return any(uses(x) for x in child_exprs(e.a))  # canonical: e.a's op is settled
         if isinstance(e, (N.Call, N.Binary)) and e.ty.is_float and (
-                (e.fn if isinstance(e, N.Call) else e.op) in ops):
+                (e.fn if isinstance(e, N.Call) else e.op) in ops) and not (
+                approximate_only and isinstance(e, N.Call)
+                and not N.approximate_call(e.fn, e.ty)):
             return True
         if isinstance(e, N.Subgroup) and e.ty.is_float and e.combine in ops:
             return True
@@ -335,9 +340,10 @@ def buffers_computed_with(program: N.Program, ops: frozenset[str]) -> frozenset[
 
 
 def approximate_buffers(program: N.Program) -> frozenset[str]:
-    """Buffers that may hold a value computed by an approximate function (N.APPROX_FNS):
-    only these get `tolerance_for`'s ulp bound; docs/IR.md makes every other result exact."""
-    return buffers_computed_with(program, N.APPROX_FNS)
+    """Buffers that may hold a value computed by a function approximate for its type
+    (N.approximate_call): only these get `tolerance_for`'s ulp bound; docs/IR.md makes
+    every other result exact (f32 / f16 exp, log, ... included: vyre.lower.maths)."""
+    return buffers_computed_with(program, N.APPROX_FNS, approximate_only=True)
 
 
 def buffer_tolerance(program: N.Program, buffer: str, backend_kind: str) -> Tolerance:
@@ -554,8 +560,12 @@ _FLOAT_SPECIALS = [
 ]
 # Arguments that probe the special cases of approximate functions (signs of zero results:
 # pow(-0, odd), sin(-0), tan(-0); pow(+-0, y < 0) = +-inf).
+# The exact functions (vyre.lower.maths) over their whole range: subnormals, huge values,
+# the overflow / underflow thresholds of exp / exp2, 1 +- ulp for log, pow's special cases.
 _APPROX_SPECIAL_ARGS = [0.0, -0.0, 0.0, -0.0, -0.0, -1.0, -3.0, 3.0, -2.0, -0.5, 0.5, float("inf"),
-                        float("-inf"), float("nan"), 1.0]
+                        float("-inf"), float("nan"), 1.0, 1e-45, -1e-40, 2.0**-126, 3e38,
+                        -3e38, 88.72283, -103.97208, 128.0, -149.5, -150.0, 0.99999994,
+                        1.0000001, 2.0, 0.1]
 
 
 def _range(ty: ScalarType) -> tuple[int, int]:

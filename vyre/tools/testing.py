@@ -23,8 +23,8 @@ import numpy as np
 from vyre import features as F
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig
-from vyre.ir.analysis import uses_float_ops
-from vyre.ir.nodes import APPROX_FNS, Program
+from vyre.ir.analysis import uses_approximate_calls, uses_float_ops
+from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
 
@@ -72,13 +72,15 @@ def tolerance_for(program: Program, backend_kind: str) -> Tolerance:
     """The float tolerance a backend's results for `program` are held to: the same on
     every backend kind (`backend_kind` is accepted for callers that pass it).
 
-    Approximate functions (exp, log, sin, ...; docs/IR.md names them) are allowed 4 ulp
-    plus a small absolute slack near zero (sin(pi) is ~1e-8, far in ulps from 0).
-    Everything else is exact: division and sqrt are correctly rounded on every backend
-    (on wgpu, vyre's exact versions where the adapter's are not, see docs/IR.md).
+    Approximate functions (the backends' own `approx_*`, sin, cos, ..., and f64 exp, log,
+    ...; docs/IR.md names them) are allowed 4 ulp plus a small absolute slack near zero
+    (sin(pi) is ~1e-8, far in ulps from 0). Everything else is exact: division and sqrt
+    are correctly rounded on every backend (on wgpu, vyre's exact versions where the
+    adapter's are not, see docs/IR.md), and the functions with one exact definition (f32
+    and f16 exp, exp2, log, log2, ...: vyre.lower.maths) are the same IR everywhere.
     """
     del backend_kind
-    if uses_float_ops(program, APPROX_FNS):
+    if uses_approximate_calls(program):
         return Tolerance(ulps=4, atol=1e-6, rtol=1e-6, zero_sign=False)
     if uses_float_ops(program, SIGN_OF_ZERO_OPEN):
         return Tolerance(zero_sign=False)

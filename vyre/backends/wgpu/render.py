@@ -31,6 +31,7 @@ from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.ir.visit import children
 from vyre.lower import Traits, lower, mangle
+from vyre.lower.maths import lowered_calls
 from vyre.subgroups import identity as sg_identity
 
 from . import loopcount
@@ -921,43 +922,6 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
     )
 
 
-def _exp_log_f32(ctx: _Ctx, fn: str) -> str:
-    """exp/exp2 with the exponent split off exactly (drivers compute exp as
-    exp2(x * log2(e)), off by ~|x| ulp near overflow); log/log2 that normalise subnormal
-    inputs first (drivers flush them to 0). The remaining evaluation is the driver's on a
-    small range, where it is within the IR's tolerance."""
-    name = f"vy_{fn}_f32"
-    if fn == "exp":
-        body = (
-            "    if (x > 88.7228394f) { return vy_bits_f32(0x7f800000u); }\n"
-            "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }  // NaN\n"
-            "    if (x < -104.0f) { return 0.0f; }\n"
-            "    let n = round(x * 1.44269504f);\n"
-            "    let r = (x - n * 0.693359375f) - n * -2.12194440e-4f;\n"
-            "    return ldexp(exp(r), i32(n));\n"
-        )
-    elif fn == "exp2":
-        body = (
-            "    if (x >= 128.0f) { return vy_bits_f32(0x7f800000u); }\n"
-            "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }  // NaN\n"
-            "    if (x < -150.0f) { return 0.0f; }\n"
-            "    let n = floor(x);\n"
-            "    return ldexp(exp2(x - n), i32(n));\n"
-        )
-    else:
-        scale = "1.0f" if fn == "log2" else "0.693147181f"
-        body = (
-            "    let bits = bitcast<u32>(x);\n"
-            "    if (bits == 0u || bits >= 0x00800000u) {"
-            f" return {fn}(x); }}  // 0, normal, negative, inf, NaN\n"
-            "    let k = 31u - countLeadingZeros(bits);  // subnormal: bits * 2^-149\n"
-            "    let y = bitcast<f32>(((bits << (23u - k)) & 0x007fffffu) | 0x3f800000u);\n"
-            f"    return {fn}(y) + f32(i32(k) - 149i) * {scale};\n"
-        )
-    _helper(ctx, "vy_bits_f32", _BITS_F32)
-    return _helper(ctx, name, f"fn {name}(x: f32) -> f32 {{\n{body}}}")
-
-
 def _fma_f32(ctx: _Ctx) -> str:
     """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
     f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
@@ -1425,8 +1389,6 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:
         r = f"{_sincos_f32(ctx, fn)}({fa[0]})"
-    elif fn in ("exp", "exp2", "log", "log2") and ct is T.F32:
-        r = f"{_exp_log_f32(ctx, fn)}({fa[0]})"
     elif fn == "tan" and ct is T.F32:
         r = f"{_tan_f32(ctx)}({fa[0]})"
     elif fn == "atan2" and ct is T.F32:
@@ -1943,13 +1905,24 @@ def generate(
     looped = has_any(program, (N.For, N.While))
     atomics = has_any(program, (N.Atomic, N.RawAtomic))
     barriers = has_any(program, (N.Barrier,))
-    program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
     if allowed_types is not None:
         for missing in sorted(used - allowed_types):
             raise UnsupportedFeature(
                 missing.feature or str(missing), "wgpu",
                 f"this device/naga cannot emit {missing} in WGSL",
             )
+        if T.F64 not in allowed_types:
+            exact_fns = lowered_calls(program)
+            if exact_fns:  # (their exact definitions evaluate in f64: vyre.lower.maths)
+                fn = exact_fns[0]
+                raise UnsupportedFeature(
+                    f"exact {fn}", "wgpu",
+                    f"vyre's exact {', '.join(exact_fns)} evaluate in f64 and this adapter "
+                    f"has no shader-f64; call vyre.approx.{fn} (the device's own {fn}, "
+                    "backend-dependent within docs/IR.md's bound) or use the cuda or "
+                    "reference backend",
+                )
+    program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
     atomic = atomic_buffers(program) if atomics else frozenset()
     ctx = _Ctx(
         program=program,

@@ -1,0 +1,228 @@
+"""A correctly rounded oracle for the float functions, independent of vyre's code.
+
+Each function is evaluated exactly or in Python's `decimal` at 60+ significant digits
+(`Decimal.exp`, `ln`, `sqrt` are correctly rounded at that precision), the exact rational
+of the result (`Fraction(Decimal)`) is then rounded once, exactly, to f32 or f16 by
+`round_fraction`. A decimal result this close to an f32 midpoint that is not one would be
+a hard case 10^-55 away, which no f32 or f16 argument of these functions has (their
+worst cases are near 2^-60 relative); the exact cases (exp2 of integers, log2 of powers of
+two, pow with an exact result, hypot of Pythagorean triples) are exact in `decimal` too.
+Special values follow C99 Annex F. Pure Python: slow (about 20 us a value), so tests use
+it for f16 (65,536 values) and samples of f32; scripts/exact_functions.py uses it only
+where NumPy's f64 result is too close to an f32 midpoint to decide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+
+_PREC = 70
+_FORMATS = {np.float32: (24, -126, 128), np.float16: (11, -14, 16)}
+
+
+def round_fraction(q: Fraction, dtype: type) -> float:
+    """The exact rational `q` rounded to nearest even in `dtype` (np.float32 / float16),
+    overflowing to inf, as a Python float."""
+    p, emin, emax = _FORMATS[dtype]
+    if q == 0:
+        return 0.0
+    neg = q < 0
+    a = -q if neg else q
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    quantum = Fraction(2) ** (max(e, emin) - (p - 1))
+    n = a / quantum
+    whole = n.numerator // n.denominator
+    rest = n - whole
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1):
+        whole += 1
+    v = whole * quantum
+    out = math.inf if v >= Fraction(2) ** emax else float(v)
+    return -out if neg else out
+
+
+def _dec(x: float) -> Decimal:
+    return Decimal(x)  # exact
+
+
+def _exp(x: float) -> Fraction | float:
+    if math.isnan(x):
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x == -math.inf:
+        return 0.0
+    if x > 200:
+        return math.inf
+    if x < -200:
+        return Fraction(0)
+    with localcontext() as c:
+        c.prec = _PREC
+        return Fraction(_dec(x).exp())
+
+
+def _exp2(x: float) -> Fraction | float:
+    if math.isnan(x):
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x == -math.inf or x < -300:
+        return Fraction(0)
+    if x > 300:
+        return math.inf
+    if x == int(x):
+        return Fraction(2) ** int(x)
+    with localcontext() as c:
+        c.prec = _PREC
+        return Fraction((_dec(x) * Decimal(2).ln()).exp())
+
+
+def _log_special(x: float) -> float | None:
+    if math.isnan(x) or x < 0:
+        return math.nan
+    if x == 0:
+        return -math.inf
+    if x == math.inf:
+        return math.inf
+    return None
+
+
+def _log(x: float) -> Fraction | float:
+    s = _log_special(x)
+    if s is not None:
+        return s
+    if x == 1:
+        return Fraction(0)
+    with localcontext() as c:
+        c.prec = _PREC
+        return Fraction(_dec(x).ln())
+
+
+def _log2(x: float) -> Fraction | float:
+    s = _log_special(x)
+    if s is not None:
+        return s
+    m, e = math.frexp(x)
+    if m == 0.5:
+        return Fraction(e - 1)
+    with localcontext() as c:
+        c.prec = _PREC
+        return Fraction(_dec(x).ln() / Decimal(2).ln())
+
+
+def _tanh(x: float) -> Fraction | float:
+    if math.isnan(x):
+        return math.nan
+    if math.isinf(x):
+        return math.copysign(1.0, x)
+    if x == 0:
+        return x  # keeps the zero's sign
+    if abs(x) > 20:
+        # 1 - tanh < 2 e^-40 < 2^-57: rounds to +-1 in f32 and f16
+        return Fraction(int(math.copysign(1, x)))
+    if abs(x) < 1e-6:
+        q = Fraction(x)
+        return q - q**3 / 3 + 2 * q**5 / 15 - 17 * q**7 / 315  # error < x^9 / 2
+    with localcontext() as c:
+        c.prec = _PREC
+        t = (2 * _dec(x)).exp()
+        return Fraction((t - 1) / (t + 1))
+
+
+def _hypot(x: float, y: float) -> Fraction | float:
+    if math.isinf(x) or math.isinf(y):
+        return math.inf
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    q = Fraction(x) ** 2 + Fraction(y) ** 2
+    if q == 0:
+        return 0.0
+    return _sqrt_fraction(q)
+
+
+def _sqrt_fraction(q: Fraction) -> Fraction:
+    """sqrt(q) to 2^-200 relative, exact when q is the square of a dyadic rational."""
+    # scale by an even power of two so the integer square root carries 220 bits
+    shift = 440 - (q.numerator.bit_length() - q.denominator.bit_length())
+    shift += shift % 2
+    n = (q.numerator << shift) // q.denominator if shift >= 0 else \
+        q.numerator // (q.denominator << -shift)
+    r = math.isqrt(n)
+    exact = r * r == n and ((q.numerator << shift) % q.denominator == 0 if shift >= 0 else True)
+    v = Fraction(r) / Fraction(2) ** (shift // 2)
+    if not exact:
+        v += Fraction(1, 2) / Fraction(2) ** (shift // 2)  # strictly inside (r, r + 1)
+    return v
+
+
+def _is_odd_integer(y: float) -> bool:
+    return y == int(y) and abs(y) < 2**53 and int(y) % 2 == 1
+
+
+def _pow(x: float, y: float) -> Fraction | float:
+    """C99 Annex F pow."""
+    if y == 0 or x == 1:
+        return 1.0
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    if math.isinf(y):
+        if x == -1:
+            return 1.0
+        big = abs(x) > 1
+        return math.inf if big == (y > 0) else 0.0
+    odd = _is_odd_integer(y)
+    if x == 0:
+        if y < 0:
+            return math.copysign(math.inf, x) if odd else math.inf
+        return math.copysign(0.0, x) if odd else 0.0
+    if math.isinf(x):
+        if x > 0:
+            return math.inf if y > 0 else 0.0
+        if y > 0:
+            return -math.inf if odd else math.inf
+        return -0.0 if odd else 0.0
+    if x < 0 and y != int(y):
+        return math.nan
+    neg = x < 0 and odd
+    a = abs(x)
+    if y == int(y) and abs(y) <= 64:
+        v = Fraction(a) ** int(y)
+    else:
+        with localcontext() as c:
+            c.prec = _PREC
+            ly = _dec(y) * _dec(a).ln()
+            if ly > 400:
+                return -math.inf if neg else math.inf
+            if ly < -400:
+                return -0.0 if neg else 0.0
+            v = Fraction(_dec(a) ** _dec(y))
+    return -v if neg else v
+
+
+FUNCTIONS: dict[str, Callable[..., Fraction | float]] = {
+    "exp": _exp, "exp2": _exp2, "log": _log, "log2": _log2, "tanh": _tanh,
+    "hypot": _hypot, "pow": _pow,
+}
+
+
+def correctly_rounded(fn: str, dtype: type, *args: float) -> float:
+    """fn(*args) correctly rounded to `dtype` (a Python float; NaN for NaN)."""
+    v = FUNCTIONS[fn](*(float(a) for a in args))
+    if isinstance(v, float):
+        return v
+    if v == 0:
+        return 0.0
+    return round_fraction(v, dtype)
+
+
+def oracle(fn: str, dtype: type, *arrays: np.ndarray) -> np.ndarray:
+    """`correctly_rounded` elementwise over arrays of `dtype`."""
+    flat = [np.asarray(a, dtype).ravel() for a in arrays]
+    out = np.array([correctly_rounded(fn, dtype, *vals) for vals in zip(*flat)], dtype=dtype)
+    return out.reshape(np.shape(arrays[0]))

@@ -1,0 +1,133 @@
+"""exp and exp2 (f32, f16): correctly rounded, evaluated in f64 (Tang's table method).
+
+2^z with z = x (exp2) or x log2(e) (exp): k = round(16 z), z = k / 16 + r with |r| <= 1/32
+(+ 2^-19 for exp), 2^z = 2^(k >> 4) * 2^((k & 15) / 16) * 2^r. The table 2^(i / 16) is a
+select tree of constants; 2^r is its Taylor polynomial. The arguments are clamped first
+to a range whose results already overflow to inf or round to 0 (so every intermediate is
+a normal f64 and 2^(k >> 4) is two exact powers of two made from f32 bits); NaN returns
+the argument.
+
+Fast path (f64): r exact for exp2; for exp, x * C_hi is exact (C_hi has 26 bits) and so
+is x * C_hi - k / 16 (its bits span at most 50), r1 = x * C_lo adds the rest of log2(e).
+Error: Taylor degree 7 on |r| <= 1/32 + 2^-19: < 2^-59; Horner, table and product
+roundings: < 12 * 2^-53; hence `_FAST_ERR` = 2^-48 with room. Where that bound straddles
+a rounding boundary (rarely) the slow path evaluates the same in double-double: table
+entries and Taylor coefficients of degree 12 as double-doubles (truncation < 2^-104), r
+as a double-double, relative error below 2^-95; f32 results are then correctly rounded
+(rounding.finish). exp2 is exact at integers (r = 0, polynomial 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+from vyre.ir.types import ScalarType
+
+from . import dd
+from .build import Builder, X
+from .registry import lowering
+from .rounding import finish
+
+T = ScalarType
+_FAST_ERR = 2.0**-48
+_ROUND = float(3 * 2**51)  # (v + _ROUND) - _ROUND: v rounded to an integer, |v| < 2^51
+
+
+def _ln2() -> Fraction:
+    with localcontext() as c:
+        c.prec = 80
+        return Fraction(Decimal(2).ln())
+
+
+def _log2e() -> Fraction:
+    with localcontext() as c:
+        c.prec = 80
+        return Fraction(1 / Decimal(2).ln())
+
+
+def _pow2_frac(i: int) -> Fraction:
+    with localcontext() as c:
+        c.prec = 80
+        return Fraction(Decimal(2) ** (Decimal(i) / 16))
+
+
+_LN2 = _ln2()
+# Taylor coefficients of 2^r = sum (r ln 2)^n / n!
+_COEFFS = [_LN2**n / math.factorial(n) for n in range(13)]
+_FAST_COEFFS = [float(c) for c in _COEFFS[:8]]
+_SLOW_COEFFS = [dd.split_const(c) for c in _COEFFS]
+_TABLE = [dd.split_const(_pow2_frac(i)) for i in range(16)]
+_L2E = _log2e()
+_L2E_HI = float(Fraction(round(_L2E * 2**25), 2**25))  # 26 bits: x * _L2E_HI is exact
+_L2E_MID, _L2E_LO = dd.split_const(_L2E - Fraction(_L2E_HI))
+
+
+def table(b: Builder, i: X, values: list[float]) -> X:
+    """values[i] for u32 `i` in [0, len(values)), len a power of two: a select tree."""
+    n = len(values)
+    levels = n.bit_length() - 1
+    bits = [b.let(((i >> j) & 1).ne(0)) for j in range(levels)]
+    nodes: list[X] = [b.f64(v) for v in values]
+    for j in range(levels):  # pair entries that differ in bit j
+        nodes = [b.select(bits[j], nodes[2 * m + 1], nodes[2 * m]) for m in range(len(nodes) // 2)]
+    return nodes[0]
+
+
+def _power_of_two(b: Builder, e: X) -> X:
+    """2^e as f64 for i32 e in [-126, 127] (from f32 bits: exact)."""
+    return ((e + 127).bitcast(T.U32) << 23).bitcast(T.F32).cast(T.F64)
+
+
+def _pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType) -> X:
+    """2^(k / 16 + r) rounded to `ty`: i32 k, f64 r (the fast path's), `r_dd()` the slow
+    path's r as a double-double."""
+    i = b.let(k.bitcast(T.U32) & 15)
+    e = b.let(k >> 4)  # arithmetic: floor(k / 16)
+    e1 = b.let(e >> 1)
+    s1 = b.let(_power_of_two(b, e1))
+    s2 = b.let(_power_of_two(b, e - e1))
+    p = b.f64(_FAST_COEFFS[-1])
+    for c in reversed(_FAST_COEFFS[:-1]):
+        p = b.let(p * r + c)
+    y = ((table(b, i, [h for h, _ in _TABLE]) * p) * s1) * s2
+
+    def slow() -> dd.DD:
+        coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS]
+        poly = dd.horner(b, coeffs, r_dd())
+        tab = (table(b, i, [h for h, _ in _TABLE]), table(b, i, [lo for _, lo in _TABLE]))
+        hi, lo = dd.mul(b, tab, poly)
+        return b.let((hi * s1) * s2), b.let((lo * s1) * s2)
+
+    return finish(b, ty, y, _FAST_ERR, slow)
+
+
+@lowering("exp2", T.F32, T.F16)
+def exp2(b: Builder, args: tuple[X, ...]) -> X:
+    (x,) = args
+    d = b.let(x.cast(T.F64))
+    z = b.let(d.max(-151.0).min(129.0))  # (NaN -> -151: selected below)
+    kf = b.let(((z * 16.0) + _ROUND) - _ROUND)
+    r = b.let(z - kf * 0.0625)  # exact
+    out = _pow2(b, b.let(kf.cast(T.I32)), r, lambda: (r, b.f64(0.0)), x.ty)
+    return b.select(d.ne(d), x, out)
+
+
+@lowering("exp", T.F32, T.F16)
+def exp(b: Builder, args: tuple[X, ...]) -> X:
+    (x,) = args
+    d = b.let(x.cast(T.F64))
+    z = b.let(d.max(-105.0).min(90.0))  # e^-105 < 2^-151, e^90 > 2^129 (NaN: below)
+    zh = b.let(z * _L2E_HI)  # exact
+    kf = b.let(((zh * 16.0) + _ROUND) - _ROUND)
+    r0 = b.let(zh - kf * 0.0625)  # exact (module docstring)
+
+    def r_dd() -> dd.DD:
+        m = dd.two_prod(b, z, b.f64(_L2E_MID))
+        return dd.add_d(b, dd.add_d(b, m, b.let(z * _L2E_LO)), r0)
+
+    r = b.let(r0 + z * (_L2E_MID + _L2E_LO))
+    out = _pow2(b, b.let(kf.cast(T.I32)), r, r_dd, x.ty)
+    return b.select(d.ne(d), x, out)

@@ -1,0 +1,117 @@
+"""log and log2 (f32, f16): correctly rounded, evaluated in f64 (a table method).
+
+x = 2^e * m' with m' in [0.71875, 1.4375) (a subnormal argument is first scaled by 2^64,
+exactly); the top 6 bits of m's mantissa pick c = 1 / inv (inv a 20-bit constant, so
+r = m' * inv - 1 is exact and |r| <= 2^-6); log(x) = e ln 2 - log(inv) + log1p(r),
+log2(x) = e - log2(inv) + log1p(r) log2(e). The two bins beside 1 have inv = 1, so near
+x = 1 the result is log1p(r) with r = x - 1 exactly and never a difference of
+near-equal terms; elsewhere the terms cancel by at most a factor of 2. Fast path: the
+series to degree 9 (truncation < 2^-57 relative), roundings a few 2^-53: `_FAST_ERR` =
+2^-46 with room; the slow path (double-double, series to degree 17, truncation < 2^-100)
+decides the rare rest (rounding.finish). Exact: log(1) = +0, log2(2^k) = k. Specials (C99
+Annex F): log(+-0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN -> NaN.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+from vyre.ir.types import ScalarType
+
+from . import dd
+from .build import Builder, X
+from .exp import table
+from .registry import lowering
+from .rounding import finish
+
+T = ScalarType
+_FAST_ERR = 2.0**-46
+_HALVE_FROM = 27  # bins of m >= 1 + 27/64 (> sqrt 2) use m / 2 and e + 1
+
+
+def _center(i: int) -> Fraction:
+    if i in (0, 63):
+        return Fraction(1)
+    c = 1 + Fraction(2 * i + 1, 128)
+    return c / 2 if i >= _HALVE_FROM else c
+
+
+def _inv(i: int) -> float:
+    """1 / center rounded to 20 significant bits."""
+    q = 1 / _center(i)
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    scale = Fraction(2) ** (19 - e)
+    return float(Fraction(round(q * scale)) / scale)
+
+
+def _ln(q: Fraction) -> Fraction:
+    with localcontext() as c:
+        c.prec = 80
+        return Fraction((Decimal(q.numerator) / Decimal(q.denominator)).ln())
+
+
+with localcontext() as _c:
+    _c.prec = 80
+    _LN2 = Fraction(Decimal(2).ln())
+_INV = [_inv(i) for i in range(64)]
+_LOG_INV = [-_ln(Fraction(v)) for v in _INV]  # log(1 / inv) = -log(inv)
+_LOG = [dd.split_const(v) for v in _LOG_INV]
+_LOG2 = [dd.split_const(v / _LN2) for v in _LOG_INV]
+_LN2_DD = dd.split_const(_LN2)
+_L2E_DD = dd.split_const(1 / _LN2)
+_L2E = float(1 / _LN2)
+_FAST = [(-1.0) ** (n + 1) / n for n in range(1, 10)]  # log1p(r) = r (1 - r/2 + r^2/3 ...)
+_SLOW = [dd.split_const(Fraction((-1) ** (n + 1), n)) for n in range(1, 18)]
+
+
+def _log(b: Builder, x: X, base2: bool) -> X:
+    d = b.let(x.cast(T.F64))
+    ordinary = b.let(d.gt(0.0).land(d.lt(float("inf"))))
+    v = b.let(b.select(ordinary, d, b.f64(1.0)))
+    tiny = b.let(v.lt(2.0**-100))
+    u = b.let(b.select(tiny, v * 2.0**64, v).cast(T.F32).bitcast(T.U32))  # exact
+    i = b.let((u >> 17) & 63)
+    halve = b.let(i.ge(_HALVE_FROM))
+    e = ((u >> 23).bitcast(T.I32) - 127) - b.select(tiny, b.i32(64), b.i32(0))
+    e = b.let(e + b.select(halve, b.i32(1), b.i32(0)))
+    m = (u & 0x7FFFFF) | 0x3F800000
+    m = b.let(b.select(halve, m - 0x800000, m).bitcast(T.F32).cast(T.F64))  # m' exactly
+    r = b.let(m * table(b, i, _INV) - 1.0)  # exact
+    ef = b.let(e.cast(T.F64))
+    q = b.f64(_FAST[-1])
+    for c in reversed(_FAST[:-1]):
+        q = b.let(q * r + c)
+    p = b.let(r * q)  # log1p(r)
+    t_hi = table(b, i, [h for h, _ in (_LOG2 if base2 else _LOG)])
+    if base2:
+        y = ef + (t_hi + p * _L2E)
+    else:
+        y = ef * _LN2_DD[0] + (t_hi + (ef * _LN2_DD[1] + p))
+
+    def slow() -> dd.DD:
+        coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW]
+        series = dd.mul_d(b, dd.horner_d(b, coeffs, r), r)
+        tab = _LOG2 if base2 else _LOG
+        t = (table(b, i, [h for h, _ in tab]), table(b, i, [lo for _, lo in tab]))
+        if base2:
+            s = dd.add(b, t, dd.mul(b, series, (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))))
+            return dd.add_d(b, s, ef)
+        s = dd.add(b, t, series)
+        return dd.add(b, s, dd.mul_d(b, (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1])), ef))
+
+    out = finish(b, x.ty, y, _FAST_ERR, slow)
+    inf = b.const(x.ty, float("inf"))
+    special = b.select(d.eq(0.0), -inf, b.select(d.gt(0.0), inf, b.const(x.ty, float("nan"))))
+    special = b.select(d.ne(d), x, special)
+    return b.select(ordinary, out, special)
+
+
+@lowering("log", T.F32, T.F16)
+def log(b: Builder, args: tuple[X, ...]) -> X:
+    return _log(b, args[0], base2=False)
+
+
+@lowering("log2", T.F32, T.F16)
+def log2(b: Builder, args: tuple[X, ...]) -> X:
+    return _log(b, args[0], base2=True)
