@@ -32,4 +32,19 @@ def log2(x: Value) -> Value:
     return _fn("approx_log2", x)
 
 
-__all__ = ["exp", "exp2", "log", "log2"]
+def sin(x: Value) -> Value:
+    """Sine (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_sin", x)
+
+
+def cos(x: Value) -> Value:
+    """Cosine (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_cos", x)
+
+
+def tan(x: Value) -> Value:
+    """Tangent (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_tan", x)
+
+
+__all__ = ["cos", "exp", "exp2", "log", "log2", "sin", "tan"]

@@ -1112,15 +1112,18 @@ def log2(x: Value) -> Value:
     return _fn("log2", x)
 
 def sin(x: Value) -> Value:
-    """Sine (radians)."""
+    """Sine (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.sin is the device's own)."""
     return _fn("sin", x)
 
 def cos(x: Value) -> Value:
-    """Cosine (radians)."""
+    """Cosine (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.cos is the device's own)."""
     return _fn("cos", x)
 
 def tan(x: Value) -> Value:
-    """Tangent (radians)."""
+    """Tangent (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.tan is the device's own)."""
     return _fn("tan", x)
 
 def tanh(x: Value) -> Value:

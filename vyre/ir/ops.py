@@ -139,9 +139,9 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("exp2", 1, np.exp2),
     _exact("log", 1, np.log),
     _exact("log2", 1, np.log2),
-    _approx("sin", 1, np.sin, "sin"),
-    _approx("cos", 1, np.cos, "cos"),
-    _approx("tan", 1, np.tan, "tan"),
+    _exact("sin", 1, np.sin),
+    _exact("cos", 1, np.cos),
+    _exact("tan", 1, np.tan),
     _approx("tanh", 1, np.tanh, None),
     _libm("floor", 1, "floor"),
     _libm("ceil", 1, "ceil"),
@@ -157,6 +157,9 @@ CALL_OPS: tuple[CallOp, ...] = (
     _native("exp2", 1, np.exp2, "exp2"),
     _native("log", 1, np.log, "log"),
     _native("log2", 1, np.log2, "log2"),
+    _native("sin", 1, np.sin, "sin"),
+    _native("cos", 1, np.cos, "cos"),
+    _native("tan", 1, np.tan, "tan"),
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (
