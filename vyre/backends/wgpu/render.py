@@ -613,18 +613,6 @@ def _float_abs(ctx: _Ctx, ty: ScalarType) -> str:
     return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{ {body} }}")
 
 
-def _tanh(ctx: _Ctx, ty: ScalarType) -> str:
-    t = wgsl_type(ty)
-    name = f"vy_tanh_{t}"
-    lim = {T.F32: "20.0f", T.F16: "10.0h", T.F64: "40.0lf"}[ty]
-    return _helper(
-        ctx, name,
-        f"// large |x| saturates to +-1 (some drivers compute tanh through exp and overflow)\n"
-        f"fn {name}(x: {t}) -> {t} {{\n"
-        f"    if (abs(x) > {lim}) {{ return sign(x); }}\n    return tanh(x);\n}}",
-    )
-
-
 def _pow_pos_f32(ctx: _Ctx) -> str:
     """x^y for x >= 0 evaluated in f64 (log2 by the atanh series, exp2 by Taylor): the
     driver's pow is exp2(y * log2(x)) in f32, ~|y log2 x| ulp off for large results."""
@@ -1208,7 +1196,6 @@ def _hypot(ctx: _Ctx, ty: ScalarType) -> str:
 # Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
 # (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
 _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
-    "tanh": _tanh,
     "pow": _pow,
     "asin": _asin,
     "hypot": _hypot,

@@ -76,7 +76,7 @@ def table(b: Builder, i: X, values: list[float]) -> X:
     return nodes[0]
 
 
-def _power_of_two(b: Builder, e: X) -> X:
+def power_of_two(b: Builder, e: X) -> X:
     """2^e as f64 for i32 e in [-126, 127] (from f32 bits: exact)."""
     return ((e + 127).bitcast(T.U32) << 23).bitcast(T.F32).cast(T.F64)
 
@@ -87,8 +87,8 @@ def _pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType) -> 
     i = b.let(k.bitcast(T.U32) & 15)
     e = b.let(k >> 4)  # arithmetic: floor(k / 16)
     e1 = b.let(e >> 1)
-    s1 = b.let(_power_of_two(b, e1))
-    s2 = b.let(_power_of_two(b, e - e1))
+    s1 = b.let(power_of_two(b, e1))
+    s2 = b.let(power_of_two(b, e - e1))
     p = b.f64(_FAST_COEFFS[-1])
     for c in reversed(_FAST_COEFFS[:-1]):
         p = b.let(p * r + c)
