@@ -20,6 +20,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
+from function_oracle_trig import TRIG
 
 _PREC = 70
 _FORMATS = {np.float32: (24, -126, 128), np.float16: (11, -14, 16)}
@@ -209,6 +210,7 @@ FUNCTIONS: dict[str, Callable[..., Fraction | float]] = {
     "exp": _exp, "exp2": _exp2, "log": _log, "log2": _log2, "tanh": _tanh,
     "hypot": _hypot, "pow": _pow,
 }
+FUNCTIONS.update(TRIG)  # sin, cos, tan, asin, atan2: function_oracle_trig.py
 
 
 def correctly_rounded(fn: str, dtype: type, *args: float) -> float:
