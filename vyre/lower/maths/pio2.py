@@ -11,8 +11,9 @@ converted to a double-double and multiplied by pi/2.
 
 Accuracy: the window is truncated after 126 fraction bits, so the fraction is short by
 less than m * 2^-126 < 2^-102; the double-double conversion and the product by pi/2 add
-a few 2^-104 relative. The smallest |r| of any f32 with |x| >= pi/4 is about 2^-29
-(measured over every f32; x = 0x6a697c6e... gives such), so r is within 2^-70 of exact,
+a few 2^-104 relative. The smallest |r| of any f32 with |x| >= pi/4 is 2^-29.2, at
+16367173 * 2^72 (0x6f79be45; the worst case of binary32 in Muller's "Elementary
+Functions"; tests/test_exact_trig.py has it), so r is within 2^-70 of exact,
 relatively. Arguments with |x| < pi/4 have k = 0 and r = x exactly (the caller selects).
 Reads only u32 and f64 operations (see the package docstring).
 """
