@@ -47,4 +47,14 @@ def tan(x: Value) -> Value:
     return _fn("approx_tan", x)
 
 
-__all__ = ["cos", "exp", "exp2", "log", "log2", "sin", "tan"]
+def atan2(y: Value, x: Value) -> Value:
+    """atan2(y, x), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_atan2", y, x)
+
+
+def asin(x: Value) -> Value:
+    """Arcsine, the backend's own (not the same bits on every backend)."""
+    return _fn("approx_asin", x)
+
+
+__all__ = ["asin", "atan2", "cos", "exp", "exp2", "log", "log2", "sin", "tan"]

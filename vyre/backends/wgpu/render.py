@@ -731,7 +731,7 @@ def _pow(ctx: _Ctx, ty: ScalarType) -> str:
     )
 
 
-def _atan2_f32(ctx: _Ctx) -> str:
+def _atan2_f32(ctx: _Ctx, ty: ScalarType) -> str:
     """Vulkan allows 4096 ulp for atan/atan2 (llvmpipe is ~20 ulp off); this is the
     Cephes atanf polynomial (about 2 ulp) with IEEE atan2's special cases, on |y| / |x|
     scaled first (NVIDIA's Vulkan driver returned 0 for atan2(1e38, 1e38))."""
@@ -754,8 +754,8 @@ def _atan2_f32(ctx: _Ctx) -> str:
     )
     _helper(ctx, "vy_bits_f32", _BITS_F32)
     return _helper(
-        ctx, "vy_atan2_f32",
-        "fn vy_atan2_f32(y: f32, x: f32) -> f32 {\n"
+        ctx, "vy_approx_atan2_f32",
+        "fn vy_approx_atan2_f32(y: f32, x: f32) -> f32 {\n"
         f"    if ({nan}(x) || {nan}(y)) {{ return vy_bits_f32(0x7fc00000u); }}\n"
         "    let ys = bitcast<u32>(y) & 0x80000000u;\n"
         "    let xneg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
@@ -1153,8 +1153,8 @@ def _asin(ctx: _Ctx, ty: ScalarType) -> str:
     assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
     _helper(ctx, "vy_bits_f32", _BITS_F32)
     return _helper(
-        ctx, "vy_asin_f32",
-        "fn vy_asin_f32(x: f32) -> f32 {\n"
+        ctx, "vy_approx_asin_f32",
+        "fn vy_approx_asin_f32(x: f32) -> f32 {\n"
         "    let b = bitcast<u32>(x) & 0x7fffffffu;\n"
         "    if (b > 0x3f800000u) { return vy_bits_f32(0x7fc00000u); }  // NaN or |x| > 1\n"
         "    if (b < 0x38d1b717u) { return x; }  // |x| < 1e-4: x^3 / 6 is below half an ulp\n"
@@ -1197,7 +1197,8 @@ def _hypot(ctx: _Ctx, ty: ScalarType) -> str:
 # (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
 _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
     "pow": _pow,
-    "asin": _asin,
+    "approx_asin": _asin,
+    "approx_atan2": _atan2_f32,
     "hypot": _hypot,
 }
 
@@ -1245,8 +1246,6 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
-    elif fn == "atan2" and ct is T.F32:
-        r = f"{_atan2_f32(ctx)}({fa[0]}, {fa[1]})"
     elif fn in _DIRECT_FNS:
         r = f"{_DIRECT_FNS[fn]}({', '.join(fa)})"
     else:
