@@ -1,11 +1,13 @@
-"""sin, cos and tan are one exact definition (vyre.lower.maths): correctly rounded, the
-same bits on every backend, in IEEE and flush mode.
+"""sin, cos, tan, asin and atan2 are one exact definition (vyre.lower.maths): correctly
+rounded, the same bits on every backend, in IEEE and flush mode.
 
 Checked against tests/function_oracle.py (decimal and exact rationals, not vyre's code):
-every f16 input on each backend; for f32 specials, subnormals, the worst case of the
-reduction by pi/2 and floats next to multiples of pi/2 up to FLT_MAX, arguments whose
-result lies near the middle of two f32, and a few thousand random bit patterns; the slow
-(double-double) path alone, by forcing every input onto it. NumPy's f64 function decides
+every f16 input on each backend (atan2: every pair of a grid of specials and 60,000
+random pairs); for f32 specials, subnormals, the worst case of the reduction by pi/2 and
+floats next to multiples of pi/2 up to FLT_MAX, arguments whose result lies near the
+middle of two f32, [-1, 1] and its ends for asin, every pair of special operands, ratios
+near the table's points and huge or tiny ratios for atan2, and a few thousand random bit
+patterns; the slow (double-double) path alone, by forcing every input onto it. NumPy's f64 function decides
 the oracle's value except where it lies within 2^-40 of a rounding boundary (NumPy is
 within a few 2^-52), where the decimal evaluation does.
 """
@@ -29,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import function_oracle
 
 T = ScalarType
-FNS = ("sin", "cos", "tan")
-_NP = {"sin": np.sin, "cos": np.cos, "tan": np.tan}
+FNS = ("sin", "cos", "tan", "asin")
+_NP = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2}
 _INT = {np.float32: np.uint32, np.float16: np.uint16}
 
 # |x| within 2^-22 ulp of an f32 midpoint (found by a search of random f32 with NumPy's
@@ -56,44 +58,69 @@ def _f32_sample() -> np.ndarray:
                            np.nextafter(near, f32(0))])
     rand = rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32).view(f32)
     small = (rng.uniform(-4, 4, 1000)).astype(f32)
+    unit = np.concatenate([rng.uniform(-1, 1, 1000), 1 - 2.0 ** -rng.uniform(1, 24, 200),
+                           np.nextafter(f32(1), f32(0)) * np.array([1, -1])]).astype(f32)
     return np.concatenate([np.array(specials, f32), np.array(bits, np.uint32).view(f32),
-                           near, -near, rand, small])
+                           near, -near, rand, small, unit])
+
+
+def _pairs(dt: type, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """atan2 operands: every pair of specials, then random bit patterns, ratios next to
+    i/16 and huge / tiny ratios."""
+    it = _INT[dt]
+    info = np.finfo(dt)
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -0.25, info.max,
+                   -info.max, info.tiny, info.smallest_subnormal, -info.smallest_subnormal],
+                  dt)
+    rng = np.random.default_rng(16)
+    ry = rng.integers(0, 1 << (8 * np.dtype(dt).itemsize), n, dtype=np.uint64)
+    rx = rng.integers(0, 1 << (8 * np.dtype(dt).itemsize), n, dtype=np.uint64)
+    xs = rng.uniform(-3, 3, n // 4).astype(dt)
+    ratio = (rng.integers(0, 33, n // 4) / 16 * (1 + rng.uniform(-2**-10, 2**-10, n // 4)))
+    return (np.concatenate([np.repeat(sp, len(sp)), ry.astype(it).view(dt),
+                            (xs * ratio).astype(dt)]),
+            np.concatenate([np.tile(sp, len(sp)), rx.astype(it).view(dt), xs]))
 
 
 F32_SAMPLE = _f32_sample()
+F32_PAIRS = _pairs(np.float32, 4000)
+F16_PAIRS = _pairs(np.float16, 60000)
 F16_ALL = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
 
 
-def oracle(fn: str, xs: np.ndarray) -> np.ndarray:
+def oracle(fn: str, xs: np.ndarray, *more: np.ndarray) -> np.ndarray:
     """fn correctly rounded to xs.dtype: NumPy's f64 value rounded once where it is
     clearly on one side of a rounding boundary, the decimal oracle everywhere else."""
     dt = xs.dtype.type
     with np.errstate(all="ignore"):
-        y = _NP[fn](xs.astype(np.float64))
+        y = _NP[fn](xs.astype(np.float64), *(m.astype(np.float64) for m in more))
         out = y.astype(dt)
         up = np.nextafter(out, dt(np.inf)).astype(np.float64)
         down = np.nextafter(out, dt(-np.inf)).astype(np.float64)
         o = out.astype(np.float64)
         gap = np.minimum(np.abs(y - (o + up) / 2), np.abs(y - (o + down) / 2))
-        unsure = ~(gap > np.abs(y) * 2.0**-40) | ~np.isfinite(xs) | (y == 0)
+        unsure = ~(gap > np.abs(y) * 2.0**-40) | (y == 0)
+        for m in (xs, *more):
+            unsure |= ~np.isfinite(m) | (m == 0)
     for i in np.flatnonzero(unsure):
-        out[i] = function_oracle.correctly_rounded(fn, dt, float(xs[i]))
+        out[i] = function_oracle.correctly_rounded(fn, dt, *(float(m[i]) for m in (xs, *more)))
     return out
 
 
 def _program(fn: str, ty: ScalarType, tag: str = "") -> vyre.Program:
     k = ProgramBuilder(f"exact_{fn}_{ty}{tag}", workgroup_size=64)
-    x = k.buffer("x", ty)
+    xs = [k.buffer(f"x{j}", ty) for j in range(2 if fn == "atan2" else 1)]
     y = k.buffer("y", ty, "write")
     i = k.global_linear_id()
     with k.if_(i < y.length()):
-        y[i] = getattr(vyre, fn)(x[i])
+        y[i] = getattr(vyre, fn)(*(x[i] for x in xs))
     return k.build()
 
 
-def _run(be: BaseBackend, program: vyre.Program, xs: np.ndarray) -> np.ndarray:
-    out = be.dispatch(program, {"x": xs, "y": np.zeros_like(xs)},
-                      DispatchConfig.for_elements(len(xs), 64))
+def _run(be: BaseBackend, program: vyre.Program, *xs: np.ndarray) -> np.ndarray:
+    ins = {f"x{j}": x for j, x in enumerate(xs)}
+    out = be.dispatch(program, {**ins, "y": np.zeros_like(xs[0])},
+                      DispatchConfig.for_elements(len(xs[0]), 64))
     return np.asarray(out["y"])
 
 
@@ -113,10 +140,10 @@ def oracles() -> dict[tuple[str, str], np.ndarray]:
     return {}
 
 
-def _want(cache: dict[tuple[str, str], np.ndarray], fn: str, xs: np.ndarray) -> np.ndarray:
-    key = (fn, str(xs.dtype))
+def _want(cache: dict[tuple[str, str], np.ndarray], fn: str, *xs: np.ndarray) -> np.ndarray:
+    key = (fn, str(xs[0].dtype))
     if key not in cache:
-        cache[key] = oracle(fn, xs)
+        cache[key] = oracle(fn, *xs)
     return cache[key]
 
 
@@ -134,13 +161,21 @@ def test_f32_sample(backend: BaseBackend, fn: str,
     _assert_same(F32_SAMPLE, got, _want(oracles, fn, F32_SAMPLE), f"{backend.kind} f32 {fn}")
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_atan2_pairs(backend: BaseBackend, dt: type,
+                     oracles: dict[tuple[str, str], np.ndarray]) -> None:
+    ys, xs = F32_PAIRS if dt is np.float32 else F16_PAIRS
+    got = _run(backend, _program("atan2", T.F32 if dt is np.float32 else T.F16), ys, xs)
+    _assert_same(ys, got, _want(oracles, "atan2", ys, xs), f"{backend.kind} atan2 {dt}")
+
+
 @pytest.fixture
 def slow_path_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The fast paths' error bound set to 2^-8: nearly every f32 takes the slow path."""
-    from vyre.lower.maths import sincos, tan
+    from vyre.lower.maths import atan, sincos, tan
 
-    monkeypatch.setattr(sincos, "FAST_ERR", 2.0**-8)
-    monkeypatch.setattr(tan, "FAST_ERR", 2.0**-8)
+    for module in (sincos, tan, atan):
+        monkeypatch.setattr(module, "FAST_ERR", 2.0**-8)
     yield
 
 
@@ -149,6 +184,13 @@ def test_f32_slow_path_alone(reference: BaseBackend, fn: str, slow_path_everywhe
                              oracles: dict[tuple[str, str], np.ndarray]) -> None:
     got = _run(reference, _program(fn, T.F32, "_slow"), F32_SAMPLE)
     _assert_same(F32_SAMPLE, got, _want(oracles, fn, F32_SAMPLE), f"slow path f32 {fn}")
+
+
+def test_f32_atan2_slow_path_alone(reference: BaseBackend, slow_path_everywhere: None,
+                                  oracles: dict[tuple[str, str], np.ndarray]) -> None:
+    ys, xs = F32_PAIRS
+    got = _run(reference, _program("atan2", T.F32, "_slow"), ys, xs)
+    _assert_same(ys, got, _want(oracles, "atan2", ys, xs), "slow path f32 atan2")
 
 
 @pytest.mark.parametrize("fn", FNS)
@@ -170,13 +212,35 @@ def test_flush_mode(fn: str, oracles: dict[tuple[str, str], np.ndarray]) -> None
 
 
 def test_cuda_source_spells_no_libm_and_compiles() -> None:
-    """CUDA prints the lowering, not sinf / cosf / tanf, and NVRTC compiles it."""
+    """CUDA prints the lowering, not sinf / cosf / ... , and NVRTC compiles it."""
     cuda: Any = pytest.importorskip("vyre.backends.cuda")
-    for fn in FNS:
+    for fn in (*FNS, "atan2"):
         for ty in (T.F32, T.F16):
             src = cuda.generate(_program(fn, ty)).source
             assert f"{fn}f(" not in src and f" {fn}(" not in src, (fn, ty)
     try:
-        cuda.compile_program(_program("tan", T.F32), "sm_90")
+        for fn in ("tan", "atan2"):
+            cuda.compile_program(_program(fn, T.F32), "sm_90")
     except vyre.BackendError as e:  # no NVRTC here
         pytest.skip(f"NVRTC is not usable here: {e}")
+
+
+def test_atan2_flush_mode() -> None:
+    """Flush mode: subnormal operands read as zeros of their sign, tiny results are
+    zeros of their sign."""
+    from vyre.backends.reference import ReferenceBackend
+
+    ys, xs = F32_PAIRS
+    ref = ReferenceBackend("reference[flush f32]", flush_subnormals=frozenset({T.F32}),
+                           flush_tininess="after rounding")
+    try:
+        got = _run(ref, _program("atan2", T.F32), ys, xs)
+    finally:
+        ref.close()
+    tiny = np.finfo(np.float32).tiny
+
+    def flushed(v: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(v) < tiny, np.copysign(np.float32(0), v), v).astype(np.float32)
+
+    want = flushed(oracle("atan2", flushed(ys), flushed(xs)))
+    _assert_same(ys, got, want, "flush mode f32 atan2")
