@@ -613,57 +613,6 @@ def _float_abs(ctx: _Ctx, ty: ScalarType) -> str:
     return _helper(ctx, name, f"fn {name}(x: {t}) -> {t} {{ {body} }}")
 
 
-def _pow_pos_f32(ctx: _Ctx) -> str:
-    """x^y for x >= 0 evaluated in f64 (log2 by the atanh series, exp2 by Taylor): the
-    driver's pow is exp2(y * log2(x)) in f32, ~|y log2 x| ulp off for large results."""
-    _helper(ctx, "vy_bits_f32", _BITS_F32)
-    return _helper(
-        ctx, "vy_pow_pos_f32",
-        "fn vy_pow_pos_f32(x: f32, y: f32) -> f32 {\n"
-        "    let xb = bitcast<u32>(x);\n"
-        "    let yb = bitcast<u32>(y) & 0x7fffffffu;\n"
-        "    if (xb == 0u || xb >= 0x7f800000u || yb >= 0x7f800000u) { return pow(x, y); }\n"
-        "    // x = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals normalised first)\n"
-        "    var e: i32;\n"
-        "    var mb: u32;\n"
-        "    if (xb < 0x00800000u) {\n"
-        "        let k = 31u - countLeadingZeros(xb);\n"
-        "        mb = ((xb << (23u - k)) & 0x007fffffu);\n"
-        "        e = i32(k) - 149i;\n"
-        "    } else {\n"
-        "        mb = xb & 0x007fffffu;\n"
-        "        e = i32(xb >> 23u) - 127i;\n"
-        "    }\n"
-        "    var m = f64(bitcast<f32>(mb | 0x3f800000u));\n"
-        "    if (m > 1.4142135623730951lf) { m = m * 0.5lf; e = e + 1i; }\n"
-        "    let t = (m - 1.0lf) / (m + 1.0lf);\n"
-        "    let t2 = t * t;\n"
-        "    let ser = 1.0lf + t2 * (1.0lf / 3.0lf + t2 * (0.2lf + t2 * (1.0lf / 7.0lf + t2 * (1.0lf / 9.0lf"
-        " + t2 * (1.0lf / 11.0lf + t2 * (1.0lf / 13.0lf + t2 * (1.0lf / 15.0lf)))))));\n"
-        "    let l2 = f64(e) + 2.0lf * t * ser * 1.4426950408889634lf;\n"
-        "    let w = f64(y) * l2;\n"
-        "    if (w >= 128.0lf) { return vy_bits_f32(0x7f800000u); }\n"
-        "    if (w <= -151.0lf) { return 0.0f; }\n"
-        "    let n = floor(w + 0.5lf);\n"
-        "    let f = (w - n) * 0.6931471805599453lf;  // |f| <= ln(2)/2\n"
-        "    var ex = 1.0lf;\n"
-        "    var term = 1.0lf;\n"
-        f"{_exp_series(ctx)}"
-        "    return ldexp(f32(ex), i32(n));\n}",
-    )
-
-
-# |y| from which every float of the type is an even integer
-_ODD_LIMIT = {T.F32: "16777216.0f", T.F16: "2048.0h", T.F64: "9007199254740992.0lf"}
-_BIG = {T.F32: "3.40282347e38f", T.F16: "65504.0h", T.F64: "1.7976931348623157e308lf"}
-
-
-def _exp_series(ctx: _Ctx) -> str:
-    """vy_pow_pos_f32's Taylor series of exp(f), 13 terms."""
-    return "    var i = 1;\n" + _helper_loop(
-        ctx, "    ", [], "i > 13", ["term = term * f / f64(i); ex = ex + term;", "i = i + 1;"])
-
-
 def _helper_loop(ctx: _Ctx, ind: str, before: list[str], done: str, after: list[str],
                  note: str = "") -> str:
     """A helper function's loop, one exit: each pass runs `before`, leaves if `done`, else
@@ -683,52 +632,6 @@ def _helper_loop(ctx: _Ctx, ind: str, before: list[str], done: str, after: list[
     lines += [inner + x for x in after]
     lines.append(f"{ind}}}")
     return "\n".join(lines) + "\n"
-
-
-def _sign_bit(ty: ScalarType, x: str) -> str:
-    """WGSL bool: the sign bit of float `x` is set (true for -0, unlike x < 0)."""
-    if ty is T.F64:
-        return f"((bitcast<u64>({x}) >> 63lu) != 0lu)"
-    if ty is T.F16:
-        x = f"f32({x})"
-    return f"((bitcast<u32>({x}) >> 31u) != 0u)"
-
-
-def _pow(ctx: _Ctx, ty: ScalarType) -> str:
-    t = wgsl_type(ty)
-    name = f"vy_pow_{t}"
-    s = _SUFFIX[ty]
-    pw = "pow"
-    if ty is T.F32 and ctx.wide_ok:
-        pw = _pow_pos_f32(ctx)
-    _helper(ctx, "vy_bits_f32", _BITS_F32)
-    if ty is T.F32:
-        nan, inf = "vy_bits_f32(0x7fc00000u)", "vy_bits_f32(0x7f800000u)"
-    else:
-        nan, inf = f"{t}(vy_bits_f32(0x7fc00000u))", f"{t}(vy_bits_f32(0x7f800000u))"
-    return _helper(
-        ctx, name,
-        f"// C pow: WGSL's pow is undefined for x < 0; integral y gives a signed result\n"
-        f"fn {name}(x: {t}, y: {t}) -> {t} {{\n"
-        f"    if (y == 0.0{s} || x == 1.0{s}) {{ return 1.0{s}; }}\n"
-        f"    if (!(x == x) || !(y == y)) {{ return {nan}; }}\n"
-        f"    if (abs(x) == 1.0{s} && abs(y) > {_BIG[ty]}) {{ return 1.0{s}; }}  // (-1)^inf\n"
-        f"    let odd = abs(y) < {_ODD_LIMIT[ty]} && trunc(y) == y && fract(y * 0.5{s}) != 0.0{s};\n"
-        f"    if (x == 0.0{s}) {{  // C99 F.9.4.4: +-0^y is +-0 / +-inf for odd y, else +0 / +inf\n"
-        f"        let m = select({t}(0), {inf}, y < 0.0{s});\n"
-        f"        return select(m, -m, odd && {_sign_bit(ty, 'x')});\n"
-        f"    }}\n"
-        f"    var r = {pw}(abs(x), y);\n"
-        f"    if (x < 0.0{s} && abs(x) > {_BIG[ty]}) {{  // x = -inf: C pow\n"
-        f"        let m = select({t}(0), abs(x), y > 0.0{s});\n"
-        f"        return select(m, -m, odd);\n"
-        f"    }}\n"
-        f"    if (x < 0.0{s}) {{\n"
-        f"        if (trunc(y) != y) {{ return {nan}; }}\n"
-        f"        if (odd) {{ r = -r; }}\n"
-        f"    }}\n"
-        f"    return r;\n}}",
-    )
 
 
 def _atan2_f32(ctx: _Ctx, ty: ScalarType) -> str:
@@ -1170,36 +1073,11 @@ def _asin(ctx: _Ctx, ty: ScalarType) -> str:
     )
 
 
-def _hypot(ctx: _Ctx, ty: ScalarType) -> str:
-    """sqrt(x^2 + y^2) without overflow or underflow: both scaled by one power of two
-    (exact) so the larger is in [1, 4), the result scaled back; an infinite operand gives
-    +inf even beside a NaN (C99 Annex F)."""
-    assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
-    _helper(ctx, "vy_bits_f32", _BITS_F32)
-    sqrt = _exact_sqrt_f32(ctx) if ctx.exact_sqrt else "sqrt"
-    return _helper(
-        ctx, "vy_hypot_f32",
-        "fn vy_hypot_f32(x: f32, y: f32) -> f32 {\n"
-        "    let ax = bitcast<u32>(x) & 0x7fffffffu;\n"
-        "    let ay = bitcast<u32>(y) & 0x7fffffffu;\n"
-        "    if (ax == 0x7f800000u || ay == 0x7f800000u) { return vy_bits_f32(0x7f800000u); }\n"
-        "    if (ax > 0x7f800000u || ay > 0x7f800000u) { return vy_bits_f32(0x7fc00000u); }\n"
-        "    let hi = max(ax, ay);  // non-negative floats order as their bits\n"
-        "    if (hi == 0u) { return 0.0f; }\n"
-        "    let e = clamp(254u - min(hi >> 23u, 254u), 1u, 253u);  // 2^(e - 127) scales\n"
-        "    let a = bitcast<f32>(hi) * bitcast<f32>(e << 23u);\n"
-        "    let b = bitcast<f32>(min(ax, ay)) * bitcast<f32>(e << 23u);\n"
-        f"    return {sqrt}(a * a + b * b) * bitcast<f32>((254u - e) << 23u);\n}}",
-    )
-
-
 # Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
 # (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
 _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
-    "pow": _pow,
     "approx_asin": _asin,
     "approx_atan2": _atan2_f32,
-    "hypot": _hypot,
 }
 
 

@@ -81,9 +81,11 @@ def power_of_two(b: Builder, e: X) -> X:
     return ((e + 127).bitcast(T.U32) << 23).bitcast(T.F32).cast(T.F64)
 
 
-def _pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType) -> X:
-    """2^(k / 16 + r) rounded to `ty`: i32 k, f64 r (the fast path's), `r_dd()` the slow
-    path's r as a double-double."""
+def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
+         rel_err: float = _FAST_ERR, neg: X | None = None, tie_tol: float = 0.0) -> X:
+    """+-2^(k / 16 + r) rounded to `ty`: i32 k (k >> 4 in [-152, 130]), f64 r (the fast
+    path's, |r| <= 1/32 + 2^-19), `r_dd()` the slow path's r as a double-double, `rel_err`
+    the fast path's relative error (at least `_FAST_ERR`), negated where `neg`."""
     i = b.let(k.bitcast(T.U32) & 15)
     e = b.let(k >> 4)  # arithmetic: floor(k / 16)
     e1 = b.let(e >> 1)
@@ -92,16 +94,21 @@ def _pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType) -> 
     p = b.f64(_FAST_COEFFS[-1])
     for c in reversed(_FAST_COEFFS[:-1]):
         p = b.let(p * r + c)
-    y = ((table(b, i, [h for h, _ in _TABLE]) * p) * s1) * s2
+    y = b.let(((table(b, i, [h for h, _ in _TABLE]) * p) * s1) * s2)
+    if neg is not None:
+        y = b.select(neg, -y, y)
 
     def slow() -> dd.DD:
         coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS]
         poly = dd.horner(b, coeffs, r_dd())
         tab = (table(b, i, [h for h, _ in _TABLE]), table(b, i, [lo for _, lo in _TABLE]))
         hi, lo = dd.mul(b, tab, poly)
-        return b.let((hi * s1) * s2), b.let((lo * s1) * s2)
+        hi, lo = b.let((hi * s1) * s2), b.let((lo * s1) * s2)
+        if neg is None:
+            return hi, lo
+        return b.let(b.select(neg, -hi, hi)), b.let(b.select(neg, -lo, lo))
 
-    return finish(b, ty, y, _FAST_ERR, slow)
+    return finish(b, ty, y, rel_err, slow, tie_tol)
 
 
 @lowering("exp2", T.F32, T.F16)
@@ -111,7 +118,7 @@ def exp2(b: Builder, args: tuple[X, ...]) -> X:
     z = b.let(d.max(-151.0).min(129.0))  # (NaN -> -151: selected below)
     kf = b.let(((z * 16.0) + _ROUND) - _ROUND)
     r = b.let(z - kf * 0.0625)  # exact
-    out = _pow2(b, b.let(kf.cast(T.I32)), r, lambda: (r, b.f64(0.0)), x.ty)
+    out = pow2(b, b.let(kf.cast(T.I32)), r, lambda: (r, b.f64(0.0)), x.ty)
     return b.select(d.ne(d), x, out)
 
 
@@ -129,5 +136,5 @@ def exp(b: Builder, args: tuple[X, ...]) -> X:
         return dd.add_d(b, dd.add_d(b, m, b.let(z * _L2E_LO)), r0)
 
     r = b.let(r0 + z * (_L2E_MID + _L2E_LO))
-    out = _pow2(b, b.let(kf.cast(T.I32)), r, r_dd, x.ty)
+    out = pow2(b, b.let(kf.cast(T.I32)), r, r_dd, x.ty)
     return b.select(d.ne(d), x, out)

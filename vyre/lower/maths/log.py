@@ -14,6 +14,7 @@ Annex F): log(+-0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN -> NaN.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -65,10 +66,18 @@ _FAST = [(-1.0) ** (n + 1) / n for n in range(1, 10)]  # log1p(r) = r (1 - r/2 +
 _SLOW = [dd.split_const(Fraction((-1) ** (n + 1), n)) for n in range(1, 18)]
 
 
-def _log(b: Builder, x: X, base2: bool) -> X:
-    d = b.let(x.cast(T.F64))
-    ordinary = b.let(d.gt(0.0).land(d.lt(float("inf"))))
-    v = b.let(b.select(ordinary, d, b.f64(1.0)))
+@dataclass(frozen=True)
+class Reduced:
+    """x = 2^e * m', r = m' * inv[i] - 1 (exact), and p = log1p(r) in f64."""
+
+    ef: X  # e as an f64
+    i: X
+    r: X
+    p: X
+
+
+def reduce(b: Builder, v: X) -> Reduced:
+    """The reduction of a positive finite f64 `v` that is an f32 or f16 value."""
     tiny = b.let(v.lt(2.0**-100))
     u = b.let(b.select(tiny, v * 2.0**64, v).cast(T.F32).bitcast(T.U32))  # exact
     i = b.let((u >> 17) & 63)
@@ -78,29 +87,43 @@ def _log(b: Builder, x: X, base2: bool) -> X:
     m = (u & 0x7FFFFF) | 0x3F800000
     m = b.let(b.select(halve, m - 0x800000, m).bitcast(T.F32).cast(T.F64))  # m' exactly
     r = b.let(m * table(b, i, _INV) - 1.0)  # exact
-    ef = b.let(e.cast(T.F64))
     q = b.f64(_FAST[-1])
     for c in reversed(_FAST[:-1]):
         q = b.let(q * r + c)
-    p = b.let(r * q)  # log1p(r)
-    t_hi = table(b, i, [h for h, _ in (_LOG2 if base2 else _LOG)])
+    return Reduced(b.let(e.cast(T.F64)), i, r, b.let(r * q))
+
+
+def log_dd(b: Builder, red: Reduced, base2: bool) -> dd.DD:
+    """log(x) or log2(x) as a double-double (relative error < 2^-100)."""
+    coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW]
+    series = dd.mul_d(b, dd.horner_d(b, coeffs, red.r), red.r)
+    tab = _LOG2 if base2 else _LOG
+    t = (table(b, red.i, [h for h, _ in tab]), table(b, red.i, [lo for _, lo in tab]))
+    if base2:
+        s = dd.add(b, t, dd.mul(b, series, (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))))
+        return dd.add_d(b, s, red.ef)
+    s = dd.add(b, t, series)
+    return dd.add(b, s, dd.mul_d(b, (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1])), red.ef))
+
+
+def log2_fast(b: Builder, red: Reduced) -> dd.DD:
+    """log2(x) as an unnormalised pair hi + lo, relative error < 2^-50."""
+    hi, err = dd.two_sum(b, red.ef, table(b, red.i, [h for h, _ in _LOG2]))
+    lo = err + (table(b, red.i, [lo for _, lo in _LOG2]) + red.p * _L2E)
+    return hi, b.let(lo)
+
+
+def _log(b: Builder, x: X, base2: bool) -> X:
+    d = b.let(x.cast(T.F64))
+    ordinary = b.let(d.gt(0.0).land(d.lt(float("inf"))))
+    red = reduce(b, b.let(b.select(ordinary, d, b.f64(1.0))))
+    ef, p = red.ef, red.p
+    t_hi = table(b, red.i, [h for h, _ in (_LOG2 if base2 else _LOG)])
     if base2:
         y = ef + (t_hi + p * _L2E)
     else:
         y = ef * _LN2_DD[0] + (t_hi + (ef * _LN2_DD[1] + p))
-
-    def slow() -> dd.DD:
-        coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW]
-        series = dd.mul_d(b, dd.horner_d(b, coeffs, r), r)
-        tab = _LOG2 if base2 else _LOG
-        t = (table(b, i, [h for h, _ in tab]), table(b, i, [lo for _, lo in tab]))
-        if base2:
-            s = dd.add(b, t, dd.mul(b, series, (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))))
-            return dd.add_d(b, s, ef)
-        s = dd.add(b, t, series)
-        return dd.add(b, s, dd.mul_d(b, (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1])), ef))
-
-    out = finish(b, x.ty, y, _FAST_ERR, slow)
+    out = finish(b, x.ty, y, _FAST_ERR, lambda: log_dd(b, red, base2))
     inf = b.const(x.ty, float("inf"))
     special = b.select(d.eq(0.0), -inf, b.select(d.gt(0.0), inf, b.const(x.ty, float("nan"))))
     special = b.select(d.ne(d), x, special)

@@ -1,15 +1,14 @@
 """The last step of a function lowering: an f64 (or double-double) value rounded once to
 f32 or f16, correctly, with IR operations every backend computes exactly.
 
-f32: the cast f64 -> f32 rounds to nearest even; where the error bound of the fast f64
+f32: the cast f64 -> f32 rounds to nearest even; f16: the f64 value rounded to 11 bits by
+adding and subtracting 1.5 * 2^(e + 42) (exact in f64; e the value's binade, at least -14
+for the subnormals), then cast (exactly) to f16. Where the error bound of the fast f64
 approximation straddles a rounding boundary (rarely: about rel_err * 2^25 of inputs),
 `finish` evaluates the function's slow double-double path under an `if` and rounds
-hi + lo with `round_dd_f32`: f32(hi) is already right unless hi is exactly halfway
-between two f32 (hi is the f64 nearest hi + lo, and every f32 midpoint is an f64), where
-lo's sign decides. f16: the f64 value rounded to 11 bits by adding and subtracting
-1.5 * 2^(e + 42) (exact in f64; e the value's binade, at least -14 for the subnormals),
-then cast (exactly) to f16; f16 results have no slow path: every one of the 65,536
-inputs is checked against a correctly rounded oracle (tests/test_exact_functions.py).
+hi + lo with `round_dd`: rounding hi alone is already right unless hi is exactly halfway
+between two values of the type (hi is the f64 nearest hi + lo, and every f32 / f16
+midpoint is an f64), where lo's sign decides.
 """
 
 from __future__ import annotations
@@ -31,61 +30,76 @@ def _sign_of(b: Builder, v: X) -> X:
     return v.cast(T.F32).bitcast(T.U32) & 0x80000000
 
 
-def round_dd_f32(b: Builder, hi: X, lo: X) -> X:
-    """hi + lo (|lo| <= ulp(hi) / 2) rounded once to f32."""
+def _grid(b: Builder, ty: ScalarType, a: X) -> X:
+    """f64 `a` >= 0 rounded to nearest even on `ty`'s grid, as an f64 (inf beyond it; in
+    flush mode an f32 subnormal reads back as 0: casts flush)."""
+    return a.cast(T.F32).cast(T.F64) if ty is T.F32 else round_f16_grid(b, a)
+
+
+_MAX = {T.F32: (_F32_OVERFLOW_MID, _F32_MAX), T.F16: (65520.0, 65504.0)}
+
+
+def round_dd(b: Builder, ty: ScalarType, hi: X, lo: X, tie_tol: float = 0.0) -> X:
+    """hi + lo (|lo| <= ulp(hi) / 2) rounded once to `ty` (f32 / f16). `tie_tol`: a value
+    within tie_tol * |hi| of a midpoint is taken as exactly on it (for functions with exact
+    midpoint results whose double-double cannot show them exactly, e.g. pow)."""
     neg = b.let(hi.lt(0.0))
     ah = b.let(hi.abs())
     al = b.let(b.select(neg, -lo, lo))
-    t = b.let(ah.cast(T.F32))
-    tb = b.let(t.bitcast(T.U32))
-    back = b.let(t.cast(T.F64))
-    up = b.let((ah - back).gt(0.0))
-    nb = b.let(b.select(up, tb + 1, tb - 1).bitcast(T.F32))
-    mid = (back + nb.cast(T.F64)) * 0.5
-    toward = b.select(up, al.gt(0.0), al.lt(0.0))
-    m = b.select(ah.eq(mid).land(toward), nb, t)
-    # hi exactly halfway between FLT_MAX and 2^128 rounds to inf (FLT_MAX is odd); below
-    # it when lo < 0
-    m = b.select(ah.eq(_F32_OVERFLOW_MID).land(al.lt(0.0)), b.f32(_F32_MAX), m)
-    signed = (m.bitcast(T.U32) | _sign_of(b, hi)).bitcast(T.F32)
-    # through f64 and back: in flush mode a subnormal neighbour reads as a zero of its
-    # sign (casts flush, bitcasts do not); elsewhere the identity
-    return signed.cast(T.F64).cast(T.F32)
+    t = b.let(_grid(b, ty, ah))
+    d = b.let(ah - t)  # exact
+    other = b.let(t + d * 2.0)  # the neighbour across hi if hi is a midpoint
+    is_mid = d.ne(0.0).land(_grid(b, ty, other).eq(other))
+    far = b.let(al.abs().gt(ah * tie_tol) if tie_tol else al.ne(0.0))
+    toward = b.select(d.gt(0.0), al.gt(0.0), al.lt(0.0)).land(far)
+    m = b.select(is_mid.land(toward), other, t)
+    # hi exactly halfway between the largest finite value and the next power of two
+    # rounds to inf (the largest is odd); below it when lo < 0
+    mid_max, fmax = _MAX[ty]
+    m = b.select(ah.eq(mid_max).land(al.lt(0.0)).land(far), b.f64(fmax), m)
+    signed = (m.cast(T.F32).bitcast(T.U32) | _sign_of(b, hi)).bitcast(T.F32)
+    return signed.cast(ty) if ty is T.F16 else signed
 
 
-def round_f64_f16(b: Builder, y: X) -> X:
-    """f64 `y` rounded once to f16 (nearest even; overflow to inf; NaN stays NaN)."""
-    a = b.let(y.abs())
+def round_dd_f32(b: Builder, hi: X, lo: X) -> X:
+    """hi + lo rounded once to f32."""
+    return round_dd(b, T.F32, hi, lo)
+
+
+def round_f16_grid(b: Builder, a: X) -> X:
+    """f64 `a` >= 0 rounded to nearest even on the f16 grid, as an f64 (>= 65520: inf)."""
     e = ((a.cast(T.F32).bitcast(T.U32) >> 23) & 0xFF).bitcast(T.I32) - 127
     e = e.max(-14).min(16)  # subnormal f16 have the grid of 2^-14's binade
     c = b.let((((e + (42 + 127)).bitcast(T.U32) << 23) | 0x400000).bitcast(T.F32).cast(T.F64))
     r = b.let((a + c) - c)  # a rounded to a multiple of 2^(e - 10), exactly
-    r = b.select(a.ge(65520.0), b.f64(float("inf")), r)  # 65520: halfway to 2^16
+    return b.select(a.ge(65520.0), b.f64(float("inf")), r)  # 65520: halfway to 2^16
+
+
+def round_f64_f16(b: Builder, y: X) -> X:
+    """f64 `y` rounded once to f16 (nearest even; overflow to inf; NaN stays NaN)."""
+    r = round_f16_grid(b, b.let(y.abs()))
     signed = (r.cast(T.F32).bitcast(T.U32) | _sign_of(b, y)).bitcast(T.F32)
     return signed.cast(T.F16)
 
 
 def finish(b: Builder, ty: ScalarType, y: X, rel_err: float,
-           slow: Callable[[], DD] | None) -> X:
-    """f64 `y`, within `rel_err` (relative) of the function's value, rounded once to `ty`.
-
-    f32: correctly rounded where the bound y (1 +- rel_err) rounds one way; elsewhere the
-    double-double `slow()` (made under an `if`, so evaluated only there) decides. `y` must
-    be finite and not NaN (give special inputs an ordinary stand-in and select their
-    results after this)."""
-    if ty is T.F16:
-        return round_f64_f16(b, y)
-    assert ty is T.F32, ty
+           slow: Callable[[], DD] | None, tie_tol: float = 0.0) -> X:
+    """f64 `y`, within `rel_err` (relative) of the function's value, rounded once to `ty`
+    (f32 / f16): correctly rounded where the bound |y| (1 +- rel_err) rounds one way;
+    elsewhere the double-double `slow()` (made under an `if`, so evaluated only there)
+    decides (`round_dd`, with `tie_tol`). `y` must be finite and not NaN (give special
+    inputs an ordinary stand-in and select their results after this)."""
+    assert ty in (T.F32, T.F16), ty
     y = b.let(y)
-    err = b.let(y * rel_err)
-    r = b.var(y.cast(T.F32))
+    r = b.var(y.cast(T.F32) if ty is T.F32 else round_f64_f16(b, y))
     if slow is None:
         return r
-    lo, hi = (y - err).cast(T.F32), (y + err).cast(T.F32)
-    with b.when(lo.ne(hi)):
+    a = b.let(y.abs())
+    err = b.let(a * rel_err)
+    with b.when(_grid(b, ty, a - err).ne(_grid(b, ty, a + err))):
         hi_, lo_ = slow()
-        b.assign(r, round_dd_f32(b, hi_, lo_))
+        b.assign(r, round_dd(b, ty, hi_, lo_, tie_tol))
     return r
 
 
-__all__ = ["finish", "round_dd_f32", "round_f64_f16"]
+__all__ = ["finish", "round_dd", "round_dd_f32", "round_f16_grid", "round_f64_f16"]
