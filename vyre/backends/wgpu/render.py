@@ -1630,7 +1630,8 @@ def generate(
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
     # the types and subgroup use of the user's Program (cached, found by the feature checks
     # before this): the lowering adds no subgroup operation and no type beyond u32 / i32 /
-    # f32 / bool, which every device has, so the lowered Program is not walked again
+    # f32 / bool, which every device has, except f64 for the functions' exact definitions
+    # (vyre.lower.maths, checked below), so the lowered Program is not walked again
     used, subgroups = types_used(program), uses_subgroups(program)
     # (and which statements it has: the lowering adds no loop, atomic or barrier either)
     looped = has_any(program, (N.For, N.While))

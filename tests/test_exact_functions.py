@@ -1,0 +1,238 @@
+"""exp, exp2, log, log2, tanh, pow and hypot have one exact definition (vyre.lower.maths):
+every backend gets the correctly rounded result, bit for bit, checked against an oracle
+that is not vyre's code (tests/function_oracle.py: Python's decimal, and the C library's
+f64 functions where they decide the rounding).
+
+f16: every one of the 65,536 arguments (pow / hypot: every x beside a shuffled y) on
+every available backend; f32: special values, subnormals, the overflow and underflow
+thresholds, random bit patterns and ranges, and the arguments nearest a rounding
+boundary among 2^18 (the slow path's cases); the same in flush mode on wgpu (forced)
+against the reference in that mode. CUDA: the generated C compiles with NVRTC and spells
+none of the C library's functions. scripts/exact_functions.py checks all 2^32 f32
+arguments on a GPU.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+from function_oracle import fast_oracle
+
+import vyre
+from vyre import ScalarType, UnsupportedFeature
+from vyre.backend import BaseBackend
+from vyre.builder import ProgramBuilder, call_fn
+from vyre.ir import nodes as N
+from vyre.tools.testing import EXACT, reference_for, tolerance_for
+
+F32, F16, F64 = ScalarType.F32, ScalarType.F16, ScalarType.F64
+ONE_ARG = ("exp", "exp2", "log", "log2", "tanh")
+TWO_ARGS = ("pow", "hypot")
+FUNCTIONS = ONE_ARG + TWO_ARGS
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, -0.5, 3.0, -3.0, 0.25, 1.5, 10.0, -10.0,
+            np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, -1e-40, 2.0**-126, -(2.0**-126),
+            3.4028235e38, -3.4028235e38, 128.0, 127.99999, -149.0, -150.0, -149.5, -151.0,
+            88.72283, 88.72284, -87.33655, -103.27893, -103.97208, 0.99999994, 1.0000001,
+            9.010913, 20.0, 1e-8, -1e-8, 0.6931472, 16777216.0, 16777215.0, 66049.0, 4.0]
+
+
+def _program(fn: str, ty: ScalarType) -> N.Program:
+    arity = 2 if fn in TWO_ARGS else 1
+    k = ProgramBuilder(f"exact_{fn}_{ty}", workgroup_size=64)
+    ins = [k.buffer(f"a{j}", ty) for j in range(arity)]
+    out = k.buffer("out", ty, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < out.length()):
+        out[i] = call_fn(fn, *(b[i] for b in ins))
+    return k.build()
+
+
+def _run(backend: BaseBackend, fn: str, ty: ScalarType, args: list[np.ndarray]) -> np.ndarray:
+    prog = _program(fn, ty)
+    n = len(args[0])
+    inputs = {f"a{j}": a for j, a in enumerate(args)} | {"out": n}
+    groups = -(-n // 64)
+    cfg = vyre.DispatchConfig(grid=(min(groups, 65535), -(-groups // 65535), 1))
+    return np.asarray(backend.dispatch(prog, inputs, cfg)["out"])
+
+
+def _assert_bits(got: np.ndarray, want: np.ndarray, args: list[np.ndarray], what: str) -> None:
+    """Bit for bit (any NaN equals any NaN: docs/IR.md leaves a NaN's bits open)."""
+    u = np.uint16 if got.dtype == np.float16 else np.uint32
+    same = (got.view(u) == want.view(u)) | (np.isnan(got) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    if bad.size:
+        shown = "; ".join(
+            f"{tuple(a[j] for a in args)} -> {got[j]!r} (bits {got.view(u)[j]:#x}), "
+            f"correctly rounded {want[j]!r} (bits {want.view(u)[j]:#x})" for j in bad[:6])
+        raise AssertionError(f"{what}: {bad.size} of {got.size} differ: {shown}")
+
+
+# ------------------------------------------------------------------ arguments
+
+
+@cache
+def _f16_args(fn: str) -> tuple[np.ndarray, ...]:
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    if fn in ONE_ARG:
+        return (every,)
+    rng = np.random.default_rng(16)
+    ys = rng.permutation(every)
+    if fn == "pow":  # small integer and half-integer exponents: exact and midpoint results
+        ys[::4] = rng.choice(np.array([2, 3, -1, -2, 0.5, 1.5, 2.5, -0.5], np.float16),
+                             ys[::4].size)
+    return every, ys
+
+
+def _hard_f32(fn: str, n: int, count: int) -> np.ndarray:
+    """The `count` arguments among n random ones whose f64 result is nearest an f32
+    midpoint (in f32 ulps): where the fast path hands over to the slow one."""
+    rng = np.random.default_rng(sum(map(ord, fn)))
+    lo, hi = {"exp": (-103.9, 88.7), "exp2": (-149.9, 127.9), "tanh": (-9.0, 9.0)}.get(
+        fn, (1e-30, 1e30))
+    xs = (rng.uniform(lo, hi, n) if fn not in ("log", "log2") else
+          rng.integers(1, 0x7F800000, n, dtype=np.uint32).view(np.float32)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        w = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+             "tanh": np.tanh}[fn](xs.astype(np.float64))
+    r = w.astype(np.float32).astype(np.float64)
+    ulp = np.abs(np.spacing(w.astype(np.float32)).astype(np.float64))
+    dist = np.abs(np.abs(w - r) / ulp - 0.5)  # 0: on a midpoint
+    return xs[np.argsort(dist)[:count]]
+
+
+@cache
+def _f32_args(fn: str) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(32)
+    special = np.array(_SPECIAL, np.float32)
+    bits = rng.integers(0, 1 << 32, 1500, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    subnormal = rng.integers(1, 0x800000, 200, dtype=np.uint32).view(np.float32)
+    ranged = rng.uniform(-160, 160, 800).astype(np.float32)
+    near1 = (1 + rng.uniform(-1e-3, 1e-3, 200)).astype(np.float32)
+    if fn in ONE_ARG:
+        return (np.concatenate([special, bits, subnormal, -subnormal, ranged, near1,
+                                _hard_f32(fn, 1 << 18, 64)]),)
+    xs = np.concatenate([np.repeat(special, special.size), bits, subnormal, ranged, near1])
+    ys = np.concatenate([np.tile(special, special.size), rng.permutation(bits),
+                         rng.permutation(subnormal), rng.uniform(-30, 30, 800), near1 * 3])
+    if fn == "pow":
+        squares = (rng.integers(1, 4096, 300) ** 2).astype(np.float32)
+        xs = np.concatenate([xs, squares, np.float32(2.0) ** rng.integers(-149, 128, 100)])
+        ys = np.concatenate([ys, rng.choice(np.array([0.5, 1.5, 2.0, -0.5, 2.5], np.float32),
+                                            300), rng.integers(-3, 4, 100)])
+    if fn == "hypot":  # Pythagorean triples, scaled, and the subnormal grid's ties
+        m, k = rng.integers(2, 2000, 300), rng.integers(1, 1000, 300)
+        m = np.maximum(m, k + 1)
+        scale = np.float32(2.0) ** rng.integers(-140, 100, 300)
+        xs = np.concatenate([xs, ((m * m - k * k) * scale).astype(np.float32)])
+        ys = np.concatenate([ys, ((2 * m * k) * scale).astype(np.float32)])
+    return xs.astype(np.float32), ys.astype(np.float32)
+
+
+@cache
+def _expected(fn: str, ty: ScalarType) -> np.ndarray:
+    args = _f16_args(fn) if ty is F16 else _f32_args(fn)
+    return fast_oracle(fn, ty.numpy.type, *args)
+
+
+# ------------------------------------------------------------------ the checks
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_f16_every_argument_is_correctly_rounded(backend: BaseBackend, fn: str) -> None:
+    if "f16" not in backend.capabilities().features:
+        pytest.skip(f"{backend.id} has no f16")
+    args = list(_f16_args(fn))
+    _assert_bits(_run(backend, fn, F16, args), _expected(fn, F16), args, f"{fn} f16 on {backend.id}")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_f32_sample_is_correctly_rounded(backend: BaseBackend, fn: str) -> None:
+    args = list(_f32_args(fn))
+    _assert_bits(_run(backend, fn, F32, args), _expected(fn, F32), args, f"{fn} f32 on {backend.id}")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """In flush mode (docs/IR.md) the definition is the same IR: wgpu forced into flush
+    mode equals the reference evaluated in that mode, and a subnormal argument reads as 0."""
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    forced = PROVIDER.create()
+    try:
+        args = [a[:900] for a in _f32_args(fn)]
+        got = _run(forced, fn, F32, args)
+        want = _run(reference_for(forced, reference), fn, F32, args)
+        _assert_bits(got, want, args, f"{fn} f32 in flush mode, wgpu vs reference")
+    finally:
+        forced.close()
+    # a subnormal argument is a zero of its sign there: exp(1e-45) = 1, log(1e-45) = -inf
+    flushed = np.array([1e-45, -1e-40], np.float32)
+    args2 = [flushed] * (2 if fn in TWO_ARGS else 1)
+    zeros = [np.zeros_like(flushed)] * len(args2)
+    ref = reference_for(forced, reference)
+    _assert_bits(_run(ref, fn, F32, args2), fast_oracle(fn, np.float32, *zeros), args2,
+                 f"{fn} of flushed subnormals")
+
+
+def test_the_functions_are_exact_for_f32_and_f16_and_approximate_for_f64() -> None:
+    for fn in FUNCTIONS:
+        assert tolerance_for(_program(fn, F32), "wgpu") == EXACT, fn
+        assert tolerance_for(_program(fn, F16), "cuda") == EXACT, fn
+        assert not tolerance_for(_program(fn, F64), "cuda").exact, fn
+
+
+@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2"])
+def test_the_native_function_is_reached_by_name_only(backend: BaseBackend, fn: str) -> None:
+    """vyre.approx.<fn> is the backend's own: within the approximate tolerance of the
+    correctly rounded result, and tolerance_for says so."""
+    k = ProgramBuilder(f"approx_{fn}", workgroup_size=64)
+    a = k.buffer("a", F32)
+    out = k.buffer("out", F32, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < out.length()):
+        out[i] = getattr(vyre.approx, fn)(a[i])
+    prog = k.build()
+    tol = tolerance_for(prog, backend.kind)
+    assert not tol.exact
+    xs = np.linspace(0.1, 20, 256).astype(np.float32)
+    got = backend.dispatch(prog, {"a": xs, "out": 256}, vyre.DispatchConfig(grid=4))["out"]
+    from vyre.tools.testing import assert_agree
+
+    assert_agree(got, fast_oracle(fn, np.float32, xs), tol, f"approx_{fn} on {backend.id}")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_cuda_source_compiles_and_spells_no_library_function(fn: str) -> None:
+    from vyre.backends.cuda import compile_source
+    from vyre.backends.cuda import render as cuda
+
+    for ty in (F32, F16):
+        src = cuda.generate(_program(fn, ty)).source
+        for spelled in (f"{fn}f(", f" {fn}(", f"({fn}("):
+            assert spelled not in src, (fn, ty, spelled)
+        try:
+            compile_source(src, "sm_90")
+        except vyre.BackendUnavailable as e:  # (no NVRTC library on this host)
+            pytest.skip(f"NVRTC is not available: {e}")
+
+
+def test_wgpu_without_shader_f64_names_the_function_and_vyre_approx() -> None:
+    from vyre.backends.wgpu import render as wgsl
+
+    core = frozenset({ScalarType.BOOL, ScalarType.I32, ScalarType.U32, F32})
+    with pytest.raises(UnsupportedFeature, match=r"exact exp.*shader-f64.*vyre\.approx\.exp"):
+        wgsl.generate(_program("exp", F32), allowed_types=core)
+    approx = ProgramBuilder("a", workgroup_size=64)
+    a = approx.buffer("a", F32)
+    approx.buffer("out", F32, "write")[0] = vyre.approx.exp(a[0])
+    assert "exp(" in wgsl.generate(approx.build(), allowed_types=core).source
+
