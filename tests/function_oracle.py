@@ -241,6 +241,8 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
     "pow": np.power, "hypot": lambda x, y: np.where(np.isinf(x) | np.isinf(y), np.inf,
                                                     np.hypot(x, y)),
+    # (C99 Annex F specials, the sign of zero included, as the C library's f64 functions)
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2,
 }
 _WINDOW = 2.0**-44  # far above the f64 libraries' error, far below half an f32 ulp
 
