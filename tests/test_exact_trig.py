@@ -47,7 +47,8 @@ def _f32_sample() -> np.ndarray:
     specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, np.pi / 4, np.pi / 2,
                 np.pi, 2 * np.pi, 3.4028235e38, -3.4028235e38, 1.17549435e-38, 1e-45, -1e-45,
                 2.0**-12, 2.0**-13, 8192.0, 2.0**24, 2.0**63]
-    bits = [0x3F490FDB, 0x3F490FDA, 0x6F79BE45, 0xEF79BE45, 0x007FFFFF, 0x80400000,
+    bits = [0x3F490FDB, 0x3F490FDA, 0x6F79BE45, 0xEF79BE45, 0x437CE5F1, 0x48FFFFFF, 0x49000000,
+            0x49000001, 0x007FFFFF, 0x80400000,
             *_SIN_NEAR_MIDPOINT]
     rng = np.random.default_rng(32)
     # the f32 next to k pi/2 for k up to 2^128, and their neighbours

@@ -97,4 +97,33 @@ def reduce_pio2(b: Builder, ab: X) -> tuple[X, X, X]:
     return k, r[0], r[1]
 
 
-__all__ = ["PIO2", "reduce_pio2"]
+def _pio2_parts() -> tuple[float, float, float, float]:
+    """pi/2 = P1 + P2 + P3 + P4 (+ < 2^-165): P1 and P2 of 30 significant bits each (so
+    k * P1 and k * P2 are exact for k < 2^23), P3 + P4 a double-double of the rest."""
+    p1 = Fraction(int(PIO2 * 2**29), 2**29)
+    p2 = Fraction(int((PIO2 - p1) * 2**59), 2**59)
+    p3, p4 = dd.split_const(PIO2 - p1 - p2)
+    return float(p1), float(p2), p3, p4
+
+
+_P1, _P2, _P3, _P4 = _pio2_parts()
+_TWO_OVER_PI = float(2 / _PI)
+_ROUND = 1.5 * 2.0**52  # adding and subtracting it rounds an f64 below 2^51 to an integer
+CODY_WAITE_BITS = 0x49000000  # f32 bits of 2^19: below it reduce_cody_waite applies
+
+
+def reduce_cody_waite(b: Builder, ax: X) -> tuple[X, X, X]:
+    """(k, rh, rl) as reduce_pio2's, for an f64 pi/4 <= ax < 2^19 holding an f32 (so
+    k < 2^19): Cody and Waite's reduction in three parts of pi/2. ax - k P1 is exact (both
+    are multiples of 2^-29 and the difference is below 1), k P2 is exact, and k (P3 + P4)
+    is a double-double within 2^-125; the smallest |r| of such an f32 is 2^-27.8 (at
+    16573937 * 2^-16), so r is within 2^-75 of exact, relatively."""
+    kf = b.let((ax * _TWO_OVER_PI + _ROUND) - _ROUND)
+    s1 = b.let(ax - kf * _P1)
+    h = dd.two_sum(b, s1, b.let(-(kf * _P2)))
+    p3 = dd.two_prod(b, kf, b.f64(_P3))
+    r = dd.add(b, h, (-p3[0], b.let(-(p3[1] + kf * _P4))))
+    return b.let(kf.cast(T.U32) & 3), r[0], r[1]
+
+
+__all__ = ["CODY_WAITE_BITS", "PIO2", "reduce_cody_waite", "reduce_pio2"]

@@ -28,7 +28,7 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
-from .pio2 import reduce_pio2
+from .pio2 import CODY_WAITE_BITS, reduce_cody_waite, reduce_pio2
 from .registry import lowering
 from .rounding import finish
 
@@ -77,12 +77,20 @@ def reduce(b: Builder, x: X) -> Reduced:
     ab = b.let(bits & 0x7FFFFFFF)
     special = b.let(ab.ge(0x7F800000))
     ab = b.let(b.select(special, b.u32(0x3F800000), ab))  # stand-in: 1.0
-    k, rh, rl = reduce_pio2(b, ab)
+    ax = b.let(ab.bitcast(T.F32).cast(T.F64))
     small = b.let(ab.lt(_PIO4_BITS))
-    return Reduced(ty=x.ty, bits=bits, special=special,
-                   k=b.let(b.select(small, b.u32(0), k)),
-                   hi=b.let(b.select(small, ab.bitcast(T.F32).cast(T.F64), rh)),
-                   lo=b.let(b.select(small, b.f64(0.0), rl)))
+    # below 2^19 Cody and Waite's reduction (the f64 stand-in keeps it in range above);
+    # only where some argument is larger the integer one, under an `if`
+    k0, rh0, rl0 = reduce_cody_waite(b, b.select(ab.lt(CODY_WAITE_BITS), ax, b.f64(1.0)))
+    k = b.var(b.select(small, b.u32(0), k0))
+    hi = b.var(b.select(small, ax, rh0))
+    lo = b.var(b.select(small, b.f64(0.0), rl0))
+    with b.when(ab.ge(CODY_WAITE_BITS)):
+        k1, rh1, rl1 = reduce_pio2(b, ab)
+        b.assign(k, k1)
+        b.assign(hi, rh1)
+        b.assign(lo, rl1)
+    return Reduced(ty=x.ty, bits=bits, special=special, k=k, hi=hi, lo=lo)
 
 
 def sin_cos_fast(b: Builder, r: Reduced) -> tuple[X, X]:
