@@ -222,8 +222,8 @@ def test_cuda_source_spells_no_libm_and_compiles() -> None:
             src = cuda.generate(_program(fn, ty)).source
             assert f"{fn}f(" not in src and f" {fn}(" not in src, (fn, ty)
     try:
-        for fn in ("tan", "atan2"):
-            cuda.compile_program(_program(fn, T.F32), "sm_90")
+        for fn, ty in (("tan", T.F32), ("atan2", T.F32), ("sin", T.F16), ("asin", T.F16)):
+            cuda.compile_program(_program(fn, ty), "sm_90")
     except vyre.BackendError as e:  # no NVRTC here
         pytest.skip(f"NVRTC is not usable here: {e}")
 
