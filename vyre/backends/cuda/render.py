@@ -37,6 +37,7 @@ from vyre.ir.types import ScalarType
 from vyre.ir.validate import validate
 from vyre.lower import Traits, guarded_load, guarded_store, lower
 from vyre.lower import names as lower_names
+from vyre.lower.maths import lowered_calls
 from vyre.subgroups import check_fits
 from vyre.subgroups import identity as sg_identity
 
@@ -1049,7 +1050,10 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1) -> Gen
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     check_fits(program, SUBGROUP_SIZE, "cuda")
     written, program = program, lower(program, TRAITS)
-    k = coarsen if coarsening_allowed(program, coarsen) else 1
+    # not where a function's exact definition (vyre.lower.maths) was inlined: its code is
+    # hundreds of operations per call, which coarsening would copy k times (compute-bound
+    # anyway, so there is little to gain; NVRTC took minutes over a 1.7 MB kernel)
+    k = coarsen if coarsening_allowed(program, coarsen) and not lowered_calls(written) else 1
     wx, wy, wz = program.workgroup_size
     bx = wx // k
     merge = 1

@@ -84,18 +84,30 @@ def mul_d(b: Builder, x: DD, y: X) -> DD:
     return fast_two_sum(b, p, b.let(e + x[1] * y))
 
 
-def horner(b: Builder, coeffs: list[DD], t: DD) -> DD:
-    """coeffs[0] + t * (coeffs[1] + t * (...)) in double-double."""
-    acc = coeffs[-1]
-    for c in reversed(coeffs[:-1]):
+def _tail(b: Builder, coeffs: list[DD], t: X, first: int) -> DD:
+    """sum coeffs[n] t^(n - first) for n >= first, in plain f64 (the terms whose f64
+    rounding error, times t^first, is already below the double-double's)."""
+    acc = coeffs[-1][0]
+    for c in reversed(coeffs[first:-1]):
+        acc = b.let(acc * t + c[0])
+    return acc, b.f64(0.0)
+
+
+def horner(b: Builder, coeffs: list[DD], t: DD, dd_terms: int | None = None) -> DD:
+    """coeffs[0] + t * (coeffs[1] + t * (...)) in double-double; with `dd_terms`, only the
+    first dd_terms coefficients' steps in double-double, the rest in f64 (by t's hi)."""
+    k = len(coeffs) - 1 if dd_terms is None else dd_terms
+    acc = coeffs[-1] if dd_terms is None else _tail(b, coeffs, t[0], dd_terms)
+    for c in reversed(coeffs[:k]):
         acc = add(b, mul(b, acc, t), c)
     return acc
 
 
-def horner_d(b: Builder, coeffs: list[DD], t: X) -> DD:
-    """Horner by an f64 `t`."""
-    acc = coeffs[-1]
-    for c in reversed(coeffs[:-1]):
+def horner_d(b: Builder, coeffs: list[DD], t: X, dd_terms: int | None = None) -> DD:
+    """Horner by an f64 `t` (`dd_terms` as for `horner`)."""
+    k = len(coeffs) - 1 if dd_terms is None else dd_terms
+    acc = coeffs[-1] if dd_terms is None else _tail(b, coeffs, t, dd_terms)
+    for c in reversed(coeffs[:k]):
         acc = add(b, mul_d(b, acc, t), c)
     return acc
 

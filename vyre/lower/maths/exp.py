@@ -59,6 +59,8 @@ _LN2 = _ln2()
 _COEFFS = [_LN2**n / math.factorial(n) for n in range(13)]
 _FAST_COEFFS = [float(c) for c in _COEFFS[:8]]
 _SLOW_COEFFS = [dd.split_const(c) for c in _COEFFS]
+# terms of degree >= 7 in f64: their rounding, times |r|^7 <= 2^-35, is below 2^-103
+DD_TERMS = 7
 _TABLE = [dd.split_const(_pow2_frac(i)) for i in range(16)]
 _L2E = _log2e()
 _L2E_HI = float(Fraction(round(_L2E * 2**25), 2**25))  # 26 bits: x * _L2E_HI is exact
@@ -100,7 +102,7 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
 
     def slow() -> dd.DD:
         coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS]
-        poly = dd.horner(b, coeffs, r_dd())
+        poly = dd.horner(b, coeffs, r_dd(), DD_TERMS)
         tab = (table(b, i, [h for h, _ in _TABLE]), table(b, i, [lo for _, lo in _TABLE]))
         hi, lo = dd.mul(b, tab, poly)
         hi, lo = b.let((hi * s1) * s2), b.let((lo * s1) * s2)

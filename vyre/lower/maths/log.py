@@ -96,7 +96,8 @@ def reduce(b: Builder, v: X) -> Reduced:
 def log_dd(b: Builder, red: Reduced, base2: bool) -> dd.DD:
     """log(x) or log2(x) as a double-double (relative error < 2^-100)."""
     coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW]
-    series = dd.mul_d(b, dd.horner_d(b, coeffs, red.r), red.r)
+    # terms of degree >= 9 in f64: their rounding, times |r|^8 <= 2^-48, is below 2^-103
+    series = dd.mul_d(b, dd.horner_d(b, coeffs, red.r, 8), red.r)
     tab = _LOG2 if base2 else _LOG
     t = (table(b, red.i, [h for h, _ in tab]), table(b, red.i, [lo for _, lo in tab]))
     if base2:

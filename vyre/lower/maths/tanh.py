@@ -29,6 +29,7 @@ from .exp import (
     _ROUND,
     _SLOW_COEFFS,
     _TABLE,
+    DD_TERMS,
     power_of_two,
     table,
 )
@@ -82,7 +83,7 @@ def tanh(b: Builder, args: tuple[X, ...]) -> X:
         m = dd.two_prod(b, u, b.f64(_L2E_MID))
         rd = dd.add_d(b, dd.add_d(b, m, b.let(u * _L2E_LO)), r0)
         coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS[1:]]
-        qd = dd.mul(b, dd.horner(b, coeffs, rd), rd)
+        qd = dd.mul(b, dd.horner(b, coeffs, rd, DD_TERMS), rd)
         s = (s_hi, s_lo)
         e = dd.add(b, dd.add_d(b, s, b.f64(-1.0)), dd.mul(b, s, qd))
         den_dd = dd.add_d(b, e, b.f64(2.0))
