@@ -34,12 +34,16 @@ FNS = ("sin", "cos", "tan", "asin")
 _INT = {np.float32: np.uint32, np.float16: np.uint16}
 _SCALAR = {np.float32: T.F32, np.float16: T.F16}
 
-# |x| within 2^-22 ulp of an f32 midpoint (found by a search of random f32 with NumPy's
-# f64 sin): exercise the rounding test of the fast path
+# sin(x) within 2^-22 ulp of an f32 midpoint (found by a search of 2^28 random f32 with
+# NumPy's f64 sin): they exercise the rounding test of the fast path
 _SIN_NEAR_MIDPOINT = (
     0x6EE42FC9, 0x448F03F9, 0x6CE79904, 0x4E096D33, 0x50475532, 0x3C85C22F, 0x67A8ECF0,
     0x3EB00D62, 0x7BCEBCDD, 0x60C7295D, 0x3BC30FE8, 0x42459DF8, 0x439774AF, 0x7C5D6B82,
     0x726FD58E, 0x65127213, 0x45E38B6E, 0x3D0650EA, 0x39E89767, 0x3F48DCEA)
+# the same for cos
+_COS_NEAR_MIDPOINT = (
+    0x6BA11B42, 0x764FE77F, 0x7377A82F, 0x3F46459D, 0x59443C0A, 0x64D15E3B, 0x72CFC61D,
+    0x6C092DAE, 0x4500B329, 0x741B2833, 0x3DA4D031, 0x3AB22B21, 0x428A5291, 0x39800001)
 
 
 def _f32_sample() -> np.ndarray:
@@ -49,7 +53,7 @@ def _f32_sample() -> np.ndarray:
                 2.0**-12, 2.0**-13, 8192.0, 2.0**24, 2.0**63]
     bits = [0x3F490FDB, 0x3F490FDA, 0x6F79BE45, 0xEF79BE45, 0x437CE5F1, 0x48FFFFFF, 0x49000000,
             0x49000001, 0x007FFFFF, 0x80400000,
-            *_SIN_NEAR_MIDPOINT]
+            *_SIN_NEAR_MIDPOINT, *_COS_NEAR_MIDPOINT]
     rng = np.random.default_rng(32)
     # the f32 next to k pi/2 for k up to 2^128, and their neighbours
     k = np.concatenate([np.arange(1, 200), 2.0 ** rng.uniform(8, 127, 300)])
