@@ -122,7 +122,7 @@ class _Ctx:
     scopes: list[dict[str, str]] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     counter: int = 0
-    wide_ok: bool = False  # the device runs i64 and f64 (exact pow)
+    wide_ok: bool = False  # the device runs i64 and f64 (vyre.approx's trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
@@ -684,6 +684,136 @@ def _atan2_f32(ctx: _Ctx, ty: ScalarType) -> str:
     )
 
 
+def _tan_big(ctx: _Ctx) -> None:
+    if ctx.wide_ok:
+        _sincos_f32(ctx, "sin")
+        code = (
+            "fn vy_tan_big(x: f32) -> f32 {\n"
+            "    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {"
+            " return vy_bits_f32(0x7fc00000u); }\n"
+            "    let red = vy_trig_reduce(x);\n"
+            "    let q = u32(red.y);\n"
+            "    let sn = vy_sincos_poly(red.x, 0u);\n"
+            "    let cs = vy_sincos_poly(red.x, 1u);\n"
+            "    let t = select(sn / cs, -cs / sn, (q & 1u) != 0u);\n"
+            "    return select(t, -t, x < 0.0f);\n}"
+        )
+    else:
+        code = "fn vy_tan_big(x: f32) -> f32 { return tan(x); }  // no i64/f64: the driver's"
+    _helper(ctx, "vy_tan_big", code)
+
+
+def _tan_f32(ctx: _Ctx) -> str:
+    """vyre.approx.tan on wgpu. Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
+    ulp tolerance near the poles; this is Cephes tanf (Cody-Waite reduction by pi/4, about
+    3 ulp) for |x| <= 8192, the driver's tan beyond. Next to a pole (x within 2^-12 of an
+    odd multiple of pi/2) the reduced argument is a few ulp of x, and the f32 Cody-Waite
+    constants leave it 5-50 ulp off (tan(f32(3 pi / 2))); with i64/f64 on the device those
+    arguments take the exact reduction of vy_tan_big."""
+    _tan_big(ctx)
+    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
+    near_pole = ("    if ((j & 2u) != 0u && abs(z) < 2.44140625e-4f && x > 2.0f)"
+                 " { return vy_tan_big(xx); }\n") if ctx.wide_ok else ""
+    return _helper(
+        ctx, "vy_tan_f32",
+        "fn vy_tan_f32(xx: f32) -> f32 {\n"
+        "    let x = abs(xx);\n"
+        "    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x46000000u) { return vy_tan_big(xx); }"
+        "  // NaN, inf, > 8192\n"
+        "    var j = u32(1.27323954473516f * x);\n"
+        "    var y = f32(j);\n"
+        "    if ((j & 1u) != 0u) { j = j + 1u; y = y + 1.0f; }\n"
+        # each Cody-Waite step fenced: NVIDIA's compiler reassociated the three into one
+        # product (tan 40 ulp off near its poles on the H100)
+        f"    let z1 = {f0}(x - {f1}(y * 0.78515625f));\n"
+        f"    let z2 = {f0}(z1 - {f1}(y * 2.4187564849853515625e-4f));\n"
+        f"    let z = {f0}(z2 - {f1}(y * 3.77489497744594108e-8f));\n"
+        f"{near_pole}"
+        "    let zz = z * z;\n"
+        "    var r = z;\n"
+        "    if (x > 1.0e-4f) {\n"
+        "        r = (((((9.38540185543e-3f * zz + 3.11992232697e-3f) * zz + 2.44301354525e-2f)"
+        " * zz + 5.34112807005e-2f) * zz + 1.33387994085e-1f) * zz + 3.33331568548e-1f)"
+        " * zz * z + z;\n"
+        "    }\n"
+        "    if ((j & 2u) != 0u) { r = -1.0f / r; }\n"
+        "    return bitcast<f32>(bitcast<u32>(r) ^ (bitcast<u32>(xx) & 0x80000000u));  // tan(-0) = -0\n}",
+    )
+
+
+_INV_PIO4 = "0x000000a2u, 0x0000a2f9u, 0x00a2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x836e4e44u, 0x6e4e4415u, 0x4e441529u, 0x441529fcu, 0x1529fc27u, 0x29fc2757u, 0xfc2757d1u, 0x2757d1f5u, 0x57d1f534u, 0xd1f534ddu, 0xf534ddc0u, 0x34ddc0dbu, 0xddc0db62u, 0xc0db6295u, 0xdb629599u, 0x6295993cu, 0x95993c43u, 0x993c4390u, 0x3c439041u"
+
+
+def _sincos_f32(ctx: _Ctx, fn: str) -> str:
+    """vyre.approx.sin / cos on wgpu (vyre.sin / cos are exact: vyre.lower.maths): f32
+    sin/cos with exact argument reduction (the raw builtins give +-1 for 1e30 on llvmpipe): Vulkan only bounds sin/cos on
+    [-pi, pi] (absolute 2^-11), and drivers return garbage for huge arguments. |x| < 2:
+    Cody-Waite by pi/2; larger: the 4/pi table reduction of ARM's optimized-routines sinf
+    (a 32x96-bit product in u64, the remainder in f64). Both feed Cephes' f32 polynomials
+    on [-pi/4, pi/4]. Needs i64 + f64 on the device (else the driver's sin/cos is used)."""
+    _helper(ctx, "vy_inv_pio4",
+            f"var<private> vy_inv_pio4: array<u32, 24> = array<u32, 24>({_INV_PIO4});")
+    _helper(
+        ctx, "vy_trig_reduce",
+        "// |x| reduced by multiples of pi/2: (remainder in [-pi/4, pi/4], quadrant)\n"
+        "fn vy_trig_reduce(x: f32) -> vec2<f32> {\n"
+        "    let ax = abs(x);\n"
+        "    if (ax < 2.0f) {\n"
+        "        let n = round(ax * 0.636619772f);\n"
+        "        let r = ((ax - n * 1.5703125f) - n * 4.837512969970703125e-4f)"
+        " - n * 7.54978995489188216e-8f;\n"
+        "        return vec2<f32>(r, n);\n"
+        "    }\n"
+        "    let xi = bitcast<u32>(ax);\n"
+        # (in range by construction: idx <= 15, so idx + 8 <= 23 < 24, the table's length)
+        "    let idx = (xi >> 26u) & 15u;\n"
+        "    let m = ((xi & 0xffffffu) | 0x800000u) << ((xi >> 23u) & 7u);\n"
+        "    let lo = m * vy_inv_pio4[idx];\n"
+        "    let r1 = u64(m) * u64(vy_inv_pio4[idx + 4u]);\n"
+        "    let r2 = u64(m) * u64(vy_inv_pio4[idx + 8u]);\n"
+        "    var res = ((r2 >> 32u) | (u64(lo) << 32u)) + r1;\n"
+        "    let n = (res + (1lu << 61u)) >> 62u;\n"
+        "    res = res - (n << 62u);\n"
+        "    let r = f64(bitcast<i64>(res)) * 3.4061215800865545e-19lf;\n"
+        "    return vec2<f32>(f32(r), f32(u32(n & 3lu)));\n}",
+    )
+    _helper(
+        ctx, "vy_sincos_poly",
+        "// Cephes sinf/cosf polynomials on [-pi/4, pi/4]; q selects sin (even) or cos (odd)\n"
+        "fn vy_sincos_poly(r: f32, q: u32) -> f32 {\n"
+        "    let z = r * r;\n"
+        "    var v: f32;\n"
+        "    if ((q & 1u) == 0u) {\n"
+        "        v = r + r * z * ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z"
+        " - 1.6666654611e-1f);\n"
+        "    } else {\n"
+        "        v = 1.0f - 0.5f * z + z * z * ((2.443315711809948e-5f * z"
+        " - 1.388731625493765e-3f) * z + 4.166664568298827e-2f);\n"
+        "    }\n"
+        "    return select(v, -v, (q & 2u) != 0u);\n}",
+    )
+    _helper(ctx, "vy_bits_f32", _BITS_F32)
+    name = f"vy_{fn}_f32"
+    if fn == "sin":
+        body = (
+            "    let red = vy_trig_reduce(x);\n"
+            "    let v = vy_sincos_poly(red.x, u32(red.y));\n"
+            "    return bitcast<f32>(bitcast<u32>(v) ^ (bitcast<u32>(x) & 0x80000000u));  // sin(-0) = -0\n"
+        )
+    else:
+        body = (
+            "    let red = vy_trig_reduce(x);\n"
+            "    return vy_sincos_poly(red.x, u32(red.y) + 1u);\n"
+        )
+    return _helper(
+        ctx, name,
+        f"fn {name}(x: f32) -> f32 {{\n"
+        f"    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{"
+        f" return vy_bits_f32(0x7fc00000u); }}  // NaN, inf (a bit test: drivers may assume finite)\n"
+        f"{body}}}",
+    )
+
+
 def _fma_f32(ctx: _Ctx) -> str:
     """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
     f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
@@ -1124,6 +1254,10 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
+    elif fn in ("approx_sin", "approx_cos") and ct is T.F32 and ctx.wide_ok:
+        r = f"{_sincos_f32(ctx, fn.removeprefix('approx_'))}({fa[0]})"
+    elif fn == "approx_tan" and ct is T.F32:
+        r = f"{_tan_f32(ctx)}({fa[0]})"
     elif fn in _DIRECT_FNS:
         r = f"{_DIRECT_FNS[fn]}({', '.join(fa)})"
     else:
