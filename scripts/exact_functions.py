@@ -17,9 +17,12 @@ ONE_ARG or TWO_ARGS below and its oracle in tests/function_oracle.py (FUNCTIONS,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -80,22 +83,46 @@ class Report:
         return f"{self.fn}: {self.checked} arguments, {verdict}"
 
 
+def _compare(fn: str, args: list[np.ndarray], got: np.ndarray
+             ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The chunk's arguments, results and oracle values where they differ (a worker
+    thread: NumPy releases the GIL, so chunks are checked while the next one runs)."""
+    want = fast_oracle(fn, np.float32, *args)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    return [a[bad] for a in args], got[bad], want[bad]
+
+
 def _check(backend: vyre.BaseBackend, fn: str, arity: int,
            chunks: Iterator[list[np.ndarray]], count: int, report: Report,
-           verbose: bool) -> None:
+           verbose: bool, workers: int) -> None:
     prog = _program(fn, arity)
-    for n_done, args in enumerate(chunks):
-        n = args[0].size
-        groups = -(-n // 256)
-        cfg = vyre.DispatchConfig(grid=(min(groups, 65535), -(-groups // 65535), 1))
-        t = time.perf_counter()
-        got = np.asarray(backend.dispatch(
-            prog, {f"a{j}": a for j, a in enumerate(args)} | {"out": n}, cfg)["out"])
-        t_run = time.perf_counter() - t
-        report.add(args, got, fast_oracle(fn, np.float32, *args))
-        if verbose:
-            print(f"  {fn} chunk {n_done + 1}/{count}: {n} in {t_run:.2f} s, "
-                  f"{report.bad} differ so far", flush=True)
+    pending: deque[Future[tuple[list[np.ndarray], np.ndarray, np.ndarray]]] = deque()
+    sizes: deque[int] = deque()
+
+    def settle() -> None:
+        args, got, want = pending.popleft().result()
+        report.checked += sizes.popleft() - got.size  # (add counts the differing ones)
+        report.add(args, got, want)
+
+    with ThreadPoolExecutor(workers) as pool:
+        for n_done, args in enumerate(chunks):
+            n = args[0].size
+            groups = -(-n // 256)
+            cfg = vyre.DispatchConfig(grid=(min(groups, 65535), -(-groups // 65535), 1))
+            t = time.perf_counter()
+            got = np.asarray(backend.dispatch(
+                prog, {f"a{j}": a for j, a in enumerate(args)} | {"out": n}, cfg)["out"])
+            t_run = time.perf_counter() - t
+            pending.append(pool.submit(_compare, fn, args, got))
+            sizes.append(n)
+            while len(pending) > 2 * workers:  # (bounded memory: 2 chunks per worker)
+                settle()
+            if verbose:
+                print(f"  {fn} chunk {n_done + 1}/{count}: {n} in {t_run:.2f} s, "
+                      f"{report.bad} differ so far", flush=True)
+        while pending:
+            settle()
 
 
 def _one_arg_chunks(start: int, stop: int, chunk: int) -> Iterator[list[np.ndarray]]:
@@ -124,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=1 << 28, help="random pairs per 2-arg function")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--show", type=int, default=20, help="mismatches printed per function")
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1),
+                   help="threads checking results against the oracle")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
     chunk = 1 << a.chunk_bits
@@ -141,10 +170,10 @@ def main(argv: list[str] | None = None) -> int:
             if fn in ONE_ARG:
                 count = -(-(a.stop - a.start) // chunk)
                 _check(backend, fn, 1, _one_arg_chunks(a.start, a.stop, chunk), count,
-                       report, a.verbose)
+                       report, a.verbose, a.workers)
             else:
                 _check(backend, fn, 2, _pair_chunks(a.pairs, chunk, a.seed),
-                       1 - (-a.pairs // chunk), report, a.verbose)
+                       1 - (-a.pairs // chunk), report, a.verbose, a.workers)
             print(f"{report.line()} ({time.perf_counter() - t:.0f} s)", flush=True)
             for line in report.examples:
                 print("   ", line)

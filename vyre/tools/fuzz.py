@@ -568,6 +568,14 @@ _APPROX_SPECIAL_ARGS = [0.0, -0.0, 0.0, -0.0, -0.0, -1.0, -3.0, 3.0, -2.0, -0.5,
                         1.0000001, 2.0, 0.1]
 
 
+def _in_range(ty: ScalarType, f: float) -> float:
+    """`f` as a literal of float type `ty`: its inf where it overflows the type (3e38 in
+    f16), since literals that overflow are refused, not rounded."""
+    with np.errstate(over="ignore"):
+        r = float(ty.numpy.type(f))
+    return r if math.isinf(r) else f
+
+
 def _range(ty: ScalarType) -> tuple[int, int]:
     info = np.iinfo(ty.numpy)
     return int(info.min), int(info.max)
@@ -844,8 +852,8 @@ class _Gen:
         # where drivers lost the sign of zero, -0 itself half the time a literal is drawn
         minus_zero = fn in signed_zero_fns
         args = tuple(
-            self.lit(ty, -0.0 if minus_zero and self.chance(0.5) else self.pick(
-                _APPROX_SPECIAL_ARGS)) if self.chance(0.5) else self.expr(ty, d)
+            self.lit(ty, _in_range(ty, -0.0 if minus_zero and self.chance(0.5) else self.pick(
+                _APPROX_SPECIAL_ARGS))) if self.chance(0.5) else self.expr(ty, d)
             for _ in range(N.FN_ARITY[fn])
         )
         return N.Call(fn=fn, args=args, ty=ty)

@@ -18,12 +18,19 @@ Writing a function (the interface; stable):
   `b.f64_bits(0x3ff0...)`, `b.f32`, `b.i32`, `b.u32`, `b.const(ty, v)`,
   `b.select(c, a, b)`, `b.let(x)` (evaluate once), `b.var(x)` + `b.assign(v, x)`,
   `with b.when(cond): ...` (statements under an `if`: slow paths).
-- dd.py: double-double arithmetic from add and mul only (two_sum, two_prod by Veltkamp
-  splitting, dd_add, dd_mul, Horner), and `dd_const(Fraction | Decimal)`.
-- rounding.py: the last step: `finish(b, ty, y, rel_err, slow)` rounds an f64
-  approximation `y` (relative error <= rel_err) to f32 / f16, correctly, calling `slow()`
-  (-> a double-double (hi, lo)) under an `if` only where the error bound straddles a
-  rounding boundary; `round_dd_f32(b, hi, lo)`, `round_f64_f16(b, y)`.
+- dd.py: double-double arithmetic from add and mul only (two_sum, fast_two_sum, two_prod
+  by Veltkamp splitting, add / add_d / mul / mul_d, horner / horner_d with the
+  high-order terms optionally in f64), and `split_const` / `dd_const` of an exact
+  Fraction or Decimal.
+- rounding.py: the last step. `finish(b, ty, y, rel_err, slow, tie_tol=0)` rounds an f64
+  approximation `y` (relative error <= rel_err; finite: give special inputs a stand-in
+  and select their results after) to f32 / f16, correctly, evaluating `slow()` (-> a
+  double-double (hi, lo), made under an `if`) only where y (1 +- rel_err) straddles a
+  rounding boundary; `round_dd(b, ty, hi, lo, tie_tol)`, `round_f64_f16`,
+  `round_f16_grid`.
+- exp.py / log.py export their reductions for reuse: `table(b, i, values)` (a select
+  tree), `power_of_two(b, e)`, `pow2(...)` (2^(k/16 + r) rounded), `reduce`, `log_dd`,
+  `log2_fast`.
 Rules for a lowering: only integer ops, f32/f64 add / sub / mul, comparisons, select,
 bitcasts and casts between float types (f64 division, sqrt and fma are not exact on every
 backend: NVIDIA's Vulkan f64 division, the reference's slow f64 fma); keep every f64

@@ -45,6 +45,21 @@ CUDA_SAXPY = r"""extern "C" __global__ void saxpy(const float* x, float* y, floa
 }"""
 
 
+# CUDA's accurate expf (no --use_fast_math: within 2 ulp), as a user would write it
+CUDA_EXP = r"""extern "C" __global__ void exp_map(const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = expf(x[i]);
+}
+extern "C" __global__ void exp_chain(const float* x0, float* x, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x0[i];
+        for (int k = 0; k < STEPS; ++k) v = expf(-v);
+        x[i] = v;
+    }
+}""".replace("STEPS", str(W.CHAIN_STEPS))
+
+
 def cuda_compile_source(name: str, salt: int) -> str:
     """The compile workload's kernel (vyre_impl.compile_probe_program's computation) as a
     hand-written CUDA kernel called `name`."""
@@ -324,6 +339,14 @@ class CupyPeer(Peer):
                          lambda: W.check_copy(o, data.unit_f32), "wall",
                          extra={"how": "ndarray.get(out=o), o a NumPy array made once"})
 
+    def _transcendental_map(self, data: W.Data) -> TimedCase:
+        cp = self.cp
+        x = cp.asarray(data.exp_x)
+        y = cp.empty_like(x)
+        return TimedCase(self._events(lambda: cp.exp(x, out=y)),
+                         lambda: W.check_exp_map(cp.asnumpy(y), data, exact=False),
+                         "device", extra={"how": "cupy.exp(x, out=y)"})
+
     def _saxpy(self, data: W.Data) -> TimedCase:
         cp = self.cp
         x, y = cp.asarray(data.saxpy_x), cp.asarray(data.saxpy_y0)
@@ -537,6 +560,14 @@ class TorchPeer(Peer):
     def _saxpy(self, data: W.Data) -> TimedCase:
         return self._saxpy_case(data, lambda x, y: y.add_(x, alpha=W.SAXPY_A),
                                 "y.add_(x, alpha=a)")
+
+    def _transcendental_map(self, data: W.Data) -> TimedCase:
+        torch = self.torch
+        x = self._dev(data.exp_x)
+        y = torch.empty_like(x)
+        return TimedCase(self._events(lambda: torch.exp(x, out=y)),
+                         lambda: W.check_exp_map(y.cpu().numpy(), data, exact=False),
+                         "device", extra={"how": "torch.exp(x, out=y)"})
 
     def _saxpy_case(self, data: W.Data, step: Callable[[Any, Any], Any], how: str
                     ) -> TimedCase:
@@ -963,6 +994,38 @@ class RawCudaPeer(Peer):
                          "device", self._free(xp, yp),
                          extra={"how": "hand-written kernel, one element per thread"})
 
+    def _transcendental_map(self, data: W.Data) -> TimedCase:
+        x = data.exp_x
+        n = x.size
+        xp, yp = self._alloc(x), self._alloc(np.zeros_like(x))
+        fn = self._function(CUDA_EXP, "exp_map")
+        params, keep = self._pack(ctypes.c_void_p(xp), ctypes.c_void_p(yp), ctypes.c_uint(n))
+        go = self._launcher(fn, _grid(n), params)
+
+        def work() -> None:
+            _ = keep
+            go()
+
+        return TimedCase(self._events(work), lambda: W.check_exp_map(
+            self._read(yp, x), data, exact=False), "device", self._free(xp, yp),
+            extra={"how": "hand-written kernel, expf (accurate, no fast math)"})
+
+    def _transcendental_chain(self, data: W.Data) -> TimedCase:
+        x0 = data.chain_x0
+        n = x0.size
+        x0p, xp = self._alloc(x0), self._alloc(np.zeros_like(x0))
+        fn = self._function(CUDA_EXP, "exp_chain")
+        params, keep = self._pack(ctypes.c_void_p(x0p), ctypes.c_void_p(xp), ctypes.c_uint(n))
+        go = self._launcher(fn, _grid(n), params)
+
+        def work() -> None:
+            _ = keep
+            go()
+
+        return TimedCase(self._events(work), lambda: W.check_exp_chain(
+            self._read(xp, x0), data, exact=False), "device", self._free(x0p, xp),
+            extra={"how": "hand-written kernel, expf (accurate, no fast math)"})
+
     def _compile_cold(self, data: W.Data) -> TimedCase:
         fns: list[Any] = []
 
@@ -1007,6 +1070,33 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
     let i = gid.x + gid.y * nwg.x * {WG}u;
     if (i < arrayLength(&y)) {{ y[i] = p.a * x[i] + y[i]; }}
+}}
+"""
+
+
+WGSL_EXP_MAP = f"""
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + gid.y * nwg.x * {WG}u;
+    if (i < arrayLength(&y)) {{ y[i] = exp(x[i]); }}
+}}
+"""
+
+WGSL_EXP_CHAIN = f"""
+@group(0) @binding(0) var<storage, read> x0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + gid.y * nwg.x * {WG}u;
+    if (i < arrayLength(&x)) {{
+        var v = x0[i];
+        for (var k = 0; k < {W.CHAIN_STEPS}; k++) {{ v = exp(-v); }}
+        x[i] = v;
+    }}
 }}
 """
 
@@ -1362,6 +1452,39 @@ class RawWgpuPeer(Peer):
                                                     count[0]),
                          "device" if q is not None else "wall", close,
                          extra={"how": "hand-written WGSL, one element per invocation"})
+
+    def _wgsl_case(self, code: str, src: np.ndarray, n: int,
+                   check: Callable[[np.ndarray], str | None], how: str) -> TimedCase:
+        """One pass of `code` over buffers (src, out of n f32), timed like saxpy."""
+        ib, ob = self._buffer(src), self._buffer(np.zeros(n, np.float32))
+        pipe, bg = self._kernel(code, [ib, ob])
+        g = _grid2(_grid(n))
+        q = self._query() if self.timestamps else None
+
+        def run() -> float:
+            if q is not None:
+                t = self._pass(pipe, bg, g, 1, q)
+                assert t is not None
+                return t
+            return wall_rounds(lambda: self._pass(pipe, bg, g, 1), self._wait)
+
+        def close() -> None:
+            ib.destroy()
+            ob.destroy()
+
+        return TimedCase(run, lambda: check(self._read(ob, np.float32)),
+                         "device" if q is not None else "wall", close, extra={"how": how})
+
+    def _transcendental_map(self, data: W.Data) -> TimedCase:
+        return self._wgsl_case(WGSL_EXP_MAP, data.exp_x, data.exp_x.size,
+                               lambda y: W.check_exp_map(y, data, exact=False, vulkan=True),
+                               "hand-written WGSL, the builtin exp")
+
+    def _transcendental_chain(self, data: W.Data) -> TimedCase:
+        return self._wgsl_case(WGSL_EXP_CHAIN, data.chain_x0, data.chain_x0.size,
+                               lambda x: W.check_exp_chain(x, data, exact=False,
+                                                           vulkan=True),
+                               "hand-written WGSL, the builtin exp")
 
     def _matmul(self, data: W.Data) -> TimedCase:
         a, b = data.matmul_ab

@@ -24,7 +24,7 @@ from vyre import features as F
 from vyre import registry
 from vyre.backend import BaseBackend
 from vyre.binding import BoundDispatch
-from vyre.builder import ProgramBuilder
+from vyre.builder import ProgramBuilder, exp
 from vyre.config import DispatchConfig
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
@@ -44,6 +44,29 @@ def inc_program() -> Program:
     i = k.global_linear_id()
     with k.if_(i < y.length()):
         y[i] = y[i] + 1
+    return k.build()
+
+
+def exp_map_program() -> Program:
+    """y[i] = exp(x[i]) (the exact exp: vyre.lower.maths)."""
+    k = ProgramBuilder("bench_exp_map", workgroup_size=WG)
+    x, y = k.buffer("x", f32), k.buffer("y", f32, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < y.length()):
+        y[i] = exp(x[i])
+    return k.build()
+
+
+def exp_chain_program() -> Program:
+    """x[i] = x0[i] <- exp(-x0[i]), W.CHAIN_STEPS times in a loop (compute-bound)."""
+    k = ProgramBuilder("bench_exp_chain", workgroup_size=WG)
+    x0, x = k.buffer("x0", f32), k.buffer("x", f32, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < x.length()):
+        v = k.let(x0[i])
+        with k.for_range(0, W.CHAIN_STEPS):
+            k.assign(v, exp(-v))
+        x[i] = v
     return k.build()
 
 
@@ -287,6 +310,30 @@ class VyreImpl:
 
         return TimedCase(run, check, "device" if self.device_timers else "wall",
                          self._free(xb, yb))
+
+    def _transcendental_map(self, data: W.Data) -> TimedCase:
+        x = data.exp_x
+        prog = exp_map_program()
+        self._note_source(prog)
+        xb = self._upload(x, "exp_x")
+        yb = self._upload(np.zeros_like(x), "exp_y")
+        cfg = self._profiled(DispatchConfig.for_elements(x.size, WG))
+        timed = self._timed_bound(self.backend.bind(prog, {"x": xb}, {"y": yb}, cfg))
+        return TimedCase(timed, lambda: W.check_exp_map(
+            self.backend.read(yb, dtype=np.float32), data, exact=True),
+            "device" if self.device_timers else "wall", self._free(xb, yb))
+
+    def _transcendental_chain(self, data: W.Data) -> TimedCase:
+        x0 = data.chain_x0
+        prog = exp_chain_program()
+        self._note_source(prog)
+        x0b = self._upload(x0, "chain_x0")
+        xb = self._upload(np.zeros_like(x0), "chain_x")
+        cfg = self._profiled(DispatchConfig.for_elements(x0.size, WG))
+        timed = self._timed_bound(self.backend.bind(prog, {"x0": x0b}, {"x": xb}, cfg))
+        return TimedCase(timed, lambda: W.check_exp_chain(
+            self.backend.read(xb, dtype=np.float32), data, exact=True),
+            "device" if self.device_timers else "wall", self._free(x0b, xb))
 
     def _sum(self, data: W.Data) -> TimedCase:
         from vyre.programs.reduce import plan_reduce

@@ -19,7 +19,7 @@ from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
 WORKLOADS = ("dispatch", "cpp", "copy", "to_host", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
-             "compile")
+             "compile", "transcendental")
 
 #: The metrics each workload produces, in table order.
 METRICS_OF = {
@@ -35,14 +35,24 @@ METRICS_OF = {
     "sort": ("sort",),
     "matmul": ("matmul",),
     "compile": ("compile.cold", "compile.warm_memory", "compile.warm_disk"),
+    "transcendental": ("transcendental.map", "transcendental.chain"),
 }
 
 #: Metrics measured in bytes moved per second, reported against the copy bandwidth.
-BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram")
+BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram", "transcendental.map")
 #: Bins of the histogram workload (its u32 inputs are uniform in [0, HIST_BINS)).
 HIST_BINS = 256
 
 SAXPY_A = 0.5
+#: exp calls per element of the compute-bound chain (x <- exp(-x), which stays in (0, 1]).
+CHAIN_STEPS = 64
+#: Largest error (ulp) of a non-vyre exp accepted (CUDA's accurate expf is within 2; the
+#: chain compounds each step's error, damped: |d exp(-x)/dx| < 1 there).
+PEER_EXP_ULP = 2
+PEER_CHAIN_ULP = 8
+#: WGSL's builtin exp is only bounded by Vulkan's 3 + 2 |x| ulp (lavapipe's is that far
+#: off); its chain (|x| <= 1) by this many
+WGSL_CHAIN_ULP = 64
 #: Relative L2 error allowed for float32 sums, scans and products against float64 (float32
 #: arithmetic lands far below it; tf32 or bf16 would not).
 F32_REL_TOL = 1e-4
@@ -63,6 +73,7 @@ class Sizes:
     matmul: int = 4096  # M = N = K
     sort: int = 1 << 24  # u32 keys sorted
     cpp_bytes: int = 1 << 22  # bytes of C source for the front end
+    chain: int = 1 << 22  # f32 elements of the transcendental chain
     warmup: int = 3
     repeat: int = 15
     dispatch_repeat: int = 15  # repetitions of the dispatch-overhead metrics
@@ -76,7 +87,7 @@ class Sizes:
         n = self.stream
         while n * 4 > max_stream_bytes and n > 1024:
             n //= 2
-        return replace(self, stream=n)
+        return replace(self, stream=n, chain=min(self.chain, n))
 
 
 def compile_constant(salt: int) -> int:
@@ -99,7 +110,7 @@ def dispatch_rounds(mode: str, s: Sizes) -> int:
 
 FULL = Sizes()
 QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, stream=1 << 16,
-              matmul=64, sort=1 << 12, cpp_bytes=1 << 14,
+              matmul=64, sort=1 << 12, cpp_bytes=1 << 14, chain=1 << 10,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
 #: peer always run these sizes.
@@ -164,6 +175,14 @@ def metric(name: str, s: Sizes) -> Metric:
         "matmul": Metric(
             name, "GFLOP/s", "higher", lambda t: 2.0 * m * m * m / t / 1e9,
             "C = A @ B, f32, square (2*M*N*K flops)", {"M": m, "N": m, "K": m}),
+        "transcendental.map": Metric(
+            name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
+            "y = exp(x) over f32, x uniform in [-80, 80] (8 bytes per element; vyre: the "
+            "correctly rounded exp, others: their accurate exp)", {"elements": n}),
+        "transcendental.chain": Metric(
+            name, "Gexp/s", "higher", lambda t: s.chain * CHAIN_STEPS / t / 1e9,
+            f"compute-bound: x <- exp(-x) {CHAIN_STEPS} times per f32 element "
+            "(one exp call a step)", {"elements": s.chain, "steps": CHAIN_STEPS}),
         "compile.cold": Metric(
             name, "ms", "lower", lambda t: t * 1e3,
             "compile a program never seen before (no memory or disk cache)", {}),
@@ -249,6 +268,30 @@ class Data:
         return cpp_frontend_python(self.cpp_source)
 
     @cached_property
+    def exp_x(self) -> np.ndarray:
+        """Uniform f32 in [-80, 80]: the transcendental map's input."""
+        return self._rng(9).uniform(-80, 80, self.sizes.stream).astype(np.float32)
+
+    @cached_property
+    def exp_expected(self) -> tuple[np.ndarray, np.ndarray]:
+        """exp(x) rounded to f32 from f64, and where that rounding cannot be trusted (the
+        f64 value within 2^-40 of a midpoint: no correctly rounded verdict there)."""
+        return _exp_rounded(self.exp_x)
+
+    @cached_property
+    def chain_x0(self) -> np.ndarray:
+        """Uniform f32 in [0, 1]: the chain's start values."""
+        return self._rng(10).random(self.sizes.chain, dtype=np.float32)
+
+    @cached_property
+    def chain_expected(self) -> np.ndarray:
+        """The chain with each step exp(-x) in f64 rounded to f32."""
+        x = self.chain_x0
+        for _ in range(CHAIN_STEPS):
+            x = np.exp(-x.astype(np.float64)).astype(np.float32)
+        return x
+
+    @cached_property
     def sum_f64(self) -> float:
         return float(self.unit_f32.astype(np.float64).sum())
 
@@ -270,6 +313,55 @@ class Data:
 
 
 # ----------------------------------------------------------------------------- checks
+
+
+def _exp_rounded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = np.exp(x.astype(np.float64))
+    out = w.astype(np.float32)
+    unsure = (w * (1 - 2.0**-40)).astype(np.float32) != (w * (1 + 2.0**-40)).astype(np.float32)
+    return out, unsure
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| in f32 ulps (a, b positive finite f32)."""
+    return np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64))
+
+
+def check_exp_map(got: np.ndarray, data: Data, exact: bool, vulkan: bool = False
+                  ) -> str | None:
+    """exp(x): vyre's (`exact`) bit for bit the correctly rounded value (except where the
+    f64 check cannot tell), a peer's within PEER_EXP_ULP (`vulkan`: WGSL's builtin, within
+    Vulkan's 3 + 2 |x| ulp)."""
+    want, unsure = data.exp_expected
+    d = _ulps(got, want)
+    if exact:
+        allowed: Any = 0
+        bad = np.flatnonzero((d > 0) & ~unsure)
+    else:
+        allowed = 3 + 2 * np.ceil(np.abs(data.exp_x)) if vulkan else PEER_EXP_ULP
+        bad = np.flatnonzero(d > allowed)
+    if bad.size:
+        i = int(bad[0])
+        bound = "3 + 2|x|" if vulkan and not exact else str(allowed)
+        return (f"exp({data.exp_x[i]!r}) = {got[i]!r}, correctly rounded {want[i]!r} "
+                f"({bad.size} such outputs, {bound} ulp allowed)")
+    return None
+
+
+def check_exp_chain(got: np.ndarray, data: Data, exact: bool, vulkan: bool = False
+                    ) -> str | None:
+    """The chain: vyre's within 1 ulp of the f64-rounded chain (a step whose f64 rounding
+    is not the correctly rounded one may move it by one), a peer's within PEER_CHAIN_ULP
+    (`vulkan`: WGSL_CHAIN_ULP)."""
+    want = data.chain_expected
+    d = _ulps(got, want)
+    allowed = 1 if exact else WGSL_CHAIN_ULP if vulkan else PEER_CHAIN_ULP
+    bad = np.flatnonzero(d > allowed)
+    if bad.size:
+        i = int(bad[0])
+        return (f"chain from {data.chain_x0[i]!r} = {got[i]!r}, expected {want[i]!r} "
+                f"({bad.size} outputs more than {allowed} ulp off)")
+    return None
 
 
 def _rel_l2(got: np.ndarray, ref: np.ndarray) -> float:
