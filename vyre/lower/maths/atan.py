@@ -110,8 +110,9 @@ def atan_ratio(b: Builder, ty: ScalarType, a: dd.DD, bb: dd.DD, k: dd.DD, flip: 
         e = dd.add(b, num, dd.mul_d(b, den, -u1))  # num - den u1, nearly exact
         uu = dd.fast_two_sum(b, u1, b.let(e[0] * inv))
         zz = dd.mul(b, uu, uu)
-        th = dd.add(b, at, dd.mul(b, uu, dd.horner(b, [dd.dd_const(b, v) for v in _SLOW_TERMS],
-                                                    zz)))
+        # (the terms from u^9 on, below 2^-43 of atan(u), in f64)
+        series = dd.horner(b, [dd.dd_const(b, v) for v in _SLOW_TERMS], zz, 4)
+        th = dd.add(b, at, dd.mul(b, uu, series))
         r = dd.add(b, k, (b.let(th[0] * sgn), b.let(th[1] * sgn)))
         return b.select(neg, -r[0], r[0]), b.select(neg, -r[1], r[1])
 

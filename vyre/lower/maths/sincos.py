@@ -13,8 +13,9 @@ with P and Q fitted for this module (weighted least squares on 300 Chebyshev nod
 errors: sin within 1.7 * 2^-53, cos within 3.5 * 2^-53 (relative; cos(r) >= 0.7, and
 sin(r) >= 0.9 r, so no cancellation), the reduction's within 2^-70; `FAST_ERR` = 2^-50 is
 twice the sum. Where the f64 result's error interval holds an f32 rounding boundary
-(about 2^-26 of inputs), the slow path evaluates Taylor series to r^25 / r^26 in
-double-double (truncation below 2^-92, arithmetic a few 2^-100), so the result is wrong
+(about 2^-26 of inputs), the slow path evaluates the Taylor series its quadrant needs
+(to r^25 / r^26, truncation below 2^-92) in double-double, the terms from r^14 on (below
+2^-41 of the result) in f64: within a few 2^-93, so the result is wrong
 only if the exact value lay within 2^-68 of the middle of two f32 (scripts/
 exact_functions.py checks every f32 against a correctly rounded oracle; tests/
 test_exact_trig.py every f16 and an f32 sample, and the slow path alone).
@@ -104,12 +105,30 @@ def sin_cos_fast(b: Builder, r: Reduced) -> tuple[X, X]:
     return b.let(s), b.let(c)
 
 
+# the series' terms from z^7 on are below 2^-41 of the result: f64 is exact enough there
+_DD_TERMS = 7
+
+
 def sin_cos_slow(b: Builder, r: Reduced) -> tuple[dd.DD, dd.DD]:
-    """(sin(r), cos(r)) in double-double (Taylor series, within a few 2^-100)."""
+    """(sin(r), cos(r)) in double-double (Taylor series, within a few 2^-93)."""
     rr = (r.hi, r.lo)
     zz = dd.mul(b, rr, rr)
-    sn = dd.mul(b, rr, dd.horner(b, [dd.dd_const(b, v) for v in _SIN_TAYLOR], zz))
-    return sn, dd.horner(b, [dd.dd_const(b, v) for v in _COS_TAYLOR], zz)
+    sn = dd.mul(b, rr, dd.horner(b, [dd.dd_const(b, v) for v in _SIN_TAYLOR], zz, _DD_TERMS))
+    return sn, dd.horner(b, [dd.dd_const(b, v) for v in _COS_TAYLOR], zz, _DD_TERMS)
+
+
+def sin_or_cos_slow(b: Builder, r: Reduced, odd: X) -> dd.DD:
+    """cos(r) where `odd`, else sin(r), in double-double: one series whose coefficients
+    are selected (sin(r) = r * S(z), cos(r) = C(z)), half the code of both."""
+    rr = (r.hi, r.lo)
+    zz = dd.mul(b, rr, rr)
+    coeffs = []
+    for n, c in enumerate(_COS_TAYLOR):
+        ch, cl = dd.split_const(c)
+        sh, sl = dd.split_const(_SIN_TAYLOR[n] if n < len(_SIN_TAYLOR) else Fraction(0))
+        coeffs.append((b.select(odd, b.f64(ch), b.f64(sh)), b.select(odd, b.f64(cl), b.f64(sl))))
+    series = dd.horner(b, coeffs, zz, _DD_TERMS)
+    return dd.mul(b, series, (b.select(odd, b.f64(1.0), r.hi), b.select(odd, b.f64(0.0), r.lo)))
 
 
 def nan_of(b: Builder, ty: ScalarType) -> X:
@@ -129,9 +148,7 @@ def _sincos(b: Builder, x: X, is_cos: bool) -> X:
     y = b.select(neg, -y, y)
 
     def slow() -> dd.DD:
-        sn, cs = sin_cos_slow(b, r)
-        hi = b.let(b.select(odd, cs[0], sn[0]))
-        lo = b.let(b.select(odd, cs[1], sn[1]))
+        hi, lo = sin_or_cos_slow(b, r, odd)
         return b.select(neg, -hi, hi), b.select(neg, -lo, lo)
 
     out = finish(b, r.ty, y, FAST_ERR, slow)
