@@ -4,9 +4,10 @@ Both are K + s * atan(a / b) for positive a <= b (double-doubles), K in {0, pi/2
 s = +-1, and the argument's or y's sign: atan2(y, x) takes a, b = min, max of |y|, |x|
 (K = pi/2 where |y| > |x|, then pi minus that for a negative x: C99 F.9.1.4's
 quadrants, signed zeros and infinities by stand-in operands), asin(x) =
-atan2(|x|, sqrt(1 - x^2)) with 1 - x^2 exact as a double-double and its square root from
-an f32 estimate of 1/sqrt (bit trick), five f64 Newton steps and one double-double
-correction (within 2^-100); asin(+-1) = +-pi/2, |x| > 1 and NaN give NaN.
+atan2(|x|, sqrt(1 - x^2)) with 1 - x^2 a double-double (x^2 exact, the difference
+within 2^-84 relative: 1 - x^2 >= 2^-23) and its square root from an f32 estimate of
+1/sqrt (bit trick), five f64 Newton steps and one double-double correction (within
+2^-100 of the root of that double-double); asin(+-1) = +-pi/2, |x| > 1 and NaN give NaN.
 
 atan(a/b) without division: i = round(16 a/b) (from a three-step Newton reciprocal, so
 within 2^-20), atan(a/b) = atan(i/16) + atan(u), u = (a - c b) / (b + c a), c = i/16,
