@@ -5,7 +5,7 @@ s = +-1, and the argument's or y's sign: atan2(y, x) takes a, b = min, max of |y
 (K = pi/2 where |y| > |x|, then pi minus that for a negative x: C99 F.9.1.4's
 quadrants, signed zeros and infinities by stand-in operands), asin(x) =
 atan2(|x|, sqrt(1 - x^2)) with 1 - x^2 a double-double (x^2 exact, the difference
-within 2^-84 relative: 1 - x^2 >= 2^-23) and its square root from an f32 estimate of
+within 2^-82 relative: 1 - x^2 >= 2^-23) and its square root from an f32 estimate of
 1/sqrt (bit trick), five f64 Newton steps and one double-double correction (within
 2^-100 of the root of that double-double); asin(+-1) = +-pi/2, |x| > 1 and NaN give NaN.
 
