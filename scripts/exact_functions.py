@@ -36,8 +36,8 @@ from vyre import ScalarType
 from vyre.builder import ProgramBuilder, call_fn
 from vyre.tools.testing import ulp_distance
 
-ONE_ARG = ["exp", "exp2", "log", "log2", "tanh"]  # every 2^32 argument
-TWO_ARGS = ["pow", "hypot"]  # --pairs random pairs and the special grid
+ONE_ARG = ["exp", "exp2", "log", "log2", "tanh", "sin", "cos", "tan", "asin"]  # every 2^32
+TWO_ARGS = ["pow", "hypot", "atan2"]  # --pairs random pairs and the special grid
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, 3.0, -3.0, 0.25, 1.5, np.inf, -np.inf, np.nan,
            1e-45, -1e-45, 2.0**-126, 3.4028235e38, -3.4028235e38, 0.99999994, 1.0000001]
 F32 = ScalarType.F32

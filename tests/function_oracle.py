@@ -20,6 +20,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
+from function_oracle_trig import TRIG
 
 _PREC = 70
 _FORMATS = {np.float32: (24, -126, 128), np.float16: (11, -14, 16)}
@@ -209,6 +210,7 @@ FUNCTIONS: dict[str, Callable[..., Fraction | float]] = {
     "exp": _exp, "exp2": _exp2, "log": _log, "log2": _log2, "tanh": _tanh,
     "hypot": _hypot, "pow": _pow,
 }
+FUNCTIONS.update(TRIG)  # sin, cos, tan, asin, atan2: function_oracle_trig.py
 
 
 def correctly_rounded(fn: str, dtype: type, *args: float) -> float:
@@ -239,6 +241,8 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
     "pow": np.power, "hypot": lambda x, y: np.where(np.isinf(x) | np.isinf(y), np.inf,
                                                     np.hypot(x, y)),
+    # (C99 Annex F specials, the sign of zero included, as the C library's f64 functions)
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2,
 }
 _WINDOW = 2.0**-44  # far above the f64 libraries' error, far below half an f32 ulp
 

@@ -34,4 +34,29 @@ def log2(x: Value) -> Value:
     return _fn("approx_log2", x)
 
 
-__all__ = ["exp", "exp2", "log", "log2"]
+def sin(x: Value) -> Value:
+    """Sine (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_sin", x)
+
+
+def cos(x: Value) -> Value:
+    """Cosine (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_cos", x)
+
+
+def tan(x: Value) -> Value:
+    """Tangent (radians), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_tan", x)
+
+
+def atan2(y: Value, x: Value) -> Value:
+    """atan2(y, x), the backend's own (not the same bits on every backend)."""
+    return _fn("approx_atan2", y, x)
+
+
+def asin(x: Value) -> Value:
+    """Arcsine, the backend's own (not the same bits on every backend)."""
+    return _fn("approx_asin", x)
+
+
+__all__ = ["asin", "atan2", "cos", "exp", "exp2", "log", "log2", "sin", "tan"]

@@ -1359,15 +1359,18 @@ def log2(x: Value) -> Value:
     return _fn("log2", x)
 
 def sin(x: Value) -> Value:
-    """Sine (radians)."""
+    """Sine (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.sin is the device's own)."""
     return _fn("sin", x)
 
 def cos(x: Value) -> Value:
-    """Cosine (radians)."""
+    """Cosine (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.cos is the device's own)."""
     return _fn("cos", x)
 
 def tan(x: Value) -> Value:
-    """Tangent (radians)."""
+    """Tangent (radians; f32 / f16: correctly rounded for every argument, the same bits
+    on every backend; vyre.approx.tan is the device's own)."""
     return _fn("tan", x)
 
 def tanh(x: Value) -> Value:
@@ -1399,11 +1402,13 @@ def pow_(x: Any, y: Any) -> Value:
     return _fn("pow", x, y)
 
 def atan2(y: Any, x: Any) -> Value:
-    """The angle of (x, y), in radians."""
+    """The angle of (x, y), in radians, C99's atan2 (f32 / f16: correctly rounded, the
+    same bits on every backend; vyre.approx.atan2 is the device's own)."""
     return _fn("atan2", y, x)
 
 def asin(x: Value) -> Value:
-    """Arc sine in [-pi/2, pi/2] (approximate); NaN outside [-1, 1]."""
+    """Arc sine in [-pi/2, pi/2]; NaN outside [-1, 1] (f32 / f16: correctly rounded, the
+    same bits on every backend; vyre.approx.asin is the device's own)."""
     return _fn("asin", x)
 
 

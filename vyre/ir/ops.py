@@ -107,11 +107,13 @@ def _exact(name: str, arity: int, reference: Callable[..., np.ndarray],
                   wgsl_f64=False, samples=samples, exact_types=_LOWERED)
 
 
-def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str) -> CallOp:
-    """`approx_<name>`: the backend's own function (C's `namef` / `name`, WGSL's builtin),
-    reached only by this name (vyre.approx); backend-dependent within docs/IR.md's bound."""
+def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
+            samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
+    """`approx_<name>`: the backend's own function (C's `namef` / `name`, WGSL's builtin,
+    or where that misses the bound a WGSL hook), reached only by this name (vyre.approx);
+    backend-dependent within docs/IR.md's bound."""
     return CallOp(f"approx_{name}", arity, approximate=True, reference=reference,
-                  c_f32=f"{name}f", c_f64=name, wgsl=wgsl, wgsl_f64=False)
+                  c_f32=f"{name}f", c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
 
 
 _LOWERED = frozenset({"f32", "f16"})
@@ -139,9 +141,9 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("exp2", 1, np.exp2),
     _exact("log", 1, np.log),
     _exact("log2", 1, np.log2),
-    _approx("sin", 1, np.sin, "sin"),
-    _approx("cos", 1, np.cos, "cos"),
-    _approx("tan", 1, np.tan, "tan"),
+    _exact("sin", 1, np.sin),
+    _exact("cos", 1, np.cos),
+    _exact("tan", 1, np.tan),
     _exact("tanh", 1, np.tanh),
     _libm("floor", 1, "floor"),
     _libm("ceil", 1, "ceil"),
@@ -150,13 +152,20 @@ CALL_OPS: tuple[CallOp, ...] = (
     _libm("fma", 3, "fma"),
     CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
     _exact("pow", 2, np.power),
-    _approx("atan2", 2, np.arctan2, "atan2"),
-    _approx("asin", 1, np.arcsin, None, (_ASIN_X,)),
+    _exact("atan2", 2, np.arctan2),
+    _exact("asin", 1, np.arcsin, (_ASIN_X,)),
     _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y)),
     _native("exp", 1, np.exp, "exp"),
     _native("exp2", 1, np.exp2, "exp2"),
     _native("log", 1, np.log, "log"),
     _native("log2", 1, np.log2, "log2"),
+    _native("sin", 1, np.sin, "sin"),
+    _native("cos", 1, np.cos, "cos"),
+    _native("tan", 1, np.tan, "tan"),
+    # WGSL's atan2 and asin inherit atan's 4096 ulp bound (llvmpipe's is ~20 ulp off):
+    # hooks with Cephes' polynomials instead
+    _native("atan2", 2, np.arctan2, None),
+    _native("asin", 1, np.arcsin, None, (_ASIN_X,)),
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (

@@ -126,7 +126,7 @@ class _Ctx:
     scopes: list[dict[str, str]] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     counter: int = 0
-    wide_ok: bool = False  # the device runs i64 and f64 (exact trig reduction)
+    wide_ok: bool = False  # the device runs i64 and f64 (vyre.approx's trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
@@ -646,7 +646,7 @@ def _helper_loop(ctx: _Ctx, ind: str, before: list[str], done: str, after: list[
     return "\n".join(lines) + "\n"
 
 
-def _atan2_f32(ctx: _Ctx) -> str:
+def _atan2_f32(ctx: _Ctx, ty: ScalarType) -> str:
     """Vulkan allows 4096 ulp for atan/atan2 (llvmpipe is ~20 ulp off); this is the
     Cephes atanf polynomial (about 2 ulp) with IEEE atan2's special cases, on |y| / |x|
     scaled first (NVIDIA's Vulkan driver returned 0 for atan2(1e38, 1e38))."""
@@ -669,8 +669,8 @@ def _atan2_f32(ctx: _Ctx) -> str:
     )
     _helper(ctx, "vy_bits_f32", _BITS_F32)
     return _helper(
-        ctx, "vy_atan2_f32",
-        "fn vy_atan2_f32(y: f32, x: f32) -> f32 {\n"
+        ctx, "vy_approx_atan2_f32",
+        "fn vy_approx_atan2_f32(y: f32, x: f32) -> f32 {\n"
         f"    if ({nan}(x) || {nan}(y)) {{ return vy_bits_f32(0x7fc00000u); }}\n"
         "    let ys = bitcast<u32>(y) & 0x80000000u;\n"
         "    let xneg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
@@ -716,7 +716,7 @@ def _tan_big(ctx: _Ctx) -> None:
 
 
 def _tan_f32(ctx: _Ctx) -> str:
-    """Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
+    """vyre.approx.tan on wgpu. Vulkan derives tan from its sin/cos (absolute error 2^-11), so drivers miss the IR's
     ulp tolerance near the poles; this is Cephes tanf (Cody-Waite reduction by pi/4, about
     3 ulp) for |x| <= 8192, the driver's tan beyond. Next to a pole (x within 2^-12 of an
     odd multiple of pi/2) the reduced argument is a few ulp of x, and the f32 Cody-Waite
@@ -757,7 +757,8 @@ _INV_PIO4 = "0x000000a2u, 0x0000a2f9u, 0x00a2f983u, 0xa2f9836eu, 0xf9836e4eu, 0x
 
 
 def _sincos_f32(ctx: _Ctx, fn: str) -> str:
-    """sin/cos of f32 with exact argument reduction: Vulkan only bounds sin/cos on
+    """vyre.approx.sin / cos on wgpu (vyre.sin / cos are exact: vyre.lower.maths): f32
+    sin/cos with exact argument reduction (the raw builtins give +-1 for 1e30 on llvmpipe): Vulkan only bounds sin/cos on
     [-pi, pi] (absolute 2^-11), and drivers return garbage for huge arguments. |x| < 2:
     Cody-Waite by pi/2; larger: the 4/pi table reduction of ARM's optimized-routines sinf
     (a 32x96-bit product in u64, the remainder in f64). Both feed Cephes' f32 polynomials
@@ -1387,8 +1388,8 @@ def _asin(ctx: _Ctx, ty: ScalarType) -> str:
     assert ty is T.F32, "approximate functions are f32 on wgpu (f16 computes in f32)"
     _helper(ctx, "vy_bits_f32", _BITS_F32)
     return _helper(
-        ctx, "vy_asin_f32",
-        "fn vy_asin_f32(x: f32) -> f32 {\n"
+        ctx, "vy_approx_asin_f32",
+        "fn vy_approx_asin_f32(x: f32) -> f32 {\n"
         "    let b = bitcast<u32>(x) & 0x7fffffffu;\n"
         "    if (b > 0x3f800000u) { return vy_bits_f32(0x7fc00000u); }  // NaN or |x| > 1\n"
         "    if (b < 0x38d1b717u) { return x; }  // |x| < 1e-4: x^3 / 6 is below half an ulp\n"
@@ -1407,7 +1408,8 @@ def _asin(ctx: _Ctx, ty: ScalarType) -> str:
 # Functions without a WGSL builtin of the IR's semantics: a helper of the compute type
 # (f32 for f16, see _compute_type) that takes the fenced arguments, for every adapter.
 _FN_HOOKS: dict[str, Callable[[_Ctx, ScalarType], str]] = {
-    "asin": _asin,
+    "approx_asin": _asin,
+    "approx_atan2": _atan2_f32,
 }
 
 
@@ -1458,12 +1460,10 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
-    elif fn in ("sin", "cos") and ct is T.F32 and ctx.wide_ok:
-        r = f"{_sincos_f32(ctx, fn)}({fa[0]})"
-    elif fn == "tan" and ct is T.F32:
+    elif fn in ("approx_sin", "approx_cos") and ct is T.F32 and ctx.wide_ok:
+        r = f"{_sincos_f32(ctx, fn.removeprefix('approx_'))}({fa[0]})"
+    elif fn == "approx_tan" and ct is T.F32:
         r = f"{_tan_f32(ctx)}({fa[0]})"
-    elif fn == "atan2" and ct is T.F32:
-        r = f"{_atan2_f32(ctx)}({fa[0]}, {fa[1]})"
     elif fn in _DIRECT_FNS:
         r = f"{_DIRECT_FNS[fn]}({', '.join(fa)})"
     else:
