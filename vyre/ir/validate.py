@@ -780,6 +780,13 @@ class _Validator:
             t, da = self.expr(a, f"{path}.args[{i}]", d)
             tys.append(t)
             deps += da
+        if rec.signature is not None:  # fixed operand and result types (dot4_i8 / _u8)
+            want, result = rec.signature
+            if tys != list(want):
+                self.fail(path, f"call {e.fn} arguments are {[str(x) for x in tys]}; it takes "
+                          f"{[str(x) for x in want]} (bitcast or cast them)")
+            self.same(e.ty, result, path, f"call {e.fn}")
+            return result, deps
         t = tys[0]
         if any(x is not t for x in tys):
             self.fail(path, f"call {e.fn} arguments are {[str(x) for x in tys]}; they must "

@@ -429,6 +429,10 @@ class _Gen:
     def call(self, e: N.Call) -> str:
         t, fn = e.ty, e.fn
         args = [self.expr(x) for x in e.args]
+        rec = ops.CALLS[fn]
+        if rec.signature is not None:  # dot4_i8 / dot4_u8: PTX dp4a, d = c + sum (32-bit)
+            c = rec.c_f32
+            return f"__dp4a({c}({args[0]}), {c}({args[1]}), {args[2]})"
         if fn == "clamp":
             x, lo, hi = args
             if t.is_int:
