@@ -1073,6 +1073,11 @@ class CudaBackend(BaseBackend):
         return self._drv
 
     @property
+    def disk_cache(self) -> DiskCache:
+        """This instance's on-disk cubin cache (native.py compiles library kernels into it)."""
+        return self._disk
+
+    @property
     def context_state(self) -> _State:
         """What finalizers of this instance's objects need (driver, context, usable)."""
         return self._state
