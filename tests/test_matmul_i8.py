@@ -195,3 +195,74 @@ def test_mma_launch_on_the_standin(standin: Any, tmp_path: Path) -> None:
             be.free(buf)
     finally:
         be.close()
+
+
+def _mma_emulated(a_tile_words: np.ndarray, b_tile_words: np.ndarray, signed: bool) -> np.ndarray:
+    """PTX mma.m16n8k32 .row.col on fragments as the ISA lays them out: per lane (g, t), A
+    regs (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) and B regs (t, g), (t + 4, g) in
+    k-words of four bytes; returns the 16 x 8 product. `a_tile_words[lane] = [a0..a3]`,
+    `b_tile_words[lane] = [b0, b1]`."""
+    a = np.zeros((16, 8), np.uint32)  # rows x k-words
+    b = np.zeros((8, 8), np.uint32)  # k-words x columns
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        a[g, t], a[g + 8, t], a[g, t + 4], a[g + 8, t + 4] = a_tile_words[lane]
+        b[t, g], b[t + 4, g] = b_tile_words[lane]
+    dt = np.int8 if signed else np.uint8
+    ab = a.view(np.uint8).view(dt).reshape(16, 32).astype(np.int64)  # little-endian bytes
+    bb = b.T.copy().view(np.uint8).view(dt).reshape(8, 32).astype(np.int64)
+    return ab @ bb.T
+
+
+def test_mma_kernel_plan_emulated() -> None:
+    """The tensor-core kernel's index plan, emulated in NumPy step for step (the staging of
+    128-row tiles with zero fill, each lane's 16-byte reads of words 4t .. 4t + 3 standing
+    for k-words t and t + 4 of two k32 steps, the fragment layout of the PTX ISA, the
+    epilogue), gives A @ B: a check of the plan in matmul_i8_cuda.py, not of the GPU."""
+    from vyre.programs import matmul_i8_cuda as mc
+
+    rng = np.random.default_rng(4)
+    m, k, n = 140, 70, 129
+    for dt in (np.int8, np.uint8):
+        a, b = _random(rng, (m, k), dt), _random(rng, (k, n), dt)
+        pa, pb = pack_i8(a), pack_i8(np.ascontiguousarray(b.T))
+        k4 = pa.shape[1]
+        c = np.full((m, n), 7, np.int64)  # every element must be written
+        gx, gy, _ = mc.mma_grid(m, n)
+        ktiles = -(-k4 // mc.STAGE_WORDS)
+        for by in range(gy):
+            for bx in range(gx):
+                row0, col0 = by * mc.BLOCK_M, bx * mc.BLOCK_N
+                span = ktiles * mc.STAGE_WORDS
+                sa = np.zeros((mc.BLOCK_M, span), np.uint32)  # all stages side by side
+                sb = np.zeros((mc.BLOCK_N, span), np.uint32)
+                ra, rb = pa[row0:row0 + mc.BLOCK_M], pb[col0:col0 + mc.BLOCK_N]
+                sa[:len(ra), :k4], sb[:len(rb), :k4] = ra, rb
+                for warp in range(mc.THREADS // 32):
+                    wm, wn = (warp >> 2) * 64, (warp & 3) * 32
+                    acc = np.zeros((4, 4, 16, 8), np.int64)
+                    lanes = np.arange(32)
+                    g, t = lanes >> 2, lanes & 3
+                    for kt in range(ktiles):
+                        w0 = kt * mc.STAGE_WORDS + 4 * t
+                        for i in range(4):
+                            r = wm + 16 * i + g
+                            for j in range(4):
+                                col = wn + 8 * j + g
+                                for s in range(2):
+                                    af = np.stack([sa[r, w0 + 2 * s], sa[r + 8, w0 + 2 * s],
+                                                   sa[r, w0 + 2 * s + 1],
+                                                   sa[r + 8, w0 + 2 * s + 1]], 1)
+                                    bf = np.stack([sb[col, w0 + 2 * s],
+                                                   sb[col, w0 + 2 * s + 1]], 1)
+                                    acc[i, j] += _mma_emulated(af, bf, dt == np.int8)
+                    for i in range(4):
+                        for j in range(4):
+                            for lane in range(32):
+                                gg, tt = lane >> 2, lane & 3
+                                for e in range(4):  # C regs: (g, 2t), (g, 2t+1), (g+8, ...)
+                                    rr = row0 + wm + 16 * i + gg + 8 * (e >> 1)
+                                    cc = col0 + wn + 8 * j + 2 * tt + (e & 1)
+                                    if rr < m and cc < n:
+                                        c[rr, cc] = acc[i, j, gg + 8 * (e >> 1), 2 * tt + (e & 1)]
+        np.testing.assert_array_equal(c, matmul_i8_reference(a, b).astype(np.int64))

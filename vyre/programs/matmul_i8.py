@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 
 from vyre.backend import BaseBackend
+from vyre.binding import validate_buffer_ownership
 from vyre.buffer import BufferBase
 from vyre.builder import ProgramBuilder, dot4_i8, dot4_u8, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig
@@ -158,6 +159,7 @@ def matmul_i8_device(backend: BaseBackend, a: BufferBase, bt: BufferBase, c: Buf
     the Program), "program" or "mma"."""
     if kernel not in ("auto", "program", "mma"):
         raise LibraryArgumentError(f"kernel {kernel!r} is not one of 'auto', 'program', 'mma'")
+    validate_buffer_ownership(backend, [a, bt, c])  # before their sizes are read
     k4 = packed_words(k)
     for buf, rows, what in ((a, m, "a"), (bt, n, "bt")):
         if buf.byte_len < rows * k4 * 4:
