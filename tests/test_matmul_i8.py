@@ -99,7 +99,7 @@ def test_argument_errors(reference: BaseBackend) -> None:
     a = np.zeros((2, 3), np.int8)
     with pytest.raises(LibraryArgumentError, match="int8 or uint8 matrix, got float32.*astype"):
         matmul_i8_host(reference, a.astype(np.float32), a.T)
-    with pytest.raises(LibraryArgumentError, match="int8 @ int8 or uint8 @ uint8, got int8 @ uint8"):
+    with pytest.raises(LibraryArgumentError, match=r"int8 @ int8 or uint8 @ uint8, got int8 @ uint8"):
         matmul_i8_host(reference, a, a.T.astype(np.uint8))
     with pytest.raises(LibraryArgumentError, match=r"inner dimensions differ: \(2, 3\) @ \(2, 3\)"):
         matmul_i8_host(reference, a, a)
@@ -266,3 +266,27 @@ def test_mma_kernel_plan_emulated() -> None:
                                     if rr < m and cc < n:
                                         c[rr, cc] = acc[i, j, gg + 8 * (e >> 1), 2 * tt + (e & 1)]
         np.testing.assert_array_equal(c, matmul_i8_reference(a, b).astype(np.int64))
+
+
+def test_bench_workload(reference: BaseBackend) -> None:
+    """The `matmul_i8` bench row: vyre's case and NumPy's run and pass the exact check; a
+    wrong element, or a saturated sum, fails it with a sentence."""
+    from vyre.tools.bench import workloads as W
+    from vyre.tools.bench.peers import NumpyPeer, TorchPeer
+    from vyre.tools.bench.vyre_impl import VyreImpl
+
+    data = W.Data(W.QUICK)
+    assert "matmul_i8" in W.WORKLOADS and W.metric("matmul_i8", W.QUICK).unit == "TOPS"
+    for impl in (VyreImpl(reference, "reference"), NumpyPeer()):
+        case = impl.case("matmul_i8", data)
+        assert case.run() > 0
+        assert case.check() is None
+        case.close()
+    a, b = data.matmul_i8_ab
+    right = matmul_i8_reference(a, b)
+    assert W.check_matmul_i8(right, data) is None
+    wrong = right.copy()
+    wrong[data.matmul_i8_rows[3], 5] += 1
+    assert "1 of" in (W.check_matmul_i8(wrong, data) or "")
+    assert "int32" in (W.check_matmul_i8(right.astype(np.int64), data) or "")
+    assert hasattr(TorchPeer, "_matmul_i8")
