@@ -97,7 +97,7 @@ def test_pack_layout() -> None:
 
 def test_argument_errors(reference: BaseBackend) -> None:
     a = np.zeros((2, 3), np.int8)
-    with pytest.raises(LibraryArgumentError, match="int8 or uint8 matrix, got float32.*astype"):
+    with pytest.raises(LibraryArgumentError, match=r"int8 or uint8 matrix, got float32.*astype"):
         matmul_i8_host(reference, a.astype(np.float32), a.T)
     with pytest.raises(LibraryArgumentError, match=r"int8 @ int8 or uint8 @ uint8, got int8 @ uint8"):
         matmul_i8_host(reference, a, a.T.astype(np.uint8))
