@@ -353,13 +353,14 @@ class CompiledCubin:
 
 
 def compile_program(program: Program, arch: str, cache: DiskCache | None = None,
-                    restrict: bool = True, coarsen: int = 1) -> CompiledCubin:
+                    restrict: bool = True, coarsen: int = 1,
+                    indirect: bool = False) -> CompiledCubin:
     """Generate CUDA C for `program` and compile it to a cubin for `arch` (no GPU needed).
 
     With `cache`, a valid entry on disk is used instead of NVRTC, and a fresh cubin is
     stored there.
     """
-    gen = generate(program, restrict=restrict, coarsen=coarsen)
+    gen = generate(program, restrict=restrict, coarsen=coarsen, indirect=indirect)
     options = compile_options()
     key = cache_key(gen.source, arch, options)
     if cache is not None:
