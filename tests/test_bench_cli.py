@@ -105,7 +105,7 @@ def test_every_vyre_figure_is_present_and_checked(quick_run: dict[str, Any]) -> 
         # the figures every backend must produce
         for metric in ("dispatch.launch", "dispatch.roundtrip", "dispatch.readback",
                        "cpp.resident", "cpp.host",
-                       "copy", "to_host", "saxpy", "sum", "scan", "matmul", "compile.cold",
+                       "copy", "to_host", "saxpy", "sum", "scan", "matmul", "matmul_i8", "compile.cold",
                        "compile.warm_memory"):
             assert mine[metric]["status"] == OK, (g["group"], metric, mine[metric])
 

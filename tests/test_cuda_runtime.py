@@ -74,18 +74,8 @@ def test_capabilities(cuda: Any) -> None:
     for f in ("f16", "f64", "i64", "atomic_float", "atomic_i64", "workgroup_memory",
               "resident", "async", "pipeline", "device_timers", "disk_cache"):
         assert cuda.supports(f), f
-    assert not cuda.supports("indirect_dispatch")
+    assert cuda.supports("indirect_dispatch")
     assert cuda.arch == "sm_{}{}".format(*d["compute_capability"])
-
-
-def test_indirect_dispatch_is_refused(cuda: Any) -> None:
-    g = cuda.allocate_device_buffer(16)
-    y = cuda.allocate_device_buffer(64)
-    with pytest.raises(vyre.UnsupportedFeature):
-        cuda.dispatch_with_device_buffers(_inc(), [], [y],
-                                          DispatchConfig(grid=vyre.IndirectGrid(buffer=g)))
-    g.free()
-    y.free()
 
 
 def test_resident_roundtrip_and_bound_dispatch(cuda: Any) -> None:

@@ -27,8 +27,10 @@ _BUILDER_NAMES = {"abs": "abs_", "round": "round_", "pow": "pow_"}
 
 
 def _call_program(op: ops.CallOp, ty: vyre.ScalarType) -> N.Program:
+    """out[i] = op(a0[i], ...) in `ty`, or in the op's own types where it fixes them."""
     k = ProgramBuilder(f"call_{op.name}", workgroup_size=64)
-    bufs = [k.buffer(f"a{j}", ty) for j in range(op.arity)]
+    arg_types, ty = op.signature if op.signature else ((ty,) * op.arity, ty)
+    bufs = [k.buffer(f"a{j}", t) for j, t in enumerate(arg_types)]
     out = k.buffer("out", ty, "write")
     i = k.let(k.global_id(0))
     with k.if_(i < out.length()):
@@ -48,7 +50,9 @@ def test_every_call_is_exported_built_and_printed(op: ops.CallOp) -> None:
     assert isinstance(prog.body, tuple)
     c = cuda.generate(prog).source  # raises on a function a printer cannot spell
     w = wgsl.generate(prog).source
-    if op.c_f32:
+    if op.signature:  # the packed dot products: C's __dp4a on the cast words
+        assert f"__dp4a({op.c_f32}(" in c and f"{op.wgsl}(" in w
+    elif op.c_f32:
         assert f"{op.c_f32}(" in c
     # WGSL: the builtin, or a hook (some builtins also have adapter-dependent helpers), or
     # an exact definition (vyre.lower.maths) that no printer spells

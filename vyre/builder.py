@@ -659,11 +659,20 @@ def _unary(op: str, a: N.ExprNode) -> N.Unary:
 
 
 def _call(fn: str, *args: N.ExprNode) -> N.Call:
+    rec = ops.CALLS[fn]
+    if rec.signature is not None:  # fixed operand types (the packed dot products)
+        want, result = rec.signature
+        got = tuple(a.ty for a in args)
+        if got != want:
+            raise BuildError(
+                f"{fn} takes ({', '.join(map(str, want))}), got ({', '.join(map(str, got))}); "
+                "pass the packed bytes as u32 (x.bitcast(u32) for an i32) and the "
+                f"accumulator as {result} (.cast / .bitcast)")
+        return N.Call(fn=cast(N.CallFn, fn), args=tuple(args), ty=result)
     t = args[0].ty
     for x in args[1:]:
         if x.ty != t:
             raise BuildError(f"{fn} arguments must share one type, got {[a.ty for a in args]}")
-    rec = ops.CALLS[fn]
     if rec.float_only and not t.is_float:
         raise BuildError(f"{fn} needs a float argument, got {t}; cast with .cast(f32)")
     if not t.is_numeric:
@@ -1324,6 +1333,15 @@ def _args(*xs: Any) -> tuple[N.ExprNode, ...]:
 
 
 def _fn(fn: str, *xs: Any) -> Value:
+    sig = ops.CALLS[fn].signature
+    if sig is not None:  # each operand a literal of its own fixed type
+        b = next((x._b for x in xs if isinstance(x, Value)), None)
+        if b is None:
+            raise BuildError(f"{fn}: at least one argument must be a kernel value")
+        if len(xs) != len(sig[0]):
+            raise BuildError(f"{fn} takes {len(sig[0])} arguments, got {len(xs)}")
+        typed = tuple(b._coerce(x, t, f"{fn} argument") for x, t in zip(xs, sig[0]))
+        return Value(b, _call(fn, *typed))
     args = _args(*xs)
     b = next(x._b for x in xs if isinstance(x, Value))
     return Value(b, _call(fn, *args))
@@ -1425,6 +1443,19 @@ def fma(a: Any, b: Any, c: Any) -> Value:
 def clamp(x: Any, lo: Any, hi: Any) -> Value:
     """min(max(x, lo), hi)."""
     return _fn("clamp", x, lo, hi)
+
+
+def dot4_i8(a: Any, b: Any, acc: Any = 0) -> Value:
+    """acc + the dot product of the four signed bytes packed in u32 `a` and `b` (byte i is
+    bits 8i..8i+7), as i32; the final addition wraps (CUDA `__dp4a`, WGSL `dot4I8Packed`).
+    `acc` is an i32; pack with `vyre.programs.matmul_i8.pack_i8` on the host."""
+    return _fn("dot4_i8", a, b, acc)
+
+
+def dot4_u8(a: Any, b: Any, acc: Any = 0) -> Value:
+    """acc + the dot product of the four unsigned bytes packed in u32 `a` and `b`, as u32;
+    the final addition wraps (CUDA `__dp4a` on unsigned, WGSL `dot4U8Packed`)."""
+    return _fn("dot4_u8", a, b, acc)
 
 
 

@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from .types import ScalarType
+
 # how an operator types its result from its operands (docs/IR.md, Binary):
 # "same" = the operands' type, "bool" = bool
 BinaryKind = Literal["arith", "bitwise", "shift", "comparison", "logical"]
@@ -64,7 +66,9 @@ class CallOp:
     (GLSL.std.450's transcendental functions are 16/32-bit only).
     `samples`: conformance arguments (one tuple per operand) on which every backend must
     agree with `reference` within the approximate tolerance; () for functions the
-    conformance suite covers by hand."""
+    conformance suite covers by hand.
+    `signature`: for a function whose operands do not share the result's type, the operand
+    types and then the result type (the packed dot products); None: one shared type."""
 
     name: str
     arity: int
@@ -81,10 +85,30 @@ class CallOp:
     def approximate_for(self, ty: str) -> bool:
         """Whether a call of this function with result type `ty` is approximate."""
         return self.approximate and ty not in self.exact_types
+    signature: tuple[tuple[ScalarType, ...], ScalarType] | None = None
 
     def __post_init__(self) -> None:
         assert not self.approximate or self.reference is not None, self.name
         assert not self.samples or len(self.samples) == self.arity, self.name
+        assert self.signature is None or len(self.signature[0]) == self.arity, self.name
+
+
+def _dot4(name: str, acc: ScalarType, c_cast: str, wgsl: str) -> CallOp:
+    """A packed 8-bit dot product with accumulation: `name(a, b, acc)` = acc + the sum over
+    bytes i = 0..3 of a's byte i times b's byte i (little-endian bytes of u32 `a` and `b`,
+    sign- or zero-extended by `acc`'s signedness), wrapping in 32 bits. The four products
+    and their sum never overflow 32 bits (|sum| <= 4 * 128 * 128), so only the final
+    `+ acc` wraps. CUDA: `__dp4a` (PTX `dp4a.s32.s32` / `.u32.u32`: d = c + sum, 32-bit);
+    WGSL: `dot4I8Packed` / `dot4U8Packed` (the language feature
+    packed_4x8_integer_dot_product) plus acc with WGSL's wrapping integer +. `c_f32` holds
+    the C cast of the packed operands."""
+    return CallOp(name, 3, float_only=False, c_f32=c_cast, wgsl=wgsl, wgsl_f64=False,
+                  signature=((ScalarType.U32, ScalarType.U32, acc), acc))
+
+
+#: The packed dot products (their operand and result types are fixed; see _dot4).
+DOT4_I8 = _dot4("dot4_i8", ScalarType.I32, "(int)", "dot4I8Packed")
+DOT4_U8 = _dot4("dot4_u8", ScalarType.U32, "(unsigned)", "dot4U8Packed")
 
 
 def _libm(name: str, arity: int, wgsl: str | None) -> CallOp:
@@ -166,6 +190,8 @@ CALL_OPS: tuple[CallOp, ...] = (
     # hooks with Cephes' polynomials instead
     _native("atan2", 2, np.arctan2, None),
     _native("asin", 1, np.arcsin, None, (_ASIN_X,)),
+    DOT4_I8,
+    DOT4_U8,
 )
 
 BINARY_OPS: tuple[BinaryOp, ...] = (
@@ -213,6 +239,6 @@ def binary_symbols(*kinds: BinaryKind) -> dict[str, str]:
 
 
 __all__ = [
-    "BINARIES", "BINARY_OPS", "CALLS", "CALL_OPS", "UNARIES", "UNARY_OPS", "BinaryKind",
+    "BINARIES", "BINARY_OPS", "CALLS", "CALL_OPS", "DOT4_I8", "DOT4_U8", "UNARIES", "UNARY_OPS", "BinaryKind",
     "BinaryOp", "CallOp", "UnaryOp", "binary_names", "binary_symbols",
 ]

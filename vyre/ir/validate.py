@@ -872,6 +872,13 @@ class _Validator:
             self.wide(t, f"{path}.args[{i}]", f"call {e.fn}")
             tys.append(t)
             deps += da
+        if rec.signature is not None:  # fixed operand and result types (dot4_i8 / _u8)
+            want, result = rec.signature
+            if tys != list(want):
+                self.fail(path, f"call {e.fn} arguments are {[str(x) for x in tys]}; it takes "
+                          f"{[str(x) for x in want]} (bitcast or cast them)")
+            self.same(e.ty, result, path, f"call {e.fn}")
+            return result, deps
         t = tys[0]
         if any(x is not t for x in tys):
             self.fail(path, f"call {e.fn} arguments are {[str(x) for x in tys]}; they must "

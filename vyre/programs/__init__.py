@@ -5,7 +5,8 @@ Modules: `elementwise` (saxpy / axpby, fused maps, conversions, fill / iota, gat
 scatter), `reduce` (sum / min / max / argmin / argmax), `scan` (inclusive / exclusive
 prefix sums; stream compaction, of values and of their positions), `histogram` (any bin
 count, exact integer counts), `radix_sort` (stable u32 / i32 / f32 keys, key-value pairs),
-`matmul` (tiled f32), `stencil` (2-D five-point), `cpp_frontend` (a C-preprocessor-style
+`matmul` (tiled f32), `matmul_i8` (exact int8 / uint8 -> int32, on CUDA's tensor cores
+where it has them), `stencil` (2-D five-point), `cpp_frontend` (a C-preprocessor-style
 front end on bytes).
 
 Each module offers up to three levels, by how much the caller keeps on the device:
@@ -29,6 +30,7 @@ __all__ = [
     "elementwise",
     "histogram",
     "matmul",
+    "matmul_i8",
     "radix_sort",
     "reduce",
     "run_plan",

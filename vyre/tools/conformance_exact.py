@@ -313,6 +313,57 @@ def int_cast_case() -> Case:
     return elementwise_case("ir_int_casts", {f"x_{t}": t for t in INT_TYPES}, outputs, data)
 
 
+def _dot4_exact(a: int, b: int, acc: int, signed: bool) -> int:
+    """docs/IR.md's dot4: acc + sum of the byte products (bytes sign- or zero-extended),
+    wrapped to 32 bits, in Python ints."""
+    total = acc
+    for i in range(4):
+        x, y = (a >> (8 * i)) & 0xFF, (b >> (8 * i)) & 0xFF
+        if signed:
+            x, y = x - ((x & 0x80) << 1), y - ((y & 0x80) << 1)  # sign-extend
+        total += x * y
+    return wrap(total, I32 if signed else U32)
+
+
+def dot4_case() -> Case:
+    """The packed dot products dot4_i8 / dot4_u8 at the edges: bytes 0x80 (-128) and 0x7F
+    and 0xFF, each byte lane alone, accumulators at MIN / MAX so the final addition wraps
+    both ways (4 * (-128)^2 = 65536 + INT_MAX wraps to negative; 4 * 127 * -128 + INT_MIN
+    to positive), and random words."""
+    from vyre.builder import dot4_i8, dot4_u8
+
+    words = [0, 1, 0x80, 0x7F, 0xFF, 0x8000, 0x800000, 0x80000000, 0x7F000000, 0x80808080,
+             0x7F7F7F7F, 0xFFFFFFFF, 0x01010101, 0x807F807F, 0x00FF00FF]
+    accs = [0, 1, -1, 2**31 - 1, -(2**31), 2**31 - 65536, -(2**31) + 65024, 12345]
+
+    def data(rng: np.random.Generator) -> Arrays:
+        a, b = _pairs(words, np.dtype(object))
+        acc = np.array([accs[j % len(accs)] for j in range(len(a))], dtype=object)
+        n = 300
+        ra = rng.integers(0, 2**32, n, dtype=np.uint64).astype(object)
+        rb = rng.integers(0, 2**32, n, dtype=np.uint64).astype(object)
+        rc = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(object)
+        return {"a": np.concatenate([a, ra]).astype(np.uint32),
+                "b": np.concatenate([b, rb]).astype(np.uint32),
+                "c": np.concatenate([acc, rc]).astype(np.int32)}
+
+    def exact(signed: bool) -> PyFn:
+        def py(c: Arrays) -> list[int]:
+            accs_ = ints(c["c"]) if signed else [v & 0xFFFFFFFF for v in ints(c["c"])]
+            return [_dot4_exact(x, y, z, signed)
+                    for x, y, z in zip(ints(c["a"]), ints(c["b"]), accs_)]
+        return py
+
+    return elementwise_case(
+        "ir_dot4", {"a": U32, "b": U32, "c": I32},
+        [("signed", I32, [(lambda r: dot4_i8(r["a"], r["b"], r["c"]), exact(True)),
+                          (lambda r: dot4_i8(r["a"], r["b"]), lambda c: exact(True)(
+                              {**c, "c": np.zeros_like(c["c"])}))]),
+         ("unsigned", U32, [(lambda r: dot4_u8(r["a"], r["b"], r["c"].bitcast(U32)),
+                             exact(False))])],
+        data)
+
+
 # ------------------------------------------------------------------ floats
 
 
@@ -1105,7 +1156,7 @@ def workgroup_atomics_case() -> Case:
 
 def cases() -> list[Case]:
     return [
-        *(int_case(t) for t in INT_TYPES), int_cast_case(),
+        *(int_case(t) for t in INT_TYPES), int_cast_case(), dot4_case(),
         *(float_case(t) for t in FLOAT_TYPES), *(float_minmax_case(t) for t in FLOAT_TYPES),
         *(float_to_int_case(t) for t in FLOAT_TYPES),
         int_to_float_case((F32, F16), "ir_int_to_f32_f16"),

@@ -78,6 +78,7 @@ from vyre.config import DispatchConfig
 from vyre.errors import DispatchError, UnsupportedFeature
 from vyre.interface import Backend
 from vyre.ir import nodes as N
+from vyre.ir import ops
 from vyre.ir.analysis import child_exprs, walk_stmts
 from vyre.ir.compare import SIGN_OF_ZERO_OPEN, Tolerance, mismatches, tolerance_for
 from vyre.ir.serialize import from_json, to_json
@@ -932,8 +933,13 @@ class _Gen:
             fns += ["floor", "ceil", "trunc", "round", "fma"]
             if "sqrt" not in self.o.terminal_only:
                 fns.append("sqrt")
+        dot4 = {I32: "dot4_i8", U32: "dot4_u8"}.get(ty)
+        if dot4 is not None:  # the packed dot products: (u32, u32, acc of `ty`) -> ty
+            fns.append(dot4)
         fn = self.pick(fns)
-        args = tuple(self.expr(ty, d) for _ in range(N.FN_ARITY[fn]))
+        sig = ops.CALLS[fn].signature
+        arg_types = sig[0] if sig is not None else (ty,) * N.FN_ARITY[fn]
+        args = tuple(self.expr(t, d) for t in arg_types)
         e: N.ExprNode = N.Call(fn=fn, args=args, ty=ty)
         if fn == "clamp" and ty.is_float:
             e = N.Binary(op="add", a=e, b=self.lit(ty, 0.0), ty=ty)
@@ -1380,6 +1386,10 @@ def _sweep_ops(ty: ScalarType, gen: _Gen, x: N.ExprNode, y: N.ExprNode, z: N.Exp
         exact += [b("and", x, y), b("or", x, y), b("xor", x, y),
                   b("shl", x, amount), b("shr", x, amount),
                   N.Unary(op="bit_not", a=x, ty=ty)]
+        if ty in (I32, U32):  # the packed dot products, packed words as the u32 bits
+            fn = "dot4_i8" if ty is I32 else "dot4_u8"
+            ux, uy = (a if ty is U32 else N.Bitcast(a=a, ty=U32) for a in (x, y))
+            exact += [call(fn, ux, uy, z), call(fn, ux, ux, y)]
     else:
         exact += [call(fn, x) for fn in ("floor", "ceil", "trunc", "round", "sqrt")]
         exact += [call("fma", x, y, z), call("fma", x, x, y)]

@@ -355,13 +355,15 @@ class CompiledCubin:
 
 def compile_program(program: Program, arch: str, cache: DiskCache | None = None,
                     restrict: bool = True, coarsen: int = 1,
-                    codegen_options: CudaOptions = DEFAULT_OPTIONS) -> CompiledCubin:
+                    codegen_options: CudaOptions = DEFAULT_OPTIONS,
+                    indirect: bool = False) -> CompiledCubin:
     """Generate CUDA C for `program` and compile it to a cubin for `arch` (no GPU needed).
 
     With `cache`, a valid entry on disk is used instead of NVRTC, and a fresh cubin is
     stored there (keyed on the source, which `codegen_options` shape).
     """
-    gen = generate(program, restrict=restrict, coarsen=coarsen, options=codegen_options)
+    gen = generate(program, restrict=restrict, coarsen=coarsen, options=codegen_options,
+                   indirect=indirect)
     options = compile_options()
     key = cache_key(gen.source, arch, options)
     if cache is not None:

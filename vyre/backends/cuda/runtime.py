@@ -33,7 +33,7 @@ from vyre.backend import BaseBackend, Capabilities, HostBytes, Pending
 from vyre.backends.cuda.render import SUBGROUP_SIZE
 from vyre.binding import BoundDispatch, next_epoch
 from vyre.buffer import BufferBase
-from vyre.config import Timing
+from vyre.config import IndirectGrid, Timing
 from vyre.debug.instrument import debug_program
 from vyre.errors import BackendUnavailable, DispatchError, InvalidDispatch
 from vyre.interface import Backend
@@ -87,6 +87,7 @@ class _Launch:
     # cuLaunchKernel and its whole argument tuple on the backend's stream, built once
     launch: Callable[..., Any]
     args: tuple[Any, ...]
+    before: Callable[[Any], None] | None = None  # enqueued on the stream before the kernel
 
 
 @dataclass
@@ -196,6 +197,7 @@ class CudaBackend(BaseBackend):
         self._retired: list[Any] = []  # modules of evicted kernels, unloaded when unused
         self._capture_stream: Any = None  # private stream for CUDA graph capture
         self._timing_events: tuple[Any, Any] | None = None
+        self._indirect_status: tuple[int, np.ndarray] | None = None  # see _indirect_status_ptr
 
     # ------------------------------------------------------------ context and device
     def _retain_healthy_context(self) -> tuple[Any, int]:
@@ -283,7 +285,7 @@ class CudaBackend(BaseBackend):
         grid_z = a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z")
         feats = {F.F16, F.F64, F.I64, F.ATOMIC_FLOAT, F.ATOMIC_I64, F.WORKGROUP_MEMORY,
                  F.RESIDENT, F.ASYNC, F.PIPELINE, F.DEVICE_TIMERS, F.DISK_CACHE, F.SUBGROUP,
-                 F.PAGE_LOCKED_HOST}
+                 F.PAGE_LOCKED_HOST, F.INDIRECT_DISPATCH}
         limits = {
             "max_workgroup_invocations": max_threads,
             "max_workgroup_size_x": a("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X"),
@@ -307,6 +309,7 @@ class CudaBackend(BaseBackend):
             "warp_size": a("CU_DEVICE_ATTRIBUTE_WARP_SIZE"),
             "subgroup_size": SUBGROUP_SIZE,  # a warp (docs/IR.md, "Subgroups")
             "max_grid_dim_x": a("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X"),
+            "max_threads_per_sm": a("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR"),
             "driver_version": int(D.call(drv.cuDriverGetVersion)),
             "nvrtc_version": nvrtc_version(),
         }
@@ -434,6 +437,7 @@ class CudaBackend(BaseBackend):
             spans.append((pos, n))
             pos += n
         self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
+        self._check_indirect_status()
         staged = self._staging_bytes
         # one copy each, into the array read_many hands out
         return [staged[pos:pos + n].copy() for pos, n in spans]
@@ -456,6 +460,7 @@ class CudaBackend(BaseBackend):
                 self._call(drv.cuMemcpyDtoHAsync, dst, b.ptr + o, n, self._stream,
                            what="cuMemcpyDtoHAsync")
         self._call(drv.cuStreamSynchronize, self._stream, what="cuStreamSynchronize")
+        self._check_indirect_status()
         return list(outs)
 
     def _order_reads(self, ranges: list[tuple[BufferBase, int, int]]) -> None:
@@ -548,7 +553,7 @@ class CudaBackend(BaseBackend):
         elements per invocation), compiled at its first such dispatch and cached the same
         way; compile() does not build it, because most programs never see such a grid and
         it costs NVRTC about 1.5x the plain kernel."""
-        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1))
+        kernel: Kernel = self._compiled_for(program, (self._arch, True, 1, False))
         return kernel
 
     def _specialisation(self, bound: BoundDispatch) -> Any:
@@ -561,7 +566,7 @@ class CudaBackend(BaseBackend):
             total = grid[0] * grid[1] * grid[2] * bound.program.invocations_per_workgroup
             if total >= self.coarsen_min_invocations:
                 k = self.coarsen
-        return (self._arch, not bound.aliased, k)
+        return (self._arch, not bound.aliased, k, isinstance(grid, IndirectGrid))
 
     def _evict_compiled(self, compiled: Any) -> None:
         # Launches (cached, recorded in graphs, memoised on a BoundDispatch) keep their
@@ -584,9 +589,11 @@ class CudaBackend(BaseBackend):
     @interrupt_safe
     def _compile(self, program: Program, key: Any) -> Kernel:
         self._unload_retired()
-        arch, restrict, coarsen = key if key is not None else (self._arch, True, self.coarsen)
+        arch, restrict, coarsen, indirect = (
+            key if key is not None else (self._arch, True, self.coarsen, False))
         compiled = compile_program(program, arch, self._disk, restrict=restrict,
-                                   coarsen=coarsen, codegen_options=self.options)
+                                   coarsen=coarsen, codegen_options=self.options,
+                                   indirect=indirect)
         if compiled.from_disk:
             self.compile_stats.disk_hits += 1
         module = self._call(self._drv.cuModuleLoadData, compiled.cubin, what="cuModuleLoadData")
@@ -614,8 +621,13 @@ class CudaBackend(BaseBackend):
             struct.pack_into("<I", block, offsets[nb + i], bound.counts[i])
         for j, (ty, v) in enumerate(zip(sig.params, bound.params)):
             struct.pack_into(STRUCT_CODE[ty], block, offsets[2 * nb + j], v)
-        grid = bound.grid
-        assert isinstance(grid, tuple)
+        bdim = kernel.generated.block
+        keep: tuple[Any, ...] = ()
+        before = None
+        if isinstance(bound.grid, IndirectGrid):  # see render.py's indirect_kernel
+            grid, keep, before = self._indirect_args(bound, block, offsets[-3:], bdim)
+        else:
+            grid = bound.grid
         merge = kernel.generated.merge
         if sig.grid_x:  # merged workgroups: the kernel is told the real grid.x
             struct.pack_into("<I", block, offsets[-1], grid[0])
@@ -624,10 +636,77 @@ class CudaBackend(BaseBackend):
         n = len(offsets)
         ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in offsets])
         params_ptr = ctypes.addressof(ptrs) if n else 0
-        bdim = kernel.generated.block
-        return _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs, kernel),
-                       self._drv.cuLaunchKernel,
-                       (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0))
+        args = (kernel.function, *grid, *bdim, 0, self._stream, params_ptr, 0)
+        launch: Callable[..., Any] = self._drv.cuLaunchKernel
+        if before is not None:  # the grid's private copy, then the kernel
+            cu_launch, copy = launch, before
+
+            def launch(*a: Any) -> Any:
+                copy(self._stream)
+                return cu_launch(*a)
+        return _Launch(kernel.function, grid, bdim, params_ptr, (block, ptrs, kernel, *keep),
+                       launch, args, before)
+
+    def _indirect_args(self, bound: BoundDispatch, block: Any, offsets: list[int],
+                       bdim: tuple[int, int, int]) -> tuple[tuple[int, int, int], tuple[Any, ...],
+                                                            Callable[[Any], None] | None]:
+        """(blocks to launch, objects to keep, a copy to enqueue before the kernel) of an
+        indirect grid; fills the kernel's grid pointer, status pointer and limit. The
+        counts are read on the device only. Where the program also binds the grid's
+        buffer, it may change them while blocks start, so the kernel reads a private copy
+        made on the stream just before it (WebGPU reads the arguments once, before the
+        dispatch)."""
+        g = bound.grid
+        assert isinstance(g, IndirectGrid) and isinstance(g.buffer, CudaBuffer)
+        grid_ptr = g.buffer.ptr + g.offset
+        keep: tuple[Any, ...] = ()
+        before = None
+        if any(b is g.buffer for b in bound.buffers):
+            private = self._allocate(16, "vyre-indirect-grid")
+            assert isinstance(private, CudaBuffer)
+            src, dst, drv = grid_ptr, private.ptr, self._drv
+
+            def before(stream: Any) -> None:
+                self._call(drv.cuMemcpyDtoDAsync, dst, src, 12, stream, what="cuMemcpyDtoDAsync")
+
+            keep, grid_ptr = (private,), private.ptr
+        struct.pack_into("<Q", block, offsets[0], grid_ptr)
+        struct.pack_into("<Q", block, offsets[1], self._indirect_status_ptr())
+        struct.pack_into("<I", block, offsets[2], self._caps.limits["max_workgroups_per_dimension"])
+        # enough blocks to fill every SM; each runs every gridDim.x-th workgroup of the grid
+        d = self._caps.details
+        per_sm = max(1, (d.get("max_threads_per_sm") or 2048) // (bdim[0] * bdim[1] * bdim[2]))
+        return (max(1, d["sm_count"]) * per_sm, 1, 1), keep, before
+
+    def _indirect_status_ptr(self) -> int:
+        """Page-locked host words [flag, largest count] that indirect kernels set when a
+        grid is over the limit (cuMemAllocHost memory: with unified addressing the device
+        writes it through the host address); made on first use."""
+        if self._indirect_status is None:
+            err, p = self._drv.cuMemAllocHost(8)
+            if int(err) != 0:
+                self._raise("cuMemAllocHost", err, requested=8)
+            words = np.ctypeslib.as_array((ctypes.c_uint32 * 2).from_address(int(p)))
+            words[:] = 0
+            self._indirect_status = (int(p), words)
+        return self._indirect_status[0]
+
+    def _check_indirect_status(self) -> None:
+        """Raise DispatchError (once) if an indirect grid over the limit was dispatched
+        since the last check: called after every wait for the device (wait, synchronize,
+        reads, pipeline runs), before any result is returned."""
+        st = self._indirect_status
+        if st is None or not st[1][0]:
+            return
+        count = int(st[1][1])
+        st[1][:] = 0
+        limit = self._caps.limits["max_workgroups_per_dimension"]
+        raise DispatchError(
+            f"{self.id}: a program was dispatched with an indirect grid of {count} "
+            f"workgroups in one dimension, over the limit of {limit} per dimension "
+            "(limits['max_workgroups_per_dimension']); nothing ran. Keep every count in the "
+            f"grid buffer at most {limit}: use more dimensions (y, z) or a larger workgroup "
+            "size.")
 
     @property
     def interop_active(self) -> bool:
@@ -680,9 +759,11 @@ class CudaBackend(BaseBackend):
     def _enqueue(self, rec: _Launch, stream: Any = None) -> None:
         gx, gy, gz = rec.grid
         bx, by, bz = rec.block
+        stream = self._stream if stream is None else stream
+        if rec.before is not None:
+            rec.before(stream)
         (err,) = self._drv.cuLaunchKernel(rec.function, gx, gy, gz, bx, by, bz, 0,
-                                          self._stream if stream is None else stream,
-                                          rec.params_ptr, 0)
+                                          stream, rec.params_ptr, 0)
         if int(err) != 0:
             self._raise("cuLaunchKernel", err)
 
@@ -743,6 +824,7 @@ class CudaBackend(BaseBackend):
                         if state.get("start") is not None:
                             ms = self._call(drv.cuEventElapsedTime, state["start"], ev)
                             device_ns = int(float(ms) * 1e6)
+                        self._check_indirect_status()
             finally:
                 release()
             w1 = time.perf_counter_ns()
@@ -760,6 +842,7 @@ class CudaBackend(BaseBackend):
         err = waits.wait(drv.cuStreamSynchronize, drv.cuStreamQuery, self._stream)
         if err:
             self._raise("cuStreamSynchronize", err)
+        self._check_indirect_status()
 
     # ------------------------------------------------------------ pipelines (CUDA graphs)
     def _capture(self, body: Callable[[Any], None]) -> Any:
@@ -938,6 +1021,7 @@ class CudaBackend(BaseBackend):
                 if err:
                     self._raise("pipeline (cuStreamSynchronize)", err)
                 t2 = _perf_ns()
+            self._check_indirect_status()
             arrays = [
                 np.frombuffer(bytearray(ctypes.string_at(ptr, n)) if n else bytearray(),
                               dtype=np.dtype(r.dtype))
@@ -970,6 +1054,8 @@ class CudaBackend(BaseBackend):
             with contextlib.suppress(Exception):
                 if self._staging[0]:
                     drv.cuMemFreeHost(self._staging[0])
+                if self._indirect_status is not None:
+                    drv.cuMemFreeHost(self._indirect_status[0])
                 if self._timing_events:
                     for ev in self._timing_events:
                         drv.cuEventDestroy(ev)
@@ -978,6 +1064,7 @@ class CudaBackend(BaseBackend):
                 if self._capture_stream is not None:
                     drv.cuStreamDestroy(self._capture_stream)
         self._staging = (0, 0)
+        self._indirect_status = None  # (its words' view is never read after close)
         self._timing_events = None
         self._capture_stream = None
         st.closed = True
@@ -1026,6 +1113,11 @@ class CudaBackend(BaseBackend):
     def driver(self) -> Any:
         """The CUDA driver API module (cuda.bindings.driver)."""
         return self._drv
+
+    @property
+    def disk_cache(self) -> DiskCache:
+        """This instance's on-disk cubin cache (native.py compiles library kernels into it)."""
+        return self._disk
 
     @property
     def context_state(self) -> ContextState:

@@ -324,8 +324,25 @@ def call(fn: str, args: list[Array], ty: ScalarType) -> Array:
     return _call(fn, args, ty)
 
 
+def dot4(a: Array, b: Array, acc: Array, signed: bool) -> Array:
+    """acc + sum over the four bytes i of a's byte i * b's byte i (IR `dot4_i8` / `dot4_u8`),
+    the products and their sum exact in i64, the total wrapped to 32 bits."""
+    ua = np.asarray(a, np.uint32).astype(np.int64)
+    ub = np.asarray(b, np.uint32).astype(np.int64)
+    total = np.asarray(acc).astype(np.int64)
+    for i in range(4):
+        x, y = (ua >> (8 * i)) & 0xFF, (ub >> (8 * i)) & 0xFF
+        if signed:  # sign-extend each byte
+            x, y = x - ((x & 0x80) << 1), y - ((y & 0x80) << 1)
+        total = total + x * y
+    dt = np.int32 if signed else np.uint32
+    return (total & 0xFFFFFFFF).astype(np.uint32).view(dt)
+
+
 def _call(fn: str, args: list[Array], ty: ScalarType) -> Array:
     dt = ty.numpy
+    if fn in ("dot4_i8", "dot4_u8"):
+        return dot4(args[0], args[1], args[2], fn == "dot4_i8")
     if fn == "abs":
         (a,) = args
         if ty.is_float:

@@ -1421,6 +1421,10 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
             f"WGSL/SPIR-V has no f64 {fn} (GLSL.std.450 transcendental functions are 16/32-bit "
             "only); compute it in f32 (cast) or use the cuda or reference backend",
         )
+    rec = ops.CALLS[fn]
+    if rec.signature is not None:  # dot4_i8 / dot4_u8: the product sum never overflows,
+        # the + acc is WGSL's wrapping runtime integer addition (literals come hidden)
+        return f"({rec.wgsl}({args[0]}, {args[1]}) + {args[2]})"
     if not ty.is_float:
         if fn == "abs":
             raise _unlowered(f"abs on {ty}")

@@ -218,6 +218,16 @@ class NumpyPeer(Peer):
 
         return TimedCase(lambda: wall(work), lambda: W.check_matmul(c, data), "wall")
 
+    def _matmul_i8(self, data: W.Data) -> TimedCase:
+        a, b = (v.astype(np.int32) for v in data.matmul_i8_ab)
+        c = np.zeros((a.shape[0], b.shape[1]), np.int32)
+
+        def work() -> None:
+            np.matmul(a, b, out=c)  # int32 products and sums wrap like the int8 product's
+
+        return TimedCase(lambda: wall(work), lambda: W.check_matmul_i8(c, data), "wall",
+                         extra={"how": "np.matmul on int32 copies"})
+
 
 # ----------------------------------------------------------------------------- CuPy
 
@@ -461,6 +471,18 @@ class TorchPeer(Peer):
 
     def _dev(self, arr: np.ndarray) -> Any:
         return self.torch.from_numpy(np.ascontiguousarray(arr)).cuda()
+
+    def _matmul_i8(self, data: W.Data) -> TimedCase:
+        """torch._int_mm: what a PyTorch user calls for int8 x int8 -> int32 (cuBLASLt)."""
+        a, b = (self._dev(v) for v in data.matmul_i8_ab)
+        out: list[Any] = [None]
+
+        def work() -> None:
+            out[0] = self.torch._int_mm(a, b)
+
+        return TimedCase(self._events(work),
+                         lambda: W.check_matmul_i8(out[0].cpu().numpy(), data), "device",
+                         extra={"how": "torch._int_mm (int8 x int8 -> int32)"})
 
     def _events(self, fn: Callable[[], Any]) -> Callable[[], float]:
         torch = self.torch
@@ -821,7 +843,7 @@ class RawCudaPeer(Peer):
         return rest[0] if len(rest) == 1 else (rest or None)
 
     def not_applicable(self, metric: str) -> str:
-        if metric in ("sum", "scan", "histogram", "sort", "matmul"):
+        if metric in ("sum", "scan", "histogram", "sort", "matmul", "matmul_i8"):
             return ("raw cuda-bindings has no library kernels for this (CuPy and PyTorch are "
                     "the library peers)")
         if metric.startswith("cpp"):

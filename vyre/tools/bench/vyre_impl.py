@@ -83,6 +83,11 @@ def compile_probe_program(salt: int) -> Program:
     return k.build()
 
 
+#: int8 products per timed repetition of the tensor-core path (timed by the wall clock:
+#: a library CUDA kernel has no profiled dispatch; 10 keep the wait's cost near 1%)
+MATMUL_I8_BATCH = 10
+
+
 class VyreImpl:
     """vyre on one backend instance (created and closed by the caller)."""
 
@@ -464,6 +469,38 @@ class VyreImpl:
         check = lambda: W.check_matmul(self.backend.read(cb, dtype=np.float32), data)  # noqa: E731
         return TimedCase(run, check, "device" if self.device_timers else "wall",
                          self._free(ab, bb, cb))
+
+    def _matmul_i8(self, data: W.Data) -> TimedCase:
+        from vyre.programs import matmul_i8 as mi
+
+        a, b = data.matmul_i8_ab
+        m = a.shape[0]
+        k4 = mi.packed_words(m)
+        ab = self._upload(mi.pack_i8(a), "matmul_i8_a")
+        bb = self._upload(mi.pack_i8(np.ascontiguousarray(b.T)), "matmul_i8_bt")
+        cb = self._upload(np.full(m * m, -1, np.int32), "matmul_i8_c")
+        check = lambda: W.check_matmul_i8(self.backend.read(cb, dtype=np.int32), data)  # noqa: E731
+        if mi.tensor_cores(self.backend):  # the library's CUDA C mma.sync kernel
+            launches = MATMUL_I8_BATCH
+            b_ = self.backend
+
+            def run() -> float:
+                t0 = time.perf_counter_ns()
+                for _ in range(launches):
+                    mi.matmul_i8_device(b_, ab, bb, cb, m, m, m)
+                b_.synchronize()
+                return (time.perf_counter_ns() - t0) / 1e9 / launches
+
+            return TimedCase(run, check, "wall", self._free(ab, bb, cb),
+                             extra={"how": f"tensor cores (mma.sync m16n8k32 s8, no "
+                                           f"saturation); wall time of {launches} launches "
+                                           "back to back and one wait, per launch"})
+        prog = mi.matmul_i8_program(True)
+        self._note_source(prog)
+        cfg = self._profiled(mi.matmul_i8_config(m, m, k4))
+        run_ = self._timed_bound(self.backend.bind(prog, {"a": ab, "bt": bb}, {"c": cb}, cfg))
+        return TimedCase(run_, check, "device" if self.device_timers else "wall",
+                         self._free(ab, bb, cb), extra={"how": "the dot4_i8 Program"})
 
     # ------------------------------------------------------------ compile
     def _compile_check(self, backend: Backend, prog: Program) -> str | None:

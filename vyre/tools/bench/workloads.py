@@ -19,7 +19,7 @@ from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
 WORKLOADS = ("dispatch", "cpp", "copy", "to_host", "saxpy", "sum", "scan", "histogram", "sort", "matmul",
-             "compile", "atomics", "transcendental")
+             "matmul_i8", "compile", "atomics", "transcendental")
 
 #: The metrics each workload produces, in table order.
 METRICS_OF = {
@@ -34,6 +34,7 @@ METRICS_OF = {
     "histogram": ("histogram",),
     "sort": ("sort",),
     "matmul": ("matmul",),
+    "matmul_i8": ("matmul_i8",),
     "compile": ("compile.cold", "compile.warm_memory", "compile.warm_disk"),
     # f32 atomic add: vyre's order-independent (exact) add against the relaxed hardware one
     "atomics": ("atomics.hist_exact", "atomics.hist_relaxed", "atomics.scatter_exact",
@@ -77,6 +78,7 @@ class Sizes:
     batch_runs: int = 10  # runs of the batch (each waited for) per batched repetition
     stream: int = 1 << 26  # f32 elements for copy, saxpy, sum, scan
     matmul: int = 4096  # M = N = K
+    matmul_i8: int = 4096  # M = N = K of the int8 product (torch._int_mm's anchor size)
     sort: int = 1 << 24  # u32 keys sorted
     cpp_bytes: int = 1 << 22  # bytes of C source for the front end
     atomics: int = 1 << 22  # f32 values added atomically (histogram and scatter-add)
@@ -117,7 +119,8 @@ def dispatch_rounds(mode: str, s: Sizes) -> int:
 
 FULL = Sizes()
 QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, stream=1 << 16,
-              matmul=64, sort=1 << 12, cpp_bytes=1 << 14, atomics=1 << 14, chain=1 << 10,
+              matmul=64, matmul_i8=64, sort=1 << 12, cpp_bytes=1 << 14, atomics=1 << 14,
+              chain=1 << 10,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
 #: peer always run these sizes.
@@ -206,6 +209,10 @@ def metric(name: str, s: Sizes) -> Metric:
             name, "Gexp/s", "higher", lambda t: s.chain * CHAIN_STEPS / t / 1e9,
             f"compute-bound: x <- exp(-x) {CHAIN_STEPS} times per f32 element "
             "(one exp call a step)", {"elements": s.chain, "steps": CHAIN_STEPS}),
+        "matmul_i8": Metric(
+            name, "TOPS", "higher", lambda t: 2.0 * s.matmul_i8**3 / t / 1e12,
+            "C = A @ B, int8 x int8 -> int32 (wrapping), square (2*M*N*K ops)",
+            {"M": s.matmul_i8, "N": s.matmul_i8, "K": s.matmul_i8}),
         "compile.cold": Metric(
             name, "ms", "lower", lambda t: t * 1e3,
             "compile a program never seen before (no memory or disk cache)", {}),
@@ -299,6 +306,30 @@ class Data:
         a = rng.uniform(-1, 1, (m, m)).astype(np.float32)
         b = rng.uniform(-1, 1, (m, m)).astype(np.float32)
         return a, b
+
+    @cached_property
+    def matmul_i8_ab(self) -> tuple[np.ndarray, np.ndarray]:
+        """Uniform int8 matrices (M x K, K x N) for the int8 product."""
+        m = self.sizes.matmul_i8
+        rng = self._rng(9)
+        return (rng.integers(-128, 128, (m, m)).astype(np.int8),
+                rng.integers(-128, 128, (m, m)).astype(np.int8))
+
+    @cached_property
+    def matmul_i8_rows(self) -> np.ndarray:
+        """Rows of the int8 product checked exactly (all rows up to MATMUL_CHECK_ROWS)."""
+        m = self.sizes.matmul_i8
+        if m <= MATMUL_CHECK_ROWS:
+            return np.arange(m)
+        return np.sort(self._rng(10).choice(m, MATMUL_CHECK_ROWS, replace=False))
+
+    @cached_property
+    def matmul_i8_expected_rows(self) -> np.ndarray:
+        """Those rows exactly: float64 products and sums are exact here (|sum| <= K * 2^14
+        < 2^53), then wrapped to int32 like the product."""
+        a, b = self.matmul_i8_ab
+        exact = a[self.matmul_i8_rows].astype(np.float64) @ b.astype(np.float64)
+        return (exact.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
     @cached_property
     def cpp_source(self) -> bytes:
@@ -546,6 +577,19 @@ def check_matmul(got: np.ndarray, data: Data) -> str | None:
     rows = "all rows" if m <= MATMUL_CHECK_ROWS else f"{MATMUL_CHECK_ROWS} sampled rows"
     if rel > F32_REL_TOL:
         return f"relative L2 error {rel:.2e} against float64 ({rows}) > {F32_REL_TOL}"
+    return None
+
+
+def check_matmul_i8(got: np.ndarray, data: Data) -> str | None:
+    """Exactly the integers (sampled rows of a large product)."""
+    m = data.sizes.matmul_i8
+    got = np.asarray(got).reshape(-1)
+    if got.size != m * m or got.dtype != np.int32:
+        return f"{got.size} {got.dtype} elements, expected {m * m} int32"
+    rows = got.reshape(m, m)[data.matmul_i8_rows]
+    exp = data.matmul_i8_expected_rows
+    if not np.array_equal(rows, exp):
+        return "int8 product differs: " + _first_diff(rows, exp)
     return None
 
 
