@@ -34,7 +34,7 @@ from function_oracle import fast_oracle
 import vyre
 from vyre import ScalarType
 from vyre.builder import ProgramBuilder, call_fn
-from vyre.tools.testing import ulp_distance
+from vyre.ir.compare import ulp_distance
 
 ONE_ARG = ["exp", "exp2", "log", "log2", "tanh", "sin", "cos", "tan", "asin"]  # every 2^32
 TWO_ARGS = ["pow", "hypot", "atan2"]  # --pairs random pairs and the special grid
