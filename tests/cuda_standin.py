@@ -13,8 +13,10 @@ driver vyre loads for the rest of the process (or until `uninstall`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from cuda.bindings import driver as real
@@ -234,6 +236,20 @@ def install(record: frozenset[str] = frozenset(), devices: int = 1,
     fake = StandInDriver(record, devices, strict_contexts)
     D._driver = fake
     return fake
+
+
+@contextlib.contextmanager
+def installed(record: frozenset[str] = frozenset(), devices: int = 1,
+              strict_contexts: bool = False) -> Iterator[StandInDriver]:
+    """`install` for a `with` block (a test fixture's body): the driver vyre loaded before
+    comes back at the end."""
+    from vyre.backends.cuda import driver as D
+
+    before = D._driver
+    try:
+        yield install(record, devices, strict_contexts)
+    finally:
+        D._driver = before
 
 
 def uninstall() -> None:

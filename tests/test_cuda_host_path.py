@@ -36,14 +36,8 @@ STREAM_WAIT, EVENT_WAIT = "cuStreamQuery", "cuEventQuery"
 
 @pytest.fixture
 def drv() -> Iterator[Any]:
-    from vyre.backends.cuda import driver as D
-
-    before = D._driver
-    fake = cuda_standin.install(RECORDED)
-    try:
+    with cuda_standin.installed(RECORDED) as fake:
         yield fake
-    finally:
-        D._driver = before
 
 
 @pytest.fixture

@@ -23,14 +23,8 @@ RECORDED = frozenset({"cuMemAlloc", "cuMemFree", "cuStreamSynchronize", "cuStrea
 
 @pytest.fixture
 def drv() -> Iterator[Any]:
-    from vyre.backends.cuda import driver as D
-
-    before = D._driver
-    fake = cuda_standin.install(RECORDED)
-    try:
+    with cuda_standin.installed(RECORDED) as fake:
         yield fake
-    finally:
-        D._driver = before
 
 
 @pytest.fixture
