@@ -24,6 +24,21 @@ from .registry import lowered, registered
 _LEAVES = frozenset({N.Const, N.Var, N.Param, N.Builtin, N.Length})
 
 
+_U32, _BOOL = ScalarType.U32, ScalarType.BOOL
+# num_workgroups.x == 0 never holds at run time, but no compiler can know it
+_NEVER = made(N.Binary, op="eq", a=made(N.Builtin, name="num_workgroups", axis=0, ty=_U32),
+              b=N.Const(ty=_U32, value=0), ty=_BOOL)
+
+
+def _opaque(a: N.ExprNode) -> N.ExprNode:
+    """`a`, as a value no compiler can fold: select(never, -a, a). A definition called on
+    constant arguments is otherwise evaluated by the driver's compiler at compile time:
+    lavapipe's LLVM took 448 s over atan2(0, -0) with literal arguments, 0.1 s with
+    runtime ones. neg and select are moves (never flushed, docs/IR.md), so the value is
+    exactly `a` on every backend."""
+    return made(N.Select, cond=_NEVER, a=made(N.Unary, op="neg", a=a, ty=a.ty), b=a, ty=a.ty)
+
+
 class _Apply:
     def __init__(self) -> None:
         self.count = 0
@@ -42,7 +57,7 @@ class _Apply:
         if f is None:
             return e
         b = self.b
-        args = tuple(b.let(b.wrap(a)) for a in e.args)
+        args = tuple(b.let(b.wrap(_opaque(a))) for a in e.args)
         return f(b, args).e
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
