@@ -106,6 +106,14 @@ class Scalar:
             args = [self.ev(a) for a in e.args]
             if e.fn == "abs":
                 return wrap(abs(args[0]), e.ty)
+            if e.fn in ("dot4_i8", "dot4_u8"):  # acc + the four byte products, wrapping
+                a, b, acc = args
+                signed = e.fn == "dot4_i8"
+
+                def byte(w: int, i: int) -> int:
+                    v = (w >> (8 * i)) & 0xFF
+                    return v - 256 if signed and v >= 128 else v
+                return wrap(acc + sum(byte(a, i) * byte(b, i) for i in range(4)), e.ty)
             assert e.fn == "clamp", e.fn
             return min(max(args[0], args[1]), args[2])
         assert isinstance(e, N.Binary), type(e)
