@@ -36,7 +36,7 @@ from vyre.binding import validate_buffer_ownership
 from vyre.buffer import DeviceBuffer
 from vyre.builder import ProgramBuilder, dot4_i8, dot4_u8, select
 from vyre.config import MAX_GRID_DIM, DispatchConfig
-from vyre.errors import UnsupportedFeature
+from vyre.errors import BufferOwnershipError, BufferStateError, UnsupportedFeature
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
@@ -150,6 +150,27 @@ def tensor_cores(backend: Backend) -> bool:
     return tuple(cc) >= (8, 0)
 
 
+def _check_buffers(backend: Backend, bufs: list[DeviceBuffer]) -> None:
+    """Live buffers of `backend`: a local backend's by the binding's own check; a remote
+    backend's handles (vyre.distributed) by their owner and state, as its dispatch would
+    (an empty product dispatches nothing, so it would never look)."""
+    if not any(type(b).__module__.startswith("vyre.distributed.") for b in bufs):
+        validate_buffer_ownership(backend, bufs)
+        return
+    for i, b in enumerate(bufs):
+        if not type(b).__module__.startswith("vyre.distributed."):
+            validate_buffer_ownership(backend, [b])  # (host data, a local buffer: its words)
+        if getattr(b, "owner", None) is not backend:
+            raise BufferOwnershipError(
+                f"buffer {i} ({getattr(b, 'label', None) or type(b).__name__}) does not belong "
+                f"to {backend.id!r}; move it explicitly with vyre.transfer(buffer, backend) or "
+                "allocate it with this backend's allocate_device_buffer")
+        if getattr(b, "freed", False):
+            raise BufferStateError(
+                f"buffer {i} ({getattr(b, 'label', None)!r}) was freed and cannot be used; "
+                "allocate a new buffer")
+
+
 def matmul_i8_device(backend: Backend, a: DeviceBuffer, bt: DeviceBuffer, c: DeviceBuffer,
                      m: int, n: int, k: int, *, signed: bool = True,
                      kernel: Kernel = "auto") -> None:
@@ -159,7 +180,7 @@ def matmul_i8_device(backend: Backend, a: DeviceBuffer, bt: DeviceBuffer, c: Dev
     the Program), "program" or "mma"."""
     if kernel not in ("auto", "program", "mma"):
         raise LibraryArgumentError(f"kernel {kernel!r} is not one of 'auto', 'program', 'mma'")
-    validate_buffer_ownership(backend, [a, bt, c])  # before their sizes are read
+    _check_buffers(backend, [a, bt, c])  # before their sizes are read
     k4 = packed_words(k)
     for buf, rows, what in ((a, m, "a"), (bt, n, "bt")):
         if buf.byte_len < rows * k4 * 4:
