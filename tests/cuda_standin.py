@@ -252,6 +252,19 @@ def installed(record: frozenset[str] = frozenset(), devices: int = 1,
         D._driver = before
 
 
+@contextlib.contextmanager
+def backend(cache_dir: str) -> Iterator[Any]:
+    """A CudaBackend on the installed stand-in driver (compiled kernels cached in
+    `cache_dir`), closed at the end of the block."""
+    from vyre.backends.cuda.runtime import CudaBackend
+
+    b = CudaBackend(0, cache_dir=cache_dir)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
 def uninstall() -> None:
     from vyre.backends.cuda import driver as D
 

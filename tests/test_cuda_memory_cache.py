@@ -29,13 +29,8 @@ def drv() -> Iterator[Any]:
 
 @pytest.fixture
 def cuda(drv: Any, tmp_path: Path) -> Iterator[Any]:
-    from vyre.backends.cuda.runtime import CudaBackend
-
-    b = CudaBackend(0, cache_dir=str(tmp_path))
-    try:
+    with cuda_standin.backend(str(tmp_path)) as b:
         yield b
-    finally:
-        b.close()
 
 
 def _count(drv: Any, name: str) -> int:

@@ -3,13 +3,14 @@ atomically. Pure functions over nodes; this module must never mutate or build Pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from .nodes import (
     SUBGROUP_BUILTINS,
     Atomic,
     Binary,
+    BufferDecl,
     Builtin,
     Call,
     Const,
@@ -23,6 +24,7 @@ from .nodes import (
     Subgroup,
     Var,
     While,
+    WorkgroupArray,
 )
 from .types import ScalarType
 from .visit import child_blocks, stmt_exprs
@@ -82,31 +84,28 @@ def exact_sum_targets(program: Program) -> tuple[str, ...]:
     """The f32 storage buffers (in declaration order) that an order-independent atomic add
     targets: an f32 `add` not marked `relaxed` whose old value no expression reads. Their
     adds are summed exactly and rounded once when the dispatch ends (vyre.lower.exact_sum)."""
-    if not has_any(program, (Atomic,)):
-        return ()
-    f32 = {b.name for b in program.buffers if b.ty is ScalarType.F32}
-    if not f32:
-        return ()
-    used = read_locals(program)
-    hit = {s.buffer for s in walk_stmts(program.body)
-           if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
-           and (s.result is None or s.result not in used)}
-    return tuple(b.name for b in program.buffers if b.name in hit)
+    return _exact_add_targets(program, program.buffers)
 
 
 def exact_shared_targets(program: Program) -> tuple[str, ...]:
     """The f32 workgroup arrays (in declaration order) that an order-independent atomic add
     targets (as exact_sum_targets): their sums land at the next barrier."""
+    return _exact_add_targets(program, program.workgroup_arrays)
+
+
+def _exact_add_targets(program: Program, decls: Sequence[BufferDecl | WorkgroupArray]
+                       ) -> tuple[str, ...]:
+    """Those of `decls` (buffers or workgroup arrays, in order) an exact f32 add targets."""
     if not has_any(program, (Atomic,)):
         return ()
-    f32 = {a.name for a in program.workgroup_arrays if a.ty is ScalarType.F32}
+    f32 = {d.name for d in decls if d.ty is ScalarType.F32}
     if not f32:
         return ()
     used = read_locals(program)
     hit = {s.buffer for s in walk_stmts(program.body)
            if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
            and (s.result is None or s.result not in used)}
-    return tuple(a.name for a in program.workgroup_arrays if a.name in hit)
+    return tuple(d.name for d in decls if d.name in hit)
 
 
 class ExprFacts(NamedTuple):
