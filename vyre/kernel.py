@@ -327,7 +327,8 @@ def return_() -> None:
 
 def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
           ) -> Iterator[Value]:
-    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device.
+    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device (step a
+    nonzero int constant; a negative one counts down, as Python's range does).
 
     The body is traced once with the loop variable (u32 unless a bound or `ty` says i32).
     A Python `range` instead unrolls at build time. Use `vyre.break_()`, never `break`.

@@ -497,7 +497,8 @@ class Flow:
         acc: Any = None
         for op, part in zip(ops, parts[1:]):
             right = part()
-            r = _COMPARE[op](left, right)
+            r = self._contains(left, right, op) if op in ("In", "NotIn") else (
+                _COMPARE[op](left, right))
             if self._mine(r) and text is not None:
                 raise BuildError(
                     f"`{text}` is the chained comparison it reads as in Python (& and | "
@@ -510,6 +511,32 @@ class Flow:
                 return False
             left = right
         return True if acc is None else acc
+
+    def _contains(self, item: Any, box: Any, op: str) -> Any:
+        """`v in (a, b, c)` with a kernel value on either side: `v == a or v == b or ...`
+        on the device (`not in`: `v != a and ...`); Python's `in` on Python values."""
+        if isinstance(box, BufferRef):
+            box.__contains__(item)  # (its error: search on the device instead)
+        listed = isinstance(box, (tuple, list, set, frozenset))
+        if not (self._mine(item) or (listed and any(self._mine(x) for x in box))):
+            return _COMPARE[op](item, box)
+        word = "in" if op == "In" else "not in"
+        if not listed:
+            bounds = (" (a range: write its bounds, `lo <= v < hi`)"
+                      if isinstance(box, builtins.range) else "")
+            raise BuildError(
+                f"`v {word} ...` on a kernel value compares it with each value written in "
+                f"the kernel: the right side must be a tuple, list or set (`v {word} (1, 2, "
+                f"3)`), got a {type(box).__name__}{bounds}")
+        acc: Any = None
+        for x in box:
+            r = item == x if op == "In" else item != x
+            if not self._mine(r):  # two Python values: decided now
+                if bool(r) == (op == "In"):
+                    return bool(r)
+                continue
+            acc = r if acc is None else (acc | r if op == "In" else acc & r)
+        return op == "NotIn" if acc is None else acc
 
     def minmax(self, fn: Any, *args: Any) -> Any:
         if fn in (builtins.min, builtins.max) and len(args) >= 2 and any(
