@@ -588,3 +588,21 @@ def test_a_buffer_has_no_truth_value() -> None:
             out[0] = 1
 
     _fails(k, "MARK-bool-buf", "no truth value", "x.length() > 0")
+
+
+@vyre.kernel(workgroup_size=64)
+def lane_sums(x: Buffer[u32], sums: Output[u32]) -> None:
+    i = vyre.global_linear_id()
+    total = vyre.subgroup_reduce(x[i], "add")  # named: computed here, by every lane
+    if vyre.subgroup_lane() == 0:
+        sums[i / vyre.subgroup_size()] = total
+
+
+def test_a_named_subgroup_operation_is_computed_where_it_is_named(
+        backend: BaseBackend) -> None:
+    if not backend.supports("subgroup"):
+        pytest.skip(f"{backend.id} does not report feature 'subgroup'")
+    size = backend.capabilities().details["subgroup_size"]
+    x = np.arange(128, dtype=np.uint32)
+    got = lane_sums.launch(backend, 128, x, 128 // size)["sums"]
+    np.testing.assert_array_equal(got, x.reshape(-1, size).sum(axis=1))

@@ -382,8 +382,9 @@ def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
     """The object an annotation stands for, evaluated like typing.get_type_hints does: a
     string (every annotation under `from __future__ import annotations`, or a quoted one)
     is evaluated in the function's module globals and closure, never looked up as a bare
-    name in vyre's own namespace."""
-    if not isinstance(ann, str):
+    name in vyre's own namespace. A vyre type is itself a str (an Enum of str), so it is
+    told apart first: `a: vyre.f32` without the future import is the type itself."""
+    if not isinstance(ann, str) or isinstance(ann, ScalarType):
         return ann
     closure = dict(zip(fn.__code__.co_freevars,
                        (c.cell_contents for c in fn.__closure__ or ()
