@@ -27,7 +27,6 @@ from vyre.kernel import (  # the kernel language
     TypeParam,
     global_linear_id,
     kernel,
-    let,
 )
 
 from ._common import f32, grid, u32
@@ -99,7 +98,7 @@ def _wg(T: ScalarType, wg: int) -> int:
 
 @kernel(workgroup_size=_wg, name="saxpy")
 def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         y[i] = a * x[i] + y[i]
 
@@ -107,7 +106,7 @@ def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -
 @kernel(workgroup_size=_wg, name="axpby")
 def _axpby(n: u32, x: Buffer[T], y: Buffer[T], out: Output[T], a: T, b: T, *,
            T: ScalarType, wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         out[i] = a * x[i] + b * y[i]
 
@@ -133,14 +132,14 @@ def convert(src: ScalarType, dst: ScalarType, workgroup_size: int = WORKGROUP) -
 
 @kernel(workgroup_size=_wg, name="fill")
 def _fill(n: u32, out: Output[T], value: T, *, T: ScalarType, wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         out[i] = value
 
 
 @kernel(workgroup_size=_wg, name="iota")
 def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         idx = i if T is u32 else i.cast(T)  # a build-time choice
         out[i] = start + idx * step
@@ -149,7 +148,7 @@ def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) 
 @kernel(workgroup_size=_wg, name="gather")
 def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: ScalarType,
             wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         out[i] = src[index[i]]
 
@@ -157,7 +156,7 @@ def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: Sc
 @kernel(workgroup_size=_wg, name="scatter")
 def _scatter(n: u32, src: Buffer[T], index: Buffer[u32], out: InOut[T], *, T: ScalarType,
              wg: int) -> None:
-    i = let(global_linear_id())
+    i: u32 = global_linear_id()
     if i < n:
         out[index[i]] = src[i]
 
