@@ -27,6 +27,7 @@ from vyre.kernel import (  # the kernel language
     TypeParam,
     global_linear_id,
     kernel,
+    let,
 )
 
 from ._common import f32, grid, u32
@@ -88,7 +89,10 @@ def map_program(
 
 
 # The fixed-shape programs are written as decorated kernels (vyre.kernel); `map_program`
-# stays on the builder because it generates its body from a Python function.
+# stays on the builder because it generates its body from a Python function. `i =
+# let(global_linear_id())` keeps the index a variable, as the Programs were tuned (a plain
+# `i: u32 = ...` declares the same one, but this module is type-checked by mypy, which
+# reads the annotation as a Python type).
 T = TypeParam("T")
 
 
@@ -98,7 +102,7 @@ def _wg(T: ScalarType, wg: int) -> int:
 
 @kernel(workgroup_size=_wg, name="saxpy")
 def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         y[i] = a * x[i] + y[i]
 
@@ -106,7 +110,7 @@ def _saxpy(n: u32, x: Buffer[T], y: InOut[T], a: T, *, T: ScalarType, wg: int) -
 @kernel(workgroup_size=_wg, name="axpby")
 def _axpby(n: u32, x: Buffer[T], y: Buffer[T], out: Output[T], a: T, b: T, *,
            T: ScalarType, wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         out[i] = a * x[i] + b * y[i]
 
@@ -132,14 +136,14 @@ def convert(src: ScalarType, dst: ScalarType, workgroup_size: int = WORKGROUP) -
 
 @kernel(workgroup_size=_wg, name="fill")
 def _fill(n: u32, out: Output[T], value: T, *, T: ScalarType, wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         out[i] = value
 
 
 @kernel(workgroup_size=_wg, name="iota")
 def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         idx = i if T is u32 else i.cast(T)  # a build-time choice
         out[i] = start + idx * step
@@ -148,7 +152,7 @@ def _iota(n: u32, out: Output[T], start: T, step: T, *, T: ScalarType, wg: int) 
 @kernel(workgroup_size=_wg, name="gather")
 def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: ScalarType,
             wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         out[i] = src[index[i]]
 
@@ -156,7 +160,7 @@ def _gather(n: u32, src: Buffer[T], index: Buffer[u32], out: Output[T], *, T: Sc
 @kernel(workgroup_size=_wg, name="scatter")
 def _scatter(n: u32, src: Buffer[T], index: Buffer[u32], out: InOut[T], *, T: ScalarType,
              wg: int) -> None:
-    i: u32 = global_linear_id()
+    i = let(global_linear_id())
     if i < n:
         out[index[i]] = src[i]
 

@@ -21,7 +21,7 @@ from vyre.config import MAX_GRID_DIM, DispatchConfig
 from vyre.features import PIPELINE
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
-from vyre.kernel import Buffer, Output, global_id, kernel  # the kernel language
+from vyre.kernel import Buffer, Output, global_id, kernel, let  # the kernel language
 from vyre.pipeline import Step
 
 from ._common import LibraryArgumentError, alloc, ceil_div, f32, read_elems, u32, upload
@@ -39,14 +39,14 @@ def _tile(boundary: str, tile: int) -> tuple[int, int]:
 @kernel(workgroup_size=_tile, name="stencil5")
 def _stencil5(u: Buffer[f32], out: Output[f32], H: u32, W: u32, wc: f32, wn: f32, ws: f32,
               ww: f32, we: f32, *, boundary: str, tile: int) -> None:
-    x: u32 = global_id(0)
-    y: u32 = global_id(1)
+    x = let(global_id(0))
+    y = let(global_id(1))
     if x < W and y < H:
         def nb(ok: Value, yy: Value, xx: Value) -> Value:  # neighbour, or the edge / 0
             v = u[select(ok, yy, y) * W + select(ok, xx, x)]
             return v if boundary == "clamp" else select(ok, v, 0.0)
 
-        c: f32 = u[y * W + x]
+        c = let(u[y * W + x])
         r = wc * c + wn * nb(y > 0, y - 1, x)
         r = r + ws * nb(y + 1 < H, y + 1, x)
         r = r + ww * nb(x > 0, y, x - 1)
