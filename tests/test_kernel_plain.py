@@ -606,3 +606,18 @@ def test_a_named_subgroup_operation_is_computed_where_it_is_named(
     x = np.arange(128, dtype=np.uint32)
     got = lane_sums.launch(backend, 128, x, 128 // size)["sums"]
     np.testing.assert_array_equal(got, x.reshape(-1, size).sum(axis=1))
+
+
+def test_a_kernel_value_as_a_python_int_names_the_device_loop() -> None:
+    def k(x: Buffer[u32], out: Output[u32]) -> None:
+        for j in reversed(range(x[0])):  # MARK-reversed
+            out[j] = j
+
+    _fails(k, "MARK-reversed", "cannot be used as a Python int", "range(n - 1, -1, -1)")
+
+
+def test_a_float_literal_next_to_an_integer_names_the_conversion() -> None:
+    def k(x: Buffer[u32], out: Output[f32]) -> None:
+        out[0] = x[0] * 1.5  # MARK-float-int
+
+    _fails(k, "MARK-float-int", "1.5 is not an integer", "`v.cast(vyre.f32) * 1.5`")

@@ -205,8 +205,11 @@ class Value:
 
     def __index__(self) -> int:
         raise BuildError(
-            "a kernel value cannot be used as a Python int (e.g. in range()); loop on the "
-            "device with k.for_range(...) / vyre.range(...)",
+            "a kernel value cannot be used as a Python int (int(v), a list index, range() "
+            "inside enumerate / zip / reversed / a comprehension): loop on the device with "
+            "`for j in range(n):` itself in a kernel's body (a negative step counts down: "
+            "`range(n - 1, -1, -1)`), vyre.range(...) or k.for_range(...); convert a value "
+            "with v.cast(vyre.i32)",
             user_site(),
         )
 
