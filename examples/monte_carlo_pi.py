@@ -58,8 +58,8 @@ def philox(c0, c1, c2, c3, k0, k1):
 def count_inside(inside: InOut[u32], n: u32, key0: u32, key1: u32):
     i = vyre.global_linear_id()
     if i < n:
-        hits = vyre.let(vyre.lit(0, u32))
-        for k in vyre.range(SAMPLES // 2, ty=u32):
+        hits = vyre.lit(0, u32)
+        for k in vyre.range(SAMPLES // 2, ty=u32):       # a device loop over a Python int
             w = philox(i, k, vyre.lit(0, u32), vyre.lit(0, u32), key0, key1)
             for a in (0, 2):                              # two points from four words
                 x = (w[a] >> 8).cast(f32) * (1.0 / (1 << 24))

@@ -25,8 +25,8 @@ def spmv_csr(row_ptr: Buffer[u32], cols: Buffer[u32], vals: Buffer[f32], x: Buff
              y: Output[f32], rows: u32):
     r = vyre.global_linear_id()
     if r < rows:
-        acc = vyre.let(0.0)
-        for e in vyre.range(row_ptr[r], row_ptr[r + 1]):
+        acc = 0.0
+        for e in range(row_ptr[r], row_ptr[r + 1]):     # kernel-value bounds: a device loop
             acc += vals[e] * x[cols[e]]
         y[r] = acc
 

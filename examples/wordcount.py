@@ -34,19 +34,18 @@ def count_text(text: Buffer[u8], counts: InOut[u32], lengths: InOut[u32],
     """counts = [words, lines]; lengths[k]: words of k bytes; letters[k]: 'a'+k either case."""
     i = vyre.global_linear_id()
     if i < n:
-        c = vyre.let(text[i])
+        c = text[i]                                      # one byte, as a u32
         if c == 10:
             counts.atomic_add(1, 1)
         lower = c | 0x20                                 # ASCII letters: set the case bit
-        if lower >= 97 and lower <= 122:
+        if 97 <= lower <= 122:
             letters.atomic_add(lower - 97, 1)
-        starts = ~is_space(c) & ((i == 0) | is_space(text[i - 1]))  # (text[-1]: 0)
-        if starts:
+        if not is_space(c) and (i == 0 or is_space(text[i - 1])):  # a word starts here
             counts.atomic_add(0, 1)
-            end = vyre.let(i + 1)
-            with vyre.while_((end < n) & ~is_space(text[end])):
+            end = i + 1
+            while end < n and not is_space(text[end]):
                 end += 1
-            lengths.atomic_add(vyre.min_(end - i, MAX_LEN - 1), 1)
+            lengths.atomic_add(min(end - i, MAX_LEN - 1), 1)
 
 
 def count(gpu: vyre.BaseBackend, data: bytes) -> h.Outputs:

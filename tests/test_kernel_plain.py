@@ -374,6 +374,7 @@ def test_and_on_non_bool_kernel_values() -> None:
     ("    match 1:\n        case 1:\n            out[0] = 1.0\n", ("`match`", "elif")),
     ("    if (v := x[0]) > 0.0:\n        out[0] = v\n", ("`:=`", "own line")),
     ("    return x[0]\n", ("returns no value", "out[i] = value")),
+    ("    del x\n", ("`del`", "rebind it")),
 ])
 def test_constructs_that_cannot_be_compiled(tmp_path: Any, src: str,
                                             phrases: tuple[str, ...]) -> None:
@@ -471,3 +472,152 @@ def first_positive(x: Buffer[f32], out: Output[u32]) -> None:
 def test_device_while_true_with_break(backend: BaseBackend) -> None:
     x = np.float32([-1, 0, -3, 2, 5])
     assert first_positive.launch(backend, 1, x, 1)["out"].tolist() == [3]
+
+
+@vyre.kernel
+def count_down(lo: Buffer[i32], hi: Buffer[i32], out: Output[i32], passes: Output[i32]) -> None:
+    i = vyre.global_linear_id()
+    acc, n = 0, 0
+    for j in range(hi[i], lo[i], -3):  # a negative step: counts down, as Python's range
+        if j == 5:
+            continue
+        acc = acc * 7 + j
+        n += 1
+        if acc > 100000:
+            break
+    out[i], passes[i] = acc, n
+
+
+@vyre.kernel
+def count_down_u32(hi: Buffer[u32], out: Output[u32]) -> None:
+    i = vyre.global_linear_id()
+    acc = vyre.lit(0, u32)
+    for j in vyre.range(hi[i], 0, -1):
+        acc = acc * 3 + j
+    out[i] = acc
+
+
+def _count_down(lo: int, hi: int) -> tuple[int, int]:
+    acc = n = 0
+    for j in range(hi, lo, -3):
+        if j == 5:
+            continue
+        acc = (acc * 7 + j + 2**31) % 2**32 - 2**31  # i32 wraps
+        n += 1
+        if acc > 100000:
+            break
+    return acc, n
+
+
+def test_range_with_a_negative_step_counts_down(backend: BaseBackend) -> None:
+    """Python's count for any bounds, the i32 extremes included (the pass count is exact
+    where hi - lo does not fit an i32)."""
+    rng = np.random.default_rng(31)
+    lo = rng.integers(-40, 40, 200).astype(np.int32)
+    hi = rng.integers(-40, 40, 200).astype(np.int32)
+    lo[:4], hi[:4] = [-2**31, 2**31 - 10, 0, 5], [-2**31 + 7, 2**31 - 1, 0, 6]
+    got = count_down.launch(backend, 200, lo, hi, 200, 200)
+    want = np.array([_count_down(int(a), int(b)) for a, b in zip(lo, hi)])
+    np.testing.assert_array_equal(got["out"], want[:, 0].astype(np.int32))
+    np.testing.assert_array_equal(got["passes"], want[:, 1].astype(np.int32))
+    hu = np.arange(40, dtype=np.uint32)
+    want_u = [sum(j * 3 ** (j - 1) for j in range(1, h + 1)) % 2**32 for h in range(40)]
+    assert count_down_u32.launch(backend, 40, hu, 40)["out"].tolist() == want_u
+
+
+def test_a_step_computed_on_the_device_names_the_while_loop() -> None:
+    def k(x: Buffer[u32], out: Output[u32]) -> None:
+        acc = vyre.lit(0, u32)
+        for j in range(0, 100, x[0]):  # MARK-step
+            acc += j
+        out[0] = acc
+
+    _fails(k, "MARK-step", "nonzero Python int", "while j < end")
+
+
+K, NONE = (2, 3, 5), ()
+
+
+@vyre.kernel
+def membership(x: Buffer[u32], out: Output[u32]) -> None:
+    i = vyre.global_linear_id()
+    v = x[i]
+    r = vyre.lit(0, u32)
+    if v in (1, 2, 3):
+        r += 1
+    if v not in K:
+        r += 10
+    if 3 in K and v not in NONE:  # (an empty one: True at build time)
+        r += 100
+    if v in [v + 1, 7]:
+        r += 1000
+    out[i] = r
+
+
+def test_in_and_not_in_a_tuple_on_kernel_values(backend: BaseBackend) -> None:
+    want = [(v in (1, 2, 3)) + 10 * (v not in K) + 100 + 1000 * (v == 7) for v in range(10)]
+    assert membership.launch(backend, 10, np.arange(10, dtype=np.uint32), 10)["out"].tolist() \
+        == want
+
+
+def test_in_a_range_or_a_buffer_names_the_fix() -> None:
+    def k(x: Buffer[u32], out: Output[u32]) -> None:
+        out[0] = 1 if x[0] in range(3, 9) else 0  # MARK-in-range
+
+    _fails(k, "MARK-in-range", "tuple, list or set", "lo <= v < hi")
+
+    def k2(x: Buffer[u32], out: Output[u32]) -> None:
+        out[0] = 1 if 3 in x else 0  # MARK-in-buf
+
+    _fails(k2, "MARK-in-buf", "`in x`", "vyre.range(x.length())")
+
+
+def test_a_literal_of_another_type_assigned_in_a_branch_names_the_start() -> None:
+    def k(x: Buffer[u32], out: Output[f32]) -> None:
+        acc = 0
+        if x[0] > 2:
+            acc = 1.5  # MARK-lit
+        out[0] = acc
+
+    _fails(k, "MARK-lit", "Python float 1.5", "`acc = 0.0` for f32")
+
+
+def test_a_buffer_has_no_truth_value() -> None:
+    def k(x: Buffer[u32], out: Output[u32]) -> None:
+        if x:  # MARK-bool-buf
+            out[0] = 1
+
+    _fails(k, "MARK-bool-buf", "no truth value", "x.length() > 0")
+
+
+@vyre.kernel(workgroup_size=64)
+def lane_sums(x: Buffer[u32], sums: Output[u32]) -> None:
+    i = vyre.global_linear_id()
+    total = vyre.subgroup_reduce(x[i], "add")  # named: computed here, by every lane
+    if vyre.subgroup_lane() == 0:
+        sums[i / vyre.subgroup_size()] = total
+
+
+def test_a_named_subgroup_operation_is_computed_where_it_is_named(
+        backend: BaseBackend) -> None:
+    if not backend.supports("subgroup"):
+        pytest.skip(f"{backend.id} does not report feature 'subgroup'")
+    size = backend.capabilities().details["subgroup_size"]
+    x = np.arange(128, dtype=np.uint32)
+    got = lane_sums.launch(backend, 128, x, 128 // size)["sums"]
+    np.testing.assert_array_equal(got, x.reshape(-1, size).sum(axis=1))
+
+
+def test_a_kernel_value_as_a_python_int_names_the_device_loop() -> None:
+    def k(x: Buffer[u32], out: Output[u32]) -> None:
+        for j in reversed(range(x[0])):  # MARK-reversed
+            out[j] = j
+
+    _fails(k, "MARK-reversed", "cannot be used as a Python int", "range(n - 1, -1, -1)")
+
+
+def test_a_float_literal_next_to_an_integer_names_the_conversion() -> None:
+    def k(x: Buffer[u32], out: Output[f32]) -> None:
+        out[0] = x[0] * 1.5  # MARK-float-int
+
+    _fails(k, "MARK-float-int", "1.5 is not an integer", "`v.cast(vyre.f32) * 1.5`")

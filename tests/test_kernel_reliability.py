@@ -111,6 +111,23 @@ def test_future_annotations_resolve_in_the_kernels_module_and_closure(
     assert mod.make().launch(reference, 4, y, 0.5)["y"].tolist() == [0.5, 1.5, 2.5, 3.5]
 
 
+def test_vyre_types_as_annotations_after_a_plain_import(tmp_path: Path,
+                                                       reference: BaseBackend) -> None:
+    """`a: vyre.f32` without the future import: the annotation is the type itself (a str
+    Enum member, which must not be evaluated as the text 'f32')."""
+    mod = _import(tmp_path, "kmod_plain_import", """
+        import vyre
+
+        @vyre.kernel
+        def scale(y: vyre.InOut[vyre.f32], a: vyre.f32, n: vyre.u32):
+            i = vyre.global_linear_id()
+            if i < n:
+                y[i] = y[i] * a
+        """)
+    y = np.arange(4, dtype=np.float32)
+    assert mod.scale.launch(reference, 4, y, 3.0, 3)["y"].tolist() == [0.0, 3.0, 6.0, 3.0]
+
+
 def test_an_annotation_that_is_not_a_vyre_type_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match=r"argument 'a' .*uint32.*not a vyre type"):
         _import(tmp_path, "kmod_shadow", """

@@ -160,3 +160,18 @@ def test_decorated_kernels_compile_for_cuda_and_wgsl_without_a_gpu() -> None:
     for prog in programs:
         assert "@compute" in wgsl_source(prog).source
         assert compile_source(cuda_source(prog).source, "sm_90"), prog.name
+
+
+def test_kernel_lines_report_is_what_the_docs_quote(capsys: object) -> None:
+    """scripts/kernel_lines.py prints the table its docstring and the guide quote, and its
+    recorded "before" figures are what git history gives (where the checkout has it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import kernel_lines
+
+    kernel_lines.main()
+    printed = capsys.readouterr().out.splitlines()  # type: ignore[attr-defined]
+    quoted = [line.strip() for line in (kernel_lines.__doc__ or "").splitlines()[-7:]]
+    assert [line.strip() for line in printed] == quoted
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    assert all(line in guide for line in quoted[1:])
+    assert kernel_lines.before_counts() == kernel_lines.BEFORE

@@ -205,8 +205,11 @@ class Value:
 
     def __index__(self) -> int:
         raise BuildError(
-            "a kernel value cannot be used as a Python int (e.g. in range()); loop on the "
-            "device with k.for_range(...) / vyre.range(...)",
+            "a kernel value cannot be used as a Python int (int(v), a list index, range() "
+            "inside enumerate / zip / reversed / a comprehension): loop on the device with "
+            "`for j in range(n):` itself in a kernel's body (a negative step counts down: "
+            "`range(n - 1, -1, -1)`), vyre.range(...) or k.for_range(...); convert a value "
+            "with v.cast(vyre.i32)",
             user_site(),
         )
 
@@ -505,6 +508,10 @@ class BufferRef:
 
     def __len__(self) -> int:
         raise BuildError(f"use {self.name}.length() inside a kernel, not len()")
+
+    def __bool__(self) -> bool:  # (else Python would ask __len__, whose error names len())
+        raise BuildError(f"a buffer has no truth value in a kernel; test its element count: "
+                         f"`if {self.name}.length() > 0:`")
 
     # without these, `for v in buf` / `sum(buf)` / `v in buf` would index 0, 1, 2, ...
     # forever through __getitem__ (Python's old iteration protocol): a hang that eats memory
@@ -1027,7 +1034,14 @@ class ProgramBuilder:
             raise BuildError("assign needs a Variable of this program (made with k.let)")
         if var._scope is not None and not var._scope.alive:
             raise BuildError(f"variable {var.name!r} is assigned outside the block declaring it")
-        e = self._coerce(value, var.ty, f"value assigned to {var.name!r}")
+        try:
+            e = self._coerce(value, var.ty, f"value assigned to {var.name!r}")
+        except BuildError as exc:
+            hint = var._literal_hint() if _is_number(value) else ""
+            if not hint:
+                raise
+            raise BuildError(f"cannot assign the Python {type(value).__name__} {value!r} "
+                             f"to {var.name!r} ({var.ty}){hint}") from exc
         if e.ty != var.ty:
             fix = var._literal_hint() or f"; cast the value with .cast({var.ty})"
             raise BuildError(f"cannot assign a {e.ty} to {var.name!r} ({var.ty}){fix}")
@@ -1215,11 +1229,16 @@ class ProgramBuilder:
         self, start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None,
         loop_name: str | None = None,
     ) -> Iterator[Value]:
-        """`for i in range(start, end, step)` (step: a positive int constant)."""
+        """`for i in range(start, end, step)`, as Python counts it (step: a nonzero int
+        constant; a negative one counts down from `start` to just above `end`)."""
         if end is None:
             start, end = 0, start
-        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-            raise BuildError(f"for_range step must be a positive int constant, got {step!r}")
+        if isinstance(step, bool) or not isinstance(step, int) or step == 0:
+            raise BuildError(
+                f"a device loop's step must be a nonzero Python int (a build-time constant: "
+                f"it decides whether the loop counts up or down), got {step!r}; for a step "
+                "computed on the device write a while loop: `j = start`, `while j < end:`, "
+                "..., `j += step`")
         t = _scalar_type(ty, "loop variable") if ty else None
         if t is None:
             for v in (start, end):
@@ -1235,17 +1254,42 @@ class ProgramBuilder:
         if s.ty != t or e.ty != t:
             raise BuildError(f"loop bounds must be {t}, got {s.ty} and {e.ty}; cast them")
         name = self._name_for(loop_name, "i", _WITH_AS)
+        site = user_site()
+        down = None
+        if step < 0:  # the IR's For counts up: count the passes, and j = start - pass * k
+            down = self._count_down(s, e, -step, t)
+            s, e, t = _const(0, U32), down[1], U32
+            name = self._fresh(f"{name}_pass")
         self._declare_name(name, "loop variable")
         scope = _Scope(f"loop variable {name!r}")
-        site = user_site()
         self._loop_depth += 1
         try:
             with self._block() as body:
-                yield Value(self, N.Var(name=name, ty=t), scope)
+                var = Value(self, N.Var(name=name, ty=t), scope)
+                yield var if down is None else down[0](var, scope)
         finally:
             self._loop_depth -= 1
             scope.alive = False
-        self._emit(N.For(var=name, ty=t, start=s, end=e, step=step, body=tuple(body)), site)
+        self._emit(N.For(var=name, ty=t, start=s, end=e, step=1 if down else step,
+                         body=tuple(body)), site)
+
+    def _count_down(self, start: N.ExprNode, end: N.ExprNode, k: int, ty: ScalarType
+                    ) -> tuple[Callable[[Value, _Scope], Value], N.ExprNode]:
+        """`range(start, end, -k)` over a loop of passes 0, 1, ... counting up: (the loop
+        variable of a pass, the number of passes). `start` is read once (a let), like a
+        For's bounds; the count is exact for every start and end of an i32 or u32 loop
+        (start - end, when positive, is below 2**32 as a u32)."""
+        first = self.let(Value(self, start))
+        last = Value(self, end)
+        span = first - last
+        if ty is ScalarType.I32:
+            span = span.bitcast(U32)
+        passes = select(first > last, (span - 1) // k + 1, self.lit(0, U32))
+
+        def variable(p: Value, scope: _Scope) -> Value:
+            back = p * k if ty is U32 else (p * k).bitcast(ScalarType.I32)
+            return Value(self, (first - back).expr, scope)
+        return variable, passes.expr
 
     @_tracked("`with vyre.while_(cond):` (or `with k.while_(cond):`) with the loop body "
               "indented under it")

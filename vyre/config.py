@@ -62,7 +62,10 @@ class Params(dict[str, bool | int | float]):
 
 
 class IndirectGrid(BaseModel):
-    """The workgroup counts are three u32 values in a device buffer at `offset` bytes."""
+    """The workgroup counts are three u32 values (x, y, z) in a device buffer at `offset`
+    bytes, read when the dispatch runs: `DispatchConfig(grid=IndirectGrid(buffer=b))`, or
+    the shape of `kernel.launch` / `kernel.step` (docs/guide.md, "Grids the device
+    computes")."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 

@@ -8,6 +8,7 @@
 
     saxpy.program                                   # the validated Program (built once)
     saxpy.launch(gpu, n, xs, ys, a=2.0)             # grid from the element count
+    saxpy.launch(gpu, vyre.IndirectGrid(buffer=g), xb, yb, a=2.0)  # grid read on the device
 
 The function's source is compiled (vyre/kernel_ast.py rewrites its AST into calls of
 vyre/kernel_flow.py) and the result is called once with proxy values (the builder's `Value`
@@ -68,7 +69,7 @@ from .builder import (
     Value,
     Variable,
 )
-from .config import DispatchConfig
+from .config import DispatchConfig, IndirectGrid
 from .errors import InvalidDispatch
 from .interface import Backend
 from .ir.nodes import Program
@@ -80,6 +81,8 @@ from .pipeline import Step
 from .shapes import XYZ, static_extents
 
 _ACCESS = ("read", "write", "read_write")
+# what launch / step / config take as the extent of a launch (see Kernel.config)
+LaunchShape = int | tuple[int, ...] | XYZ | IndirectGrid
 KERNEL_CACHE_SIZE = 256  # Programs a kernel keeps, one per distinct build-time constants
 _current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", default=None)
 # the kernels whose functions are being traced now (a kernel that builds itself recurses)
@@ -324,7 +327,8 @@ def return_() -> None:
 
 def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
           ) -> Iterator[Value]:
-    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device.
+    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device (step a
+    nonzero int constant; a negative one counts down, as Python's range does).
 
     The body is traced once with the loop variable (u32 unless a bound or `ty` says i32).
     A Python `range` instead unrolls at build time. Use `vyre.break_()`, never `break`.
@@ -378,8 +382,9 @@ def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
     """The object an annotation stands for, evaluated like typing.get_type_hints does: a
     string (every annotation under `from __future__ import annotations`, or a quoted one)
     is evaluated in the function's module globals and closure, never looked up as a bare
-    name in vyre's own namespace."""
-    if not isinstance(ann, str):
+    name in vyre's own namespace. A vyre type is itself a str (an Enum of str), so it is
+    told apart first: `a: vyre.f32` without the future import is the type itself."""
+    if not isinstance(ann, str) or isinstance(ann, ScalarType):
         return ann
     closure = dict(zip(fn.__code__.co_freevars,
                        (c.cell_contents for c in fn.__closure__ or ()
@@ -668,14 +673,20 @@ class Kernel:
         return err
 
     # -- launching
-    def config(self, shape: int | tuple[int, ...] | XYZ, program: Program | None = None,
+    def config(self, shape: LaunchShape, program: Program | None = None,
                **params: Any) -> DispatchConfig:
         """The DispatchConfig covering `shape`: an element count (a 1-D launch; index with
         `vyre.global_linear_id()`); the data's shape in NumPy order, (rows, cols) or
         (depth, rows, cols), for a kernel indexing with `vyre.global_index(ndim)`; or
         `vyre.xyz(nx, ny[, nz])` in axis order x, y, z for one indexing with
         `vyre.global_id(axis)`. A plain tuple that reads differently in the two orders, for
-        a kernel that does not index in NumPy order, is refused, naming both."""
+        a kernel that does not index in NumPy order, is refused, naming both.
+
+        `vyre.IndirectGrid(buffer=g, offset=0)`: the grid is read on the device when the
+        dispatch runs, three u32 *workgroup* counts (x, y, z: axis order, whatever order
+        the kernel indexes in) at `offset` bytes of the device buffer `g`, e.g. written by
+        an earlier kernel or pipeline step; the kernel bounds its own indices (a count
+        the device computed, not the launch, says how many elements there are)."""
         built = self._built({}) if program is None else self._built_of(program)
         return self._config(shape, built, params)
 
@@ -687,13 +698,22 @@ class Kernel:
 
     def _config(self, shape: Any, built: _Built, params: dict[str, Any]) -> DispatchConfig:
         prog = built.program
+        if isinstance(shape, IndirectGrid):
+            return DispatchConfig(grid=shape, params=params)
         if isinstance(shape, XYZ):
             return DispatchConfig.for_shape(shape.extents, prog.workgroup_size, params=params)
+        if _is_device_buffer(shape):
+            raise InvalidDispatch(
+                f"kernel {self.name!r}: the launch shape is a device buffer "
+                f"({type(shape).__name__}); to read the workgroup counts from it on the "
+                "device, pass vyre.IndirectGrid(buffer=b) (three u32 counts x, y, z at "
+                "offset 0; IndirectGrid(buffer=b, offset=k) for k bytes in)")
         if isinstance(shape, (bool, np.bool_)) or not isinstance(
                 shape, (int, np.integer, tuple, list)):
             raise InvalidDispatch(
                 f"kernel {self.name!r}: the launch shape must be an element count (an int), "
-                f"the data's shape in NumPy order (a tuple) or vyre.xyz(nx, ny[, nz]), got "
+                f"the data's shape in NumPy order (a tuple), vyre.xyz(nx, ny[, nz]) or "
+                f"vyre.IndirectGrid(buffer=...) (counts read on the device), got "
                 f"{shape!r} ({type(shape).__name__}); e.g. launch(backend, n, ...) with "
                 "n = int(...)")
         if isinstance(shape, (int, np.integer)):
@@ -804,7 +824,7 @@ class Kernel:
             out[name] = (count // rest, *ext[1:]) if ext[0] is None else ext
         return out
 
-    def launch(self, backend: Backend, shape: int | tuple[int, ...] | XYZ, *args: Any,
+    def launch(self, backend: Backend, shape: LaunchShape, *args: Any,
                **kwargs: Any) -> Any:
         """Run on `backend` over `shape` (see `config`). Arguments go in signature order or
         by name; build-time constants by name.
@@ -837,7 +857,7 @@ class Kernel:
                     result[name] = result[name].reshape(tuple(int(n or 0) for n in ext))
         return result
 
-    def step(self, shape: int | tuple[int, ...] | XYZ, *args: Any, index_param: str | None = None,
+    def step(self, shape: LaunchShape, *args: Any, index_param: str | None = None,
              **kwargs: Any) -> Step:
         """A pipeline Step over resident buffers (see `launch`); `index_param` names a u32
         param set to the repeat index on each `Pipeline.run(repeat=...)` round. Leave that

@@ -13,7 +13,7 @@ depends on whether a value is known at build time is rewritten into calls of a
     x = e, x += e        ->  x = flow.assign(locals(), "x", e)
     a and b, not a       ->  flow.and_(lambda: a, lambda: b), flow.not_(a)
     a if c else b        ->  flow.ifexp(c, lambda: a, lambda: b)
-    a < b < c            ->  flow.compare((lambda: a, ...), ("Lt", "Lt"))
+    a < b < c, v in (..) ->  flow.compare((lambda: a, ...), ("Lt", "Lt"))
 
 Everything else is left as written; functions defined inside the kernel (and helpers it
 calls) are not rewritten: they are traced when called, so a kernel value in a Python `if`
@@ -22,7 +22,8 @@ own file name and line numbers (so errors and vyre/ir/sites.py name the user's l
 made with the original function's globals, closure cells and defaults: it runs exactly
 where the original would have. Constructs that cannot be compiled (`try`, `global`,
 `match`, `:=`, returning a value) are errors at
-their line naming what to write instead, raised when the kernel is decorated.
+their line naming what to write instead, raised when the kernel is decorated (so is
+`del`).
 
 A function Python has no source for (defined in a REPL or by `exec` of a string) is not
 compiled: it is traced as before, where a kernel value in a Python `if` / `while` / `and`
@@ -363,6 +364,11 @@ class _Rewrite(ast.NodeTransformer):
         raise self.fail(node, "`:=` cannot be compiled in a kernel; assign the value on its "
                         "own line first")
 
+    def visit_Delete(self, node: ast.AST) -> Any:
+        raise self.fail(node, "`del` cannot be compiled in a kernel (a name or element "
+                        "cannot be unbound per invocation); leave the name unused, or "
+                        "rebind it")
+
     def visit_AsyncFor(self, node: ast.AST) -> Any:
         raise self.fail(node, "`async for` cannot be compiled in a kernel; write `for j in "
                         "range(n):`")
@@ -390,7 +396,7 @@ class _Rewrite(ast.NodeTransformer):
                        _thunk(self.visit(node.orelse))), node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
-        if len(node.ops) == 1:
+        if len(node.ops) == 1 and not isinstance(node.ops[0], (ast.In, ast.NotIn)):
             self.generic_visit(node)
             return node
         bitwise = any(isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr,

@@ -17,7 +17,7 @@ kernel variable (a `let`), and an assignment inside then changes that variable; 
 first assigned inside such a block has no value after it (using it is an error naming the
 fix). Binding a name to a value that reads memory which can change (a variable, a
 writable buffer or workgroup array) snapshots it in a `let`, so `tmp = a[i]; a[i] = a[j];
-a[j] = tmp` swaps.
+a[j] = tmp` swaps; so does binding a subgroup operation (every lane computes it there).
 
 This module must never evaluate a kernel or talk to a device; it only calls the builder.
 """
@@ -191,8 +191,14 @@ class Flow:
         self._bound[id(var)] = var
         return var
 
-    def _reads_memory_that_changes(self, v: Value) -> bool:
+    def _computed_where_named(self, v: Value) -> bool:
+        """Whether a name bound to `v` must hold a copy made at the assignment (a let), as
+        in Python: `v` reads memory that can change (a variable, a written buffer), or is
+        a subgroup operation, which every lane must reach where it is written (used only
+        inside a later `if`, the expression would be evaluated there, by some lanes)."""
         for e in walk_exprs(v.expr):
+            if isinstance(e, N.Subgroup):
+                return True
             if isinstance(e, N.Var) and e.name in self.b._let_names:
                 return True
             if isinstance(e, N.Load):
@@ -234,7 +240,7 @@ class Flow:
                 return self._let(name, new)
             self._bound[id(new)] = new
             return new
-        if self._mine(new) and self._reads_memory_that_changes(new):
+        if self._mine(new) and self._computed_where_named(new):
             return self._let(name, new)
         return new
 
@@ -263,7 +269,7 @@ class Flow:
         # `a, b = b, a + b`: Python computes every value before it assigns any name, so a
         # value reading a variable that an earlier name of this statement changes is a copy
         return tuple(self.b.let(v, name=self.b._fresh("t")) if self._mine(v) and
-                     not isinstance(v, Variable) and self._reads_memory_that_changes(v)
+                     not isinstance(v, Variable) and self._computed_where_named(v)
                      else v for v in items)
 
     def _assign(self, var: Variable, value: Any) -> None:
@@ -497,7 +503,8 @@ class Flow:
         acc: Any = None
         for op, part in zip(ops, parts[1:]):
             right = part()
-            r = _COMPARE[op](left, right)
+            r = self._contains(left, right, op) if op in ("In", "NotIn") else (
+                _COMPARE[op](left, right))
             if self._mine(r) and text is not None:
                 raise BuildError(
                     f"`{text}` is the chained comparison it reads as in Python (& and | "
@@ -510,6 +517,32 @@ class Flow:
                 return False
             left = right
         return True if acc is None else acc
+
+    def _contains(self, item: Any, box: Any, op: str) -> Any:
+        """`v in (a, b, c)` with a kernel value on either side: `v == a or v == b or ...`
+        on the device (`not in`: `v != a and ...`); Python's `in` on Python values."""
+        if isinstance(box, BufferRef):
+            box.__contains__(item)  # (its error: search on the device instead)
+        listed = isinstance(box, (tuple, list, set, frozenset))
+        if not (self._mine(item) or (listed and any(self._mine(x) for x in box))):
+            return _COMPARE[op](item, box)
+        word = "in" if op == "In" else "not in"
+        if not listed:
+            bounds = (" (a range: write its bounds, `lo <= v < hi`)"
+                      if isinstance(box, builtins.range) else "")
+            raise BuildError(
+                f"`v {word} ...` on a kernel value compares it with each value written in "
+                f"the kernel: the right side must be a tuple, list or set (`v {word} (1, 2, "
+                f"3)`), got a {type(box).__name__}{bounds}")
+        acc: Any = None
+        for x in box:
+            r = item == x if op == "In" else item != x
+            if not self._mine(r):  # two Python values: decided now
+                if bool(r) == (op == "In"):
+                    return bool(r)
+                continue
+            acc = r if acc is None else (acc | r if op == "In" else acc & r)
+        return op == "NotIn" if acc is None else acc
 
     def minmax(self, fn: Any, *args: Any) -> Any:
         if fn in (builtins.min, builtins.max) and len(args) >= 2 and any(

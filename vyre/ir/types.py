@@ -184,8 +184,9 @@ def normalise_literal(value: object, ty: ScalarType) -> bool | int | float:
         if isinstance(value, float):
             if not value.is_integer():
                 raise ValueError(
-                    f"{value!r} is not an integer; a {ty} literal needs an int "
-                    "(cast a float value explicitly with .cast())"
+                    f"{value!r} is not an integer; a {ty} literal needs an int (to "
+                    f"compute in floating point, convert the {ty} operand first: "
+                    f"`v.cast(vyre.f32) * {value!r}`)"
                 )
             value = int(value)
         if not isinstance(value, int):

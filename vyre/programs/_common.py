@@ -160,8 +160,46 @@ def read_elems(backend: Backend, buf: DeviceBuffer, ty: ScalarType, n: int) -> n
     return backend.read(buf, 0, n * ty.byte_size, ty.numpy)
 
 
+def element_type(ty: Any, what: str) -> ScalarType:
+    """`ty` as a ScalarType (a ScalarType or its name), or LibraryArgumentError naming the
+    names."""
+    try:
+        return ScalarType(ty)
+    except ValueError:
+        raise LibraryArgumentError(
+            f"{what}: {ty!r} is not an element type; use one of "
+            f"{[t.value for t in ScalarType]} (e.g. vyre.f32)") from None
+
+
+def host_array(data: Any, what: str) -> tuple[np.ndarray, ScalarType]:
+    """A `*_host` function's input array and its element type, or LibraryArgumentError (a
+    list, or an array of a dtype vyre has no type for)."""
+    if not isinstance(data, np.ndarray):
+        raise LibraryArgumentError(
+            f"{what} takes a NumPy array, got {type(data).__name__}; pass "
+            "np.asarray(data, dtype=np.uint32) (or the element type you mean)")
+    try:
+        return data, ScalarType.from_numpy(data.dtype)
+    except TypeError as exc:
+        raise LibraryArgumentError(f"{what}: {exc}") from None
+
+
+def check_room(what: str, *buffers: tuple[str, Any, ScalarType, int]) -> None:
+    """Each (name, buffer, element type, elements the call reads or writes there) must fit:
+    past a buffer's end a load reads 0 and a store does nothing, so a short buffer would
+    give a silently wrong result. (Host data instead of a buffer is left to the binding,
+    which names it.)"""
+    for name, buf, ty, need in buffers:
+        have = getattr(buf, "byte_len", None)
+        if isinstance(have, int) and have < need * ty.byte_size:
+            raise LibraryArgumentError(
+                f"{what}: {name} holds {have // ty.byte_size} {ty} elements ({have} bytes) "
+                f"but the call uses {need}; allocate at least {need * ty.byte_size} bytes, "
+                "or pass a smaller element count")
+
+
 def check_type(ty: ScalarType, allowed: tuple[ScalarType, ...], what: str) -> ScalarType:
-    ty = ScalarType(ty)
+    ty = element_type(ty, what)
     if ty not in allowed:
         raise LibraryArgumentError(
             f"{what} supports element types {[str(t) for t in allowed]}, got {ty}; convert "

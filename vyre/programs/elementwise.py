@@ -30,7 +30,7 @@ from vyre.kernel import (  # the kernel language
     let,
 )
 
-from ._common import f32, grid, u32
+from ._common import element_type, f32, grid, u32
 
 WORKGROUP = 256
 
@@ -89,7 +89,10 @@ def map_program(
 
 
 # The fixed-shape programs are written as decorated kernels (vyre.kernel); `map_program`
-# stays on the builder because it generates its body from a Python function.
+# stays on the builder because it generates its body from a Python function. `i =
+# let(global_linear_id())` keeps the index a variable, as the Programs were tuned (a plain
+# `i: u32 = ...` declares the same one, but this module is type-checked by mypy, which
+# reads the annotation as a Python type).
 T = TypeParam("T")
 
 
@@ -114,19 +117,19 @@ def _axpby(n: u32, x: Buffer[T], y: Buffer[T], out: Output[T], a: T, b: T, *,
 
 def saxpy(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """y[i] = a * x[i] + y[i] in place (x read, y read_write; param a)."""
-    return _saxpy.build(T=ScalarType(ty), wg=workgroup_size)
+    return _saxpy.build(T=element_type(ty, "elementwise"), wg=workgroup_size)
 
 
 def axpby(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = a * x[i] + b * y[i] (params a, b), evaluated as (a*x) + (b*y)."""
-    return _axpby.build(T=ScalarType(ty), wg=workgroup_size)
+    return _axpby.build(T=element_type(ty, "elementwise"), wg=workgroup_size)
 
 
 @cache
 def convert(src: ScalarType, dst: ScalarType, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = cast(x0[i]) with the IR's conversion rules (float -> int truncates toward
     zero and saturates, NaN -> 0; int -> float and f32 -> f16 round to nearest even)."""
-    src, dst = ScalarType(src), ScalarType(dst)
+    src, dst = element_type(src, "convert"), element_type(dst, "convert")
     return map_program(lambda x: x.cast(dst), [src], dst, f"convert_{src}_{dst}",
                        workgroup_size=workgroup_size)
 
@@ -164,20 +167,20 @@ def _scatter(n: u32, src: Buffer[T], index: Buffer[u32], out: InOut[T], *, T: Sc
 
 def fill(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = value (param) for i < n."""
-    return _fill.build(T=ScalarType(ty), wg=workgroup_size)
+    return _fill.build(T=element_type(ty, "elementwise"), wg=workgroup_size)
 
 
 def iota(ty: ScalarType = u32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = start + ty(i) * step (params start, step; ints wrap, floats round once per op)."""
-    return _iota.build(T=ScalarType(ty), wg=workgroup_size)
+    return _iota.build(T=element_type(ty, "elementwise"), wg=workgroup_size)
 
 
 def gather(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[i] = src[index[i]] for i < n; an index past src's length reads 0."""
-    return _gather.build(T=ScalarType(ty), wg=workgroup_size)
+    return _gather.build(T=element_type(ty, "elementwise"), wg=workgroup_size)
 
 
 def scatter(ty: ScalarType = f32, workgroup_size: int = WORKGROUP) -> Program:
     """out[index[i]] = src[i] for i < n; indices past out's length are dropped. With
     duplicate indices, which value lands is unspecified: use a permutation for exact results."""
-    return _scatter.build(T=ScalarType(ty), wg=workgroup_size)
+    return _scatter.build(T=element_type(ty, "elementwise"), wg=workgroup_size)

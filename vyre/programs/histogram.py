@@ -37,9 +37,12 @@ from ._common import (
     alloc,
     blocks_grid,
     ceil_div,
+    check_room,
     check_type,
+    element_type,
     f32,
     grid,
+    host_array,
     read_elems,
     run_plan,
     u32,
@@ -206,8 +209,10 @@ def plan_histogram(
     `count`: a u32 buffer whose first element is the element count, read on the device
     when the plan runs (e.g. `scan.plan_compact`'s count, with no readback between); `n` is
     then the most elements it may say (the grid covers n)."""
-    ty = ScalarType(ty)
+    ty = element_type(ty, "plan_histogram")
     check_nbins(nbins)
+    check_room("plan_histogram", ("src", src, ty, n), ("bins", bins, u32, nbins),
+               *([("count", count, u32, 1)] if count is not None else []))
     tuned = shape_for(backend)
     wg = tuned.workgroup_size if workgroup_size is None else workgroup_size
     per = tuned.per_thread if per_thread is None else per_thread
@@ -258,7 +263,7 @@ def histogram_host(
 ) -> np.ndarray:
     """Upload, histogram on `backend`, read back the nbins counts (u32)."""
     check_nbins(nbins)
-    ty = ScalarType.from_numpy(data.dtype)
+    data, ty = host_array(data, "histogram_host")
     src = upload(backend, data, "histogram_src")
     bins = alloc(backend, u32, nbins, "histogram_bins")
     try:

@@ -34,7 +34,18 @@ from vyre.config import MAX_GRID_DIM, DispatchConfig, Timing
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
-from ._common import LibraryArgumentError, alloc, ceil_div, check_pow2, f32, read_elems, u32, upload
+from ._common import (
+    LibraryArgumentError,
+    alloc,
+    ceil_div,
+    check_pow2,
+    check_room,
+    f32,
+    host_array,
+    read_elems,
+    u32,
+    upload,
+)
 
 #: Default tile of C per workgroup (rows = columns), outputs per invocation per side, and
 #: the K step staged in workgroup memory: 128 x 128 x 8 with 8 x 8 outputs (256 invocations).
@@ -259,6 +270,8 @@ def matmul_device(
 ) -> Timing | None:
     """C = A @ B on resident buffers with `tiles` (default: tiles_for(backend)). Skips the
     dispatch when C is empty (M or N == 0); with K == 0 the kernel writes zeros."""
+    check_room("matmul_device", ("a", a, f32, m * kdim), ("b", b, f32, kdim * n),
+               ("c", c, f32, m * n))
     if m == 0 or n == 0:
         return None
     t = tiles_for(backend) if tiles is None else tiles
@@ -276,6 +289,11 @@ def matmul_host(
     block / per_thread / block_k / split choose the kernel (the result does not depend on
     them): with none of them, tiles_for(backend); otherwise the missing ones from
     Tiles()."""
+    a, _ = host_array(a, "matmul_host")
+    b, _ = host_array(b, "matmul_host")
+    if a.ndim != 2 or b.ndim != 2:
+        raise LibraryArgumentError(f"matmul takes two 2-D matrices, got shapes {a.shape} @ "
+                                   f"{b.shape}; reshape a vector to (1, k) or (k, 1)")
     if a.dtype != np.float32 or b.dtype != np.float32:
         raise LibraryArgumentError(f"matmul takes float32 matrices, got {a.dtype} @ {b.dtype}; convert "
                                    "with .astype(np.float32)")

@@ -52,10 +52,12 @@ from ._common import (
     blocks_grid,
     ceil_div,
     check_pow2,
+    check_room,
     check_type,
     emit_block_scan,
     f32,
     grid,
+    host_array,
     i32,
     read_elems,
     run_plan,
@@ -389,6 +391,8 @@ def plan_radix_sort(
         raise LibraryArgumentError(f"key_bits must be in 1..32 (the low bits that vary), got "
                                    f"{key_bits}")
     key_type = check_type(key_type, KEY_TYPES, "radix sort keys")
+    check_room("plan_radix_sort", ("keys", keys, key_type, n),
+               *([("values", values, u32, n)] if values is not None else []))
     plan = Plan()
     if n == 0:
         return plan
@@ -468,8 +472,10 @@ def radix_sort_host(
     **kw: int,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Upload, sort on `backend`, read back (sorted keys, values in the same order)."""
-    key_type = ScalarType.from_numpy(keys.dtype)
+    keys, key_type = host_array(keys, "radix_sort_host")
     check_type(key_type, KEY_TYPES, "radix sort keys")
+    if values is not None:
+        values, _ = host_array(values, "radix_sort_host values")
     if values is not None and (values.dtype.itemsize != 4 or values.shape != keys.shape):
         raise LibraryArgumentError(f"values must be a 32-bit array of the keys' shape {keys.shape}, got "
                                    f"{values.dtype}{values.shape}; e.g. "

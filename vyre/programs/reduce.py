@@ -38,8 +38,11 @@ from ._common import (
     blocks_grid,
     ceil_div,
     check_pow2,
+    check_room,
     check_type,
     combine,
+    element_type,
+    host_array,
     identity,
     read_elems,
     run_plan,
@@ -208,7 +211,9 @@ def plan_reduce(
 ) -> Plan:
     """Passes reducing the first `n` elements of `src` into out[0] (and out_index[0] for
     argmin / argmax). n == 0 gives no steps: use `reduce_device`, which writes the identity."""
-    ty = ScalarType(ty)
+    ty = element_type(ty, "plan_reduce")
+    check_room("plan_reduce", ("src", src, ty, n), ("out", out, ty, 1),
+               *([("out_index", out_index, u32, 1)] if out_index is not None else []))
     arg = op in ("argmin", "argmax")
     if arg and out_index is None:
         raise LibraryArgumentError(f"{op} needs out_index, a u32 buffer for the position: pass "
@@ -254,7 +259,7 @@ def reduce_device(
     **kw: int,
 ) -> None:
     """Reduce resident `src[:n]` into resident out[0] (and out_index[0]); no readback."""
-    ty = ScalarType(ty)
+    ty = element_type(ty, "reduce_device")
     if n == 0:
         ident = identity("min" if op == "argmin" else "max" if op == "argmax" else op, ty)
         backend.write(out, np.array([ident], dtype=ty.numpy))
@@ -268,7 +273,7 @@ def reduce_host(
     backend: Backend, data: np.ndarray, op: str, use_pipeline: bool | None = None, **kw: int
 ) -> tuple[np.generic, int | None]:
     """Upload `data`, reduce it on `backend`, read back (value, index-or-None)."""
-    ty = ScalarType.from_numpy(data.dtype)
+    data, ty = host_array(data, "reduce_host")
     arg = op in ("argmin", "argmax")
     src = upload(backend, data, "reduce_src")
     out = alloc(backend, ty, 1, "reduce_out")

@@ -39,8 +39,11 @@ from ._common import (
     blocks_grid,
     ceil_div,
     check_pow2,
+    check_room,
     check_type,
+    element_type,
     grid,
+    host_array,
     read_elems,
     run_plan,
     subgroup_exclusive_total,
@@ -159,7 +162,8 @@ def plan_scan(
     max_per_dim: int = MAX_GRID_DIM,
 ) -> Plan:
     """Passes scanning src[:n] into dst[:n] (distinct buffers). n == 0 gives no steps."""
-    ty = ScalarType(ty)
+    ty = element_type(ty, "plan_scan")
+    check_room("plan_scan", ("src", src, ty, n), ("dst", dst, ty, n))
     if src is dst:
         raise LibraryArgumentError("scan src and dst must be distinct buffers (the scan is not in "
                                    "place); allocate a second buffer for dst")
@@ -206,7 +210,7 @@ def scan_host(
     **kw: int,
 ) -> np.ndarray:
     """Upload, scan on `backend`, read back."""
-    ty = ScalarType.from_numpy(data.dtype)
+    data, ty = host_array(data, "scan_host")
     src = upload(backend, data, "scan_src")
     dst = alloc(backend, ty, data.size, "scan_dst")
     try:
@@ -284,8 +288,11 @@ def plan_compact(
 ) -> Plan:
     """Passes writing the kept elements of src[:n] to dst[:count] and the count to count[0];
     with `indices` (a u32 buffer of n elements) also each kept element's position in src to
-    indices[:count], in order. n == 0 gives no steps (`compact_device` writes count 0 then)."""
-    ty = ScalarType(ty)
+    indices[:count], in order. n == 0 gives no steps (`compact_device` writes count 0 then).
+    dst (and indices) must hold n elements: every one may be kept."""
+    ty = element_type(ty, "plan_compact")
+    check_room("plan_compact", ("src", src, ty, n), ("dst", dst, ty, n), ("count", count, u32, 1),
+               *([("indices", indices, u32, n)] if indices is not None else []))
     plan = Plan()
     if n == 0:
         return plan
@@ -355,7 +362,7 @@ def _compact_host(
     backend: Backend, data: np.ndarray, pred: Predicate, use_pipeline: bool | None,
     with_indices: bool, **kw: int,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    ty = ScalarType.from_numpy(data.dtype)
+    data, ty = host_array(data, "compact_host")
     src = upload(backend, data, "compact_src")
     dst = alloc(backend, ty, data.size, "compact_dst")
     count = alloc(backend, u32, 1, "compact_count")

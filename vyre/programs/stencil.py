@@ -24,7 +24,7 @@ from vyre.ir.nodes import Program
 from vyre.kernel import Buffer, Output, global_id, kernel, let  # the kernel language
 from vyre.pipeline import Step
 
-from ._common import LibraryArgumentError, alloc, ceil_div, f32, read_elems, u32, upload
+from ._common import LibraryArgumentError, alloc, ceil_div, check_room, f32, read_elems, u32, upload
 
 TILE = 16
 BOUNDARIES = ("clamp", "zero")
@@ -84,6 +84,7 @@ def iterate_stencil(
 ) -> DeviceBuffer:
     """Apply the stencil `steps` times, ping-ponging u <-> scratch on the device; returns
     the buffer holding the result (u for an even number of steps, else scratch)."""
+    check_room("iterate_stencil", ("u", u, f32, h * w), ("scratch", scratch, f32, h * w))
     if steps == 0 or h == 0 or w == 0:
         return u
     prog = stencil_program(boundary)
