@@ -7,11 +7,11 @@ every one of the 2^32 f32 arguments of each one-argument function, and random pa
     python scripts/exact_functions.py --backend cuda --functions pow --pairs 268435456
     python scripts/exact_functions.py --backend reference --start 0x3f800000 --stop 0x3f810000
 
-The oracle (tests/function_oracle.py) is not vyre's code: NumPy's f64 function rounded once
+The oracle (vyre/tools/function_oracle.py) is not vyre's code: NumPy's f64 function rounded once
 where that decides the rounding, Python's decimal at 70 digits where it cannot. It prints,
 per function, the mismatches (argument, result, correctly rounded value) and the maximum
 error in ulp, and exits 1 if any result differs. To add a function: its name in
-ONE_ARG or TWO_ARGS below and its oracle in tests/function_oracle.py (FUNCTIONS, _NUMPY).
+ONE_ARG or TWO_ARGS below and its oracle in vyre/tools/function_oracle.py (FUNCTIONS, _NUMPY).
 """
 
 from __future__ import annotations
@@ -23,18 +23,14 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from function_oracle import fast_oracle
 
 import vyre
 from vyre import ScalarType
 from vyre.builder import ProgramBuilder, call_fn
 from vyre.ir.compare import ulp_distance
+from vyre.tools.function_oracle import fast_oracle
 
 ONE_ARG = ["exp", "exp2", "log", "log2", "tanh", "sin", "cos", "tan", "asin"]  # every 2^32
 TWO_ARGS = ["pow", "hypot", "atan2"]  # --pairs random pairs and the special grid
