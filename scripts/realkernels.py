@@ -1,4 +1,4 @@
-"""Run the real-kernel suite (tests/realkernels: Rodinia and PolyBench/C kernels ported with
+"""Run the real-kernel suite (vyre/tools/realkernels: Rodinia and PolyBench/C kernels ported with
 vyre's builder) on every available backend and print, per kernel and backend, the outputs
 compared with the gcc-compiled C and how many disagree bit for bit; on a disagreement, the
 first differing index and both values.
@@ -7,7 +7,7 @@ first differing index and both values.
                                   [--suite Rodinia|PolyBench ...] [--json FILE]
 
 Exit status 1 when any output disagrees or a port fails. Needs no C compiler (the C
-outputs are shipped in tests/realkernels/data/).
+outputs are shipped in vyre/tools/realkernels/data/).
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from realkernels.compare import Comparison, compare  # noqa: E402
-from realkernels.suite import KERNELS  # noqa: E402
-
 import vyre  # noqa: E402
+from vyre.tools.realkernels.compare import Comparison, compare  # noqa: E402
+from vyre.tools.realkernels.suite import KERNELS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

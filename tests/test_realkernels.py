@@ -1,7 +1,7 @@
 """The real-kernel suite: kernels of two published benchmark suites (Rodinia and PolyBench/C)
-ported with vyre's public builder (tests/realkernels/), each bit-identical on every
+ported with vyre's public builder (vyre/tools/realkernels/), each bit-identical on every
 available backend to the same computation compiled by gcc at IEEE settings (outputs shipped
-in tests/realkernels/data/, so no compiler is needed here). Where gcc is present, a fresh
+in vyre/tools/realkernels/data/, so no compiler is needed here). Where gcc is present, a fresh
 compile must reproduce the shipped outputs."""
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ import numpy as np
 import pytest
 
 from vyre.backend import BaseBackend
+from vyre.tools.realkernels.common import DATA_DIR
+from vyre.tools.realkernels.compare import compare
+from vyre.tools.realkernels.suite import KERNELS, POLYBENCH, RODINIA, SOURCES
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from realkernels.common import DATA_DIR
-from realkernels.compare import compare
-from realkernels.suite import KERNELS, POLYBENCH, RODINIA, SOURCES
-
-MAKE_EXPECTED = Path(__file__).resolve().parent / "realkernels" / "make_expected.py"
-README = Path(__file__).resolve().parent / "realkernels" / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "vyre" / "tools" / "realkernels" / "README.md"
 
 #: lavapipe's own division and sqrt are correctly rounded and it keeps subnormals, so the
 #: `backend` fixture's wgpu never runs what NVIDIA's Vulkan driver gets: vyre's exact
@@ -151,9 +148,8 @@ def test_the_data_show_a_change_of_operand_order(monkeypatch: pytest.MonkeyPatch
     """A port that sums PolyBench gemm's alpha * (A[i][k] * B[k][j]) instead of its
     (alpha * A[i][k]) * B[k][j] disagrees with gcc in many elements: the inputs are rich
     enough for the bit-for-bit comparison to see operand order."""
-    from realkernels import gemm
-
     from vyre.backends.reference import ReferenceBackend
+    from vyre.tools.realkernels import gemm
 
     monkeypatch.setattr(gemm, "program", lambda: gemm.build(alpha_last=True))
     with ReferenceBackend() as ref:
@@ -163,6 +159,6 @@ def test_the_data_show_a_change_of_operand_order(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed here")
 def test_fresh_gcc_compile_reproduces_the_shipped_outputs() -> None:
-    proc = subprocess.run([sys.executable, str(MAKE_EXPECTED), "--check"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "vyre.tools.realkernels.make_expected",
+                           "--check"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr

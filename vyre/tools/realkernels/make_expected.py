@@ -2,7 +2,7 @@
 data/<kernel>.bin (the files the real-kernel tests compare vyre's ports against), plus
 data/manifest.json (arguments, SHA-256 of each output, compiler).
 
-    python tests/realkernels/make_expected.py [--check] [kernel ...]
+    python -m vyre.tools.realkernels.make_expected [--check] [kernel ...]
 
 --check recompiles and compares with the shipped files instead of writing them (exit 1 on a
 difference). Needs gcc (or $CC); nothing else in the suite does.
@@ -20,11 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from vyre.tools.realkernels.common import C_DIR, DATA_DIR
+from vyre.tools.realkernels.suite import KERNELS
 
-from realkernels.common import C_DIR, DATA_DIR  # noqa: E402
-from realkernels.suite import KERNELS  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 #: IEEE f32 as written: no contraction into fma, no fast-math, SSE (never x87) on x86-64
 CFLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Werror"]
@@ -73,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sha256": hashlib.sha256(data).hexdigest(),
                 "bytes": len(data),
             }
-            print(f"{name}: wrote {target.relative_to(HERE.parent.parent)} ({len(data)} bytes)")
+            print(f"{name}: wrote {target.relative_to(HERE.parents[2])} ({len(data)} bytes)")
     if not a.check:
         manifest["_compiler"] = {"cc": cc, "flags": CFLAGS, "version": version.splitlines()[0]}
         manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
