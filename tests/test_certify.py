@@ -180,3 +180,26 @@ def test_a_backend_that_computes_nothing_is_not_certified(
     assert rc == 1, text
     assert doc["backend"].startswith("cuda") and "NVRTC" in doc["driver"]
     assert doc["verdict"] == "DISAGREES" and doc["disagreements"] == 3, doc["parts"]
+
+
+def test_function_check_in_flush_mode_uses_the_irs_flush_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """exp on wgpu forced into flush mode, over the arguments whose result is subnormal:
+    every result differs from the IEEE oracle (they flush to zero) and every one is the
+    IR's flush-mode value (the reference in that mode), so nothing disagrees; the same
+    arguments on the reference in IEEE mode match the oracle itself."""
+    _wgpu_available()
+    from vyre.backends.wgpu import PROVIDER
+
+    args = [np.linspace(-103.9, -87.4, 300).astype(np.float32)]
+    with vyre.get_backend("reference") as ref:
+        ieee = function_check.check(ref, "exp", [args], function_check.Report("exp"))
+        assert (ieee.checked, ieee.bad, ieee.flush_explained) == (300, 0, 0)
+        monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+        with PROVIDER.create() as flushing:
+            with pytest.raises(ValueError, match="needs the reference backend"):
+                function_check.check(flushing, "exp", [args], function_check.Report("exp"))
+            rep = function_check.check(flushing, "exp", [args], function_check.Report("exp"),
+                                       reference=ref)
+    assert (rep.checked, rep.bad) == (300, 0)
+    assert rep.flush_explained > 250, rep.line()  # (the few above 2^-126 stay as they are)
