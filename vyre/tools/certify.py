@@ -34,8 +34,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import numpy as np
 
@@ -57,6 +58,7 @@ COMPARED_WITH = {
                "gcc's bits differ, the reference in that mode",
 }
 SHOWN = 20  # disagreements listed per part in the printed report (all are in the JSON)
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,6 +73,17 @@ class Part:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+
+    def attempt(self, name: str, call: Callable[[], T]) -> T | None:
+        """call()'s result, or None with the reason recorded: UnsupportedFeature (a
+        documented capability limit) as skipped, any other exception as an error."""
+        try:
+            return call()
+        except UnsupportedFeature as exc:
+            self.skipped.append(f"{name}: {_first_line(exc)}")
+        except Exception as exc:
+            self.errors.append(f"{name}: {type(exc).__name__}: {_first_line(exc)}")
+        return None
 
 
 # --------------------------------------------------------------------------- the parts
@@ -87,16 +100,13 @@ def conformance_part(backend: Backend, reference: Backend,
         if why is not None:
             part.skipped.append(f"{name}: {why}")
             continue
-        try:
-            check_case(case, backend, reference)
+
+        outcome = part.attempt(name, partial(_disagreement, check_case, case, backend,
+                                             reference))
+        if outcome is not None:
             part.run += 1
-        except AssertionError as exc:
-            part.run += 1
-            part.disagreements.append(f"{name}: {_first_line(exc)}")
-        except UnsupportedFeature as exc:
-            part.skipped.append(f"{name}: {_first_line(exc)}")
-        except Exception as exc:
-            part.errors.append(f"{name}: {type(exc).__name__}: {_first_line(exc)}")
+            if outcome:
+                part.disagreements.append(f"{name}: {outcome}")
     return part
 
 
@@ -110,15 +120,10 @@ def functions_part(backend: Backend, reference: Backend, functions: Sequence[str
                         else f"a sample of {sample_size} random arguments after the "
                         "special values", functions={})
     for fn in functions:
-        try:
-            report = check_function(backend, fn, exhaustive=exhaustive,
-                                    sample_size=sample_size, pairs=pairs, seed=seed,
-                                    reference=reference, workers=workers)
-        except UnsupportedFeature as exc:
-            part.skipped.append(f"{fn}: {_first_line(exc)}")
-            continue
-        except Exception as exc:
-            part.errors.append(f"{fn}: {type(exc).__name__}: {_first_line(exc)}")
+        report = part.attempt(fn, partial(
+            check_function, backend, fn, exhaustive=exhaustive, sample_size=sample_size,
+            pairs=pairs, seed=seed, reference=reference, workers=workers))
+        if report is None:
             continue
         part.run += report.checked
         part.details["functions"][fn] = report.as_dict()
@@ -141,13 +146,8 @@ def kernels_part(backend: BaseBackend, reference: BaseBackend, names: Sequence[s
         if missing:
             part.skipped.append(f"{name}: {backend.id} does not report {missing}")
             continue
-        try:
-            res = check_kernel(kernel, backend, reference=reference)
-        except UnsupportedFeature as exc:
-            part.skipped.append(f"{name}: {_first_line(exc)}")
-            continue
-        except Exception as exc:
-            part.errors.append(f"{name}: {type(exc).__name__}: {_first_line(exc)}")
+        res = part.attempt(name, partial(check_kernel, kernel, backend, reference=reference))
+        if res is None:
             continue
         part.run += 1
         outputs += res.comparison.compared
@@ -161,6 +161,15 @@ def kernels_part(backend: BaseBackend, reference: BaseBackend, names: Sequence[s
                 f"differ from {res.against}; first: {res.comparison.first}")
     part.details["outputs_compared"] = outputs
     return part
+
+
+def _disagreement(check: Callable[..., None], *args: Any) -> str:
+    """"" if check(*args) passes, else the first line of the AssertionError it raised."""
+    try:
+        check(*args)
+    except AssertionError as exc:
+        return _first_line(exc)
+    return ""
 
 
 def _first_line(exc: BaseException) -> str:

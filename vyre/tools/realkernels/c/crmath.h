@@ -62,23 +62,19 @@ static inline void cr_undecided(const char *fn, float x, float y, int two) {
     exit(3);
 }
 
-static inline float cr_expf(float x) {
+/* a one-argument function: `d` in double, else `l` in long double, else stop */
+static inline float cr_one(const char *fn, double (*d)(double), long double (*l)(long double),
+                           float x) {
     float r;
-    if (cr_decide(exp((double)x), CR_WINDOW_DOUBLE, &r)) return r;
+    if (cr_decide(d((double)x), CR_WINDOW_DOUBLE, &r)) return r;
     CR_WIDE_CALLS++;
-    if (cr_decide(expl((long double)x), CR_WINDOW_LONG, &r)) return r;
-    cr_undecided("expf", x, 0, 0);
+    if (cr_decide(l((long double)x), CR_WINDOW_LONG, &r)) return r;
+    cr_undecided(fn, x, 0, 0);
     return 0;
 }
 
-static inline float cr_logf(float x) {
-    float r;
-    if (cr_decide(log((double)x), CR_WINDOW_DOUBLE, &r)) return r;
-    CR_WIDE_CALLS++;
-    if (cr_decide(logl((long double)x), CR_WINDOW_LONG, &r)) return r;
-    cr_undecided("logf", x, 0, 0);
-    return 0;
-}
+static inline float cr_expf(float x) { return cr_one("expf", exp, expl, x); }
+static inline float cr_logf(float x) { return cr_one("logf", log, logl, x); }
 
 /* v > 0 (a double) as odd * 2^e */
 static inline void cr_odd(double v, uint64_t *odd, int *e) {
