@@ -263,3 +263,31 @@ def test_fresh_gcc_compile_reproduces_the_shipped_outputs() -> None:
     proc = subprocess.run([sys.executable, "-m", "vyre.tools.realkernels.make_expected", "--check"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_larger_problem_without_gcc_compares_the_recorded_sha256(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: BaseBackend) -> None:
+    """Where there is no gcc, a larger problem's outputs are compared by the SHA-256 that
+    make_expected.py --large recorded (here: the histogram's small problem recorded as if
+    it were its large one): equal bits pass, one flipped bit is a disagreement."""
+    import dataclasses
+
+    from vyre.tools.realkernels import check, make_expected
+    from vyre.tools.realkernels.common import output_bytes
+
+    kernel = dataclasses.replace(KERNELS["float_histogram"],
+                                 large_args=KERNELS["float_histogram"].args)
+    want = kernel.expected()
+    monkeypatch.setattr(make_expected, "compiler", lambda: None)
+    monkeypatch.setattr(check, "DATA_DIR", tmp_path)
+    for flip, disagreements in ((False, 0), (True, 1)):
+        data = bytearray(output_bytes(want))
+        data[-1] ^= int(flip)
+        (tmp_path / "manifest.json").write_text(json.dumps({kernel.name: {"large": {
+            "args": kernel.args, "sha256": hashlib.sha256(data).hexdigest()}}}))
+        res = check.check_kernel(kernel, reference, large=True)
+        assert res.comparison.disagreements == disagreements, res
+        assert res.comparison.compared == want[0].size
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(ValueError, match="no C output is recorded for LARGE_ARGS"):
+        check.check_kernel(kernel, reference, large=True)
