@@ -3,7 +3,8 @@
 # with a short table. Sections (arguments, default all): tests fuzz exactness resources
 # div-bench cuda-tuning bench evidence; multi-gpu (not in the default set: on a machine of
 # several GPUs, the several-device tests and the multi_gpu benchmark); and the robustness
-# sections (not in the default set; each fits one 10-minute device command): interrupts
+# sections (not in the default set; each fits one 10-minute device command): certify (one
+# `vyre certify` per adapter: cuda:0 and wgpu on the GPU's Vulkan driver), interrupts
 # (SIGINT storm on cuda and wgpu),
 # cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
 # parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
@@ -33,7 +34,7 @@ run_section() {
     rc=$?
     local dt=$(($(date +%s) - t0))
     local summary
-    summary="$(grep -E '^(=+ .*(passed|failed|error).* =+|\[fuzz\] done.*|[0-9]+ (passed|failed).*|\[(cache-growth|long-fuzz)\] .*)$' \
+    summary="$(grep -E '^(=+ .*(passed|failed|error).* =+|\[fuzz\] done.*|[0-9]+ (passed|failed).*|\[(cache-growth|long-fuzz)\] .*|verdict: .*)$' \
         "$OUT/$name.log" | tail -"${SUMMARY_LINES:-1}" | paste -sd ' ')"
     row "$name" "$([ "$rc" = 0 ] && echo ok || echo "rc=$rc")" "$dt" "${summary:-see $name.log}"
     tail -n 40 "$OUT/$name.log" >&2
@@ -99,6 +100,13 @@ for s in "${sections[@]}"; do
                 tests/test_several_devices.py tests/test_device_group.py
             run_section multi-gpu-bench "$PY" -m vyre.tools.bench.multi_gpu \
                 --json "$OUT/multi_gpu.json" ;;
+        certify)
+            # a certificate per adapter (conformance, exact functions on a sample, real
+            # kernels against gcc's outputs), JSON beside the log
+            for be in cuda:0 wgpu; do
+                run_section "certify-${be%%:*}" "$PY" -m vyre.tools.cli certify --backend "$be" \
+                    --out "$OUT/certificate-${be%%:*}.json"
+            done ;;
         interrupts)
             VYRE_INTERRUPT_STORM_SECONDS="${GPU_CHECK_STORM_SECONDS:-20}" \
                 run_section interrupts timeout 580 "$PY" -m pytest -q -p no:cacheprovider -s \

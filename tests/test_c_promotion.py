@@ -9,7 +9,6 @@ C's steps."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +17,7 @@ import pytest
 import vyre
 from vyre import Buffer, Output, f32, f64, u32
 from vyre.backend import BaseBackend
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realkernels.make_expected import CFLAGS, compiler
+from vyre.tools.realkernels.make_expected import CFLAGS, compiler
 
 N = 120
 C_SOURCE = r"""

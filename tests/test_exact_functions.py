@@ -1,6 +1,6 @@
 """exp, exp2, log, log2, tanh, pow and hypot have one exact definition (vyre.lower.maths):
 every backend gets the correctly rounded result, bit for bit, checked against an oracle
-that is not vyre's code (tests/function_oracle.py: Python's decimal, and the C library's
+that is not vyre's code (vyre/tools/function_oracle.py: Python's decimal, and the C library's
 f64 functions where they decide the rounding).
 
 f16: every one of the 65,536 arguments (pow / hypot: every x beside a shuffled y) on
@@ -14,9 +14,7 @@ arguments on a GPU.
 
 from __future__ import annotations
 
-import sys
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +24,8 @@ from vyre import ScalarType, UnsupportedFeature
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder, call_fn
 from vyre.ir import nodes as N
+from vyre.tools.function_oracle import fast_oracle
 from vyre.tools.testing import EXACT, flushed_types, reference_for, tolerance_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from function_oracle import fast_oracle
 
 F32, F16, F64 = ScalarType.F32, ScalarType.F16, ScalarType.F64
 ONE_ARG = ("exp", "exp2", "log", "log2", "tanh")

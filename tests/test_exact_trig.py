@@ -1,7 +1,7 @@
 """sin, cos, tan, asin and atan2 are one exact definition (vyre.lower.maths): correctly
 rounded, the same bits on every backend, in IEEE and flush mode.
 
-Checked against tests/function_oracle.py (decimal and exact rationals, not vyre's code):
+Checked against vyre/tools/function_oracle.py (decimal and exact rationals, not vyre's code):
 every f16 input on each backend (atan2: every pair of a grid of specials and 60,000
 random pairs); for f32 specials, subnormals, the worst case of the reduction by pi/2 and
 floats next to multiples of pi/2 up to FLT_MAX, arguments whose result lies near the
@@ -12,9 +12,7 @@ patterns; the slow (double-double) path alone, by forcing every input onto it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,10 +22,8 @@ import vyre
 from vyre import DispatchConfig, ScalarType
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder
+from vyre.tools import function_oracle
 from vyre.tools.testing import flushed_types
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import function_oracle
 
 T = ScalarType
 FNS = ("sin", "cos", "tan", "asin")

@@ -1,4 +1,5 @@
-"""The `vyre` command line: `vyre probe`, `vyre demo` and `vyre bench` (in vyre.tools.bench).
+"""The `vyre` command line: `vyre probe`, `vyre demo`, `vyre bench` (in vyre.tools.bench),
+`vyre certify` (in vyre.tools.certify), `vyre replay` and `vyre check`.
 
 `probe` reports every registered backend (available or not, with the reason; device,
 features and limits) as tables or JSON. `demo` runs the demo cases from
@@ -385,6 +386,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_arguments(bb)
     bb.set_defaults(func=cmd_bench)
+
+    from .certify import add_arguments as certify_arguments
+    from .certify import cmd_certify
+
+    cf = sub.add_parser(
+        "certify",
+        help="certify one adapter and driver: the conformance suite, the exact functions and "
+        "the real-kernel suite, every disagreement reported; prints and saves the certificate",
+    )
+    certify_arguments(cf)
+    cf.set_defaults(func=cmd_certify)
 
     from . import replay_cli
 

@@ -10,6 +10,10 @@ two, pow with an exact result, hypot of Pythagorean triples) are exact in `decim
 Special values follow C99 Annex F. Pure Python: slow (about 20 us a value), so tests use
 it for f16 (65,536 values) and samples of f32; scripts/exact_functions.py uses it only
 where NumPy's f64 result is too close to an f32 midpoint to decide.
+
+It lives in vyre.tools so that `vyre certify` can check an adapter's functions without the
+tests. This module (and function_oracle_trig) must never import vyre's own definitions
+(vyre.lower.maths) or any backend: it is the independent check of them.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
-from function_oracle_trig import TRIG
+
+from vyre.tools.function_oracle_trig import TRIG
 
 _PREC = 70
-_FORMATS = {np.float32: (24, -126, 128), np.float16: (11, -14, 16)}
+_FORMATS: dict[type, tuple[int, int, int]] = {np.float32: (24, -126, 128),
+                                              np.float16: (11, -14, 16)}
 
 
 def round_fraction(q: Fraction, dtype: type) -> float:
@@ -225,8 +231,8 @@ def correctly_rounded(fn: str, dtype: type, *args: float) -> float:
 
 def oracle(fn: str, dtype: type, *arrays: np.ndarray) -> np.ndarray:
     """`correctly_rounded` elementwise over arrays of `dtype`."""
-    flat = [np.asarray(a, dtype).ravel() for a in arrays]
-    out = np.array([correctly_rounded(fn, dtype, *vals) for vals in zip(*flat)], dtype=dtype)
+    flat: list[np.ndarray] = [np.asarray(a, dtype).ravel() for a in arrays]
+    out: np.ndarray = np.array([correctly_rounded(fn, dtype, *vals) for vals in zip(*flat)], dtype=dtype)
     return out.reshape(np.shape(arrays[0]))
 
 

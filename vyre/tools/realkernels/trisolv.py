@@ -40,7 +40,7 @@ def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
 
 
 def solve(backend: BaseBackend, n: int, program: Program, dt: type) -> list[np.ndarray]:
-    lmat = np.zeros((n, n), dt)
+    lmat: np.ndarray = np.zeros((n, n), dt)
     for i in range(n):
         j = np.arange(i + 1)
         lmat[i, : i + 1] = (i + n - j + 1).astype(dt) * dt(2) / dt(n)  # (DATA_TYPE)(i+n-j+1)*2/n

@@ -66,6 +66,17 @@ def read_output(path: Path) -> list[np.ndarray]:
     return arrays
 
 
+def output_bytes(arrays: Sequence[np.ndarray]) -> bytes:
+    """`arrays` in the C drivers' output format (read_output's inverse): what a port's
+    outputs would be as a C output file, for comparing them with a recorded SHA-256."""
+    kinds = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.float64): 2}
+    parts = []
+    for a in arrays:
+        parts.append(np.array([a.size, kinds[a.dtype]], np.uint32).tobytes())
+        parts.append(np.ascontiguousarray(a).tobytes())
+    return b"".join(parts)
+
+
 class Resident:
     """Buffers on one backend for a multi-pass host driver; all freed on exit."""
 

@@ -14,6 +14,7 @@ returned as the exact value, and no other f32 or f16 argument has a rational res
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -158,4 +159,5 @@ def _atan2(y: float, x: float) -> Fraction | float:
         return Fraction(-v if neg else v)
 
 
-TRIG = {"sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin, "atan2": _atan2}
+TRIG: dict[str, Callable[..., Fraction | float]] = {
+    "sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin, "atan2": _atan2}
