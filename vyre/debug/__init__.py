@@ -220,8 +220,15 @@ def launch(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: 
     def wait() -> Timing:
         if "timing" not in state:
             try:
+                # the log's read is queued after the dispatch (stream / queue order), so it
+                # is the dispatch's completion: one host sync, after which the dispatch's
+                # own wait finds it done (reading after that wait was a second round trip)
+                try:
+                    words = backend.read(pending.log, dtype=np.uint32)
+                except BaseException:
+                    inner.wait()  # a device fault: the dispatch's own error names the kernel
+                    raise
                 state["timing"] = inner.wait()
-                words = backend.read(pending.log, dtype=np.uint32)
             finally:
                 if not backend.closed:
                     backend.free(pending.log)
