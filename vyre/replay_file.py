@@ -32,6 +32,7 @@ FORMAT = "vyre.replay"
 FORMAT_VERSION = 1
 ENV_REPLAY_DIR = "VYRE_REPLAY_DIR"
 MANIFEST = "dispatch.json"
+PIPELINE_MANIFEST = "pipeline.json"  # a recorded pipeline's (vyre.tools.replay_pipeline)
 
 
 class ReplayError(BackendError):
@@ -42,6 +43,16 @@ def vyre_version() -> str:
     return VERSION
 
 
+def refuse_other_version(path: Path, doc: Mapping[str, Any], again: str) -> None:
+    """ReplayError naming both versions when `doc` (a replay file's manifest) was written
+    by another vyre version or replay format than this one; `again` says how to remake it."""
+    if doc.get("vyre_version") != VERSION or doc.get("version") != FORMAT_VERSION:
+        raise ReplayError(
+            f"{path} was saved by vyre {doc.get('vyre_version')} (replay format "
+            f"{doc.get('version')}); this is vyre {VERSION} (format {FORMAT_VERSION}): "
+            f"replay it with vyre {doc.get('vyre_version')}, or {again}")
+
+
 def describe_backend(backend: Backend) -> dict[str, Any]:
     """What a replay file says about the backend a dispatch ran on (JSON-safe)."""
     caps = backend.capabilities()
@@ -49,7 +60,8 @@ def describe_backend(backend: Backend) -> dict[str, Any]:
     return {"id": backend.id, "kind": backend.kind, "device": caps.device, "details": details}
 
 
-def _npy(a: np.ndarray) -> bytes:
+def npy_bytes(a: np.ndarray) -> bytes:
+    """`a` as the bytes of a .npy file (no pickles)."""
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
     return buf.getvalue()
@@ -94,9 +106,9 @@ def save_dispatch(
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, json.dumps(doc, indent=1, allow_nan=True))
         for name, a in arrays.items():
-            z.writestr(f"inputs/{name}.npy", _npy(a))
+            z.writestr(f"inputs/{name}.npy", npy_bytes(a))
         for name, a in (outputs or {}).items():
-            z.writestr(f"outputs/{name}.npy", _npy(np.asarray(a)))
+            z.writestr(f"outputs/{name}.npy", npy_bytes(np.asarray(a)))
     tmp.replace(p)  # never a half-written file under the real name
     return p
 

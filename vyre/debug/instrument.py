@@ -87,6 +87,16 @@ def debug_program(program: N.Program) -> N.Program:
     return instrumented(program).program if has_debug(program) else program
 
 
+def without_debug(program: N.Program) -> N.Program:
+    """`program` with its Print / Assert statements removed (they never change a buffer, so
+    its buffers' results are the same): what a second run that must stay quiet executes
+    (a shadow run, vyre.tools.shadow). `program` itself when it has none."""
+    if not has_debug(program):
+        return program
+    body = map_block(program.body, lambda s: [] if isinstance(s, N.DEBUG_STMTS) else [s])
+    return program.model_copy(update={"body": body})
+
+
 _CACHE: LruDict[N.Program, Instrumented] = LruDict(256)
 _CACHE_LOCK = threading.Lock()
 
