@@ -10,12 +10,14 @@ already).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import threading
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +115,26 @@ def save_dispatch(
     return p
 
 
+_rerun = threading.local()  # .on: this thread is rerunning a replay file (never re-saved)
+
+
 def replay_dir() -> Path | None:
+    """$VYRE_REPLAY_DIR (None when unset, or while this thread reruns a replay file)."""
+    if getattr(_rerun, "on", False):
+        return None
     raw = os.environ.get(ENV_REPLAY_DIR, "").strip()
     return Path(raw) if raw else None
+
+
+@contextlib.contextmanager
+def rerunning() -> Iterator[None]:
+    """A replay's rerun: a failure it reproduces is not saved as yet another file."""
+    before = getattr(_rerun, "on", False)
+    _rerun.on = True
+    try:
+        yield
+    finally:
+        _rerun.on = before
 
 
 def save_on_request(program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
@@ -131,3 +150,21 @@ def save_on_request(program: Program, inputs: Mapping[str, Any], config: Dispatc
         return save_dispatch(d / name, program, inputs, config, backend=backend, note=note)
     except Exception:
         return None
+
+
+def save_failure_on_request(program: Program, inputs: Mapping[str, Any],
+                            config: DispatchConfig, backend: Backend | None,
+                            exc: BaseException) -> None:
+    """With $VYRE_REPLAY_DIR set, save the failed dispatch there (`inputs`: every buffer
+    before it) and add the file's path to `exc`'s message; else nothing. An error that
+    names its file already (a failed assert saved where it was read) is left as it is."""
+    if getattr(exc, "replay_file", None) is not None:
+        return
+    path = save_on_request(program, inputs, config, backend, f"{type(exc).__name__}: {exc}")
+    if path is not None:
+        exc.replay_file = path  # type: ignore[attr-defined]
+        where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"
+        if len(exc.args) == 1 and isinstance(exc.args[0], str):
+            exc.args = (f"{exc.args[0]}\n{where}",)
+        else:
+            exc.add_note(where)

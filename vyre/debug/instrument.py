@@ -157,7 +157,7 @@ def _encode(e: N.ExprNode) -> list[N.ExprNode]:
 
 def _operands(cond: N.ExprNode) -> list[tuple[str, N.ExprNode]]:
     """The non-constant operands of a comparison (logged with a failed assert), named by
-    their text when it is short, else by their side."""
+    their text when it is short, else a load by its buffer (`x[...]`), else by its side."""
     from vyre.backends.reference.render import expr as expr_text
 
     if not (isinstance(cond, N.Binary) and cond.op in N.COMPARISON_OPS):
@@ -166,7 +166,9 @@ def _operands(cond: N.ExprNode) -> list[tuple[str, N.ExprNode]]:
     for side, e in (("left", cond.a), ("right", cond.b)):
         if not isinstance(e, N.Const):
             text = _TYPED_LITERAL.sub(r"\1", expr_text(e))  # tile[0:u32] -> tile[0]
-            out.append((text if len(text) <= OPERAND_TEXT else f"{side} operand", e))
+            if len(text) > OPERAND_TEXT:
+                text = f"{e.buffer}[...]" if isinstance(e, N.Load) else f"{side} operand"
+            out.append((text, e))
     return out
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from vyre.backend import BaseBackend
 from vyre.backends.reference.checked import CheckWarning
 from vyre.config import DispatchConfig
+from vyre.errors import DispatchError
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import from_json
 from vyre.replay_file import (
@@ -41,6 +42,7 @@ from vyre.replay_file import (
     ReplayError,
     describe_backend,
     refuse_other_version,
+    rerunning,
     save_dispatch,
     save_on_request,
     vyre_version,
@@ -199,11 +201,13 @@ def backend_for(spec: str | BaseBackend | None, saved_on: Mapping[str, Any],
 
 
 def collect_findings(run: Callable[[], T], check: bool) -> tuple[T, str]:
-    """`run()`, with `check` the checked mode's warnings (every dispatch's, a pipeline's
-    too) collected instead of shown: its result and the findings' text ("" if none)."""
+    """`run()` (a replay's rerun: a failure it reproduces is not saved again), with `check`
+    the checked mode's warnings (every dispatch's, a pipeline's too) collected instead of
+    shown: its result and the findings' text ("" if none)."""
     if not check:
-        return run(), ""
-    with warnings.catch_warnings(record=True) as caught:
+        with rerunning():
+            return run(), ""
+    with warnings.catch_warnings(record=True) as caught, rerunning():
         warnings.simplefilter("always", CheckWarning)
         out = run()
     found = []
@@ -213,6 +217,13 @@ def collect_findings(run: Callable[[], T], check: bool) -> tuple[T, str]:
         else:  # (someone else's warning: shown as it would have been)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return out, "\n".join(found)
+
+
+def failed_rerun(backend: BaseBackend, exc: DispatchError, seconds: float) -> ReplayResult:
+    """The result of a rerun that raised DispatchError (nothing to compare: the error is
+    what the file reproduces)."""
+    return ReplayResult(backend.id, "nothing (the rerun raised)", {}, [], seconds,
+                        f"the rerun raised {type(exc).__name__}: {exc}")
 
 
 def _backend(spec: str | BaseBackend, check: bool = False) -> tuple[BaseBackend, bool]:
@@ -240,8 +251,11 @@ def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None
     closers = [be] if close else []
     try:
         t0 = time.perf_counter()
-        got, findings = collect_findings(
-            lambda: be.dispatch(saved.program, saved.inputs, saved.config), check)
+        try:
+            got, findings = collect_findings(
+                lambda: be.dispatch(saved.program, saved.inputs, saved.config), check)
+        except DispatchError as exc:  # reproduced: a failed vyre.assert_, a device fault
+            return failed_rerun(be, exc, time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if against is None and saved.outputs is not None:
             want, what = saved.outputs, (
@@ -258,6 +272,6 @@ def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None
 
 
 __all__ = ["ENV_REPLAY_DIR", "FORMAT_VERSION", "ReplayError", "ReplayResult", "SavedDispatch",
-           "backend_for", "collect_findings", "compare_bits", "describe_backend", "file_kind",
-           "load_dispatch", "record_dispatch", "replay", "save_dispatch", "save_on_request",
-           "vyre_version"]
+           "backend_for", "collect_findings", "compare_bits", "describe_backend", "failed_rerun",
+           "file_kind", "load_dispatch", "record_dispatch", "replay", "save_dispatch",
+           "save_on_request", "vyre_version"]

@@ -28,6 +28,7 @@ from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, IndirectGrid
 from vyre.debug.instrument import without_debug
+from vyre.errors import DispatchError
 from vyre.ir.serialize import from_json, to_json
 from vyre.pipeline import ReadRange, Step, as_read_range
 from vyre.replay_file import PIPELINE_MANIFEST, refuse_other_version, vyre_version
@@ -41,6 +42,7 @@ from .replay import (
     collect_findings,
     compare_bits,
     describe_backend,
+    failed_rerun,
 )
 
 PIPELINE_FORMAT = "vyre.replay-pipeline"
@@ -201,7 +203,10 @@ def replay_pipeline(path: str | Path, backend: str | BaseBackend | None = None,
     made = [be] if close else []
     try:
         t0 = time.perf_counter()
-        got, findings = collect_findings(lambda: run_recorded(be, doc, bufs), check)
+        try:
+            got, findings = collect_findings(lambda: run_recorded(be, doc, bufs), check)
+        except DispatchError as exc:  # reproduced: a failed vyre.assert_, a device fault
+            return failed_rerun(be, exc, time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if against is None:
             want, what = saved, f"the saved reads (from {doc['backend'].get('id')})"
