@@ -474,19 +474,32 @@ def test_a_program_without_print_is_never_rewritten(backend: BaseBackend,
         backend.free(yb)
 
 
-def test_generated_source_has_no_log_without_print() -> None:
-    """The generated code of library programs and a kernel carries no log buffer; the
-    same kernel with a print does (the print costs exactly its instrumentation)."""
+def test_generated_source_has_no_log_without_print(backend: BaseBackend) -> None:
+    """The generated code of library programs and a kernel carries no log buffer, and is
+    byte for byte what each printer makes of the Program as written (backend.source is
+    what a dispatch compiles); the same kernel with a print differs by the log alone: its
+    debug statements stripped, it prints byte-identical to the kernel written without."""
     from vyre.backends.cuda.render import generate as cuda_source
+    from vyre.backends.wgpu.render import generate as wgsl_source
+    from vyre.debug.instrument import without_debug
     from vyre.programs import reduce as R
     from vyre.programs import scan as S
 
+    plain = _accumulate_plain()
     for p in (elementwise.saxpy(), R.reduce_program("sum", f32),
-              S.scan_block_program(u32, True), _accumulate_plain()):
+              S.scan_block_program(u32, True), plain):
         assert debug_program(p) is p
-        assert "dbg" not in cuda_source(p).source  # (names are mangled: vyre_1dbg_1log)
+        cuda = cuda_source(p).source
+        assert "dbg" not in cuda and "dbg" not in wgsl_source(p).source  # (CUDA mangles:
+        # vyre_1dbg_1log)
+        assert "dbg" not in backend.source(p)
+        if backend.kind == "cuda":
+            assert backend.source(p) == cuda
     debugged = cuda_source(debug_program(_accumulate.program)).source
     assert "vyre_1dbg_1log" in debugged and "atomicAdd" in debugged
+    stripped = without_debug(_accumulate.program)
+    assert stripped == plain and stripped.content_hash == plain.content_hash
+    assert backend.source(stripped) == backend.source(plain)
 
 
 def _accumulate_plain() -> N.Program:

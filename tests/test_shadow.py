@@ -45,6 +45,27 @@ X = np.arange(100, dtype=np.float32)
 CFG = DispatchConfig(grid=(2, 1, 1))
 
 
+def step_add() -> Program:
+    """A time-stepped kernel: y = y * 0.5 + t (t: the pipeline round, index_param)."""
+    from vyre import u32
+
+    k = ProgramBuilder("step_add", workgroup_size=64)
+    y = k.buffer("y", f32, "read_write")
+    t = k.param("t", u32)
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = y[i] * 0.5 + t.cast(f32)
+    return k.build()
+
+
+def stepped(rounds: int) -> np.ndarray:
+    """X after `rounds` rounds of step_add, in f32 as the kernel computes it."""
+    want = X.copy()
+    for r in range(rounds):
+        want = want * np.float32(0.5) + np.float32(r)
+    return want
+
+
 def test_a_difference_raises_with_a_replay_file_that_reproduces_it(tmp_path: Path) -> None:
     sh = Shadow(_OneUlpHigh("wrong"), every=1, replay_dir=tmp_path)
     try:
@@ -113,16 +134,10 @@ def test_recorded_pipeline_replays_on_another_backend(tmp_path: Path) -> None:
     """A time-stepped pipeline (index_param) recorded on one backend instance reruns from
     its file on another (here two references; on a GPU host: record on cuda, replay on
     wgpu) with the same bits, and a changed read is named."""
-    from vyre import Step, u32
+    from vyre import Step
     from vyre.tools.replay_pipeline import record_pipeline, replay_pipeline
 
-    k = ProgramBuilder("step_add", workgroup_size=64)
-    y = k.buffer("y", f32, "read_write")
-    t = k.param("t", u32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] * 0.5 + t.cast(f32)
-    prog = k.build()
+    prog = step_add()
     src = ReferenceBackend("source")
     try:
         yb = src.allocate_device_buffer(400)
@@ -133,10 +148,7 @@ def test_recorded_pipeline_replays_on_another_backend(tmp_path: Path) -> None:
         src.free(yb)
     finally:
         src.close()
-    want = X.copy()
-    for r in range(5):
-        want = want * np.float32(0.5) + np.float32(r)
-    assert reads[0].tobytes() == want.tobytes()
+    assert reads[0].tobytes() == stepped(5).tobytes()
     res = replay_pipeline(tmp_path / "p.zip", "reference")
     assert res.ok, str(res)
     assert "saved reads (from source)" in res.compared_with
@@ -238,34 +250,30 @@ def test_a_backend_and_its_reference_shadow_agree_on_every_path(
 
 def test_a_pipeline_recorded_on_a_backend_replays_on_the_reference(
         backend: vyre.Backend, tmp_path: Path) -> None:
-    """Record on one backend (cuda on a GPU host, wgpu here), replay on another from the
-    file, by the API and by `vyre replay` / `vyre check`: the same bits."""
+    """Record on one backend, replay on the others from the file (on a GPU host: record on
+    cuda, replay on wgpu and the reference), by the API and by `vyre replay` / `vyre
+    check`: the same bits."""
     import io
 
-    from vyre import Step, u32
+    from vyre import Step
     from vyre.tools.cli import main
     from vyre.tools.replay_pipeline import record_pipeline, replay_pipeline
 
-    k = ProgramBuilder("step_add_b", workgroup_size=64)
-    y = k.buffer("y", f32, "read_write")
-    t = k.param("t", u32)
-    i = k.global_linear_id()
-    with k.if_(i < y.length()):
-        y[i] = y[i] * 0.5 + t.cast(f32)
     yb = backend.allocate_device_buffer(400)
     try:
         backend.write(yb, X)
         reads = record_pipeline(tmp_path / "p.zip", backend,
-                                [Step(k.build(), {}, {"y": yb}, CFG, index_param="t")],
+                                [Step(step_add(), {}, {"y": yb}, CFG, index_param="t")],
                                 repeat=3, read=[yb])
     finally:
         backend.free(yb)
-    want = X.copy()
-    for r in range(3):
-        want = want * np.float32(0.5) + np.float32(r)
-    assert reads[0].tobytes() == want.tobytes()
-    res = replay_pipeline(tmp_path / "p.zip", "reference")
-    assert res.ok and f"saved reads (from {backend.id})" in res.compared_with, str(res)
-    for args in (["replay", "--backend", "reference"], ["check"]):
+    assert reads[0].tobytes() == stepped(3).tobytes()
+    others = [a.name for a in vyre.available_backends()
+              if a.available and a.name in ("reference", "wgpu") and a.name != backend.kind]
+    assert others
+    for other in others:
+        res = replay_pipeline(tmp_path / "p.zip", other)
+        assert res.ok and f"saved reads (from {backend.id})" in res.compared_with, str(res)
+    for args in (["replay", "--backend", others[0]], ["check"]):
         out = io.StringIO()
         assert main([args[0], str(tmp_path / "p.zip"), *args[1:]], out) == 0, out.getvalue()

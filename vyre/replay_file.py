@@ -19,13 +19,12 @@ import time
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .config import DispatchConfig, IndirectGrid
 from .errors import BackendError
-from .interface import Backend
 from .ir.nodes import Program
 from .ir.serialize import to_json
 
@@ -35,6 +34,19 @@ FORMAT_VERSION = 1
 ENV_REPLAY_DIR = "VYRE_REPLAY_DIR"
 MANIFEST = "dispatch.json"
 PIPELINE_MANIFEST = "pipeline.json"  # a recorded pipeline's (vyre.tools.replay_pipeline)
+
+
+class Backend(Protocol):
+    """What a replay file records of the backend a dispatch ran on (typed by what is used:
+    importing vyre.interface here would close an import cycle through vyre.debug)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def capabilities(self) -> Any: ...
 
 
 class ReplayError(BackendError):

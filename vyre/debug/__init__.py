@@ -42,7 +42,6 @@ from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import DispatchError, InvalidDispatch
 from vyre.ir.nodes import Program
-from vyre.pipeline import ReadRange
 from vyre.replay_file import replay_dir, save_failure_on_request
 
 from .instrument import HEADER_WORDS, Instrumented, has_debug, instrumented
@@ -75,6 +74,9 @@ class DebugBackend(LogBackend, Protocol):
     typed here by what is used so that this package never imports the base class)."""
 
     _lock: Any
+
+    @property
+    def kind(self) -> str: ...
 
     @property
     def closed(self) -> bool: ...
@@ -187,13 +189,13 @@ class PendingLog:
     log: BufferBase
     saved: tuple[Program, dict[str, np.ndarray], DispatchConfig] | None = None
 
-    def report(self, backend: LogBackend, words: np.ndarray) -> None:
+    def report(self, backend: DebugBackend, words: np.ndarray) -> None:
         """Print the records; a failed assert raises (naming its replay file, if saved)."""
         try:
             report(decode(self.inst, words), self.kernel, self.log.byte_len)
         except DispatchError as exc:
             if self.saved is not None:
-                save_failure_on_request(*self.saved, backend, exc)  # type: ignore[arg-type]
+                save_failure_on_request(*self.saved, backend, exc)
             raise
 
 
@@ -225,8 +227,7 @@ def _contents(backend: DebugBackend, program: Program, bound: BoundDispatch
               ) -> dict[str, np.ndarray]:
     """Every buffer of `program` now (a host sync: only with $VYRE_REPLAY_DIR set)."""
     decls = program.buffers  # (the instrumented twin's buffers: these, then the log)
-    got = backend.read_many([ReadRange(b, 0, None, d.ty.numpy)
-                             for d, b in zip(decls, bound.buffers)])
+    got = backend.read_many([(b, 0, None, d.ty.numpy) for d, b in zip(decls, bound.buffers)])
     return {d.name: a for d, a in zip(decls, got)}
 
 
