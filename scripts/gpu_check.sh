@@ -9,7 +9,9 @@
 # cache-growth (10,000 distinct programs on one long-lived instance, cuda and wgpu in
 # parallel, ~3 min), fuzz-long (cuda and wgpu fuzzed in parallel processes, ~9 min of wall
 # time: run it as its own command), soak (fuzz-long in the background while the whole test
-# suite runs, then the exactness table of both: one 10-minute command). Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
+# suite runs, then the exactness table of both: one 10-minute command), zero-cost
+# (vyre.print's before / after launch and bandwidth rows and the 1% shadow cost, issue 30:
+# scripts/zero_cost_print.py, ~3 min; a copy without .git needs .zerocost/ carried). Logs and JSON go to $OUT (or ./gpu-check-out). Meant to be called as
 #   source .device/enter.sh && scripts/gpu_check.sh tests bench
 # It never changes the GPU's settings. Environment: GPU_CHECK_FUZZ_MINUTES (default 3),
 # GPU_CHECK_RESOURCE_CYCLES (default 10000), GPU_CHECK_STORM_SECONDS (default 20),
@@ -137,6 +139,9 @@ for s in "${sections[@]}"; do
             "$PY" scripts/exactness_table.py --junit "$OUT/tests.xml" \
                 --fuzz-log "$OUT/fuzz-long-cuda.log" --fuzz-log "$OUT/fuzz-long-wgpu.log" \
                 | tee "$OUT/exactness.txt" >&2 ;;
+        zero-cost)
+            run_section zero-cost timeout 590 "$PY" scripts/zero_cost_print.py --out "$OUT"
+            sed -n '/^== /,$p' "$OUT/zero-cost.log" >&2 ;;
         *) echo "unknown section $s" >&2; exit 2 ;;
     esac
 done

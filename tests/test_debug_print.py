@@ -187,6 +187,19 @@ def test_failed_assert_raises_naming_the_kernel_line_invocation_and_values(
     _assert_error(info.value)
 
 
+@vyre.kernel(workgroup_size=4)
+def _inlined_index(x: Buffer[f32], y: InOut[f32]) -> None:
+    i = vyre.global_linear_id()  # (no let: x[i]'s text spells the whole index expression)
+    vyre.assert_(x[i] < 5.0, "too big")
+    y[i] = x[i]
+
+
+def test_a_long_operand_is_named_by_its_buffer(reference: BaseBackend) -> None:
+    with pytest.raises(DispatchError, match=r"global id \(1, 0, 0\): too big \[x\[\.\.\.\] = 7\.0\]"):
+        _inlined_index.launch(reference, 4, np.array([1, 7, 2, 3], np.float32),
+                              np.zeros(4, np.float32))
+
+
 def test_resident_dispatch_reports_at_the_next_sync_point_and_keeps_its_writes(
         backend: BaseBackend) -> None:
     xb = backend.allocate_device_buffer(X_NEG.nbytes)
@@ -229,6 +242,39 @@ def test_host_dispatch_reads_the_log_with_its_outputs(backend: BaseBackend,
     _values.launch(backend, 3, F32S, I32S, U32S.copy(), n=3)
     assert batches == [2]  # y and the log, together
     assert capsys.readouterr().out.splitlines() == _expected_values(3)
+
+
+def test_a_failed_assert_saves_a_replay_file_on_request(backend: BaseBackend, tmp_path: Any,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """With $VYRE_REPLAY_DIR set, a failed assert on the host path, the resident path and
+    dispatch_async each saves one file (the buffers before the dispatch) that names the
+    failure again when rerun anywhere."""
+    from vyre.tools.replay import load_dispatch, replay
+
+    monkeypatch.setenv("VYRE_REPLAY_DIR", str(tmp_path))
+    xb = backend.allocate_device_buffer(X_NEG.nbytes)
+    yb = backend.allocate_device_buffer(X_NEG.nbytes)
+    try:
+        backend.write(xb, X_NEG)
+        backend.write(yb, np.full(6, 7.0, np.float32))
+        runs = [lambda: _checked_sqrt.launch(backend, 6, X_NEG, np.zeros(6, np.float32)),
+                lambda: (_checked_sqrt.launch(backend, 6, xb, yb), backend.synchronize()),
+                lambda: backend.dispatch_async(_checked_sqrt.program, [xb], [yb],
+                                               _checked_sqrt.config(6)).wait()]
+        for k, run in enumerate(runs, 1):
+            with pytest.raises(DispatchError) as info:
+                run()
+            files = sorted(tmp_path.glob("_checked_sqrt-*.zip"))  # (named by the time)
+            assert len(files) == k and _assert_error(info.value).count("replay file:") == 1
+            assert f"replay file: {files[-1]}" in str(info.value)
+            again = replay(files[-1], backend="reference")
+            assert not again.ok and "negative input -4.0 at 2" in again.findings, str(again)
+    finally:
+        backend.free(xb)
+        backend.free(yb)
+    # (the resident file holds y as it was before the dispatch, not after it)
+    assert load_dispatch(files[1]).inputs["y"].tolist() == [7.0] * 6
 
 
 def test_waiting_logs_are_bounded(backend: BaseBackend,
@@ -428,19 +474,32 @@ def test_a_program_without_print_is_never_rewritten(backend: BaseBackend,
         backend.free(yb)
 
 
-def test_generated_source_has_no_log_without_print() -> None:
-    """The generated code of library programs and a kernel carries no log buffer; the
-    same kernel with a print does (the print costs exactly its instrumentation)."""
+def test_generated_source_has_no_log_without_print(backend: BaseBackend) -> None:
+    """The generated code of library programs and a kernel carries no log buffer, and is
+    byte for byte what each printer makes of the Program as written (backend.source is
+    what a dispatch compiles); the same kernel with a print differs by the log alone: its
+    debug statements stripped, it prints byte-identical to the kernel written without."""
     from vyre.backends.cuda.render import generate as cuda_source
+    from vyre.backends.wgpu.render import generate as wgsl_source
+    from vyre.debug.instrument import without_debug
     from vyre.programs import reduce as R
     from vyre.programs import scan as S
 
+    plain = _accumulate_plain()
     for p in (elementwise.saxpy(), R.reduce_program("sum", f32),
-              S.scan_block_program(u32, True), _accumulate_plain()):
+              S.scan_block_program(u32, True), plain):
         assert debug_program(p) is p
-        assert "dbg" not in cuda_source(p).source  # (names are mangled: vyre_1dbg_1log)
+        cuda = cuda_source(p).source
+        assert "dbg" not in cuda and "dbg" not in wgsl_source(p).source  # (CUDA mangles:
+        # vyre_1dbg_1log)
+        assert "dbg" not in backend.source(p)
+        if backend.kind == "cuda":
+            assert backend.source(p) == cuda
     debugged = cuda_source(debug_program(_accumulate.program)).source
     assert "vyre_1dbg_1log" in debugged and "atomicAdd" in debugged
+    stripped = without_debug(_accumulate.program)
+    assert stripped == plain and stripped.content_hash == plain.content_hash
+    assert backend.source(stripped) == backend.source(plain)
 
 
 def _accumulate_plain() -> N.Program:

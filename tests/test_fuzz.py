@@ -118,19 +118,29 @@ class Altered(BaseBackend):
         return {k: self.alter(v) for k, v in self.inner.dispatch(program, inputs, config).items()}
 
 
-def test_fuzz_failure_is_shrunk_and_saved(tmp_path: Path) -> None:
-    """A backend that disagrees is caught, and the case lands in the save directory."""
+def test_fuzz_failure_is_shrunk_and_saved(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend that disagrees is caught, and the case lands in the save directory; with
+    $VYRE_REPLAY_DIR set, also as a replay file that reruns the disagreement anywhere."""
+    from vyre.tools import replay
+
+    monkeypatch.setenv(replay.ENV_REPLAY_DIR, str(tmp_path / "replay"))
     wrong = Altered("wrong", alter=lambda v: (v.view(np.uint8) ^ 1).view(v.dtype))
     ref = vyre.get_backend("reference")
-    with pytest.raises(AssertionError, match="shrunk case is saved"):
-        fuzz.fuzz_backends(ref, [wrong], max_examples=20, save_dir=tmp_path,
+    with pytest.raises(AssertionError, match="shrunk case is saved") as info:
+        fuzz.fuzz_backends(ref, [wrong], max_examples=20, save_dir=tmp_path / "cases",
                            options=fuzz.GenOptions(long_loops=0.0))  # shrinks in seconds
-    saved = list(os.scandir(tmp_path))
+    saved = list(os.scandir(tmp_path / "cases"))
     assert len(saved) == 1
     case = fuzz.load_case(saved[0].path)
     # Shrinking leaves a small program.
     assert len(case.program.body) <= 4
     assert "wrong" in case.note
+    (path,) = (tmp_path / "replay").glob("*.zip")
+    assert f"replay file: {path}" in str(info.value)
+    assert replay.replay(path, backend=ref).ok  # the case itself is sound
+    again = replay.replay(path, backend=wrong, against=ref)
+    assert not again.ok and "differ" in str(again)
 
 
 def _elementwise(fn: Callable[[Any], Any], xs: list[float]) -> fuzz.FuzzCase:

@@ -176,3 +176,35 @@ def test_conformance_failure_writes_a_replay_file_on_request(
     finally:
         bad.close()
         ref.close()
+
+
+def test_check_findings_are_kept_apart_from_differences_for_dispatches_and_pipelines(
+        tmp_path: Path) -> None:
+    """--check lists the checked mode's findings beside the bit comparison (not as a
+    differing buffer); a recorded pipeline is checked step by step by `vyre check` and
+    `vyre replay --check` too."""
+    from vyre import Step
+    from vyre.tools.replay_pipeline import record_pipeline
+
+    x = np.arange(128, dtype=np.float32)
+    be = vyre.get_backend("reference")
+    try:
+        R.record_dispatch(tmp_path / "d.zip", be, racy_reduction(), {"x": x, "out": 2},
+                          DispatchConfig(grid=(2, 1, 1)))
+        xb, ob = be.allocate_device_buffer(x.nbytes), be.allocate_device_buffer(8)
+        be.write(xb, x)
+        steps = [Step(saxpy(), [xb], [xb], CFG),
+                 Step(racy_reduction(), [xb], [ob], DispatchConfig(grid=(2, 1, 1)))]
+        record_pipeline(tmp_path / "p.zip", be, steps, read=[ob])
+    finally:
+        be.close()
+    res = R.replay(tmp_path / "d.zip", check=True)
+    assert res.differences == [] and "data race on t[" in res.findings and not res.ok
+    assert "identical\nchecked mode: program 'racy_sum'" in str(res)
+    for args in (["check"], ["replay", "--check"]):
+        out = io.StringIO()
+        assert main([args[0], str(tmp_path / "p.zip"), *args[1:]], out) == 1, out.getvalue()
+        assert "checked mode: program 'racy_sum'" in out.getvalue()
+        assert "saxpy_r" not in out.getvalue()  # (the clean step has no finding)
+    out = io.StringIO()
+    assert main(["replay", str(tmp_path / "p.zip")], out) == 0, out.getvalue()

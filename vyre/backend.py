@@ -79,7 +79,7 @@ from .pipeline import (
     checked_span,
     element_dtype,
 )
-from .replay_file import save_on_request
+from .replay_file import save_failure_on_request
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -142,19 +142,6 @@ class Pending:
         p = cls(lambda: True, lambda: timing)
         p._timing = timing
         return p
-
-
-def _save_replay_on_request(backend: BaseBackend, program: Program, data: Mapping[str, Any],
-                            config: DispatchConfig, exc: BaseException) -> None:
-    """With $VYRE_REPLAY_DIR set, save the failed dispatch as a replay file there and add
-    its path to the error (vyre.replay_file; rerun with vyre.tools.replay)."""
-    path = save_on_request(program, data, config, backend, f"{type(exc).__name__}: {exc}")
-    if path is not None:
-        where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"
-        if len(exc.args) == 1 and isinstance(exc.args[0], str):
-            exc.args = (f"{exc.args[0]}\n{where}",)
-        else:
-            exc.add_note(where)
 
 
 class BaseBackend:
@@ -848,7 +835,7 @@ class BaseBackend:
                     [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
                 )
             except DispatchError as exc:
-                _save_replay_on_request(self, program, data, config, exc)
+                save_failure_on_request(program, data, config, self, exc)
                 raise
             return {d.name: o for d, o in zip(program.outputs, outs)}
         finally:

@@ -10,20 +10,21 @@ already).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import threading
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .config import DispatchConfig, IndirectGrid
 from .errors import BackendError
-from .interface import Backend
 from .ir.nodes import Program
 from .ir.serialize import to_json
 
@@ -32,6 +33,20 @@ FORMAT = "vyre.replay"
 FORMAT_VERSION = 1
 ENV_REPLAY_DIR = "VYRE_REPLAY_DIR"
 MANIFEST = "dispatch.json"
+PIPELINE_MANIFEST = "pipeline.json"  # a recorded pipeline's (vyre.tools.replay_pipeline)
+
+
+class Backend(Protocol):
+    """What a replay file records of the backend a dispatch ran on (typed by what is used:
+    importing vyre.interface here would close an import cycle through vyre.debug)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def capabilities(self) -> Any: ...
 
 
 class ReplayError(BackendError):
@@ -42,6 +57,16 @@ def vyre_version() -> str:
     return VERSION
 
 
+def refuse_other_version(path: Path, doc: Mapping[str, Any], again: str) -> None:
+    """ReplayError naming both versions when `doc` (a replay file's manifest) was written
+    by another vyre version or replay format than this one; `again` says how to remake it."""
+    if doc.get("vyre_version") != VERSION or doc.get("version") != FORMAT_VERSION:
+        raise ReplayError(
+            f"{path} was saved by vyre {doc.get('vyre_version')} (replay format "
+            f"{doc.get('version')}); this is vyre {VERSION} (format {FORMAT_VERSION}): "
+            f"replay it with vyre {doc.get('vyre_version')}, or {again}")
+
+
 def describe_backend(backend: Backend) -> dict[str, Any]:
     """What a replay file says about the backend a dispatch ran on (JSON-safe)."""
     caps = backend.capabilities()
@@ -49,7 +74,8 @@ def describe_backend(backend: Backend) -> dict[str, Any]:
     return {"id": backend.id, "kind": backend.kind, "device": caps.device, "details": details}
 
 
-def _npy(a: np.ndarray) -> bytes:
+def npy_bytes(a: np.ndarray) -> bytes:
+    """`a` as the bytes of a .npy file (no pickles)."""
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
     return buf.getvalue()
@@ -94,16 +120,33 @@ def save_dispatch(
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, json.dumps(doc, indent=1, allow_nan=True))
         for name, a in arrays.items():
-            z.writestr(f"inputs/{name}.npy", _npy(a))
+            z.writestr(f"inputs/{name}.npy", npy_bytes(a))
         for name, a in (outputs or {}).items():
-            z.writestr(f"outputs/{name}.npy", _npy(np.asarray(a)))
+            z.writestr(f"outputs/{name}.npy", npy_bytes(np.asarray(a)))
     tmp.replace(p)  # never a half-written file under the real name
     return p
 
 
+_rerun = threading.local()  # .on: this thread is rerunning a replay file (never re-saved)
+
+
 def replay_dir() -> Path | None:
+    """$VYRE_REPLAY_DIR (None when unset, or while this thread reruns a replay file)."""
+    if getattr(_rerun, "on", False):
+        return None
     raw = os.environ.get(ENV_REPLAY_DIR, "").strip()
     return Path(raw) if raw else None
+
+
+@contextlib.contextmanager
+def rerunning() -> Iterator[None]:
+    """A replay's rerun: a failure it reproduces is not saved as yet another file."""
+    before = getattr(_rerun, "on", False)
+    _rerun.on = True
+    try:
+        yield
+    finally:
+        _rerun.on = before
 
 
 def save_on_request(program: Program, inputs: Mapping[str, Any], config: DispatchConfig,
@@ -119,3 +162,21 @@ def save_on_request(program: Program, inputs: Mapping[str, Any], config: Dispatc
         return save_dispatch(d / name, program, inputs, config, backend=backend, note=note)
     except Exception:
         return None
+
+
+def save_failure_on_request(program: Program, inputs: Mapping[str, Any],
+                            config: DispatchConfig, backend: Backend | None,
+                            exc: BaseException) -> None:
+    """With $VYRE_REPLAY_DIR set, save the failed dispatch there (`inputs`: every buffer
+    before it) and add the file's path to `exc`'s message; else nothing. An error that
+    names its file already (a failed assert saved where it was read) is left as it is."""
+    if getattr(exc, "replay_file", None) is not None:
+        return
+    path = save_on_request(program, inputs, config, backend, f"{type(exc).__name__}: {exc}")
+    if path is not None:
+        exc.replay_file = path  # type: ignore[attr-defined]
+        where = f"replay file: {path} (rerun it anywhere: vyre replay {path})"
+        if len(exc.args) == 1 and isinstance(exc.args[0], str):
+            exc.args = (f"{exc.args[0]}\n{where}",)
+        else:
+            exc.add_note(where)

@@ -9,6 +9,9 @@ one more output, and reads the log back with the dispatch's own completion:
   More than MAX_PENDING_LOGS waiting logs are read at once (each holds device memory);
 - `dispatch`: the same, its log read in the batch that reads its outputs back;
 - `dispatch_async`: returns at once; `Pending.wait()` reads, prints and raises;
+- with $VYRE_REPLAY_DIR set, a resident or async debug dispatch reads its buffers before
+  it is enqueued (a host sync, asked for), so that a failed assert saves a replay file
+  and names it, as a host dispatch's does (`dispatch` saves from its host arrays);
 - a pipeline: each debug step gets its own log, reset before every `run` and read back with
   the run's own reads (one host sync, as before); the records are printed step by step
   after the run, and a failed assert raises naming the step once the whole run is done.
@@ -39,6 +42,7 @@ from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import DispatchError, InvalidDispatch
 from vyre.ir.nodes import Program
+from vyre.replay_file import replay_dir, save_failure_on_request
 
 from .instrument import HEADER_WORDS, Instrumented, has_debug, instrumented
 from .log import ENV_LOG_BYTES, decode, report
@@ -72,6 +76,9 @@ class DebugBackend(LogBackend, Protocol):
     _lock: Any
 
     @property
+    def kind(self) -> str: ...
+
+    @property
     def closed(self) -> bool: ...
 
     def _check_bindable(self, program: Any, config: Any) -> None: ...
@@ -86,6 +93,8 @@ class DebugBackend(LogBackend, Protocol):
 
     def read(self, buffer: Any, offset: int = 0, nbytes: int | None = None,
              dtype: Any = None) -> Any: ...
+
+    def read_many(self, ranges: Any) -> list[np.ndarray]: ...
 
 
 DEFAULT_LOG_BYTES = 1 << 20
@@ -171,11 +180,23 @@ def not_bindable(program: Program) -> InvalidDispatch:
 
 @dataclass(frozen=True)
 class PendingLog:
-    """The log of an enqueued debug dispatch, to read at the backend's next sync point."""
+    """The log of an enqueued debug dispatch, to read at the backend's next sync point;
+    with $VYRE_REPLAY_DIR set, `saved` is the dispatch as a failed assert's replay file
+    needs it (the Program as written, every buffer before the dispatch, the config)."""
 
     inst: Instrumented
     kernel: str
     log: BufferBase
+    saved: tuple[Program, dict[str, np.ndarray], DispatchConfig] | None = None
+
+    def report(self, backend: DebugBackend, words: np.ndarray) -> None:
+        """Print the records; a failed assert raises (naming its replay file, if saved)."""
+        try:
+            report(decode(self.inst, words), self.kernel, self.log.byte_len)
+        except DispatchError as exc:
+            if self.saved is not None:
+                save_failure_on_request(*self.saved, backend, exc)
+            raise
 
 
 def _enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
@@ -187,8 +208,11 @@ def _enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs
     inst = instrumented(program)
     outputs = readable_twice(outputs)
     log = new_log(backend, inst)
+    saved = None
     try:
         bound = backend.bind(inst.program, inputs, with_log(outputs, inst.log, log), config)
+        if replay_dir() is not None:  # asked for: the buffers as they are before it
+            saved = (program, _contents(backend, program, bound), config)
         with backend._lock:
             backend._ready(bound)
             started = start(bound)
@@ -196,7 +220,15 @@ def _enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs
         if not backend.closed:
             backend.free(log)
         raise
-    return PendingLog(inst, program.name, log), bound, started
+    return PendingLog(inst, program.name, log, saved), bound, started
+
+
+def _contents(backend: DebugBackend, program: Program, bound: BoundDispatch
+              ) -> dict[str, np.ndarray]:
+    """Every buffer of `program` now (a host sync: only with $VYRE_REPLAY_DIR set)."""
+    decls = program.buffers  # (the instrumented twin's buffers: these, then the log)
+    got = backend.read_many([(b, 0, None, d.ty.numpy) for d, b in zip(decls, bound.buffers)])
+    return {d.name: a for d, a in zip(decls, got)}
 
 
 def enqueue(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: BufferArg,
@@ -220,12 +252,19 @@ def launch(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: 
     def wait() -> Timing:
         if "timing" not in state:
             try:
+                # the log's read is queued after the dispatch (stream / queue order), so it
+                # is the dispatch's completion: one host sync, after which the dispatch's
+                # own wait finds it done (reading after that wait was a second round trip)
+                try:
+                    words = backend.read(pending.log, dtype=np.uint32)
+                except BaseException:
+                    inner.wait()  # a device fault: the dispatch's own error names the kernel
+                    raise
                 state["timing"] = inner.wait()
-                words = backend.read(pending.log, dtype=np.uint32)
             finally:
                 if not backend.closed:
                     backend.free(pending.log)
-            report(decode(pending.inst, words), pending.kernel, pending.log.byte_len)
+            pending.report(backend, words)
         return state["timing"]
 
     return pending_class(inner.is_ready, wait)
@@ -240,7 +279,7 @@ def finish(backend: DebugBackend, logs: list[PendingLog], words: list[np.ndarray
     failure: BaseException | None = None
     for p, w in zip(logs, words):
         try:
-            report(decode(p.inst, w), p.kernel, p.log.byte_len)
+            p.report(backend, w)
         except DispatchError as exc:
             failure = failure or exc
     if failure is not None:

@@ -87,6 +87,16 @@ def debug_program(program: N.Program) -> N.Program:
     return instrumented(program).program if has_debug(program) else program
 
 
+def without_debug(program: N.Program) -> N.Program:
+    """`program` with its Print / Assert statements removed (they never change a buffer, so
+    its buffers' results are the same): what a second run that must stay quiet executes
+    (a shadow run, vyre.tools.shadow). `program` itself when it has none."""
+    if not has_debug(program):
+        return program
+    body = map_block(program.body, lambda s: [] if isinstance(s, N.DEBUG_STMTS) else [s])
+    return program.model_copy(update={"body": body})
+
+
 _CACHE: LruDict[N.Program, Instrumented] = LruDict(256)
 _CACHE_LOCK = threading.Lock()
 
@@ -147,7 +157,7 @@ def _encode(e: N.ExprNode) -> list[N.ExprNode]:
 
 def _operands(cond: N.ExprNode) -> list[tuple[str, N.ExprNode]]:
     """The non-constant operands of a comparison (logged with a failed assert), named by
-    their text when it is short, else by their side."""
+    their text when it is short, else a load by its buffer (`x[...]`), else by its side."""
     from vyre.backends.reference.render import expr as expr_text
 
     if not (isinstance(cond, N.Binary) and cond.op in N.COMPARISON_OPS):
@@ -156,7 +166,9 @@ def _operands(cond: N.ExprNode) -> list[tuple[str, N.ExprNode]]:
     for side, e in (("left", cond.a), ("right", cond.b)):
         if not isinstance(e, N.Const):
             text = _TYPED_LITERAL.sub(r"\1", expr_text(e))  # tile[0:u32] -> tile[0]
-            out.append((text if len(text) <= OPERAND_TEXT else f"{side} operand", e))
+            if len(text) > OPERAND_TEXT:
+                text = f"{e.buffer}[...]" if isinstance(e, N.Load) else f"{side} operand"
+            out.append((text, e))
     return out
 
 

@@ -123,7 +123,7 @@ def _assert_message(failed: list[Record], kernel: str, where: str, dropped: int)
     if dropped:
         lines.append(f"  ({dropped} debug record(s) did not fit the log; raise "
                      f"{ENV_LOG_BYTES} to see them)")
-    ran = ("The pipeline run went on to its end (every step and round)" if where else
+    ran = ("Every step and round of the pipeline run went on to its end" if where else
            "The dispatch ran to its end")
     lines.append(f"{ran} (an invocation goes on past a failed assert, so barriers stay "
                  "uniform) and its writes are kept. Fix the kernel or its inputs so that the "

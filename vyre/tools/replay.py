@@ -20,16 +20,17 @@ import json
 import time
 import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.backends.reference.checked import CheckWarning
 from vyre.config import DispatchConfig
+from vyre.errors import DispatchError
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import from_json
 from vyre.replay_file import (
@@ -37,12 +38,17 @@ from vyre.replay_file import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST,
+    PIPELINE_MANIFEST,
     ReplayError,
     describe_backend,
+    refuse_other_version,
+    rerunning,
     save_dispatch,
     save_on_request,
     vyre_version,
 )
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,6 +83,27 @@ def record_dispatch(path: str | Path, backend: BaseBackend, program: Program,
     return outs
 
 
+def file_kind(path: str | Path) -> str:
+    """"dispatch" (save_dispatch) or "pipeline" (vyre.tools.replay_pipeline) for a replay
+    file, by the manifest it holds; ReplayError if it is neither."""
+    p = Path(path)
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = set(z.namelist())
+    except FileNotFoundError:
+        raise ReplayError(f"{p}: no such replay file; check the path") from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ReplayError(f"{p}: not a readable vyre replay file ({exc}); it may be "
+                          "truncated: save it again") from None
+    if MANIFEST in names:
+        return "dispatch"
+    if PIPELINE_MANIFEST in names:
+        return "pipeline"
+    raise ReplayError(f"{p}: not a vyre replay file (it holds neither {MANIFEST} nor "
+                      f"{PIPELINE_MANIFEST}); write one with vyre.tools.replay.save_dispatch, "
+                      f"record_pipeline or ${ENV_REPLAY_DIR}")
+
+
 def load_dispatch(path: str | Path) -> SavedDispatch:
     """Read a replay file (refusing another format or vyre version, naming both)."""
     p = Path(path)
@@ -87,12 +114,7 @@ def load_dispatch(path: str | Path) -> SavedDispatch:
                 raise ReplayError(f"{p}: not a vyre replay file (format {doc.get('format')!r})"
                                   "; write one with vyre.tools.replay.save_dispatch or "
                                   f"${ENV_REPLAY_DIR}")
-            here = vyre_version()
-            if doc.get("vyre_version") != here or doc.get("version") != FORMAT_VERSION:
-                raise ReplayError(
-                    f"{p} was saved by vyre {doc.get('vyre_version')} (replay format "
-                    f"{doc.get('version')}); this is vyre {here} (format {FORMAT_VERSION}): "
-                    f"replay it with vyre {doc.get('vyre_version')}, or save it again here")
+            refuse_other_version(p, doc, "save it again here")
             arrays = {n[len("inputs/"):-4]: np.load(io.BytesIO(z.read(n)), allow_pickle=False)
                       for n in z.namelist() if n.startswith("inputs/")}
             outs = {n[len("outputs/"):-4]: np.load(io.BytesIO(z.read(n)), allow_pickle=False)
@@ -113,25 +135,29 @@ def load_dispatch(path: str | Path) -> SavedDispatch:
 
 @dataclass
 class ReplayResult:
-    """What a replay ran on, what it compared with, and every buffer that differs."""
+    """What a replay ran on, what it compared with, every buffer that differs and (with
+    the checked mode) the findings."""
 
     backend: str
     compared_with: str
     outputs: dict[str, np.ndarray]
     differences: list[str]
     seconds: float
+    findings: str = ""  # the checked mode's report ("" without --check, or when clean)
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.findings
 
     def __str__(self) -> str:
         head = (f"replayed on {self.backend} in {self.seconds:.3f}s, compared bit for bit "
                 f"with {self.compared_with}: ")
-        if self.ok:
-            return head + "identical"
-        return head + f"{len(self.differences)} buffer(s) differ\n" + "\n".join(
-            f"  - {d}" for d in self.differences)
+        if self.differences:
+            head += f"{len(self.differences)} buffer(s) differ\n" + "\n".join(
+                f"  - {d}" for d in self.differences)
+        else:
+            head += "identical"
+        return f"{head}\n{self.findings}" if self.findings else head
 
 
 def compare_bits(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -> list[str]:
@@ -150,9 +176,54 @@ def compare_bits(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) 
         gb = g.view(wb.dtype)
         bad = np.flatnonzero(wb != gb)
         if bad.size:
-            shown = ", ".join(f"[{i}] {g[i]!r} vs {w[i]!r}" for i in bad[:5])
+            shown = ", ".join(f"[{i}] {_pair(g[i], w[i], gb[i], wb[i])}" for i in bad[:5])
             out.append(f"{name}: {bad.size} of {w.size} elements differ: {shown}")
     return out
+
+
+def _pair(got: Any, want: Any, got_bits: Any, want_bits: Any) -> str:
+    """'got vs want' as their shortest text (2608.0 vs 6112.0), with the bits in hex where
+    the texts are alike (two NaNs)."""
+    a, b = str(got), str(want)
+    if a == b:
+        width = 2 * np.asarray(got_bits).itemsize
+        a, b = f"{a} (0x{int(got_bits):0{width}x})", f"{b} (0x{int(want_bits):0{width}x})"
+    return f"{a} vs {b}"
+
+
+def backend_for(spec: str | BaseBackend | None, saved_on: Mapping[str, Any],
+                check: bool) -> tuple[BaseBackend, bool]:
+    """The backend a replay runs on: `spec`, else the kind the file was saved from (the
+    reference with `check`); and whether we made it and must close it."""
+    if spec is None:
+        spec = "reference" if check else str(saved_on.get("kind") or "reference")
+    return _backend(spec, check)
+
+
+def collect_findings(run: Callable[[], T], check: bool) -> tuple[T, str]:
+    """`run()` (a replay's rerun: a failure it reproduces is not saved again), with `check`
+    the checked mode's warnings (every dispatch's, a pipeline's too) collected instead of
+    shown: its result and the findings' text ("" if none)."""
+    if not check:
+        with rerunning():
+            return run(), ""
+    with warnings.catch_warnings(record=True) as caught, rerunning():
+        warnings.simplefilter("always", CheckWarning)
+        out = run()
+    found = []
+    for w in caught:
+        if issubclass(w.category, CheckWarning):
+            found.append(str(w.message))
+        else:  # (someone else's warning: shown as it would have been)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out, "\n".join(found)
+
+
+def failed_rerun(backend: BaseBackend, exc: DispatchError, seconds: float) -> ReplayResult:
+    """The result of a rerun that raised DispatchError (nothing to compare: the error is
+    what the file reproduces)."""
+    return ReplayResult(backend.id, "nothing (the rerun raised)", {}, [], seconds,
+                        f"the rerun raised {type(exc).__name__}: {exc}")
 
 
 def _backend(spec: str | BaseBackend, check: bool = False) -> tuple[BaseBackend, bool]:
@@ -174,22 +245,18 @@ def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None
     """Rerun a saved dispatch on `backend` (default: the kind it was saved from, the
     reference with `check`) and compare bit for bit with `against`'s results when given,
     else with the saved outputs, else with the reference's. With `check`, the reference
-    runs in checked mode and its report is among the differences."""
+    runs in checked mode and its report is the result's `findings`."""
     saved = source if isinstance(source, SavedDispatch) else load_dispatch(source)
-    spec = backend or ("reference" if check else saved.backend.get("kind") or "reference")
-    be, close = _backend(spec, check)
+    be, close = backend_for(backend, saved.backend, check)
     closers = [be] if close else []
     try:
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            if check:  # the report goes into the result instead
-                warnings.simplefilter("ignore", CheckWarning)
-            got = be.dispatch(saved.program, saved.inputs, saved.config)
+        try:
+            got, findings = collect_findings(
+                lambda: be.dispatch(saved.program, saved.inputs, saved.config), check)
+        except DispatchError as exc:  # reproduced: a failed vyre.assert_, a device fault
+            return failed_rerun(be, exc, time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
-        diffs: list[str] = []
-        report = getattr(be, "last_check_report", None)
-        if check and report is not None and not report.ok:
-            diffs.append(str(report))
         if against is None and saved.outputs is not None:
             want, what = saved.outputs, (
                 f"the saved outputs (from {saved.backend.get('id', 'an unnamed backend')})")
@@ -198,13 +265,13 @@ def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None
             if close_other:
                 closers.append(other)
             want, what = other.dispatch(saved.program, saved.inputs, saved.config), other.id
-        diffs.extend(compare_bits(got, want))
-        return ReplayResult(be.id, what, got, diffs, seconds)
+        return ReplayResult(be.id, what, got, compare_bits(got, want), seconds, findings)
     finally:
         for b in closers:
             b.close()
 
 
-__all__ = ["ENV_REPLAY_DIR", "ReplayError", "ReplayResult", "SavedDispatch", "compare_bits",
-           "describe_backend", "load_dispatch", "record_dispatch", "replay", "save_dispatch",
-           "save_on_request"]
+__all__ = ["ENV_REPLAY_DIR", "FORMAT_VERSION", "ReplayError", "ReplayResult", "SavedDispatch",
+           "backend_for", "collect_findings", "compare_bits", "describe_backend", "failed_rerun",
+           "file_kind", "load_dispatch", "record_dispatch", "replay", "save_dispatch",
+           "save_on_request", "vyre_version"]

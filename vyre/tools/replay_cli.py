@@ -1,22 +1,27 @@
 """`vyre replay FILE [--backend B] [--against B2] [--check]` and `vyre check FILE`: the
-command-line side of vyre.tools.replay (exit 0: identical / no finding, 1: a difference or
-a finding, 2: the file or a backend could not be used, the message says why)."""
+command-line side of vyre.tools.replay and vyre.tools.replay_pipeline (a FILE is a saved
+dispatch or a recorded pipeline, told apart by its manifest; exit 0: identical / no
+finding, 1: a difference or a finding, 2: the file or a backend could not be used, the
+message says why)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from functools import partial
 from typing import TextIO
 
+from vyre.backend import BaseBackend
 from vyre.errors import BackendError
 
-from .replay import load_dispatch, replay
+from .replay import SavedDispatch, collect_findings, file_kind, load_dispatch, replay
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_replay_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a replay file (vyre.tools.replay.save_dispatch, "
-                   "$VYRE_REPLAY_DIR)")
+    p.add_argument("file", help="a replay file: a dispatch (vyre.tools.replay.save_dispatch, "
+                   "$VYRE_REPLAY_DIR) or a recorded pipeline (vyre.tools.replay_pipeline)")
     p.add_argument("--backend", metavar="NAME", help="the backend to rerun on (default: the "
                    "kind the file was saved from; the reference with --check)")
     p.add_argument("--against", metavar="NAME", help="compare with this backend's results "
@@ -26,9 +31,12 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
+    from .replay_pipeline import replay_pipeline
+
     try:
-        result = replay(args.file, backend=args.backend, against=args.against,
-                        check=args.check)
+        rerun = replay_pipeline if file_kind(args.file) == "pipeline" else replay
+        result = rerun(args.file, backend=args.backend, against=args.against,
+                       check=args.check)
     except BackendError as exc:
         print(f"vyre replay: {exc}", file=out)
         return EXIT_USAGE
@@ -36,36 +44,45 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def _dispatch_saved(backend: BaseBackend, saved: SavedDispatch) -> object:
+    return backend.dispatch(saved.program, saved.inputs, saved.config)
+
+
 def add_check_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a replay file to run on the reference in checked mode")
+    p.add_argument("file", help="a replay file (a dispatch or a recorded pipeline) to run "
+                   "on the reference in checked mode")
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     from vyre.backends.reference import ReferenceBackend
 
+    from .replay_pipeline import load_recorded, run_recorded
+
     try:
-        saved = load_dispatch(args.file)
+        if file_kind(args.file) == "pipeline":
+            doc, bufs, _ = load_recorded(args.file)
+            what = f"the pipeline of {len(doc['steps'])} step(s) in {args.file}"
+            run: Callable[[BaseBackend], object] = partial(run_recorded, doc=doc, bufs=bufs)
+        else:
+            saved = load_dispatch(args.file)
+            what = f"program {saved.program.name!r}"
+            run = partial(_dispatch_saved, saved=saved)
         be = ReferenceBackend(check="warn")
     except BackendError as exc:
         print(f"vyre check: {exc}", file=out)
         return EXIT_USAGE
     try:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the report is printed below, once
-            be.dispatch(saved.program, saved.inputs, saved.config)
-        report = be.last_check_report
+        _, findings = collect_findings(lambda: run(be), check=True)
     except BackendError as exc:
-        print(f"vyre check: running {saved.program.name!r} failed: {exc}", file=out)
+        print(f"vyre check: running {what} failed: {exc}", file=out)
         return EXIT_FAILED
     finally:
         be.close()
-    if report is None or report.ok:
-        print(f"checked mode: program {saved.program.name!r}: no race, uninitialised "
-              "read, out-of-bounds access or divergent barrier", file=out)
+    if not findings:
+        print(f"checked mode: {what}: no race, uninitialised read, out-of-bounds access or "
+              "divergent barrier", file=out)
         return EXIT_OK
-    print(report, file=out)
+    print(findings, file=out)
     return EXIT_FAILED
 
 

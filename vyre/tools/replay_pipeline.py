@@ -17,33 +17,36 @@ import json
 import time
 import zipfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vyre.backend import BaseBackend
+from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, IndirectGrid
+from vyre.debug.instrument import without_debug
+from vyre.errors import DispatchError
 from vyre.ir.serialize import from_json, to_json
-from vyre.pipeline import ReadRange, Step
+from vyre.pipeline import ReadRange, Step, as_read_range
+from vyre.replay_file import PIPELINE_MANIFEST, refuse_other_version, vyre_version
+from vyre.replay_file import npy_bytes as _npy
 
-from .replay import FORMAT_VERSION, ReplayError, ReplayResult, compare_bits, describe_backend
+from .replay import (
+    FORMAT_VERSION,
+    ReplayError,
+    ReplayResult,
+    backend_for,
+    collect_findings,
+    compare_bits,
+    describe_backend,
+    failed_rerun,
+)
 
 PIPELINE_FORMAT = "vyre.replay-pipeline"
-MANIFEST = "pipeline.json"
-
-
-def _vyre_version() -> str:
-    import vyre
-
-    return str(vyre.__version__)
-
-
-def _npy(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
-    return buf.getvalue()
+MANIFEST = PIPELINE_MANIFEST
 
 
 def _as_map(arg: Any, decls: Sequence[Any]) -> dict[str, BufferBase]:
@@ -52,10 +55,40 @@ def _as_map(arg: Any, decls: Sequence[Any]) -> dict[str, BufferBase]:
     return {d.name: b for d, b in zip(decls, arg)}
 
 
-def record_pipeline(path: str | Path, backend: BaseBackend, steps: Sequence[Step],
-                    repeat: int = 1, read: Sequence[ReadRange] = ()) -> list[np.ndarray]:
-    """Run the pipeline on `backend` and save it (with the buffers' contents before the run
-    and the reads after it) as one file; returns the reads."""
+def _as_step(s: Step | BoundDispatch) -> Step:
+    """A bound dispatch as the Step it was bound from (buffers by declaration)."""
+    if isinstance(s, Step):
+        return s
+    named = dict(zip((d.name for d in s.program.buffers), s.buffers))
+    return Step(s.program, {d.name: named[d.name] for d in s.program.inputs},
+                {d.name: named[d.name] for d in s.program.outputs}, s.config)
+
+
+@dataclass
+class PipelineRecord:
+    """A pipeline's description for a replay file: its steps (programs in the wire format,
+    buffers as numbers into `buffers`), repeat and reads; the buffers themselves are read
+    by the caller (their contents before the run)."""
+
+    steps: list[dict[str, Any]]
+    reads: list[dict[str, Any]]
+    buffers: list[BufferBase]
+    repeat: int
+
+    def manifest(self, backend: BaseBackend) -> dict[str, Any]:
+        return {"format": PIPELINE_FORMAT, "version": FORMAT_VERSION,
+                "vyre_version": vyre_version(), "backend": describe_backend(backend),
+                "repeat": self.repeat, "steps": self.steps, "reads": self.reads}
+
+    def before(self, backend: BaseBackend) -> list[np.ndarray]:
+        """Every buffer's bytes now (before the run)."""
+        return backend.read_many([ReadRange(b, 0, None, np.uint8) for b in self.buffers])
+
+
+def describe_pipeline(steps: Sequence[Step | BoundDispatch], repeat: int = 1,
+                      read: Sequence[Any] = ()) -> PipelineRecord:
+    """What a replay file says of a pipeline run (its reads: ReadRanges or buffers, as
+    Pipeline.run takes them)."""
     buffers: list[BufferBase] = []
     index: dict[int, int] = {}
 
@@ -66,7 +99,7 @@ def record_pipeline(path: str | Path, backend: BaseBackend, steps: Sequence[Step
         return index[id(b)]
 
     step_docs = []
-    for s in steps:
+    for s in map(_as_step, steps):
         if isinstance(s.config.grid, IndirectGrid):
             raise ReplayError("a pipeline step with an indirect grid cannot be saved for "
                               "replay; give it DispatchConfig(grid=(x, y, z))")
@@ -75,40 +108,50 @@ def record_pipeline(path: str | Path, backend: BaseBackend, steps: Sequence[Step
         step_docs.append({"program": json.loads(to_json(s.program)), "inputs": ins,
                           "outputs": outs, "grid": list(s.config.grid),
                           "params": dict(s.config.params), "index_param": s.index_param})
-    for r in read:
-        number(r.buffer)
-    before = backend.read_many([ReadRange(b, 0, None, np.uint8) for b in buffers])
-    result = backend.pipeline(list(steps)).run(repeat, list(read))
-    doc = {
-        "format": PIPELINE_FORMAT, "version": FORMAT_VERSION, "vyre_version": _vyre_version(),
-        "backend": describe_backend(backend), "repeat": repeat, "steps": step_docs,
-        "reads": [{"buffer": index[id(r.buffer)], "offset": r.offset, "length": r.length,
-                   "dtype": None if r.dtype is None else np.dtype(r.dtype).str}
-                  for r in read],
-    }
+    reads = [{"buffer": number(r.buffer), "offset": r.offset, "length": r.length,
+              "dtype": None if r.dtype is None else np.dtype(r.dtype).str}
+             for r in map(as_read_range, read)]
+    return PipelineRecord(step_docs, reads, buffers, repeat)
+
+
+def write_pipeline_file(path: str | Path, doc: Mapping[str, Any],
+                        before: Sequence[np.ndarray], reads: Sequence[np.ndarray]) -> Path:
+    """One pipeline replay file: the manifest, the buffers before the run, the reads."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".partial")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(MANIFEST, json.dumps(doc, indent=1, allow_nan=True))
+        z.writestr(MANIFEST, json.dumps(dict(doc), indent=1, allow_nan=True))
         for i, raw in enumerate(before):
             z.writestr(f"buffers/{i}.npy", _npy(raw))
-        for i, got in enumerate(result.reads):
+        for i, got in enumerate(reads):
             z.writestr(f"reads/{i}.npy", _npy(got))
-    tmp.replace(p)
+    tmp.replace(p)  # never a half-written file under the real name
+    return p
+
+
+def record_pipeline(path: str | Path, backend: BaseBackend,
+                    steps: Sequence[Step | BoundDispatch], repeat: int = 1,
+                    read: Sequence[Any] = ()) -> list[np.ndarray]:
+    """Run the pipeline on `backend` and save it (with the buffers' contents before the run
+    and the reads after it) as one file; returns the reads."""
+    rec = describe_pipeline(steps, repeat, read)
+    before = rec.before(backend)
+    result = backend.pipeline(list(steps)).run(repeat, list(read))
+    write_pipeline_file(path, rec.manifest(backend), before, result.reads)
     return list(result.reads)
 
 
-def _load(path: Path) -> tuple[dict[str, Any], list[np.ndarray], list[np.ndarray]]:
+def load_recorded(path: str | Path) -> tuple[dict[str, Any], list[np.ndarray], list[np.ndarray]]:
+    """A recorded pipeline's manifest, buffers (before the run) and saved reads."""
+    path = Path(path)
     try:
         with zipfile.ZipFile(path) as z:
             doc = json.loads(z.read(MANIFEST))
-            if doc.get("vyre_version") != _vyre_version() or doc.get("version") != FORMAT_VERSION:
-                raise ReplayError(
-                    f"{path} was saved by vyre {doc.get('vyre_version')} (replay format "
-                    f"{doc.get('version')}); this is vyre {_vyre_version()} (format "
-                    f"{FORMAT_VERSION}): replay it with vyre {doc.get('vyre_version')}, or "
-                    "record it again here")
+            if doc.get("format") != PIPELINE_FORMAT:
+                raise ReplayError(f"{path}: not a vyre pipeline replay file (format "
+                                  f"{doc.get('format')!r}); record one with record_pipeline")
+            refuse_other_version(path, doc, "record it again here")
             bufs = [np.load(io.BytesIO(z.read(f"buffers/{i}.npy")), allow_pickle=False)
                     for i in range(sum(1 for n in z.namelist() if n.startswith("buffers/")))]
             reads = [np.load(io.BytesIO(z.read(f"reads/{i}.npy")), allow_pickle=False)
@@ -121,14 +164,18 @@ def _load(path: Path) -> tuple[dict[str, Any], list[np.ndarray], list[np.ndarray
     return doc, bufs, reads
 
 
-def _run_on(backend: BaseBackend, doc: dict[str, Any],
-            bufs: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_recorded(backend: BaseBackend, doc: Mapping[str, Any], bufs: Sequence[np.ndarray],
+                 quiet: bool = False) -> list[np.ndarray]:
+    """Run a recorded pipeline (`doc`, the buffers' bytes before it) on `backend`; its
+    reads. `quiet`: the steps without their vyre.print / vyre.assert_ (a shadow run)."""
     dev = [backend.allocate_device_buffer(max(1, b.nbytes)) for b in bufs]
     try:
         backend.write_many([(d, b, 0) for d, b in zip(dev, bufs) if b.nbytes])
         steps = []
         for s in doc["steps"]:
             program = from_json(json.dumps(s["program"], allow_nan=True))
+            if quiet:
+                program = without_debug(program)
             steps.append(Step(program, {k: dev[i] for k, i in s["inputs"].items()},
                               {k: dev[i] for k, i in s["outputs"].items()},
                               DispatchConfig(grid=tuple(s["grid"]), params=s["params"]),
@@ -142,20 +189,24 @@ def _run_on(backend: BaseBackend, doc: dict[str, Any],
             backend.free(d)
 
 
-def replay_pipeline(path: str | Path, backend: str | BaseBackend = "reference",
-                    against: str | BaseBackend | None = None) -> ReplayResult:
-    """Rerun a recorded pipeline on `backend` and compare its reads bit for bit with the
-    saved ones, or with `against`'s when given."""
+def replay_pipeline(path: str | Path, backend: str | BaseBackend | None = None,
+                    against: str | BaseBackend | None = None,
+                    check: bool = False) -> ReplayResult:
+    """Rerun a recorded pipeline on `backend` (default: the kind it was recorded on, the
+    reference with `check`) and compare its reads bit for bit with the saved ones, or with
+    `against`'s when given. With `check`, the reference runs every step in checked mode and
+    the findings are the result's `findings`."""
     from vyre.registry import get_backend
 
-    doc, bufs, saved = _load(Path(path))
-    made: list[BaseBackend] = []
+    doc, bufs, saved = load_recorded(path)
+    be, close = backend_for(backend, doc.get("backend") or {}, check)
+    made = [be] if close else []
     try:
-        be = backend if isinstance(backend, BaseBackend) else get_backend(backend)
-        if be is not backend:
-            made.append(be)
         t0 = time.perf_counter()
-        got = _run_on(be, doc, bufs)
+        try:
+            got, findings = collect_findings(lambda: run_recorded(be, doc, bufs), check)
+        except DispatchError as exc:  # reproduced: a failed vyre.assert_, a device fault
+            return failed_rerun(be, exc, time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if against is None:
             want, what = saved, f"the saved reads (from {doc['backend'].get('id')})"
@@ -163,14 +214,15 @@ def replay_pipeline(path: str | Path, backend: str | BaseBackend = "reference",
             other = against if isinstance(against, BaseBackend) else get_backend(against)
             if other is not against:
                 made.append(other)
-            want, what = _run_on(other, doc, bufs), other.id
+            want, what = run_recorded(other, doc, bufs), other.id
         diffs = compare_bits({f"read {i}": g for i, g in enumerate(got)},
                              {f"read {i}": w for i, w in enumerate(want)})
         return ReplayResult(be.id, what, {f"read {i}": g for i, g in enumerate(got)}, diffs,
-                            seconds)
+                            seconds, findings)
     finally:
         for b in made:
             b.close()
 
 
-__all__ = ["record_pipeline", "replay_pipeline"]
+__all__ = ["PipelineRecord", "describe_pipeline", "load_recorded", "record_pipeline", "replay_pipeline",
+           "run_recorded", "write_pipeline_file"]
