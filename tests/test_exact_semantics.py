@@ -5,6 +5,9 @@ the reference, bit for bit (the sign of zero included):
   33 / 33 (so i32(a / b) is 1), subnormal and overflowing quotients, random pairs;
   float rem by its step-by-step definition.
 - pow(+-0, y) and sin / tan of -0 keep C99 Annex F's signs.
+- f64 and f32 trunc / round / floor / ceil / rem on the input classes lavapipe's f64 trunc
+  and round got wrong on a host without AVX-512 (zero results' signs, fractions from 2^24
+  up, ties and values just off a half, quotients from 2^24 up), against NumPy.
 - Long loops: exact, or a DispatchError naming the adapter's loop limit (never truncated).
 - f32 atomic add on a workgroup array.
 - Indirect grids over the per-dimension limit: exact, or a DispatchError naming the limit.
@@ -19,7 +22,7 @@ import vyre
 from vyre import DispatchConfig, IndirectGrid, ProgramBuilder, ScalarType
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu.divsqrt import div_cases, random_f32, sqrt_cases
-from vyre.builder import pow_, sin, tan
+from vyre.builder import ceil, floor, pow_, round_, sin, tan, trunc
 from vyre.errors import DispatchError
 from vyre.tools.testing import (
     EXACT,
@@ -124,6 +127,78 @@ def test_pow_sin_tan_signed_zero(backend: BaseBackend, reference: BaseBackend) -
     _same_bits(got["o"], want["o"], f"pow vs reference on {backend.id}")
     assert np.all(np.signbit(got["s"]) == np.signbit(np.concatenate([x, x])))
     _same_bits(got["s"], want["s"], f"sin/tan on {backend.id}")
+
+
+_ROUNDINGS = {"trunc": (trunc, np.trunc), "round": (round_, np.rint),  # rint: half to even
+              "floor": (floor, np.floor), "ceil": (ceil, np.ceil)}
+_TIES = [0, 1, 2, 3, 1000, 1001, 2**23 - 1, 2**23, 2**24 + 1, 2**31, 2**31 + 1, 2**51 - 1]
+_NEAR = [0, 1, 2, 7, 2**20, 2**30]
+_QUOTIENTS = ([-3.196599712101136e16, 1974014629615873.8, 12770649328890.14, 8.51336337146153e17,
+               -5.741788563365982e170, 606205515.1401901, 2.0**40 + 0.5],
+              [-62688.5, 33353.0, 158897.75, -212654.25, -3.5985691916990045e160, 3.0, 0.75])
+# x by input class (y = 1 for rem, except where given): what lavapipe's f64 trunc / round
+# got wrong on a host without AVX-512 (render.py, vy_trunc_f64), both signs throughout
+_ROUNDING_CLASSES: dict[str, tuple[list[float], list[float] | None]] = {
+    # |x| < 1: a zero of x's sign (trunc(-0.5) was +0), 0.5 to the even 0, -0 % 1 = +0
+    "zero_results": ([-0.0, 0.0, -0.3, -0.5, -0.7, -0.99999999, -1e-300, -5e-324, 0.3, 0.5,
+                      0.7, 0.99999999, 1e-300], None),
+    # 2^24 < |x| < 2^52: trunc and round kept x as it was
+    "fractions_above_2^24": ([s * (2.0**k + f) for k in range(24, 52) for f in (0.25, 0.5, 0.75)
+                              for s in (1, -1)], None),
+    # k + 1/2 goes to the even neighbour (round took every tie toward zero)
+    "ties": ([s * (k + 0.5) for k in _TIES for s in (1, -1)], None),
+    # just off a half (round added 0.49999997: k + 0.50000001 went down)
+    "near_half": ([s * v for k in _NEAR for v in (np.nextafter(k + 0.5, np.inf),
+                                                 np.nextafter(k + 0.5, -np.inf), k + 0.50000001)
+                   for s in (1, -1)], None),
+    # integral from 2^52 up, and the specials: x itself
+    "integral_and_special": ([2.0**52, -2.0**52, 2.0**52 + 1, 2.0**53, -(2.0**53 + 2), 1e300,
+                              -1.7976931348623157e308, np.inf, -np.inf, np.nan, 1.0, -1.0,
+                              16777217.0], None),
+    # rem = a - b * trunc(a / b) with a / b above 2^24: it came out 0
+    "quotients_above_2^24": _QUOTIENTS,
+}
+
+
+def _rounding_program(ty: ScalarType) -> vyre.Program:
+    k = ProgramBuilder(f"rounding_{ty}", workgroup_size=64)
+    xb, yb = k.buffer("x", ty), k.buffer("y", ty)
+    outs = {name: k.buffer(name, ty, "write") for name in (*_ROUNDINGS, "rem")}
+    i = k.global_linear_id()
+    with k.if_(i < xb.length()):
+        for name, (fn, _) in _ROUNDINGS.items():
+            outs[name][i] = fn(xb[i])
+        outs["rem"][i] = xb[i] % yb[i]
+    return k.build()
+
+
+@pytest.mark.parametrize("cls", list(_ROUNDING_CLASSES))
+@pytest.mark.parametrize("ty", [ScalarType.F64, F32], ids=str)
+def test_rounding_and_rem_by_input_class(backend: BaseBackend, reference: BaseBackend,
+                                         ty: ScalarType, cls: str) -> None:
+    """floor, ceil, trunc, round (half to even) and rem (a - b * trunc(a / b), step by step)
+    against NumPy's and the reference's bits, zeros' signs included (f32: the same values,
+    rounded to f32; none is subnormal there, so flush mode cannot change them)."""
+    _need(backend, ty)
+    xs, ys = _ROUNDING_CLASSES[cls]
+    with np.errstate(over="ignore"):
+        x = np.array(xs, np.float64).astype(ty.numpy)
+        y = np.ones_like(x) if ys is None else np.array(ys, np.float64).astype(ty.numpy)
+    n = x.size
+    got, want = _run(backend, reference, _rounding_program(ty),
+                     {"x": x, "y": y, **dict.fromkeys((*_ROUNDINGS, "rem"), n)},
+                     DispatchConfig(grid=-(-n // 64)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected = {name: np_fn(x) for name, (_, np_fn) in _ROUNDINGS.items()}
+        expected["rem"] = x - y * np.trunc(x / y)
+    wrong = []  # (every operation's verdict: one wrong operation does not hide another)
+    for name, e in expected.items():
+        for on, out in ((backend.id, got[name]), ("the reference", want[name])):
+            try:
+                _same_bits(out, e, f"{ty} {name} of {cls} on {on}")
+            except AssertionError as exc:
+                wrong.append(str(exc).splitlines()[0])
+    assert not wrong, "\n".join(wrong)
 
 
 def _loop_limit(be: BaseBackend) -> int | None:

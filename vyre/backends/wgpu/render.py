@@ -1038,6 +1038,45 @@ def _fma_f64(ctx: _Ctx) -> str:
     )
 
 
+# f64 trunc and round (half to even) are vyre's on every device with i64: lavapipe's own
+# are wrong on a host without AVX-512. llvmpipe evaluates f64 in vectors of 8 lanes (512
+# bits); where the CPU has no rounding instruction of that width, gallivm's lp_build_trunc
+# / lp_build_round fall back to an f32-era emulation (a conversion through i64 and back,
+# and |x| > 2^24 kept as it is): a zero result loses x's sign (trunc(-0.5) = +0), every
+# |x| in (2^24, 2^52) keeps its fraction (trunc(2^24 + 0.5) = 2^24 + 0.5, so rem's
+# a - b * trunc(a / b) came out 0), and round adds nextafterf(0.5, 0) = 0.49999997 and
+# truncates (a tie goes toward zero, 2.5000000001 to 2). floor and ceil are right there
+# (gallivm calls LLVM's floor / ceil for 64-bit types), and f32 has rounding instructions
+# at its width (256 bits) on every x86-64 with AVX. vyre's: |x| + 2^52 - 2^52 rounds |x|
+# to an integer (half to even) below 2^52, which needs only a correctly rounded f64
+# addition (Vulkan requires it; vyre.lower.maths's exact functions rely on the same sum,
+# on every backend); the fences keep a compiler from folding the sum away, and the sign
+# is x's bit. Cheaper than lavapipe's own emulation (docs/perf-notes.md); a device with
+# f64 but no i64 keeps its own.
+def _integral_f64(ctx: _Ctx, fn: str) -> str:
+    """The helper computing f64 `fn` (trunc or round) exactly (see above)."""
+    f0, f1 = _fence_fn(ctx, T.F64, 0), _fence_fn(ctx, T.F64, 1)
+    two52 = "4503599627370496.0lf"
+    if fn == "trunc":  # (r - 1 is exact: r > a >= 0 makes r >= 1)
+        name, res = "vy_trunc_f64", "t"
+        last = (f"    let fr = {f0}(r);\n"
+                "    let t = select(r, fr - 1.0lf, fr > a);  // rounded up: the integer below\n")
+    else:
+        name, res, last = "vy_round_even_f64", "r", ""
+    return _helper(
+        ctx, name,
+        f"fn {name}(x: f64) -> f64 {{\n"
+        "    let u = bitcast<u64>(x);\n"
+        "    let a = bitcast<f64>(u & 0x7ffffffffffffffflu);  // |x|\n"
+        "    // a < 2^52: the sum's ulp is 1, so it is a rounded to an integer, half to even\n"
+        f"    let r = {f1}({f0}(a) + {two52}) - {two52};\n"
+        + last +
+        "    // from 2^52 up (inf and NaN included) x is integral; the sign is x's\n"
+        f"    let m = select({res}, a, !(a < {two52}));\n"
+        "    return bitcast<f64>(bitcast<u64>(m) | (u & 0x8000000000000000lu));\n}",
+    )
+
+
 # ------------------------------------------------------------------ expressions
 
 
@@ -1439,6 +1478,9 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         return f"{_float_abs(ctx, ty)}({args[0]})"
     if fn == "fma" and ty is T.F32 and ctx.fma_fused and ctx.minimal:
         return _fma_minimal(ctx, e, args)
+    if fn in ("trunc", "round") and ty is T.F64 and ctx.wide_ok:  # (it fences its own
+        # float operations; x is read as bits)
+        return f"{_integral_f64(ctx, fn)}({args[0]})"
     fa = [_fenced(ctx, ty, a, k) for k, a in enumerate(args)]
     if fn == "clamp":
         mx = _float_minmax(ctx, "max", ct)
