@@ -1,7 +1,8 @@
-"""Hostile rows for order-independent f32 atomic adds (issue 32 item 6): a program that
+"""Hostile rows for order-independent float atomic adds (issue 32 item 6): a program that
 also loads, stores or relaxed-adds a buffer its exact adds target would see a half-done
-sum; it is refused naming both ways out. Loaded by tests/test_hostile.py (rows: id,
-call(ctx), class, phrases)."""
+sum; it is refused naming both ways out. An f64 add whose old value is read (f64 has no
+order-dependent atomic) is refused saying what to do. Loaded by tests/test_hostile.py
+(rows: id, call(ctx), class, phrases)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 
 import vyre
-from vyre import Buffer, InOut, ProgramBuilder, ScalarType, f32
+from vyre import Buffer, InOut, Output, ProgramBuilder, ScalarType, f32, f64
 from vyre.errors import InvalidProgram
 
 
@@ -43,6 +44,14 @@ def _relaxed_and_exact(c: Any) -> Any:
                         vyre.DispatchConfig(grid=(1, 1, 1)))
 
 
+def _f64_old_value_read(c: Any) -> Any:
+    @vyre.kernel
+    def k(x: Buffer[f64], y: InOut[f64], o: Output[f64]) -> None:
+        i = vyre.global_linear_id()
+        o[i] = y.atomic_add(0, x[i])
+    return k.program
+
+
 ROWS: list[Any] = [
     ("exact f32 add and a load of its buffer", _load_after_add, InvalidProgram,
      ("a load", "order-independent", "separate dispatch", "atomic_add_relaxed")),
@@ -50,4 +59,6 @@ ROWS: list[Any] = [
      ("a store", "separate dispatch", "atomic_add_relaxed")),
     ("exact and relaxed f32 adds on one buffer", _relaxed_and_exact, InvalidProgram,
      ("relaxed atomic add", "'y'", "atomic_add_relaxed")),
+    ("f64 atomic add whose old value is read", _f64_old_value_read, InvalidProgram,
+     ("f64 atomic add", "old value is read", "only order-independent", "f32 buffer")),
 ]

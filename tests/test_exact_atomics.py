@@ -13,18 +13,18 @@ import vyre
 from vyre import DispatchConfig, InvalidProgram, ProgramBuilder, ScalarType, Step
 from vyre.backend import BaseBackend
 from vyre.backends.reference import ReferenceBackend
-from vyre.lower.exact_sum import FINALIZE, plan_for
+from vyre.lower.exact_sum import FINALIZE, FINALIZE_F64, plan_for
 
-F32, U32 = ScalarType.F32, ScalarType.U32
+F32, U32, F64 = ScalarType.F32, ScalarType.U32, ScalarType.F64
 WG = 64
-_MAX = Fraction(2) ** 128 - Fraction(2) ** 103  # halfway between FLT_MAX and 2^128
 
 
-def _round_f32(x: Fraction, flush: bool = False) -> np.float32:
-    """x rounded once to f32, nearest even (gradual underflow; `flush`: a tiny result is
-    a zero of its sign)."""
+def _round(x: Fraction, dt: type = np.float32, flush: bool = False) -> np.floating:
+    """x rounded once to float type `dt` (np.float32 / np.float64), nearest even (gradual
+    underflow; `flush`: a tiny result is a zero of its sign)."""
+    info = np.finfo(dt)
     if x == 0:
-        return np.float32(0.0)
+        return dt(0.0)
     sign = -1 if x < 0 else 1
     a = abs(x)
     e = a.numerator.bit_length() - a.denominator.bit_length()
@@ -32,31 +32,35 @@ def _round_f32(x: Fraction, flush: bool = False) -> np.float32:
         e -= 1
     while Fraction(2) ** (e + 1) <= a:
         e += 1
-    if a >= _MAX:
-        return np.float32(sign * np.inf)
-    q = a / Fraction(2) ** (max(e, -126) - 23)
+    # halfway between the largest float and 2^maxexp rounds to inf
+    if a >= Fraction(2) ** info.maxexp - Fraction(2) ** (info.maxexp - info.nmant - 2):
+        return dt(sign * np.inf)
+    q = a / Fraction(2) ** (max(e, info.minexp) - info.nmant)
     whole, rem = divmod(q.numerator, q.denominator)
     if 2 * rem > q.denominator or (2 * rem == q.denominator and whole % 2):
         whole += 1
-    out = np.float32(sign * float(Fraction(whole) * Fraction(2) ** (max(e, -126) - 23)))
-    if flush and abs(out) < np.finfo(np.float32).tiny:
-        return np.float32(-0.0 if sign < 0 else 0.0)
+    out = dt(sign * float(Fraction(whole) * Fraction(2) ** (max(e, info.minexp) - info.nmant)))
+    if flush and abs(out) < info.tiny:
+        return dt(-0.0 if sign < 0 else 0.0)
     return out
-
-
-def _is_sub(x: np.float32) -> bool:
-    return x != 0 and abs(x) < np.finfo(np.float32).tiny
 
 
 def oracle(init: np.ndarray, keys: np.ndarray, vals: np.ndarray,
            flush: bool = False) -> np.ndarray:
     """docs/IR.md "Atomic": round(init + exact sum); an exact zero sum keeps the bits;
-    IEEE specials; in flush mode subnormal operands read as zeros of their sign."""
+    IEEE specials; in flush mode subnormal operands read as zeros of their sign. Keys past
+    the end add nothing; the float type is init's."""
+    dt = init.dtype.type
+    tiny = np.finfo(dt).tiny
+
+    def sub(v: np.floating) -> bool:
+        return bool(v != 0 and abs(v) < tiny)
+
     out = init.copy()
-    for b in range(len(init)):
+    for b in np.unique(keys[keys < len(init)]):
         mine = vals[keys == b]
         x = init[b]
-        if np.isnan(x) or (not mine.size):
+        if np.isnan(x):
             continue
         nan = bool(np.isnan(mine).any())
         pinf, ninf = bool((mine == np.inf).any()), bool((mine == -np.inf).any())
@@ -67,18 +71,18 @@ def oracle(init: np.ndarray, keys: np.ndarray, vals: np.ndarray,
         if pinf or ninf:
             out[b] = np.inf if pinf else -np.inf
             continue
-        s = sum((Fraction(float(v)) for v in mine if not (flush and _is_sub(v))), Fraction(0))
+        s = sum((Fraction(float(v)) for v in mine if not (flush and sub(v))), Fraction(0))
         if s == 0:
             continue
-        xi = Fraction(0) if flush and _is_sub(x) else Fraction(float(x))
-        out[b] = _round_f32(xi + s, flush)
+        xi = Fraction(0) if flush and sub(x) else Fraction(float(x))
+        out[b] = _round(xi + s, dt, flush)
     return out
 
 
-def histogram(name: str = "exact_hist") -> vyre.Program:
+def histogram(name: str = "exact_hist", ty: ScalarType = F32) -> vyre.Program:
     k = ProgramBuilder(name, workgroup_size=WG)
-    v, key = k.buffer("vals", F32), k.buffer("keys", U32)
-    h = k.buffer("hist", F32, "read_write")
+    v, key = k.buffer("vals", ty), k.buffer("keys", U32)
+    h = k.buffer("hist", ty, "read_write")
     i = k.global_linear_id()
     with k.if_(i < v.length()):
         h.atomic_add(key[i], v[i])
@@ -88,38 +92,63 @@ def histogram(name: str = "exact_hist") -> vyre.Program:
 def run(be: BaseBackend, vals: np.ndarray, keys: np.ndarray, init: np.ndarray,
         program: vyre.Program | None = None) -> np.ndarray:
     cfg = DispatchConfig.for_elements(len(vals), WG)
-    return be.dispatch(program or histogram(), {"vals": vals, "keys": keys,
-                                               "hist": init.copy()}, cfg)["hist"]
+    if program is None:
+        program = histogram("exact_hist_f64", F64) if init.dtype == np.float64 else histogram()
+    return be.dispatch(program, {"vals": vals, "keys": keys, "hist": init.copy()},
+                       cfg)["hist"]
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Bit-identical, any NaN equal to any NaN (the IR leaves a NaN's payload open)."""
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    """Bit-identical (f32, or f64 when both are), any NaN equal to any NaN (the IR leaves
+    a NaN's payload open)."""
+    dt = np.float64 if np.asarray(a).dtype == np.asarray(b).dtype == np.float64 else np.float32
+    a, b = np.asarray(a, dt), np.asarray(b, dt)
     nan = np.isnan(a)
+    bits = np.uint64 if dt is np.float64 else np.uint32
     return bool(np.array_equal(nan, np.isnan(b))
-                and np.array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32)))
+                and np.array_equal(a[~nan].view(bits), b[~nan].view(bits)))
 
 
-def _wide_values(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Values over the whole exponent range, both signs, subnormals among them."""
-    mant = rng.integers(0, 1 << 23, n, dtype=np.uint64)
-    exp = rng.integers(0, 255, n, dtype=np.uint64)
+def _wide_values(rng: np.random.Generator, n: int, dt: type = np.float32) -> np.ndarray:
+    """Finite values over the whole exponent range, both signs, subnormals among them."""
+    width, mbits = (64, 52) if dt is np.float64 else (32, 23)
+    mant = rng.integers(0, 1 << mbits, n, dtype=np.uint64)
+    exp = rng.integers(0, (1 << (width - mbits - 1)) - 1, n, dtype=np.uint64)
     sign = rng.integers(0, 2, n, dtype=np.uint64)
-    return ((sign << 31) | (exp << 23) | mant).astype(np.uint32).view(np.float32)
+    bits = (sign << np.uint64(width - 1)) | (exp << np.uint64(mbits)) | mant
+    return bits.astype(np.uint64 if width == 64 else np.uint32).view(dt)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_histogram_equals_exact_oracle_in_every_order(backend: BaseBackend, seed: int) -> None:
+def flushes(backend: BaseBackend, dt: type) -> bool:
+    """Whether `backend`'s arithmetic flushes `dt`'s subnormals (NVIDIA's Vulkan driver:
+    f32), so that it computes docs/IR.md's flush mode."""
+    name = "f64" if dt is np.float64 else "f32"
+    return name in backend.capabilities().details.get("flushes_subnormals", ())
+
+
+def need(backend: BaseBackend, dt: type) -> None:
+    """Skip, saying why, where `backend` cannot sum `dt` exactly (f64 needs features f64
+    and i64: the value's bits are split with u64 operations)."""
+    if dt is np.float64:
+        missing = {"f64", "i64"} - set(backend.capabilities().features)
+        if missing:
+            pytest.skip(f"{backend.id} does not report {sorted(missing)}, which f64 atomic "
+                        "adds need")
+
+
+@pytest.mark.parametrize(("seed", "dt"), [(0, np.float32), (1, np.float32), (2, np.float64)])
+def test_histogram_equals_exact_oracle_in_every_order(backend: BaseBackend, seed: int,
+                                                     dt: type) -> None:
     """Many values of mixed sign and magnitude into 16 bins: the correctly rounded exact sum,
     bit for bit, whatever order the values come in (relaxed float atomics differ by run)."""
+    need(backend, dt)
     rng = np.random.default_rng(seed)
     n, bins = 4096, 16
-    vals = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(np.float32)
-    vals[::7] = _wide_values(rng, len(vals[::7]))
-    vals[np.isinf(vals) | np.isnan(vals)] = 1.5
+    vals = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(dt)
+    vals[::7] = _wide_values(rng, len(vals[::7]), dt)
     keys = rng.integers(0, bins, n).astype(np.uint32)
-    init = rng.standard_normal(bins).astype(np.float32)
-    want = oracle(init, keys, vals)
+    init = rng.standard_normal(bins).astype(dt)
+    want = oracle(init, keys, vals, flush=flushes(backend, dt))
     for _ in range(3):
         perm = rng.permutation(n)
         got = run(backend, vals[perm], keys[perm], init)
@@ -187,25 +216,29 @@ def test_out_of_range_index_does_nothing(backend: BaseBackend) -> None:
     assert got.tolist() == [16.0, 16.0]
 
 
-def test_flush_mode_reads_subnormals_as_zero() -> None:
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_flush_mode_reads_subnormals_as_zero(dt: type) -> None:
     """In flush mode (docs/IR.md): subnormal values add nothing, a subnormal initial value
-    is read as a zero, and a tiny result becomes a zero of its sign."""
-    flushing = ReferenceBackend("reference[flush]", flush_subnormals=frozenset({F32}),
+    is read as a zero, and a tiny result becomes a zero of its sign (f64 on a reference
+    flushing f64: no device we know does, the rules are the type's own)."""
+    ty = F64 if dt is np.float64 else F32
+    flushing = ReferenceBackend(f"reference[flush {ty.value}]", flush_subnormals=frozenset({ty}),
                                 flush_tininess="after rounding")
     try:
-        sub = np.float32(2.0**-140)
+        tiny = float(np.finfo(dt).tiny)  # 2^-126, 2^-1022
+        sub = tiny * 2.0**-14
         cases = [
             ([sub, 1.0], [0.0], 1.0),
-            ([1.5 * 2.0**-126, -(2.0**-126)], [0.0], 0.0),  # tiny exact sum 2^-127 -> 0
-            ([-1.5 * 2.0**-126, 2.0**-126], [0.0], -0.0),
+            ([1.5 * tiny, -tiny], [0.0], 0.0),  # tiny exact sum tiny / 2 -> 0
+            ([-1.5 * tiny, tiny], [0.0], -0.0),
             ([1.0], [sub], 1.0),
         ]
         for vals, init, want in cases:
-            v = np.array(vals, np.float32)
-            got = run(flushing, v, np.zeros(len(v), np.uint32), np.array(init, np.float32))
-            assert same_bits(got, np.array([want], np.float32)), (vals, got, want)
-            assert same_bits(got, oracle(np.array(init, np.float32),
-                                         np.zeros(len(v), np.uint32), v, flush=True))
+            v = np.array(vals, dt)
+            got = run(flushing, v, np.zeros(len(v), np.uint32), np.array(init, dt))
+            assert same_bits(got, np.array([want], dt)), (vals, got, want)
+            assert same_bits(got, oracle(np.array(init, dt), np.zeros(len(v), np.uint32), v,
+                                         flush=True))
     finally:
         flushing.close()
 
@@ -333,8 +366,8 @@ def test_backends_agree_bit_for_bit(backends: dict[str, BaseBackend]) -> None:
     vals[~np.isfinite(vals)] = np.float32(-7.25)
     keys = rng.integers(0, 32, len(vals)).astype(np.uint32)
     init = rng.standard_normal(32).astype(np.float32)
-    want = oracle(init, keys, vals)
     for name, be in backends.items():
+        want = oracle(init, keys, vals, flush=flushes(be, np.float32))
         assert same_bits(run(be, vals, keys, init), want), name
 
 
@@ -343,19 +376,21 @@ def test_plan_programs_compile_for_cuda() -> None:
     cuda = pytest.importorskip("vyre.backends.cuda")
     try:
         for prog in (plan_for(histogram()).main, FINALIZE,  # type: ignore[union-attr]
-                     plan_for(shared_histogram()).main):  # type: ignore[union-attr]
+                     plan_for(shared_histogram()).main,  # type: ignore[union-attr]
+                     plan_for(histogram("exact_hist_f64", F64)).main,  # type: ignore[union-attr]
+                     FINALIZE_F64):
             cuda.compile_program(prog, "sm_90")
     except vyre.BackendUnavailable as exc:  # pragma: no cover - no NVRTC here
         pytest.skip(str(exc))
 
 
-def shared_histogram() -> vyre.Program:
+def shared_histogram(ty: ScalarType = F32, add_out: bool = True) -> vyre.Program:
     """Per workgroup: values into 8 workgroup-array bins (exact adds), then a barrier, then
-    the bins added to the output (exact adds too)."""
-    k = ProgramBuilder("exact_shared_hist", workgroup_size=WG)
-    v, key = k.buffer("vals", F32), k.buffer("keys", U32)
-    h = k.buffer("hist", F32, "read_write")
-    local = k.shared("local", F32, 8)
+    the bins added to the output (exact adds too; `add_out` False: stored)."""
+    k = ProgramBuilder(f"exact_shared_hist_{ty.value}", workgroup_size=WG)
+    v, key = k.buffer("vals", ty), k.buffer("keys", U32)
+    h = k.buffer("hist", ty, "read_write")
+    local = k.shared("local", ty, 8)
     lid = k.local_index()
     with k.if_(lid < 8):
         local[lid] = 0.0
@@ -365,25 +400,36 @@ def shared_histogram() -> vyre.Program:
         local.atomic_add(key[i] % 8, v[i])
     k.barrier()
     with k.if_(lid < 8):
-        h.atomic_add(lid + 8 * k.workgroup_id(0), local[lid])
+        if add_out:
+            h.atomic_add(lid + 8 * k.workgroup_id(0), local[lid])
+        else:
+            h[lid + 8 * k.workgroup_id(0)] = local[lid]
     return k.build()
 
 
-def test_workgroup_array_adds_are_exact(backend: BaseBackend) -> None:
-    """f32 adds into a workgroup array land exactly (rounded once) at the next barrier."""
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_workgroup_array_adds_are_exact(backend: BaseBackend, dt: type) -> None:
+    """f32 / f64 adds into a workgroup array land exactly (rounded once) at the next
+    barrier (f64's finalisation there loops over its digits)."""
+    need(backend, dt)
     rng = np.random.default_rng(21)
-    groups = 16
+    groups = 16 if dt is np.float32 else 4
     n = WG * groups
-    vals = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(np.float32)
+    vals = (rng.standard_normal(n) * np.exp2(rng.integers(-40, 40, n))).astype(dt)
+    vals[::5] = _wide_values(rng, len(vals[::5]), dt) * dt(2.0**-100)
     keys = rng.integers(0, 1 << 16, n).astype(np.uint32)
-    want = np.zeros(8 * groups, np.float32)
+    flush = flushes(backend, dt)
+    want = np.zeros(8 * groups, dt)
     for g in range(groups):
         part = slice(g * WG, (g + 1) * WG)
-        local = oracle(np.zeros(8, np.float32), keys[part] % 8, vals[part])
+        local = oracle(np.zeros(8, dt), keys[part] % 8, vals[part], flush=flush)
         want[8 * g: 8 * g + 8] = local
     for _ in range(2):
         perm = np.concatenate([g * WG + rng.permutation(WG) for g in range(groups)])
-        got = backend.dispatch(shared_histogram(), {"vals": vals[perm], "keys": keys[perm],
-                                                    "hist": np.zeros(8 * groups, np.float32)},
+        # (f64: the bins are stored, which spares lavapipe compiling a second f64 add)
+        got = backend.dispatch(shared_histogram(F64, add_out=False) if dt is np.float64
+                               else shared_histogram(),
+                               {"vals": vals[perm], "keys": keys[perm],
+                                "hist": np.zeros(8 * groups, dt)},
                                DispatchConfig(grid=(groups, 1, 1)))["hist"]
         assert same_bits(got, want)

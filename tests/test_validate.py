@@ -205,12 +205,19 @@ def test_atomic_rules() -> None:
     validate(at("compare_exchange", comparand=u(3)))
     validate(at("add", "tile"))
     validate(at("add", "y", f(1.0), ty=F32, out="y"))
-    rejects(at("min", "y", f(1.0), ty=F32, out="y"), "only atomic add exists for f32")
+    rejects(at("min", "y", f(1.0), ty=F32, out="y"), "only atomic add exists for floats (f32, f64)")
     i64p = {"buffers": (*BUFFERS, N.BufferDecl(name="big", ty=I64, access="read_write"))}
     validate(at("max", "big", N.Const(ty=I64, value=-(2**40)), ty=I64, out="big", p=i64p))
     f64p = {"buffers": (*BUFFERS, N.BufferDecl(name="d", ty=F64, access="read_write"))}
+    # an f64 add exists only order-independent: its old value unread, not relaxed
     rejects(at("add", "d", N.Const(ty=F64, value=1.0), ty=F64, out="d", p=f64p),
-            "atomics need i32, u32, i64 or u64")
+            "f64 atomic add whose old value is read")
+    validate(prog(N.Atomic(op="add", buffer="d", index=u(0), value=N.Const(ty=F64, value=1.0)),
+                  **f64p))
+    rejects(prog(N.Atomic(op="add", buffer="d", index=u(0), value=N.Const(ty=F64, value=1.0),
+                          relaxed=True), **f64p), "f64 atomic add relaxed")
+    rejects(at("max", "d", N.Const(ty=F64, value=1.0), ty=F64, out="d", p=f64p),
+            "only atomic add exists for floats (f32, f64)")
     rejects(at("compare_exchange"), "needs a comparand", node="body[0]")
     rejects(at("add", comparand=u(1)), "takes no comparand", node="body[0].comparand")
     rejects(at("compare_exchange", comparand=i(1)), "comparand is i32", node="body[0].comparand")

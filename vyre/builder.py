@@ -535,11 +535,11 @@ class BufferRef:
     def atomic_add(self, index: Any, value: Any) -> Value:
         """Atomically add `value` into element `index`; returns the old value.
 
-        On f32, when the old value is never used, the adds are order-independent: summed
-        exactly and rounded once when the dispatch ends (a workgroup array: at the next
-        barrier), the same bits on every run and backend; nothing else in the program may
-        then load, store or atomically update such a storage buffer. Using the old value
-        makes it order-dependent."""
+        On f32 and f64, when the old value is never used, the adds are order-independent:
+        summed exactly and rounded once when the dispatch ends (a workgroup array: at the
+        next barrier), the same bits on every run and backend; nothing else in the program
+        may then load, store or atomically update such a storage buffer. Using the old value
+        makes an f32 add order-dependent; an f64 add exists only order-independent."""
         return self._atomic("add", index, value)
 
     def atomic_add_relaxed(self, index: Any, value: Any) -> Value:
@@ -1072,9 +1072,16 @@ class ProgramBuilder:
         self._check_ref(buf)
         if buf.access not in ("read_write", "workgroup"):
             raise BuildError(f"atomics need a read_write buffer; {buf.name!r} is {buf.access}")
-        if buf.ty.is_float and (buf.ty is not ScalarType.F32 or op != "add"):
+        if buf.ty.is_float and (buf.ty not in (ScalarType.F32, ScalarType.F64) or op != "add"):
             raise BuildError(
-                f"atomic {op} on {buf.ty} {buf.name!r}: only atomic add exists for floats (f32)"
+                f"atomic {op} on {buf.ty} {buf.name!r}: only atomic add exists for floats "
+                "(f32, f64)"
+            )
+        if buf.ty is ScalarType.F64 and relaxed:
+            raise BuildError(
+                f"atomic_add_relaxed on f64 {buf.name!r}: an f64 atomic add is only "
+                "order-independent (WGSL has no f64 atomic); use atomic_add and leave its "
+                "old value unread"
             )
         if not buf.ty.is_numeric:
             raise BuildError(f"atomic {op} needs integer elements, {buf.name!r} is {buf.ty}")

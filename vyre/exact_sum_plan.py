@@ -1,18 +1,19 @@
-"""How a dispatch with order-independent f32 atomic adds runs: one plan for every backend.
+"""How a dispatch with order-independent float atomic adds runs: one plan for every backend.
 
-A Program whose f32 atomic adds are summed exactly (vyre.lower.exact_sum) runs as two
+A Program whose f32 / f64 atomic adds are summed exactly (vyre.lower.exact_sum) runs as two
 device dispatches per user dispatch, enqueued together under the backend's lock so that
 nothing lands between them: the rewritten program (`Plan.main`: its adds go into integer
 scratch words) over the user's buffers plus one scratch buffer per target, then per target
-the finalisation (`FINALIZE`), which rounds each touched element once, stores it and
-zeroes its scratch again. Every backend runs the same plan through its own
+the finalisation of its type (`FINALIZE_FOR`), which rounds each touched element once,
+stores it and zeroes its scratch again. Every backend runs the same plan through its own
 `_prepare_launch` / `_launch_record`, the reference included, so the bits are the same.
 
 Scratch buffers belong to the backend instance (`ScratchPool`), not to a binding: they
-start zeroed and every finalisation leaves the words it read zero, so any later dispatch
-may use them. A backend's queue is in order, so dispatches sharing them never overlap. A
-pool only grows (the bound dispatches and recorded pipelines that use a smaller buffer keep
-working); it is freed when the backend closes, and it is not among `live_buffers()`.
+start zeroed and every finalisation leaves every word its dispatch wrote zero, so any later
+dispatch may use them, whatever its target's size and type (their layouts differ). A
+backend's queue is in order, so dispatches sharing them never overlap. A pool only grows
+(the bound dispatches and recorded pipelines that use a smaller buffer keep working); it is
+freed when the backend closes, and it is not among `live_buffers()`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from .binding import BindingBackend, BoundDispatch, bind
 from .buffer import BufferBase
 from .config import DispatchConfig
 from .errors import OutOfDeviceMemory
-from .lower.exact_sum import FINALIZE, FINALIZE_WORKGROUP, STRIDE, Plan, plan_for
+from .ir.types import ScalarType
+from .lower.exact_sum import (
+    FINALIZE_FOR,
+    FINALIZE_WORKGROUP,
+    FORMATS,
+    Format,
+    Plan,
+    plan_for,
+    scratch_words,
+)
 
 
 class PlanBackend(BindingBackend, Protocol):
@@ -45,8 +55,12 @@ class PlanBackend(BindingBackend, Protocol):
 
     def _prepare_launch(self, bound: Any) -> Any: ...
 
-MAX_TARGET_ELEMENTS = (2**32 - 1) // STRIDE
-"""Most elements of one exact-sum target: its scratch words are indexed with u32."""
+def max_target_elements(fmt: Format) -> int:
+    """Most elements of one exact-sum target: its scratch words are indexed with u32."""
+    n = (2**32 - 1) * 32 // (32 * fmt.per_element + 1)
+    while scratch_words(fmt, n) > 2**32 - 1:
+        n -= 1
+    return n
 
 Slot = int | BufferBase  # a sub-dispatch's buffer: the user's buffer slot, or a scratch buffer
 
@@ -75,7 +89,8 @@ class ScratchPool:
     def __init__(self) -> None:
         self._by_position: dict[int, list[BufferBase]] = {}
 
-    def get(self, backend: PlanBackend, position: int, words: int) -> BufferBase:
+    def get(self, backend: PlanBackend, position: int, words: int, fmt: Format
+            ) -> BufferBase:
         """A zeroed buffer of at least `words` u32 words (caller holds the backend's lock)."""
         held = self._by_position.setdefault(position, [])
         if held and held[-1].byte_len >= 4 * words:
@@ -87,10 +102,11 @@ class ScratchPool:
             if 4 * grown > limit:
                 raise OutOfDeviceMemory(
                     backend.id, 4 * words,
-                    f"the exact f32 atomic sums of a target of {words // STRIDE} elements need "
-                    f"{4 * words} bytes of scratch ({STRIDE} words an element), more than "
-                    f"the largest allocation ({limit} bytes); use atomic_add_relaxed "
-                    "(order-dependent bits) or split the target buffer")
+                    f"the exact {fmt.ty} atomic sums of a target need {4 * words} bytes of "
+                    f"scratch ({4 * fmt.per_element} bytes an element), more than "
+                    f"the largest allocation ({limit} bytes); split the target buffer"
+                    + (", or use atomic_add_relaxed (order-dependent bits)"
+                       if fmt.ty is ScalarType.F32 else ""))
         buf = backend._allocate(4 * grown, f"vyre.exact_sum.scratch{position}")
         try:
             backend._write(buf, memoryview(bytes(4 * grown)), 0)
@@ -107,14 +123,16 @@ class ScratchPool:
         return out
 
 
-def _check_size(program_name: str, buffer: str, count: int) -> None:
-    if count > MAX_TARGET_ELEMENTS:
+def _check_size(program_name: str, buffer: str, count: int, fmt: Format) -> None:
+    most = max_target_elements(fmt)
+    if count > most:
         raise OutOfDeviceMemory(
-            "exact_sum", STRIDE * 4 * count,
-            f"program {program_name!r} adds to f32 buffer {buffer!r} of {count} elements "
-            f"with order-independent atomic adds, whose scratch ({STRIDE} u32 words an "
-            f"element) is indexed with u32, so at most {MAX_TARGET_ELEMENTS} elements; use "
-            "atomic_add_relaxed (order-dependent bits) or split the buffer")
+            "exact_sum", 4 * scratch_words(fmt, count),
+            f"program {program_name!r} adds to {fmt.ty} buffer {buffer!r} of {count} elements "
+            f"with order-independent atomic adds, whose scratch ({fmt.per_element} u32 "
+            f"words an element) is indexed with u32, so at most {most} elements; split the "
+            "buffer" + (", or use atomic_add_relaxed (order-dependent bits)"
+                        if fmt.ty is ScalarType.F32 else ""))
 
 
 def sub_dispatches(backend: PlanBackend, bound: BoundDispatch, plan: Plan
@@ -122,10 +140,12 @@ def sub_dispatches(backend: PlanBackend, bound: BoundDispatch, plan: Plan
     """The device dispatches of `bound` under `plan`, bound, each with its buffer slots."""
     program = bound.program
     scratch: list[BufferBase] = []
+    fmts = [FORMATS[program.buffers[slot].ty] for slot in plan.targets]
     for position, slot in enumerate(plan.targets):
         count = bound.counts[slot]
-        _check_size(program.name, program.buffers[slot].name, count)
-        scratch.append(backend._exact_scratch.get(backend, position, STRIDE * max(count, 1)))
+        _check_size(program.name, program.buffers[slot].name, count, fmts[position])
+        scratch.append(backend._exact_scratch.get(
+            backend, position, scratch_words(fmts[position], max(count, 1)), fmts[position]))
     decls = plan.main.buffers
     buffers: list[BufferBase] = [*bound.buffers, *scratch]
     ins = [b for d, b in zip(decls, buffers) if not d.writable]
@@ -141,7 +161,8 @@ def sub_dispatches(backend: PlanBackend, bound: BoundDispatch, plan: Plan
             count, FINALIZE_WORKGROUP,
             max_per_dim=backend.capabilities().limits["max_workgroups_per_dimension"],
             options=cfg.options, profile=cfg.profile)
-        fin = bind(backend, FINALIZE, [], [bound.buffers[slot], scratch[position]], fin_cfg)
+        fin = bind(backend, FINALIZE_FOR[fmts[position].ty], [],
+                   [bound.buffers[slot], scratch[position]], fin_cfg)
         out.append((fin, (slot, scratch[position])))
     return out
 

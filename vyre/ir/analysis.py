@@ -80,30 +80,34 @@ def read_locals(program: Program) -> frozenset[str]:
     return frozenset(e.name for e in walk_all_exprs(program) if isinstance(e, Var))
 
 
+EXACT_SUM_TYPES = frozenset({ScalarType.F32, ScalarType.F64})
+"""The float types whose atomic adds can be order-independent (vyre.lower.exact_sum)."""
+
+
 def exact_sum_targets(program: Program) -> tuple[str, ...]:
-    """The f32 storage buffers (in declaration order) that an order-independent atomic add
-    targets: an f32 `add` not marked `relaxed` whose old value no expression reads. Their
+    """The f32 / f64 storage buffers (in declaration order) that an order-independent atomic
+    add targets: an `add` not marked `relaxed` whose old value no expression reads. Their
     adds are summed exactly and rounded once when the dispatch ends (vyre.lower.exact_sum)."""
     return _exact_add_targets(program, program.buffers)
 
 
 def exact_shared_targets(program: Program) -> tuple[str, ...]:
-    """The f32 workgroup arrays (in declaration order) that an order-independent atomic add
-    targets (as exact_sum_targets): their sums land at the next barrier."""
+    """The f32 / f64 workgroup arrays (in declaration order) that an order-independent atomic
+    add targets (as exact_sum_targets): their sums land at the next barrier."""
     return _exact_add_targets(program, program.workgroup_arrays)
 
 
 def _exact_add_targets(program: Program, decls: Sequence[BufferDecl | WorkgroupArray]
                        ) -> tuple[str, ...]:
-    """Those of `decls` (buffers or workgroup arrays, in order) an exact f32 add targets."""
+    """Those of `decls` (buffers or workgroup arrays, in order) an exact float add targets."""
     if not has_any(program, (Atomic,)):
         return ()
-    f32 = {d.name for d in decls if d.ty is ScalarType.F32}
-    if not f32:
+    floats = {d.name for d in decls if d.ty in EXACT_SUM_TYPES}
+    if not floats:
         return ()
     used = read_locals(program)
     hit = {s.buffer for s in walk_stmts(program.body)
-           if type(s) is Atomic and s.buffer in f32 and s.op == "add" and not s.relaxed
+           if type(s) is Atomic and s.buffer in floats and s.op == "add" and not s.relaxed
            and (s.result is None or s.result not in used)}
     return tuple(d.name for d in decls if d.name in hit)
 
@@ -167,7 +171,8 @@ def required_features(program: Program) -> frozenset[str]:
             feats.add(t.feature)
     elem = {b.name: b.ty for b in program.buffers}
     elem.update({a.name: a.ty for a in program.workgroup_arrays})
-    # exact f32 adds become integer atomics (vyre.lower.exact_sum): no float atomic needed
+    # exact float adds become integer atomics (vyre.lower.exact_sum): no float atomic
+    # needed; an f64 one splits the value's bits with u64 operations
     exact = set(exact_sum_targets(program)) | set(exact_shared_targets(program))
     used = read_locals(program) if exact else frozenset()
     # (Atomic and the RawAtomic deriving from it: what isinstance below finds)
@@ -180,6 +185,8 @@ def required_features(program: Program) -> frozenset[str]:
                 if not (s.buffer in exact and s.op == "add" and not s.relaxed
                         and (s.result is None or s.result not in used)):
                     feats.add("atomic_float")
+                elif at is ScalarType.F64:
+                    feats.add("i64")
             elif at.bits == 64:
                 feats.add("atomic_i64")
     if program.workgroup_arrays:

@@ -57,7 +57,7 @@ from typing import NoReturn
 
 from ..errors import InvalidProgram
 from . import ops
-from .analysis import exact_sum_targets, read_locals, walk_expr
+from .analysis import exact_sum_targets, has_any, read_locals, walk_expr
 from .nodes import (
     CORE_ONLY,
     MAX_WORKGROUP_DIM,
@@ -413,13 +413,24 @@ class _Validator:
                 )
 
     def check_exact_sums(self) -> None:
-        """A buffer whose f32 adds are summed exactly (analysis.exact_sum_targets) holds its
-        sums only when the dispatch ends, so nothing else in the program may touch it."""
+        """A buffer whose float adds are summed exactly (analysis.exact_sum_targets) holds its
+        sums only when the dispatch ends, so nothing else in the program may touch it. An
+        f64 atomic add exists only in that form."""
         targets = set(exact_sum_targets(self.p))
-        if not targets:
+        f64 = {name for name, (_, ty, _) in self.decl.items()
+               if ty is ScalarType.F64} if has_any(self.p, (Atomic,)) else set()
+        if not targets and not f64:
             return
         used = read_locals(self.p)
         for path, s in _stmt_paths(self.p.body, "body"):
+            if isinstance(s, Atomic) and s.buffer in f64 and (
+                    s.relaxed or (s.result is not None and s.result in used)):
+                what = "relaxed" if s.relaxed else "whose old value is read"
+                self.fail(path, f"f64 atomic add {what} on {s.buffer!r}: an f64 atomic add "
+                          "is only order-independent (exact, rounded once when the dispatch "
+                          "ends, or for a workgroup array at the next barrier: WGSL has no "
+                          "f64 atomic); drop the relaxed form and do not read the old value, "
+                          "or add in an f32 buffer")
             if isinstance(s, Atomic) and s.buffer in targets:
                 exact = (s.op == "add" and not s.relaxed
                          and (s.result is None or s.result not in used))
@@ -616,17 +627,17 @@ class _Validator:
         if access not in ("read_write", "workgroup"):
             self.fail(path, f"atomic {s.op} on buffer {s.buffer!r}, which is {access!r}; "
                       "atomics need a 'read_write' buffer or a workgroup array")
-        if ety is _F32:
+        if ety in (_F32, ScalarType.F64):
             if s.op != "add":
-                self.fail(path, f"atomic {s.op} on f32 {what} {s.buffer!r}: only atomic add "
-                          "exists for f32 (feature atomic_float); use an i32/u32 buffer")
+                self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}: only atomic add "
+                          "exists for floats (f32, f64); use an i32/u32 buffer")
         elif ety.is_narrow:
             self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}: 8/16-bit elements "
                       "have no atomics (WGSL has none); keep the counters in a u32 or i32 "
                       "buffer")
         elif ety not in _ATOMIC_INT:
             self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}; atomics need i32, "
-                      "u32, i64 or u64 elements (f32 for add only)")
+                      "u32, i64 or u64 elements (f32 and f64 for add only)")
         self.index(s.index, f"{path}.index", d)
         ty, _ = self.expr(s.value, f"{path}.value", d)
         if ty is not ety:

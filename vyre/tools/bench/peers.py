@@ -1134,6 +1134,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }}
 """
 
+# f32 atomic add through WGSL's atomic<f32> (wgpu's shader-float32-atomic): the hardware's
+# order-dependent atomic, what vyre's atomic_add_relaxed spells
+WGSL_ATOMIC_ADD = f"""
+@group(0) @binding(0) var<storage, read> vals: array<f32>;
+@group(0) @binding(1) var<storage, read> keys: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<atomic<f32>>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + gid.y * nwg.x * {WG}u;
+    if (i < arrayLength(&vals)) {{ atomicAdd(&out[keys[i]], vals[i]); }}
+}}
+"""
+
 WGSL_EXP_CHAIN = f"""
 @group(0) @binding(0) var<storage, read> x0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
@@ -1245,8 +1259,8 @@ class RawWgpuPeer(Peer):
             if adapter is None:
                 adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
             lim = dict(adapter.limits)
-            feats = [f for f in ("timestamp-query", "timestamp-query-inside-encoders")
-                     if f in adapter.features]
+            feats = [f for f in ("timestamp-query", "timestamp-query-inside-encoders",
+                                 "shader-float32-atomic") if f in adapter.features]
             self.dev = adapter.request_device_sync(required_features=feats, required_limits={
                 "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
                 "max-buffer-size": lim["max-buffer-size"],
@@ -1255,6 +1269,7 @@ class RawWgpuPeer(Peer):
             raise PeerUnavailable(f"no wgpu device: {exc}") from None
         self.adapter_name = adapter.info.get("device", "?")
         self.timestamps = "timestamp-query" in feats
+        self.float_atomics = "shader-float32-atomic" in feats
         self.encoder_timestamps = "timestamp-query-inside-encoders" in feats
         self.U = wgpu.BufferUsage
         # The dispatch workloads run on `dispatch_device` (vyre's wgpu device in the bench)
@@ -1347,6 +1362,16 @@ class RawWgpuPeer(Peer):
             return self._ts_read(enc, q)
         self.dev.queue.submit([enc.finish()])
         return None
+
+    def _timed_pass(self, pipe: Any, bg: Any, grid: tuple[int, int, int],
+                    q: tuple[Any, Any, Any] | None) -> float:
+        """One pass of one dispatch, in seconds: by the timestamps `q` where the device has
+        them, else by the host clock around it and a wait."""
+        if q is not None:
+            t = self._pass(pipe, bg, grid, 1, q)
+            assert t is not None
+            return t
+        return wall_rounds(lambda: self._pass(pipe, bg, grid, 1), self._wait)
 
     def _inc_case(self, data: W.Data, mode: str) -> TimedCase:
         rounds = W.dispatch_rounds(mode, data.sizes)
@@ -1487,11 +1512,7 @@ class RawWgpuPeer(Peer):
 
         def run() -> float:
             count[0] += 1
-            if q is not None:
-                t = self._pass(pipe, bg, g, 1, q)
-                assert t is not None
-                return t
-            return wall_rounds(lambda: self._pass(pipe, bg, g, 1), self._wait)
+            return self._timed_pass(pipe, bg, g, q)
 
         def close() -> None:
             xb.destroy()
@@ -1510,19 +1531,50 @@ class RawWgpuPeer(Peer):
         g = _grid2(_grid(n))
         q = self._query() if self.timestamps else None
 
-        def run() -> float:
-            if q is not None:
-                t = self._pass(pipe, bg, g, 1, q)
-                assert t is not None
-                return t
-            return wall_rounds(lambda: self._pass(pipe, bg, g, 1), self._wait)
-
         def close() -> None:
             ib.destroy()
             ob.destroy()
 
-        return TimedCase(run, lambda: check(self._read(ob, np.float32)),
+        return TimedCase(lambda: self._timed_pass(pipe, bg, g, q),
+                         lambda: check(self._read(ob, np.float32)),
                          "device" if q is not None else "wall", close, extra={"how": how})
+
+    def _atomic_add(self, data: W.Data, scatter: bool) -> TimedCase:
+        """atomicAdd on atomic<f32> of data.atomic_values into bins or a permutation."""
+        if not self.float_atomics:
+            raise NotApplicable(f"{self.adapter_name} has no shader-float32-atomic")
+        n = data.sizes.atomics
+        vb = self._buffer(data.atomic_values)
+        kb = self._buffer(data.atomic_perm if scatter else data.atomic_bins)
+        ob = self._buffer(np.zeros(n if scatter else W.HIST_BINS, np.float32))
+        pipe, bg = self._kernel(WGSL_ATOMIC_ADD, [vb, kb, ob])
+        g = _grid2(_grid(n))
+        q = self._query() if self.timestamps else None
+        count = [0]
+
+        def run() -> float:
+            count[0] += 1
+            return self._timed_pass(pipe, bg, g, q)
+
+        def check() -> str | None:
+            got = self._read(ob, np.float32)
+            if scatter:
+                return W.check_atomic_scatter(got, data, count[0])
+            return W.check_atomic_hist(got, data, count[0], exact=False)
+
+        def close() -> None:
+            for b in (vb, kb, ob):
+                b.destroy()
+
+        return TimedCase(run, check, "device" if q is not None else "wall", close,
+                         extra={"how": "hand-written WGSL atomicAdd on atomic<f32> "
+                                       "(order-dependent)"})
+
+    def _atomics_hist_relaxed(self, data: W.Data) -> TimedCase:
+        return self._atomic_add(data, scatter=False)
+
+    def _atomics_scatter_relaxed(self, data: W.Data) -> TimedCase:
+        return self._atomic_add(data, scatter=True)
 
     def _transcendental_map(self, data: W.Data) -> TimedCase:
         return self._wgsl_case(WGSL_EXP_MAP, data.exp_x, data.exp_x.size,

@@ -96,6 +96,13 @@ def text_report(doc: dict[str, Any], out_dir: Path | None = None) -> str:
                    else f"{1 / ratio:.1f}x slower (nothing to save where the device is the host)")
         lines.append(f"C front end on {r['implementation']}: resident {r['resident_ms']:.3g} ms,"
                      f" host path {r['host_ms']:.3g} ms: resident is {verdict}")
+    for r in doc.get("exact_atomic_cost", ()):
+        own = r["cost_vs_vyre_relaxed"]
+        lines.append(
+            f"Exact f32 atomics ({r['row']}) on {r['exact']}: {r['exact_Gadd_s']:.3g} Gadd/s, "
+            + (f"{own:.2f}x the time of vyre's relaxed atomic, " if own is not None else "")
+            + f"{r['cost_vs_fastest_relaxed']:.2f}x that of the fastest relaxed one "
+            f"({r['fastest_relaxed']}); goal: at most 2x")
     if any(c.get("note") for c in doc["comparisons"]):
         notes = dict.fromkeys(f"{c['group']}: {c['note']}" for c in doc["comparisons"]
                               if c.get("note"))

@@ -188,6 +188,30 @@ def run_suite(opts: Options, probe: list[dict[str, Any]], specs: list[str],
     return doc
 
 
+def _exact_atomic_cost(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per group and atomics row (hist, scatter): what the order-independent add costs, as
+    its time over the relaxed one's (vyre's own, and the fastest order-dependent peer's);
+    issue 32's goal is at most 2x."""
+    out = []
+    for g in sorted({r["group"] for r in results}):
+        for row in ("hist", "scatter"):
+            rows = [r for r in results if r["group"] == g and r["value"]
+                    and r["metric"] in (f"atomics.{row}_exact", f"atomics.{row}_relaxed")]
+            exact = next((r for r in rows if r["is_vyre"] and r["metric"].endswith("exact")),
+                         None)
+            relaxed = [r for r in rows if r["metric"].endswith("relaxed")]
+            if exact is None or not relaxed:
+                continue
+            fastest = max(relaxed, key=lambda r: r["value"])
+            own = next((r for r in relaxed if r["is_vyre"]), None)
+            out.append({"group": g, "row": row, "exact": exact["implementation"],
+                        "exact_Gadd_s": exact["value"],
+                        "cost_vs_vyre_relaxed": own["value"] / exact["value"] if own else None,
+                        "fastest_relaxed": fastest["implementation"],
+                        "cost_vs_fastest_relaxed": fastest["value"] / exact["value"]})
+    return out
+
+
 def _best(rows: list[dict[str, Any]], better: str) -> dict[str, Any] | None:
     ok = [r for r in rows if r["status"] == OK and r["value"] is not None]
     if not ok:
@@ -217,6 +241,7 @@ def annotate(doc: dict[str, Any]) -> None:
                            "resident_ms": res["value"], "host_ms": host["value"],
                            "host_over_resident": host["value"] / res["value"]})
     doc["cpp_ratio"] = ratios
+    doc["exact_atomic_cost"] = _exact_atomic_cost(results)
     comparisons = []
     for g in sorted({r["group"] for r in results}):
         for m in dict.fromkeys(r["metric"] for r in results if r["group"] == g):

@@ -415,7 +415,9 @@ class VyreImpl:
             return W.check_atomic_hist(got, data, count[0], exact=not relaxed)
 
         how = ("atomic_add_relaxed: the hardware's f32 atomic" if relaxed else
-               "atomic_add: exact integer words, then a rounding dispatch")
+               "atomic_add: exact (a slot per element claimed by compare-exchange in a "
+               "target of 2^16 elements or more, later adds into integer digits), then a "
+               "rounding dispatch")
         return TimedCase(counted, check, timer, self._free(vb, kb, ob), extra={"how": how})
 
     def _atomics_hist_exact(self, data: W.Data) -> TimedCase:

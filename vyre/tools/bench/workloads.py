@@ -119,7 +119,7 @@ def dispatch_rounds(mode: str, s: Sizes) -> int:
 
 FULL = Sizes()
 QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, stream=1 << 16,
-              matmul=64, matmul_i8=64, sort=1 << 12, cpp_bytes=1 << 14, atomics=1 << 14,
+              matmul=64, matmul_i8=64, sort=1 << 12, cpp_bytes=1 << 14, atomics=1 << 16,
               chain=1 << 10,
               warmup=1, repeat=3, dispatch_repeat=3, compile_repeat=2, warmup_s=0.0)
 #: The reference backend is an interpreter (the oracle, not a fast path): it and its NumPy
