@@ -222,6 +222,23 @@ class Native(Node):
     ty: ScalarType
 
 
+class Table(Node):
+    """Internal: only vyre.lower emits it and the validator refuses it in a user Program.
+
+    `values[index]`: a table of constants (of type `ty`, f64 / u32 / i32) read at a u32
+    `index` that the lowering has made sure is below len(values) (the reference asserts
+    it). The function definitions' tables (vyre.lower.maths: 2^(i/16), log(1/c_i),
+    atan(i/16), the bits of 2/pi): a printer spells one array per distinct table (CUDA a
+    `__device__ const` array, WGSL a module `const`), a read of it, instead of the
+    select tree of len - 1 selects the lowering would otherwise need.
+    """
+
+    kind: Literal["table"] = "table"
+    values: tuple[float, ...] | tuple[int, ...]
+    index: Expr
+    ty: ScalarType
+
+
 class RawLoad(Load):
     """Internal (vyre.lower only, refused by the validator): a Load whose index the
     lowering has made sure is below the length (the target reads memory unchecked)."""
@@ -239,7 +256,7 @@ class Guarded(Select):
 
 Expr = Annotated[
     Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
-    | Native | Subgroup | RawLoad | Guarded,
+    | Native | Table | Subgroup | RawLoad | Guarded,
     Field(discriminator="kind"),
 ]
 
@@ -832,7 +849,7 @@ def check_tree_size(program: Program) -> None:
         )
 
 
-for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Table, Subgroup, RawLoad,
                Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Print,
                Assert, Program):
     _model.model_rebuild()
@@ -844,15 +861,15 @@ _LEAF_GETTERS[Const] = _const_key  # (only if Const has just these fields: check
 assert _field_names(Const) == ("kind", "ty", "value")
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
-              Native, Subgroup, RawLoad, Guarded)
+              Native, Table, Subgroup, RawLoad, Guarded)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
               Print, Assert, RawStore, RawAtomic)
 # the debug statements (vyre.print / vyre.assert_): a backend never sees them, vyre.debug
 # rewrites them into stores to a log buffer before a dispatch binds the program
 DEBUG_STMTS = (Print, Assert)
 # the lowered core's own nodes (vyre.lower): never in a user Program
-CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
+CORE_ONLY = (Native, Table, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
-            | Bitcast | Native | Subgroup | RawLoad | Guarded)
+            | Bitcast | Native | Table | Subgroup | RawLoad | Guarded)
 StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
             | Print | Assert | RawStore | RawAtomic)

@@ -288,6 +288,8 @@ class _Gen:
         self.cur_j: int | None = None
         self.var_stride: dict[str, int] = {}
         self.hoisted: dict[N.ExprNode, list[str]] = {}  # guarded loads -> lane values
+        # the core's constant tables (N.Table), one array each: (type, values) -> name
+        self.tables: dict[tuple[ScalarType, tuple[float, ...] | tuple[int, ...]], str] = {}
 
     # ------------------------------------------------------------ expressions
     def name_of(self, var: str) -> str:
@@ -345,9 +347,24 @@ class _Gen:
             return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Native):
             return self.native(e)
+        if isinstance(e, N.Table):
+            return f"{self.table(e)}[{self.expr(e.index)}]"
         if isinstance(e, N.Subgroup):
             return self.subgroup(e)
         raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def table(self, e: N.Table) -> str:
+        """The name of `e`'s array (declared once per distinct table by `table_decls`)."""
+        return self.tables.setdefault((e.ty, e.values), f"vy_tab{len(self.tables)}")
+
+    def table_decls(self) -> str:
+        """The core's constant tables (vyre.lower.maths), in global memory: read through
+        the L1 cache, where lanes that read different entries cost one cache line each
+        (a `__constant__` array would serialise them)."""
+        return "".join(
+            f"__device__ const {CTYPE[ty]} {name}[{len(values)}] = "
+            f"{{{', '.join(literal(v, ty) for v in values)}}};\n"
+            for (ty, values), name in self.tables.items())
 
     def subgroup(self, e: N.Subgroup) -> str:
         v = self.expr(e.value)
@@ -1135,7 +1152,7 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1,
             merge = options.merge_threads // bx
     gen = _Gen(program, restrict, k, merge, options, indirect)
     src = gen.kernel()
-    src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
+    src = src.replace(_PRELUDE_SLOT, prelude(src) + gen.table_decls(), 1)
     sig = KernelSignature(
         buffers=tuple(b.ty for b in program.buffers),
         params=tuple(q.ty for q in program.params),

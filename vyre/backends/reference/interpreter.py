@@ -207,6 +207,8 @@ class Invocations:
             return numeric.bitcast(self.eval(e.a), e.ty)
         if isinstance(e, N.Native):
             return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
+        if isinstance(e, N.Table):
+            return numeric.table(e.values, self.eval(e.index), e.ty)
         if isinstance(e, N.Subgroup):
             return self.subgroup(e)
         raise NotImplementedError(f"expression {type(e).__name__}")

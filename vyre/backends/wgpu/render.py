@@ -123,6 +123,8 @@ class _Ctx:
     buffer_slot: dict[str, int]
     arrays: dict[str, N.WorkgroupArray]
     helpers: dict[str, str] = field(default_factory=dict)
+    # the core's constant tables (N.Table) by (type, values): their module const names
+    tables: dict[object, str] = field(default_factory=dict)
     scopes: list[dict[str, str]] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     counter: int = 0
@@ -1181,9 +1183,25 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
     if isinstance(e, N.Native):
         return _native(ctx, e, sub)
+    if isinstance(e, N.Table):
+        return f"{_table(ctx, e)}[{sub[0]}]"
     if isinstance(e, N.Subgroup):
         return _subgroup(ctx, e, sub)
     raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+
+def _table(ctx: _Ctx, e: N.Table) -> str:
+    """The module `const` array of the core's constant table `e` (vyre.lower.maths), one
+    per distinct table, read at a runtime index (which the lowering keeps in range)."""
+    t = wgsl_type(e.ty)
+    items = ", ".join(_float_text(float(v)) + _SUFFIX[e.ty] if e.ty.is_float
+                      else f"{int(v)}{_SUFFIX[e.ty]}" for v in e.values)
+    code = f"const {{name}} = array<{t}, {len(e.values)}>({items});"
+    key = ("table", e.ty, e.values)
+    name = ctx.tables.get(key)
+    if name is None:
+        name = ctx.tables[key] = f"vy_tab{len(ctx.tables)}"
+    return _helper(ctx, name, code.format(name=name))
 
 
 # ------------------------------------------------------------------ subgroups

@@ -63,12 +63,8 @@ _ATAN = _atan_table()
 
 
 def _table(b: Builder, i: X) -> dd.DD:
-    hi, lo = b.f64(_ATAN[16][0]), b.f64(_ATAN[16][1])
-    for j in range(15, -1, -1):
-        at = i.eq(j)
-        hi = b.select(at, b.f64(_ATAN[j][0]), hi)
-        lo = b.select(at, b.f64(_ATAN[j][1]), lo)
-    return b.let(hi), b.let(lo)
+    """atan(i / 16) for u32 i in 0..16, a double-double."""
+    return b.let(b.table(i, [h for h, _ in _ATAN])), b.let(b.table(i, [lo for _, lo in _ATAN]))
 
 
 def _horner(z: X, cs: list[float]) -> X:

@@ -67,17 +67,6 @@ _L2E_HI = float(Fraction(round(_L2E * 2**25), 2**25))  # 26 bits: x * _L2E_HI is
 _L2E_MID, _L2E_LO = dd.split_const(_L2E - Fraction(_L2E_HI))
 
 
-def table(b: Builder, i: X, values: list[float]) -> X:
-    """values[i] for u32 `i` in [0, len(values)), len a power of two: a select tree."""
-    n = len(values)
-    levels = n.bit_length() - 1
-    bits = [b.let(((i >> j) & 1).ne(0)) for j in range(levels)]
-    nodes: list[X] = [b.f64(v) for v in values]
-    for j in range(levels):  # pair entries that differ in bit j
-        nodes = [b.select(bits[j], nodes[2 * m + 1], nodes[2 * m]) for m in range(len(nodes) // 2)]
-    return nodes[0]
-
-
 def power_of_two(b: Builder, e: X) -> X:
     """2^e as f64 for i32 e in [-126, 127] (from f32 bits: exact)."""
     return ((e + 127).bitcast(T.U32) << 23).bitcast(T.F32).cast(T.F64)
@@ -96,14 +85,14 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
     p = b.f64(_FAST_COEFFS[-1])
     for c in reversed(_FAST_COEFFS[:-1]):
         p = b.let(p * r + c)
-    y = b.let(((table(b, i, [h for h, _ in _TABLE]) * p) * s1) * s2)
+    y = b.let(((b.table(i, [h for h, _ in _TABLE]) * p) * s1) * s2)
     if neg is not None:
         y = b.select(neg, -y, y)
 
     def slow() -> dd.DD:
         coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS]
         poly = dd.horner(b, coeffs, r_dd(), DD_TERMS)
-        tab = (table(b, i, [h for h, _ in _TABLE]), table(b, i, [lo for _, lo in _TABLE]))
+        tab = (b.table(i, [h for h, _ in _TABLE]), b.table(i, [lo for _, lo in _TABLE]))
         hi, lo = dd.mul(b, tab, poly)
         hi, lo = b.let((hi * s1) * s2), b.let((lo * s1) * s2)
         if neg is None:

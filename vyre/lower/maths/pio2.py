@@ -46,11 +46,8 @@ _G = [(((2 / _PI) * 2 ** (_WORDS * 32 - 32)).__floor__() >> (32 * (_WORDS - 1 - 
 
 
 def _table(b: Builder, w0: X, j: int) -> X:
-    """_G[w0 + j] for w0 in 0..4, as a select tree of constants (no constant arrays)."""
-    v = b.u32(_G[j + 4])
-    for w in range(3, -1, -1):
-        v = b.select(w0.eq(w), b.u32(_G[j + w]), v)
-    return b.let(v)
+    """_G[w0 + j] for w0 in 0..4."""
+    return b.let(b.table(w0 + j, _G, T.U32) if j else b.table(w0, _G, T.U32))
 
 
 def reduce_pio2(b: Builder, ab: X) -> tuple[X, X, X]:
