@@ -18,6 +18,7 @@ from vyre import registry
 from vyre.tools.probe import probe_report, repeat_error
 
 from . import workloads as W
+from .functions import FUNCTIONS
 from .plot import plot
 from .report import text_report, write_json, write_sources
 from .suite import Options, failures, run_suite
@@ -40,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-peers", action="store_true",
                    help="bench vyre only (skip CuPy, PyTorch, raw cuda-bindings, raw wgpu-py, "
                         "NumPy)")
+    p.add_argument("--functions", metavar="LIST",
+                   help="the transcendental workload's functions, comma-separated, of: "
+                        f"{','.join(FUNCTIONS)} (default: all)")
     p.add_argument("--repeat", type=int, metavar="N",
                    help="timed repetitions per figure (default: by workload and mode)")
 
@@ -79,6 +83,15 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     # the per-backend suite (vyre.tools.bench.multi_gpu; skipped with the reason on one GPU)
     multi_gpu = MULTI_GPU in workloads
     workloads = [w for w in workloads if w != MULTI_GPU]
+    functions = None
+    if args.functions is not None:
+        functions = [f.strip() for f in args.functions.split(",") if f.strip()]
+        unknown = [f for f in functions if f not in FUNCTIONS]
+        if unknown or not functions:
+            what = f"unknown function(s) {unknown}" if unknown else "--functions names none"
+            print(f"error: {what}; choose from {','.join(FUNCTIONS)} (omit --functions "
+                  "for all)", file=out)
+            return EXIT_USAGE
     refused = repeat_error(args.repeat)
     if refused:
         print(refused, file=out)
@@ -107,7 +120,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if not workloads:  # multi_gpu alone
         return _multi_gpu_only(args, out, out_dir)
     opts = Options(backends=specs, workloads=workloads, quick=args.quick,
-                   peers=not args.no_peers, repeat=args.repeat)
+                   peers=not args.no_peers, repeat=args.repeat, functions=functions)
     print(f"vyre bench: backends {', '.join(specs)}; workloads {', '.join(workloads)}"
           f"{' (quick)' if args.quick else ''}; progress on stderr", file=out)
     out.flush()
