@@ -31,6 +31,7 @@ _KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     N.Binary: lambda e: (e.a, e.b),
     N.Call: lambda e: e.args,
     N.Native: lambda e: e.args,
+    N.Invoke: lambda e: e.args,  # (the function's body is a scope of its own)
     N.Select: lambda e: (e.cond, e.a, e.b),
     N.Guarded: lambda e: (e.cond, e.a, e.b),
     N.Subgroup: lambda e: (e.value,) if e.lane is None else (e.value, e.lane),

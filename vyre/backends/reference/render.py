@@ -46,6 +46,8 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
         return f"native_{e.op}<{e.ty}>({', '.join(k)})"
     if isinstance(e, N.Table):
         return f"table<{e.ty}>[{len(e.values)}]({k[0]})"
+    if isinstance(e, N.Invoke):
+        return f"{e.fn.name}({', '.join(k)})"
     if isinstance(e, N.Subgroup):
         return f"subgroup_{e.op}{f'<{e.combine}>' if e.combine else ''}({', '.join(k)})"
     return repr(e)
