@@ -85,3 +85,14 @@ def test_the_raw_cuda_kernels_compile() -> None:
 
     for fn in ("exp", "pow", "atan2"):
         assert compile_source(peers.cuda_function_source(FUNCTIONS[fn]), "sm_90")
+
+
+def test_quick_runs_one_function_of_each_arity_unless_told() -> None:
+    from vyre.tools.bench.suite import Options, _metrics
+
+    quick = [m for m in _metrics(Options(workloads=["transcendental"], quick=True))]
+    assert quick == [f"transcendental.{f}.{k}" for f in W.QUICK_FUNCTIONS
+                     for k in ("map", "chain")]
+    told = _metrics(Options(workloads=["transcendental"], quick=True, functions=["log"]))
+    assert told == ["transcendental.log.map", "transcendental.log.chain"]
+    assert len(_metrics(Options(workloads=["transcendental"]))) == 2 * len(FUNCTIONS)

@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "NumPy)")
     p.add_argument("--functions", metavar="LIST",
                    help="the transcendental workload's functions, comma-separated, of: "
-                        f"{','.join(FUNCTIONS)} (default: all)")
+                        f"{','.join(FUNCTIONS)} (default: all; with --quick: "
+                        f"{','.join(W.QUICK_FUNCTIONS)})")
     p.add_argument("--repeat", type=int, metavar="N",
                    help="timed repetitions per figure (default: by workload and mode)")
 
@@ -68,29 +69,35 @@ def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
     return specs
 
 
+def _chosen(given: str | None, known: tuple[str, ...], what: str, out: TextIO
+            ) -> list[str] | None:
+    """The names a comma-separated option (--workloads, --functions) picks, all of `known`
+    when not given, or None after an error naming the choices ('' must not mean all)."""
+    if given is None:
+        return list(known)
+    names = [w.strip() for w in given.split(",") if w.strip()]
+    unknown = [w for w in names if w not in known]
+    if unknown or not names:
+        why = f"unknown {what}(s) {unknown}" if unknown else f"--{what}s names none"
+        print(f"error: {why}; choose from {','.join(known)} (omit --{what}s for all)",
+              file=out)
+        return None
+    return names
+
+
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     known = (*W.WORKLOADS, MULTI_GPU)
-    workloads = list(known)
-    if args.workloads is not None:  # given, even empty: '' must not mean "all"
-        workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        unknown = [w for w in workloads if w not in known]
-        if unknown or not workloads:
-            what = f"unknown workload(s) {unknown}" if unknown else "--workloads names none"
-            print(f"error: {what}; choose from {','.join(known)} (omit --workloads "
-                  "for all)", file=out)
-            return EXIT_USAGE
+    workloads = _chosen(args.workloads, known, "workload", out)
+    if workloads is None:
+        return EXIT_USAGE
     # multi_gpu spans every CUDA device of the host, not one backend: run on its own after
     # the per-backend suite (vyre.tools.bench.multi_gpu; skipped with the reason on one GPU)
     multi_gpu = MULTI_GPU in workloads
     workloads = [w for w in workloads if w != MULTI_GPU]
-    functions = None
+    functions = None  # (all; --quick: W.QUICK_FUNCTIONS)
     if args.functions is not None:
-        functions = [f.strip() for f in args.functions.split(",") if f.strip()]
-        unknown = [f for f in functions if f not in FUNCTIONS]
-        if unknown or not functions:
-            what = f"unknown function(s) {unknown}" if unknown else "--functions names none"
-            print(f"error: {what}; choose from {','.join(FUNCTIONS)} (omit --functions "
-                  "for all)", file=out)
+        functions = _chosen(args.functions, tuple(FUNCTIONS), "function", out)
+        if functions is None:
             return EXIT_USAGE
     refused = repeat_error(args.repeat)
     if refused:

@@ -111,9 +111,11 @@ def open_groups(specs: list[str], opts: Options) -> tuple[list[Group], list[str]
 
 
 def _metrics(opts: Options) -> list[str]:
+    fns = opts.functions
+    if fns is None and opts.quick:  # (a smoke test: one function of each arity)
+        fns = list(W.QUICK_FUNCTIONS)
     return [m for w in W.WORKLOADS if w in opts.workloads for m in W.METRICS_OF[w]
-            if opts.functions is None or not m.startswith("transcendental.")
-            or m.split(".")[1] in opts.functions]
+            if fns is None or not m.startswith("transcendental.") or m.split(".")[1] in fns]
 
 
 def _reps(metric: str, s: W.Sizes) -> tuple[int, int]:

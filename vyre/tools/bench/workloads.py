@@ -49,6 +49,9 @@ METRICS_OF = {
 ATOMIC_FRACTION_BITS, ATOMIC_RANGE = 8, 8
 
 #: Metrics measured in bytes moved per second, reported against the copy bandwidth.
+#: The transcendental workload's functions under --quick unless --functions names others
+#: (every function's map and chain on lavapipe take minutes: CI runs --quick).
+QUICK_FUNCTIONS = ("exp", "pow")
 BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram",
                      *(f"transcendental.{f}.map" for f in FUNCTIONS))
 #: Bins of the histogram workload (its u32 inputs are uniform in [0, HIST_BINS)).
@@ -364,7 +367,7 @@ class Data:
             args = fn.inputs(self._rng(salt), self.sizes.stream)
             self._fn_cache = (key, (args, *rounded(fn, args)))
         out: Any = self._fn_cache[1]
-        return out  # type: ignore[no-any-return]
+        return out
 
     def fn_chain(self, fn: Fn) -> tuple[np.ndarray, np.ndarray]:
         """The chain's start values for `fn` and its f64-rounded result (functions.chain)."""
