@@ -1,10 +1,12 @@
 """One exact definition per float function, written once as an IR -> IR rewrite.
 
 `lower_maths(program)` replaces every call of a registered function (exp, exp2, log, ...)
-by IR operations every backend computes exactly, so every backend (the reference
-included: it interprets the lowered Program) gets the same bits; correctly rounded is
-the goal (docs/IR.md "Calls" says, per function, what is reached). It runs first in
-`vyre.lower.lower` and in the reference backend's plan.
+by a call (`Invoke`) of its definition, one `Function` per function and type made of IR
+operations every backend computes exactly, so every backend (the reference included: it
+interprets the lowered Program) gets the same bits; correctly rounded is the goal
+(docs/IR.md "Calls" says, per function, what is reached). It runs first in
+`vyre.lower.lower` (which lowers each Function's body for the target) and in the
+reference backend's plan.
 
 Writing a function (the interface; stable):
 - a module of this package (any name but the infrastructure modules: `apply`, `build`,
