@@ -229,8 +229,8 @@ class Table(Node):
     `index` that the lowering has made sure is below len(values) (the reference asserts
     it). The function definitions' tables (vyre.lower.maths: 2^(i/16), log(1/c_i),
     atan(i/16), the bits of 2/pi): a printer spells one array per distinct table (CUDA a
-    `__device__ const` array, WGSL a module `const`), a read of it, instead of the
-    select tree of len - 1 selects the lowering would otherwise need.
+    `__device__ const` array and a read of it; WGSL, where lavapipe copies a `const`
+    array into every invocation, a tree of selects on the index's bits).
     """
 
     kind: Literal["table"] = "table"

@@ -123,8 +123,6 @@ class _Ctx:
     buffer_slot: dict[str, int]
     arrays: dict[str, N.WorkgroupArray]
     helpers: dict[str, str] = field(default_factory=dict)
-    # the core's constant tables (N.Table) by (type, values): their module const names
-    tables: dict[object, str] = field(default_factory=dict)
     scopes: list[dict[str, str]] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     counter: int = 0
@@ -1184,7 +1182,7 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
     if isinstance(e, N.Native):
         return _native(ctx, e, sub)
     if isinstance(e, N.Table):
-        return f"{_table(ctx, e)}[{sub[0]}]"
+        return _table(ctx, e, sub[0])
     if isinstance(e, N.Invoke):
         return f"{_function(ctx, e.fn)}({', '.join(sub)})"
     if isinstance(e, N.Subgroup):
@@ -1219,18 +1217,18 @@ def _function(ctx: _Ctx, fn: N.Function) -> str:
     return name
 
 
-def _table(ctx: _Ctx, e: N.Table) -> str:
-    """The module `const` array of the core's constant table `e` (vyre.lower.maths), one
-    per distinct table, read at a runtime index (which the lowering keeps in range)."""
-    t = wgsl_type(e.ty)
-    items = ", ".join(_float_text(float(v)) + _SUFFIX[e.ty] if e.ty.is_float
-                      else f"{int(v)}{_SUFFIX[e.ty]}" for v in e.values)
-    code = f"const {{name}} = array<{t}, {len(e.values)}>({items});"
-    key = ("table", e.ty, e.values)
-    name = ctx.tables.get(key)
-    if name is None:
-        name = ctx.tables[key] = f"vy_tab{len(ctx.tables)}"
-    return _helper(ctx, name, code.format(name=name))
+def _table(ctx: _Ctx, e: N.Table, index: str) -> str:
+    """The core's constant table `e` (vyre.lower.maths) read at `index`, as a tree of
+    selects on the index's bits: a module `const` array read at a runtime index is copied
+    into every invocation's private memory by lavapipe (log's f16 map ran 3x slower)."""
+    vals = [_float_text(float(v)) + _SUFFIX[e.ty] if e.ty.is_float
+            else f"{int(v)}{_SUFFIX[e.ty]}" for v in e.values]
+    bits = max(1, (len(vals) - 1).bit_length())
+    vals += [vals[-1]] * ((1 << bits) - len(vals))  # (never read: the index is in range)
+    for j in range(bits):
+        bit = f"((({index}) >> {j}u) & 1u) != 0u"
+        vals = [f"select({vals[2 * m]}, {vals[2 * m + 1]}, {bit})" for m in range(len(vals) // 2)]
+    return vals[0]
 
 
 # ------------------------------------------------------------------ subgroups
