@@ -228,7 +228,7 @@ class Table(Node):
     `values[index]`: a table of constants (of type `ty`, f64 / u32 / i32) read at a u32
     `index` that the lowering has made sure is below len(values) (the reference asserts
     it). The function definitions' tables (vyre.lower.maths: 2^(i/16), log(1/c_i),
-    atan(i/16), the bits of 2/pi): a printer spells one array per distinct table (CUDA a
+    atan(i/16), the bits of 2/pi): CUDA spells one array per distinct table (a
     `__device__ const` array and a read of it; WGSL, where lavapipe copies a `const`
     array into every invocation, a tree of selects on the index's bits).
     """
