@@ -222,6 +222,38 @@ class Native(Node):
     ty: ScalarType
 
 
+class Table(Node):
+    """Internal: only vyre.lower emits it and the validator refuses it in a user Program.
+
+    `values[index]`: a table of constants (of type `ty`, f64 / u32 / i32) read at a u32
+    `index` that the lowering has made sure is below len(values) (the reference asserts
+    it). The function definitions' tables (vyre.lower.maths: 2^(i/16), log(1/c_i),
+    atan(i/16), the bits of 2/pi): CUDA spells one array per distinct table (a
+    `__device__ const` array and a read of it; WGSL, where lavapipe copies a `const`
+    array into every invocation, a tree of selects on the index's bits).
+    """
+
+    kind: Literal["table"] = "table"
+    values: tuple[float, ...] | tuple[int, ...]
+    index: Expr
+    ty: ScalarType
+
+
+class Invoke(Node):
+    """Internal: only vyre.lower emits it and the validator refuses it in a user Program.
+
+    `fn(args)`: a call of a `Function` of the lowered core (a function's exact
+    definition, vyre.lower.maths), which a printer spells once per program however often
+    it is called (CUDA a `__device__` function, WGSL a `fn`) and the reference evaluates
+    in place. Its operands (`children`) are the arguments only: the body is a scope of its
+    own, already lowered for the target."""
+
+    kind: Literal["invoke"] = "invoke"
+    fn: Function
+    args: tuple[Expr, ...]
+    ty: ScalarType
+
+
 class RawLoad(Load):
     """Internal (vyre.lower only, refused by the validator): a Load whose index the
     lowering has made sure is below the length (the target reads memory unchecked)."""
@@ -239,7 +271,7 @@ class Guarded(Select):
 
 Expr = Annotated[
     Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast | Bitcast
-    | Native | Subgroup | RawLoad | Guarded,
+    | Native | Table | Invoke | Subgroup | RawLoad | Guarded,
     Field(discriminator="kind"),
 ]
 
@@ -356,6 +388,20 @@ class Assert(Node):
     fmt: str = ""
     args: tuple[Expr, ...] = ()
     site: str | None = None  # (as Print's)
+
+
+class Function(Node):
+    """Internal (vyre.lower only): a function of the lowered core, called by `Invoke`:
+    `params` (name, type) bound to the arguments, `body` run (statements that never
+    return, store or loop), then `result` is the value. `name` is unique per program
+    (one per function and type, e.g. "exp_f32")."""
+
+    kind: Literal["function"] = "function"
+    name: str
+    params: tuple[tuple[str, ScalarType], ...]
+    body: tuple[Stmt, ...]
+    result: Expr
+    ty: ScalarType
 
 
 class RawStore(Store):
@@ -832,9 +878,9 @@ def check_tree_size(program: Program) -> None:
         )
 
 
-for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Subgroup, RawLoad,
-               Guarded, If, For, While, Atomic, Let, Assign, Store, RawStore, RawAtomic, Print,
-               Assert, Program):
+for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Table, Invoke,
+               Function, Subgroup, RawLoad, Guarded, If, For, While, Atomic, Let, Assign, Store,
+               RawStore, RawAtomic, Print, Assert, Program):
     _model.model_rebuild()
 
 for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
@@ -844,15 +890,15 @@ _LEAF_GETTERS[Const] = _const_key  # (only if Const has just these fields: check
 assert _field_names(Const) == ("kind", "ty", "value")
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,
-              Native, Subgroup, RawLoad, Guarded)
+              Native, Table, Invoke, Subgroup, RawLoad, Guarded)
 STMT_TYPES = (Let, Assign, Store, If, For, While, Break, Continue, Return, Barrier, Atomic,
               Print, Assert, RawStore, RawAtomic)
 # the debug statements (vyre.print / vyre.assert_): a backend never sees them, vyre.debug
 # rewrites them into stores to a log buffer before a dispatch binds the program
 DEBUG_STMTS = (Print, Assert)
 # the lowered core's own nodes (vyre.lower): never in a user Program
-CORE_ONLY = (Native, RawLoad, Guarded, RawStore, RawAtomic)
+CORE_ONLY = (Native, Table, Invoke, RawLoad, Guarded, RawStore, RawAtomic)
 ExprNode = (Const | Var | Param | Builtin | Load | Length | Unary | Binary | Call | Select | Cast
-            | Bitcast | Native | Subgroup | RawLoad | Guarded)
+            | Bitcast | Native | Table | Invoke | Subgroup | RawLoad | Guarded)
 StmtNode = (Let | Assign | Store | If | For | While | Break | Continue | Return | Barrier | Atomic
             | Print | Assert | RawStore | RawAtomic)

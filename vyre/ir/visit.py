@@ -24,12 +24,14 @@ R = TypeVar("R")
 _KIDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     N.Load: lambda e: (e.index,),
     N.RawLoad: lambda e: (e.index,),
+    N.Table: lambda e: (e.index,),
     N.Unary: lambda e: (e.a,),
     N.Cast: lambda e: (e.a,),
     N.Bitcast: lambda e: (e.a,),
     N.Binary: lambda e: (e.a, e.b),
     N.Call: lambda e: e.args,
     N.Native: lambda e: e.args,
+    N.Invoke: lambda e: e.args,  # (the function's body is a scope of its own)
     N.Select: lambda e: (e.cond, e.a, e.b),
     N.Guarded: lambda e: (e.cond, e.a, e.b),
     N.Subgroup: lambda e: (e.value,) if e.lane is None else (e.value, e.lane),
@@ -54,7 +56,7 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
 
 # the fields holding the operands `children` gives, in its order (Call and Native: `args`)
 _KID_FIELDS: dict[type, tuple[str, ...]] = {
-    N.Load: ("index",), N.RawLoad: ("index",), N.Unary: ("a",), N.Cast: ("a",),
+    N.Load: ("index",), N.RawLoad: ("index",), N.Table: ("index",), N.Unary: ("a",), N.Cast: ("a",),
     N.Bitcast: ("a",), N.Binary: ("a", "b"), N.Select: ("cond", "a", "b"),
     N.Guarded: ("cond", "a", "b"), N.Subgroup: ("value", "lane"),
 }

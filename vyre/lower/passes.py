@@ -300,7 +300,24 @@ def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
 
 def lower(program: N.Program, traits: Traits) -> N.Program:
     """`program` rewritten into the core for a target with `traits` (same declarations)."""
-    program = lower_maths(program)
+    program = lower_maths(program, lambda fn: _lower_function(program, fn, traits))
+    return _lower_body(program, traits)
+
+
+_RESULT = "lw.result"
+
+
+def _lower_function(program: N.Program, fn: N.Function, traits: Traits) -> N.Function:
+    """`fn` with its body and result lowered as the program's own code would be (its
+    result through a final local, whose value the lowering may have rewritten)."""
+    body = (*fn.body, made(N.Let, name=_RESULT, value=fn.result))
+    lowered = _lower_body(program.model_copy(update={"body": body}), traits).body
+    last = lowered[-1]
+    assert isinstance(last, N.Let) and last.name == _RESULT, last
+    return fn.model_copy(update={"body": lowered[:-1], "result": last.value})
+
+
+def _lower_body(program: N.Program, traits: Traits) -> N.Program:
     lw = _Lowering(program, traits)
     facts = lw.memory is not None and lw.memory.facts is not None
     body = lw.block(program.body) if facts else map_block(program.body, lw.stmt)

@@ -26,6 +26,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -288,6 +289,10 @@ class _Gen:
         self.cur_j: int | None = None
         self.var_stride: dict[str, int] = {}
         self.hoisted: dict[N.ExprNode, list[str]] = {}  # guarded loads -> lane values
+        # the core's constant tables (N.Table), one array each: (type, values) -> name
+        self.tables: dict[tuple[ScalarType, tuple[float, ...] | tuple[int, ...]], str] = {}
+        # the core's functions (N.Function): name -> [C text (None while printing), calls]
+        self.functions: dict[str, list[Any]] = {}
 
     # ------------------------------------------------------------ expressions
     def name_of(self, var: str) -> str:
@@ -345,9 +350,52 @@ class _Gen:
             return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
         if isinstance(e, N.Native):
             return self.native(e)
+        if isinstance(e, N.Table):
+            return f"{self.table(e)}[{self.expr(e.index)}]"
+        if isinstance(e, N.Invoke):
+            return f"{self.function(e.fn)}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, N.Subgroup):
             return self.subgroup(e)
         raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+    def table(self, e: N.Table) -> str:
+        """The name of `e`'s array (declared once per distinct table by `table_decls`)."""
+        return self.tables.setdefault((e.ty, e.values), f"vy_tab{len(self.tables)}")
+
+    def function(self, fn: N.Function) -> str:
+        """The C name of `fn`, printed once (`function_decls`); counts its calls."""
+        name = mangle("vy_fn", fn.name)
+        got = self.functions.get(fn.name)
+        if got is not None:
+            got[1] += 1
+            return name
+        self.functions[fn.name] = [None, 1]
+        outer, self.lines = self.lines, []
+        self.block(fn.body, 1)
+        self.emit(1, f"return {self.expr(fn.result)};")
+        body, self.lines = self.lines, outer
+        params = ", ".join(f"{CTYPE[t]} {self.name_of(p)}" for p, t in fn.params)
+        self.functions[fn.name][0] = "\n".join(
+            [f"{CTYPE[fn.ty]} {name}({params}) {{", *body, "}"])
+        return name
+
+    def function_decls(self) -> str:
+        """The core's functions (vyre.lower.maths' definitions), each once: called once,
+        NVRTC inlines it as it would the code in place; called more often, it stays one
+        function (`__noinline__`), so the kernel's size and compile time do not grow
+        with the calls (a call costs a few instructions, docs/perf-notes.md)."""
+        return "".join(
+            f"__device__ {'__noinline__' if calls > 1 else '__forceinline__'} {text}\n"
+            for text, calls in self.functions.values())
+
+    def table_decls(self) -> str:
+        """The core's constant tables (vyre.lower.maths), in global memory: read through
+        the L1 cache, where lanes that read different entries cost one cache line each
+        (a `__constant__` array would serialise them)."""
+        return "".join(
+            f"__device__ const {CTYPE[ty]} {name}[{len(values)}] = "
+            f"{{{', '.join(literal(v, ty) for v in values)}}};\n"
+            for (ty, values), name in self.tables.items())
 
     def subgroup(self, e: N.Subgroup) -> str:
         v = self.expr(e.value)
@@ -1135,7 +1183,8 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1,
             merge = options.merge_threads // bx
     gen = _Gen(program, restrict, k, merge, options, indirect)
     src = gen.kernel()
-    src = src.replace(_PRELUDE_SLOT, prelude(src), 1)
+    fns = gen.function_decls()
+    src = src.replace(_PRELUDE_SLOT, prelude(src + fns) + gen.table_decls() + fns, 1)
     sig = KernelSignature(
         buffers=tuple(b.ty for b in program.buffers),
         params=tuple(q.ty for q in program.params),

@@ -207,9 +207,26 @@ class Invocations:
             return numeric.bitcast(self.eval(e.a), e.ty)
         if isinstance(e, N.Native):
             return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
+        if isinstance(e, N.Table):
+            return numeric.table(e.values, self.eval(e.index), e.ty)
+        if isinstance(e, N.Invoke):
+            return self.invoke(e)
         if isinstance(e, N.Subgroup):
             return self.subgroup(e)
         raise NotImplementedError(f"expression {type(e).__name__}")
+
+    def invoke(self, e: N.Invoke) -> Array:
+        """A Function of the lowered core, in place: its parameters bound to the arguments
+        in a scope of their own, its body run on the lanes evaluating the call."""
+        mask, outer = self.active, self.locals
+        args = [self.lanes(self.eval(a)) for a in e.args]
+        self.locals = {name: a for (name, _), a in zip(e.fn.params, args, strict=True)}
+        try:
+            self.block(e.fn.body, mask)
+            self.active = mask
+            return self.eval(e.fn.result)
+        finally:
+            self.locals, self.active = outer, mask
 
     def in_range(self, ok: Array, mask: Array, what: str, name: str) -> None:
         """A raw access of the lowered core (vyre.lower) must be in range on every lane of

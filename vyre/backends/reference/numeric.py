@@ -429,6 +429,15 @@ def bitcast(a: Array, dst: ScalarType) -> Array:
 # ------------------------------------------------------------------ the lowered core
 
 
+def table(values: tuple[float, ...] | tuple[int, ...], index: Array, ty: ScalarType) -> Array:
+    """A `Table` node of vyre.lower's core: values[index], for an index the lowering must
+    keep below len(values) (asserted on every lane, as for `native`)."""
+    i = np.asarray(index)
+    if np.any(i >= len(values)):
+        raise AssertionError(f"lowering read a table of {len(values)} at index {int(i.max())}")
+    return np.asarray(values, dtype=ty.numpy)[i]
+
+
 def native(op: str, args: list[Array], ty: ScalarType, operand_ty: ScalarType) -> Array:
     """A `Native` node of vyre.lower's core: the target's own operation, which the lowering
     must only apply inside its domain. The precondition is asserted on every lane (this is

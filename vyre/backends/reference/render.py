@@ -44,6 +44,10 @@ def _expr(e: N.ExprNode, k: tuple[str, ...]) -> str:
         return f"bitcast<{e.ty}>({k[0]})"
     if isinstance(e, N.Native):  # the lowered core (vyre.lower)
         return f"native_{e.op}<{e.ty}>({', '.join(k)})"
+    if isinstance(e, N.Table):
+        return f"table<{e.ty}>[{len(e.values)}]({k[0]})"
+    if isinstance(e, N.Invoke):
+        return f"{e.fn.name}({', '.join(k)})"
     if isinstance(e, N.Subgroup):
         return f"subgroup_{e.op}{f'<{e.combine}>' if e.combine else ''}({', '.join(k)})"
     return repr(e)

@@ -80,7 +80,7 @@ def fma_plan(ka: Kinds, kb: Kinds, kc: Kinds) -> FmaPlan:
 
 # the expression classes FenceFlow.kinds finds "v" by class alone (no class derives from them)
 _VISIBLE_CLASSES = frozenset({N.Const, N.Builtin, N.Length, N.Binary, N.Cast, N.Bitcast,
-                              N.Native, N.Subgroup})
+                              N.Native, N.Table, N.Invoke, N.Subgroup})
 
 
 def _join(a: Kinds, b: Kinds) -> Kinds:

@@ -1220,9 +1220,54 @@ def expr(ctx: _Ctx, e: N.ExprNode, opaque: bool = False) -> str:
         return f"bitcast<{wgsl_type(e.ty)}>({sub[0]})"
     if isinstance(e, N.Native):
         return _native(ctx, e, sub)
+    if isinstance(e, N.Table):
+        return _table(ctx, e, sub[0])
+    if isinstance(e, N.Invoke):
+        return f"{_function(ctx, e.fn)}({', '.join(sub)})"
     if isinstance(e, N.Subgroup):
         return _subgroup(ctx, e, sub)
     raise InvalidProgram(f"unknown expression {type(e).__name__}")
+
+
+def _function(ctx: _Ctx, fn: N.Function) -> str:
+    """The module `fn` of the core's function `fn` (vyre.lower.maths' definitions), printed
+    once however often it is called: its body in a scope and fence flow of its own (the
+    parameters as values the compiler may see, so they are fenced as such). lavapipe
+    builds a pipeline with three calls of one `fn` in 0.55-0.6x the time of the same
+    code written three times (docs/perf-notes.md)."""
+    name = f"vy_fn_{mangle(fn.name)}"
+    if name in ctx.helpers:
+        return name
+    ctx.helpers[name] = ""  # (reserved: printed before the helpers its body adds)
+    scopes, flow, hoisted = ctx.scopes, ctx.flow, ctx.hoisted
+    ctx.scopes, ctx.flow, ctx.hoisted = [{}], FenceFlow(), None
+    try:
+        params = []
+        for p, pt in fn.params:
+            ctx.flow.declare(p, VISIBLE)
+            params.append(f"{ctx.declare(p)}: {wgsl_type(pt)}")
+        body = [line for st in fn.body for line in _stmt(ctx, st, "    ")]
+        result = expr(ctx, fn.result)  # (in the body's scope: it reads the body's locals)
+    finally:
+        ctx.scopes, ctx.flow, ctx.hoisted = scopes, flow, hoisted
+    t = wgsl_type(fn.ty)
+    ctx.helpers[name] = "\n".join(
+        [f"fn {name}({', '.join(params)}) -> {t} {{", *body, f"    return {result};", "}"])
+    return name
+
+
+def _table(ctx: _Ctx, e: N.Table, index: str) -> str:
+    """The core's constant table `e` (vyre.lower.maths) read at `index`, as a tree of
+    selects on the index's bits: a module `const` array read at a runtime index is copied
+    into every invocation's private memory by lavapipe (log's f16 map ran 3x slower)."""
+    vals = [_float_text(float(v)) + _SUFFIX[e.ty] if e.ty.is_float
+            else f"{int(v)}{_SUFFIX[e.ty]}" for v in e.values]
+    bits = max(1, (len(vals) - 1).bit_length())
+    vals += [vals[-1]] * ((1 << bits) - len(vals))  # (never read: the index is in range)
+    for j in range(bits):
+        bit = f"((({index}) >> {j}u) & 1u) != 0u"
+        vals = [f"select({vals[2 * m]}, {vals[2 * m + 1]}, {bit})" for m in range(len(vals) // 2)]
+    return vals[0]
 
 
 # ------------------------------------------------------------------ subgroups

@@ -1,10 +1,12 @@
 """One exact definition per float function, written once as an IR -> IR rewrite.
 
 `lower_maths(program)` replaces every call of a registered function (exp, exp2, log, ...)
-by IR operations every backend computes exactly, so every backend (the reference
-included: it interprets the lowered Program) gets the same bits; correctly rounded is
-the goal (docs/IR.md "Calls" says, per function, what is reached). It runs first in
-`vyre.lower.lower` and in the reference backend's plan.
+by a call (`Invoke`) of its definition, one `Function` per function and type made of IR
+operations every backend computes exactly, so every backend (the reference included: it
+interprets the lowered Program) gets the same bits; correctly rounded is the goal
+(docs/IR.md "Calls" says, per function, what is reached). It runs first in
+`vyre.lower.lower` (which lowers each Function's body for the target) and in the
+reference backend's plan.
 
 Writing a function (the interface; stable):
 - a module of this package (any name but the infrastructure modules: `apply`, `build`,
@@ -16,7 +18,10 @@ Writing a function (the interface; stable):
   amounts u32), `-x`, `.lt .le .gt .ge .eq .ne` (bool), `.land .lor .not_`, `.cast(ty)`,
   `.bitcast(ty)`, `.min .max`; Python numbers beside an `X` take its type. `b.f64(v)`,
   `b.f64_bits(0x3ff0...)`, `b.f32`, `b.i32`, `b.u32`, `b.const(ty, v)`,
-  `b.select(c, a, b)`, `b.let(x)` (evaluate once), `b.var(x)` + `b.assign(v, x)`,
+  `b.select(c, a, b)`, `b.table(i, values, ty)` (values[i]: an IR `Table`, i a u32
+  the lowering keeps in range), `b.f2i(x, ty)` (the target's own truncation, for an x
+  kept in ty's range: no saturation tests), `b.let(x)` (evaluate once), `b.var(x)` +
+  `b.assign(v, x)`,
   `with b.when(cond): ...` (statements under an `if`: slow paths).
 - dd.py: double-double arithmetic from add and mul only (two_sum, fast_two_sum, two_prod
   by Veltkamp splitting, add / add_d / mul / mul_d, horner / horner_d with the
@@ -28,16 +33,18 @@ Writing a function (the interface; stable):
   double-double (hi, lo), made under an `if`) only where y (1 +- rel_err) straddles a
   rounding boundary; `round_dd(b, ty, hi, lo, tie_tol)`, `round_f64_f16`,
   `round_f16_grid`.
-- exp.py / log.py export their reductions for reuse: `table(b, i, values)` (a select
-  tree), `power_of_two(b, e)`, `pow2(...)` (2^(k/16 + r) rounded), `reduce`, `log_dd`,
-  `log2_fast`.
+- exp.py / log.py export their reductions for reuse: `power_of_two(b, e)`, `pow2(...)`
+  (2^(k/16 + r) rounded), `reduce`, `log_dd`, `log2_fast`.
 Rules for a lowering: only integer ops, f32/f64 add / sub / mul, comparisons, select,
 bitcasts and casts between float types (f64 division, sqrt and fma are not exact on every
 backend: NVIDIA's Vulkan f64 division, the reference's slow f64 fma); keep every f64
 intermediate far from the f64 subnormals (Vulkan may flush them); 32-bit integers only
 (i64 is not on every device). Read the input through `x.cast(F64)` (in flush mode that
 reads a subnormal f32 as zero, as docs/IR.md says a function must) and classify the f64.
-Tables are select trees of constants (no printer has constant arrays).
+Cost (docs/perf-notes.md, scripts/maths_sass.py counts the SASS): on Hopper an f64 add /
+mul issues at 64/clk/SM and a conversion (f32 <-> f64, float <-> int) at 16, so a
+definition's common path keeps conversions few (rounding.finish: two) and its tables are
+`b.table` reads, not select trees (NVRTC turned those into divergent branches).
 """
 
 from .apply import lower_maths, lowered_calls

@@ -1,16 +1,22 @@
-"""The pass that replaces every call of a registered function by its lowering.
+"""The pass that replaces every call of a registered function by a call of its definition.
 
 It runs first in `vyre.lower.lower` (for every target) and in the reference backend (which
 interprets the result), so every backend evaluates the same IR operations and gets the
-same bits. The lowering's statements go just before the statement that held the call; a
-`while` whose condition holds a call becomes `while true { stmts; if !cond { break } ... }`
-(as in vyre.lower.passes). Rewrites are memoised per statement only. The result still
-uses only IR nodes (no `Native`): the other lowering rules then apply to it as to the
-user's own code.
+same bits. Each (function, type) a program calls becomes one `Function` of the lowered
+core (its definition, the lowering's statements and result over the parameters), and each
+call an `Invoke` of it, so a printer spells the definition once however many calls there
+are (a CUDA `__device__` function, a WGSL `fn`: source size and compile time no longer
+grow with the calls, docs/perf-notes.md). An argument that is not a leaf is set in a
+local just before the statement (the opaque select names it twice); a `while` whose
+condition holds a call becomes `while true { lets; if !cond { break } ... }`.
+`vyre.lower.lower` hands each Function's body to the rest of its passes (`lower_body`),
+so the target's rules apply to it as to the user's own code; the reference interprets
+it as written. Rewrites are memoised per statement only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import is_not
 
 from vyre.ir import nodes as N
@@ -39,54 +45,91 @@ def _opaque(a: N.ExprNode) -> N.ExprNode:
     return made(N.Select, cond=_NEVER, a=made(N.Unary, op="neg", a=a, ty=a.ty), b=a, ty=a.ty)
 
 
-class _Apply:
-    def __init__(self) -> None:
-        self.count = 0
-        self.b = Builder(self.fresh)
-        self.map = ExprMap(self.rewrite, kept=_LEAVES)
+#: lowers a function's body for the target (vyre.lower.lower's passes), or None
+BodyLowering = Callable[[N.Function], N.Function] | None
 
-    def fresh(self) -> str:
-        self.count += 1
-        return f"mx.{self.count}"
+
+class _Apply:
+    def __init__(self, lower_body: BodyLowering) -> None:
+        self.map = ExprMap(self.rewrite, kept=_LEAVES)
+        self.functions: dict[tuple[str, ScalarType], N.Function] = {}
+        self.lower_body = lower_body
+        self.lets: list[N.StmtNode] = []  # the arguments set in locals, per statement
+        self.count = 0
+
+    def function(self, e: N.Call) -> N.Function | None:
+        """The program's one Function of `e`'s definition (made on first use)."""
+        key = (e.fn, e.ty)
+        got = self.functions.get(key)
+        if got is None:
+            f = lowered(e.fn, e.ty)
+            if f is None:
+                return None
+            count = [0]
+
+            def fresh() -> str:
+                count[0] += 1
+                return f"mx.{count[0]}"
+
+            b = Builder(fresh)
+            params = tuple((f"mx.a{j}", a.ty) for j, a in enumerate(e.args))
+            args = tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in params)
+            result = f(b, args)
+            got = made(N.Function, name=f"{e.fn}_{e.ty}", params=params,
+                       body=tuple(b.stmts), result=result.e, ty=e.ty)
+            if self.lower_body is not None:
+                got = self.lower_body(got)
+            self.functions[key] = got
+        return got
 
     def rewrite(self, e: N.ExprNode, written: N.ExprNode) -> N.ExprNode:
         if type(e) is not N.Call:
             return e
         assert isinstance(e, N.Call)
-        f = lowered(e.fn, e.ty)
-        if f is None:
+        fn = self.function(e)
+        if fn is None:
             return e
-        b = self.b
-        args = tuple(b.let(b.wrap(_opaque(a))) for a in e.args)
-        return f(b, args).e
+        return made(N.Invoke, fn=fn, args=tuple(map(self.arg, e.args)), ty=e.ty)
+
+    def arg(self, a: N.ExprNode) -> N.ExprNode:
+        """`a` as an opaque argument (`_opaque` names it twice: anything but a leaf,
+        another call's result above all, is set in a local first, so no printer spells
+        it twice)."""
+        if type(a) not in _LEAVES:
+            self.count += 1
+            name = f"mx.{self.count}"
+            self.lets.append(made(N.Let, name=name, value=a))
+            a = made(N.Var, name=name, ty=a.ty)
+        return _opaque(a)
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
         exprs = stmt_exprs(s)
         if not exprs:
             return [s]
         self.map.memo.clear()
-        self.b.stmts = []
+        self.lets = []
         new = tuple(map(self.map, exprs))
-        lets, self.b.stmts = self.b.stmts, []
-        if not lets:
+        lets, self.lets = self.lets, []
+        if not any(map(is_not, exprs, new)):
             return [s]
         if isinstance(s, N.While):
+            # `while true { lets; if !cond { break } ... }`: the arguments' locals set
+            # before each evaluation of the condition
             (cond,) = new
             stop = made(N.If, cond=made(N.Unary, op="not", a=cond, ty=ScalarType.BOOL),
                         then=(made(N.Break),))
             return [made(N.While, cond=N.Const(ty=ScalarType.BOOL, value=True),
                          body=(*lets, stop, *s.body))]
-        if any(map(is_not, exprs, new)):
-            s = with_parts(s, new, child_blocks(s))
-        return [*lets, s]
+        return [*lets, with_parts(s, new, child_blocks(s))]
 
 
-def lower_maths(program: N.Program) -> N.Program:
-    """`program` with every call of a registered function replaced by its lowering (the
-    same object when it has none)."""
+def lower_maths(program: N.Program, lower_body: BodyLowering = None) -> N.Program:
+    """`program` with every call of a registered function replaced by an `Invoke` of its
+    definition, one `Function` per function and type (the same object when it has
+    none); `lower_body` lowers each Function's body for the target, once."""
     if not lowered_calls(program):
         return program
-    body = map_block(program.body, _Apply().stmt)
+    body = map_block(program.body, _Apply(lower_body).stmt)
     return program.model_copy(update={"body": body})
 
 

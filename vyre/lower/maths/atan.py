@@ -13,7 +13,7 @@ atan(a/b) without division: i = round(16 a/b) (from a three-step Newton reciproc
 within 2^-20), atan(a/b) = atan(i/16) + atan(u), u = (a - c b) / (b + c a), c = i/16,
 |u| <= 1/32 + 2^-20 (numerator and denominator as double-doubles, their quotient by a
 five-step Newton reciprocal of the denominator), atan(i/16) a table of double-doubles
-(a select tree), atan(u) its Taylor series: in f64 to u^13 (truncation below 2^-70)
+(IR `Table`s), atan(u) its Taylor series: in f64 to u^13 (truncation below 2^-70)
 for the fast path, in double-double to u^23 (the terms from u^9 on in f64) for the slow
 path. Fast path error: u within 2^-51, the sums within 2^-52 (a cancellation of one bit
 where i = 1): below 2^-50, so `FAST_ERR` = 2^-48. b is first scaled by a power of two (a with it) into [2^-64, 2^64]
@@ -63,12 +63,8 @@ _ATAN = _atan_table()
 
 
 def _table(b: Builder, i: X) -> dd.DD:
-    hi, lo = b.f64(_ATAN[16][0]), b.f64(_ATAN[16][1])
-    for j in range(15, -1, -1):
-        at = i.eq(j)
-        hi = b.select(at, b.f64(_ATAN[j][0]), hi)
-        lo = b.select(at, b.f64(_ATAN[j][1]), lo)
-    return b.let(hi), b.let(lo)
+    """atan(i / 16) for u32 i in 0..16, a double-double."""
+    return b.let(b.table(i, [h for h, _ in _ATAN])), b.let(b.table(i, [lo for _, lo in _ATAN]))
 
 
 def _horner(z: X, cs: list[float]) -> X:

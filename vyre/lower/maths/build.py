@@ -181,6 +181,21 @@ class Builder:
             b = self.const(a.ty, b)
         return X(self, made(N.Select, cond=cond.e, a=a.e, b=b.e, ty=a.ty))
 
+    def table(self, i: X, values: list[float] | list[int], ty: ScalarType = T.F64) -> X:
+        """values[i] for a u32 `i` the caller keeps below len(values): an IR `Table` (one
+        array per distinct table in the printed code, one read per use; a select tree of
+        len - 1 selects cost more than the rest of exp's fast path, docs/perf-notes.md)."""
+        assert i.ty is T.U32, i.ty
+        vals = tuple(float(v) for v in values) if ty.is_float else tuple(int(v) for v in values)
+        return X(self, made(N.Table, values=vals, index=i.e, ty=ty))
+
+    def f2i(self, x: X, ty: ScalarType = T.I32) -> X:
+        """The truncation of float `x` to int `ty`, for an `x` the caller keeps inside
+        ty's range (not NaN): the target's own conversion (`Native` f2i, which the
+        reference asserts in range), without the IR cast's saturation tests (three f64
+        compares and a branch on CUDA)."""
+        return X(self, made(N.Native, op="f2i", args=(x.e,), ty=ty))
+
     # ------------------------------------------------------------ locals and statements
     def let(self, v: X) -> X:
         """`v` evaluated once, into a new local (constants and locals as they are)."""

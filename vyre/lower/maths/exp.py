@@ -1,11 +1,14 @@
 """exp and exp2 (f32, f16): correctly rounded, evaluated in f64 (Tang's table method).
 
 2^z with z = x (exp2) or x log2(e) (exp): k = round(16 z), z = k / 16 + r with |r| <= 1/32
-(+ 2^-19 for exp), 2^z = 2^(k >> 4) * 2^((k & 15) / 16) * 2^r. The table 2^(i / 16) is a
-select tree of constants; 2^r is its Taylor polynomial. The arguments are clamped first
-to a range whose results already overflow to inf or round to 0 (so every intermediate is
-a normal f64 and 2^(k >> 4) is two exact powers of two made from f32 bits); NaN returns
-the argument.
+(+ 2^-19 for exp), 2^z = 2^(k >> 4) * 2^((k & 15) / 16) * 2^r. The table 2^(i / 16) is an
+IR `Table`; 2^r is its Taylor polynomial. The arguments are clamped first (in their own
+type: the bounds are exact there) to a range whose results already overflow to inf or
+round to 0 (so every intermediate is a normal f64 and 2^(k >> 4) is two exact powers of
+two made from f32 bits); NaN returns the argument. An f32 result in the normal range
+(-124 <= k >> 4 <= 126) is 2^((k & 15) / 16 + r) rounded, with k >> 4 added to its
+exponent bits: exact, and the same rounding test and result as rounding the product
+(the powers of two, two conversions, are made only for the rest).
 
 Fast path (f64): r exact for exp2; for exp, x * C_hi is exact (C_hi has 26 bits) and so
 is x * C_hi - k / 16 (its bits span at most 50), r1 = x * C_lo adds the rest of log2(e).
@@ -67,17 +70,6 @@ _L2E_HI = float(Fraction(round(_L2E * 2**25), 2**25))  # 26 bits: x * _L2E_HI is
 _L2E_MID, _L2E_LO = dd.split_const(_L2E - Fraction(_L2E_HI))
 
 
-def table(b: Builder, i: X, values: list[float]) -> X:
-    """values[i] for u32 `i` in [0, len(values)), len a power of two: a select tree."""
-    n = len(values)
-    levels = n.bit_length() - 1
-    bits = [b.let(((i >> j) & 1).ne(0)) for j in range(levels)]
-    nodes: list[X] = [b.f64(v) for v in values]
-    for j in range(levels):  # pair entries that differ in bit j
-        nodes = [b.select(bits[j], nodes[2 * m + 1], nodes[2 * m]) for m in range(len(nodes) // 2)]
-    return nodes[0]
-
-
 def power_of_two(b: Builder, e: X) -> X:
     """2^e as f64 for i32 e in [-126, 127] (from f32 bits: exact)."""
     return ((e + 127).bitcast(T.U32) << 23).bitcast(T.F32).cast(T.F64)
@@ -90,45 +82,69 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
     the fast path's relative error (at least `_FAST_ERR`), negated where `neg`."""
     i = b.let(k.bitcast(T.U32) & 15)
     e = b.let(k >> 4)  # arithmetic: floor(k / 16)
-    e1 = b.let(e >> 1)
-    s1 = b.let(power_of_two(b, e1))
-    s2 = b.let(power_of_two(b, e - e1))
     p = b.f64(_FAST_COEFFS[-1])
     for c in reversed(_FAST_COEFFS[:-1]):
         p = b.let(p * r + c)
-    y = b.let(((table(b, i, [h for h, _ in _TABLE]) * p) * s1) * s2)
-    if neg is not None:
-        y = b.select(neg, -y, y)
+    y0 = b.let(b.table(i, [h for h, _ in _TABLE]) * p)  # 2^(i/16 + r): in [0.97, 2.07]
+    scale: list[X] = []
+
+    def powers() -> tuple[X, X]:  # 2^e = s1 * s2, made where first needed
+        if not scale:
+            e1 = b.let(e >> 1)
+            scale.extend((b.let(power_of_two(b, e1)), b.let(power_of_two(b, e - e1))))
+        return scale[0], scale[1]
+
+    def scaled() -> X:
+        s1, s2 = powers()
+        y = b.let((y0 * s1) * s2)  # exact: powers of two, far from the f64 subnormals
+        return y if neg is None else b.select(neg, -y, y)
 
     def slow() -> dd.DD:
+        s1, s2 = powers()
         coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SLOW_COEFFS]
         poly = dd.horner(b, coeffs, r_dd(), DD_TERMS)
-        tab = (table(b, i, [h for h, _ in _TABLE]), table(b, i, [lo for _, lo in _TABLE]))
+        tab = (b.table(i, [h for h, _ in _TABLE]), b.table(i, [lo for _, lo in _TABLE]))
         hi, lo = dd.mul(b, tab, poly)
         hi, lo = b.let((hi * s1) * s2), b.let((lo * s1) * s2)
         if neg is None:
             return hi, lo
         return b.let(b.select(neg, -hi, hi)), b.let(b.select(neg, -lo, lo))
 
-    return finish(b, ty, y, rel_err, slow, tie_tol)
+    if ty is not T.F32:
+        return finish(b, ty, scaled(), rel_err, slow, tie_tol)
+    # f32 with a normal result (-124 <= e <= 126): y0 rounded, then 2^e put into the
+    # exponent bits, which is exact there and the same test and result as rounding
+    # y0 * 2^e (finish): no conversions for 2^e (they issue at 16/clk/SM on Hopper). The
+    # rest (results near overflow or underflow, and the rare hard cases) as before.
+    err = b.let(y0 * rel_err)
+    lo = b.let((y0 - err).cast(T.F32))
+    bits = lo.bitcast(T.U32) + (e << 23).bitcast(T.U32)
+    if neg is not None:
+        bits = bits | b.select(neg, b.u32(0x80000000), b.u32(0))
+    r = b.var(bits.bitcast(T.F32))
+    normal = e.ge(-124).land(e.le(126))
+    with b.when(normal.not_().lor(lo.ne((y0 + err).cast(T.F32)))):
+        b.assign(r, finish(b, ty, scaled(), rel_err, slow, tie_tol))
+    return r
 
 
 @lowering("exp2", T.F32, T.F16)
 def exp2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    d = b.let(x.cast(T.F64))
-    z = b.let(d.max(-151.0).min(129.0))  # (NaN -> -151: selected below)
+    # clamped in x's type (the bounds are exact there, so this is the f64 clamp of x's
+    # value; two f32 min / max instead of f64 compares and selects)
+    z = b.let(x.max(-151.0).min(129.0).cast(T.F64))  # (NaN -> -151: selected below)
     kf = b.let(((z * 16.0) + _ROUND) - _ROUND)
     r = b.let(z - kf * 0.0625)  # exact
-    out = pow2(b, b.let(kf.cast(T.I32)), r, lambda: (r, b.f64(0.0)), x.ty)
-    return b.select(d.ne(d), x, out)
+    out = pow2(b, b.let(b.f2i(kf)), r, lambda: (r, b.f64(0.0)), x.ty)
+    return b.select(x.ne(x), x, out)
 
 
 @lowering("exp", T.F32, T.F16)
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    d = b.let(x.cast(T.F64))
-    z = b.let(d.max(-105.0).min(90.0))  # e^-105 < 2^-151, e^90 > 2^129 (NaN: below)
+    # e^-105 < 2^-151, e^90 > 2^129; clamped in x's type as exp2's (NaN: below)
+    z = b.let(x.max(-105.0).min(90.0).cast(T.F64))
     zh = b.let(z * _L2E_HI)  # exact
     kf = b.let(((zh * 16.0) + _ROUND) - _ROUND)
     r0 = b.let(zh - kf * 0.0625)  # exact (module docstring)
@@ -138,5 +154,5 @@ def exp(b: Builder, args: tuple[X, ...]) -> X:
         return dd.add_d(b, dd.add_d(b, m, b.let(z * _L2E_LO)), r0)
 
     r = b.let(r0 + z * (_L2E_MID + _L2E_LO))
-    out = pow2(b, b.let(kf.cast(T.I32)), r, r_dd, x.ty)
-    return b.select(d.ne(d), x, out)
+    out = pow2(b, b.let(b.f2i(kf)), r, r_dd, x.ty)
+    return b.select(x.ne(x), x, out)

@@ -22,7 +22,6 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
-from .exp import table
 from .registry import lowering
 from .rounding import finish
 
@@ -86,7 +85,7 @@ def reduce(b: Builder, v: X) -> Reduced:
     e = b.let(e + b.select(halve, b.i32(1), b.i32(0)))
     m = (u & 0x7FFFFF) | 0x3F800000
     m = b.let(b.select(halve, m - 0x800000, m).bitcast(T.F32).cast(T.F64))  # m' exactly
-    r = b.let(m * table(b, i, _INV) - 1.0)  # exact
+    r = b.let(m * b.table(i, _INV) - 1.0)  # exact
     q = b.f64(_FAST[-1])
     for c in reversed(_FAST[:-1]):
         q = b.let(q * r + c)
@@ -99,7 +98,7 @@ def log_dd(b: Builder, red: Reduced, base2: bool) -> dd.DD:
     # terms of degree >= 9 in f64: their rounding, times |r|^8 <= 2^-48, is below 2^-103
     series = dd.mul_d(b, dd.horner_d(b, coeffs, red.r, 8), red.r)
     tab = _LOG2 if base2 else _LOG
-    t = (table(b, red.i, [h for h, _ in tab]), table(b, red.i, [lo for _, lo in tab]))
+    t = (b.table(red.i, [h for h, _ in tab]), b.table(red.i, [lo for _, lo in tab]))
     if base2:
         s = dd.add(b, t, dd.mul(b, series, (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))))
         return dd.add_d(b, s, red.ef)
@@ -109,8 +108,8 @@ def log_dd(b: Builder, red: Reduced, base2: bool) -> dd.DD:
 
 def log2_fast(b: Builder, red: Reduced) -> dd.DD:
     """log2(x) as an unnormalised pair hi + lo, relative error < 2^-50."""
-    hi, err = dd.two_sum(b, red.ef, table(b, red.i, [h for h, _ in _LOG2]))
-    lo = err + (table(b, red.i, [lo for _, lo in _LOG2]) + red.p * _L2E)
+    hi, err = dd.two_sum(b, red.ef, b.table(red.i, [h for h, _ in _LOG2]))
+    lo = err + (b.table(red.i, [lo for _, lo in _LOG2]) + red.p * _L2E)
     return hi, b.let(lo)
 
 
@@ -119,7 +118,7 @@ def _log(b: Builder, x: X, base2: bool) -> X:
     ordinary = b.let(d.gt(0.0).land(d.lt(float("inf"))))
     red = reduce(b, b.let(b.select(ordinary, d, b.f64(1.0))))
     ef, p = red.ef, red.p
-    t_hi = table(b, red.i, [h for h, _ in (_LOG2 if base2 else _LOG)])
+    t_hi = b.table(red.i, [h for h, _ in (_LOG2 if base2 else _LOG)])
     if base2:
         y = ef + (t_hi + p * _L2E)
     else:

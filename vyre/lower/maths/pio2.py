@@ -4,7 +4,7 @@ Given |x| (its f32 bits), `reduce_pio2` returns the quadrant k = round(|x| * 2/p
 and r = |x| - k * pi/2 as a double-double (rh, rl), for every finite f32 however large
 (Payne and Hanek's method): with |x| = m * 2^s (m the 24-bit significand), only the bits
 of 2/pi from weight 2^(1 - s) on matter modulo 4, so a 128-bit window of 2/pi's bits,
-starting at that weight (a shifted select of words of the table below), is multiplied
+starting at that weight (a shifted read of words of the table below), is multiplied
 by m in 16-bit limbs (u32 products of 16 x 16 bits are exact; no 64-bit integers, which
 not every device has). The 2 integer bits of the product give k, the rest the fraction,
 converted to a double-double and multiplied by pi/2.
@@ -46,11 +46,8 @@ _G = [(((2 / _PI) * 2 ** (_WORDS * 32 - 32)).__floor__() >> (32 * (_WORDS - 1 - 
 
 
 def _table(b: Builder, w0: X, j: int) -> X:
-    """_G[w0 + j] for w0 in 0..4, as a select tree of constants (no constant arrays)."""
-    v = b.u32(_G[j + 4])
-    for w in range(3, -1, -1):
-        v = b.select(w0.eq(w), b.u32(_G[j + w]), v)
-    return b.let(v)
+    """_G[w0 + j] for w0 in 0..4."""
+    return b.let(b.table(w0 + j, _G, T.U32) if j else b.table(w0, _G, T.U32))
 
 
 def reduce_pio2(b: Builder, ab: X) -> tuple[X, X, X]:
@@ -123,7 +120,7 @@ def reduce_cody_waite(b: Builder, ax: X) -> tuple[X, X, X]:
     h = dd.two_sum(b, s1, b.let(-(kf * _P2)))
     p3 = dd.two_prod(b, kf, b.f64(_P3))
     r = dd.add(b, h, (-p3[0], b.let(-(p3[1] + kf * _P4))))
-    return b.let(kf.cast(T.U32) & 3), r[0], r[1]
+    return b.let(b.f2i(kf, T.U32) & 3), r[0], r[1]  # (0 <= kf < 2^19)
 
 
 __all__ = ["CODY_WAITE_BITS", "PIO2", "reduce_cody_waite", "reduce_pio2"]

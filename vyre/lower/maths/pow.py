@@ -52,7 +52,7 @@ def _magnitude(b: Builder, ax: X, dy: X, neg: X, ty: ScalarType) -> X:
         zs_lo = b.select(clamped, b.f64(0.0), zs[1])
         return dd.add_d(b, (b.let(zs_lo), b.f64(0.0)), b.let(zs_hi - kf * 0.0625))
 
-    return pow2(b, b.let(kf.cast(T.I32)), r, r_dd, ty, _FAST_ERR, neg, _TIE)
+    return pow2(b, b.let(b.f2i(kf)), r, r_dd, ty, _FAST_ERR, neg, _TIE)
 
 
 @lowering("pow", T.F32, T.F16)

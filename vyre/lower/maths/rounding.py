@@ -36,6 +36,11 @@ def _grid(b: Builder, ty: ScalarType, a: X) -> X:
     return a.cast(T.F32).cast(T.F64) if ty is T.F32 else round_f16_grid(b, a)
 
 
+def _rounded(b: Builder, ty: ScalarType, y: X) -> X:
+    """f64 `y` rounded once to `ty` (f32 / f16)."""
+    return y.cast(T.F32) if ty is T.F32 else round_f64_f16(b, y)
+
+
 _MAX = {T.F32: (_F32_OVERFLOW_MID, _F32_MAX), T.F16: (65520.0, 65504.0)}
 
 
@@ -91,12 +96,17 @@ def finish(b: Builder, ty: ScalarType, y: X, rel_err: float,
     inputs an ordinary stand-in and select their results after this)."""
     assert ty in (T.F32, T.F16), ty
     y = b.let(y)
-    r = b.var(y.cast(T.F32) if ty is T.F32 else round_f64_f16(b, y))
     if slow is None:
-        return r
-    a = b.let(y.abs())
-    err = b.let(a * rel_err)
-    with b.when(_grid(b, ty, a - err).ne(_grid(b, ty, a + err))):
+        return _rounded(b, ty, y)
+    # y - |y| rel_err and y + |y| rel_err rounded: where they agree, so do y and every
+    # value between (rounding, flushing included, is monotonic), so the first is the
+    # result: two conversions to f32, not three (conversions issue at a quarter of f64
+    # arithmetic's rate on Hopper, docs/perf-notes.md). (y - err keeps a zero's sign;
+    # the test is the one on |y| +- err, by symmetry.)
+    err = b.let(y.abs() * rel_err)
+    lo = b.let(_rounded(b, ty, y - err))
+    r = b.var(lo)
+    with b.when(lo.ne(_rounded(b, ty, y + err))):
         hi_, lo_ = slow()
         b.assign(r, round_dd(b, ty, hi_, lo_, tie_tol))
     return r

@@ -31,7 +31,6 @@ from .exp import (
     _TABLE,
     DD_TERMS,
     power_of_two,
-    table,
 )
 from .registry import lowering
 from .rounding import finish
@@ -63,11 +62,11 @@ def tanh(b: Builder, args: tuple[X, ...]) -> X:
     kf = b.let(((zh * 16.0) + _ROUND) - _ROUND)
     r0 = b.let(zh - kf * 0.0625)  # exact
     r = b.let(r0 + u * _L2E_MID)
-    k = b.let(kf.cast(T.I32))
+    k = b.let(b.f2i(kf))  # (0 <= kf < 2^10)
     i = b.let(k.bitcast(T.U32) & 15)
     scale = b.let(power_of_two(b, k >> 4))  # k >= 0, 2^(k >> 4) <= 2^58
-    s_hi = b.let(table(b, i, [h for h, _ in _TABLE]) * scale)
-    s_lo = b.let(table(b, i, [lo for _, lo in _TABLE]) * scale)
+    s_hi = b.let(b.table(i, [h for h, _ in _TABLE]) * scale)
+    s_lo = b.let(b.table(i, [lo for _, lo in _TABLE]) * scale)
     q = b.f64(_FAST_COEFFS[-1])
     for c in reversed(_FAST_COEFFS[1:-1]):
         q = b.let(q * r + c)

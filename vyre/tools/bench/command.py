@@ -18,6 +18,7 @@ from vyre import registry
 from vyre.tools.probe import probe_report, repeat_error
 
 from . import workloads as W
+from .functions import FUNCTIONS
 from .plot import plot
 from .report import text_report, write_json, write_sources
 from .suite import Options, failures, run_suite
@@ -40,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-peers", action="store_true",
                    help="bench vyre only (skip CuPy, PyTorch, raw cuda-bindings, raw wgpu-py, "
                         "NumPy)")
+    p.add_argument("--functions", metavar="LIST",
+                   help="the transcendental workload's functions, comma-separated, of: "
+                        f"{','.join(FUNCTIONS)} (default: all; with --quick: "
+                        f"{','.join(W.QUICK_FUNCTIONS)})")
     p.add_argument("--repeat", type=int, metavar="N",
                    help="timed repetitions per figure (default: by workload and mode)")
 
@@ -64,21 +69,36 @@ def _specs(args: argparse.Namespace, out: TextIO) -> list[str] | None:
     return specs
 
 
+def _chosen(given: str | None, known: tuple[str, ...], what: str, out: TextIO
+            ) -> list[str] | None:
+    """The names a comma-separated option (--workloads, --functions) picks, all of `known`
+    when not given, or None after an error naming the choices ('' must not mean all)."""
+    if given is None:
+        return list(known)
+    names = [w.strip() for w in given.split(",") if w.strip()]
+    unknown = [w for w in names if w not in known]
+    if unknown or not names:
+        why = f"unknown {what}(s) {unknown}" if unknown else f"--{what}s names none"
+        print(f"error: {why}; choose from {','.join(known)} (omit --{what}s for all)",
+              file=out)
+        return None
+    return names
+
+
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     known = (*W.WORKLOADS, MULTI_GPU)
-    workloads = list(known)
-    if args.workloads is not None:  # given, even empty: '' must not mean "all"
-        workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        unknown = [w for w in workloads if w not in known]
-        if unknown or not workloads:
-            what = f"unknown workload(s) {unknown}" if unknown else "--workloads names none"
-            print(f"error: {what}; choose from {','.join(known)} (omit --workloads "
-                  "for all)", file=out)
-            return EXIT_USAGE
+    workloads = _chosen(args.workloads, known, "workload", out)
+    if workloads is None:
+        return EXIT_USAGE
     # multi_gpu spans every CUDA device of the host, not one backend: run on its own after
     # the per-backend suite (vyre.tools.bench.multi_gpu; skipped with the reason on one GPU)
     multi_gpu = MULTI_GPU in workloads
     workloads = [w for w in workloads if w != MULTI_GPU]
+    functions = None  # (all; --quick: W.QUICK_FUNCTIONS)
+    if args.functions is not None:
+        functions = _chosen(args.functions, tuple(FUNCTIONS), "function", out)
+        if functions is None:
+            return EXIT_USAGE
     refused = repeat_error(args.repeat)
     if refused:
         print(refused, file=out)
@@ -107,7 +127,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if not workloads:  # multi_gpu alone
         return _multi_gpu_only(args, out, out_dir)
     opts = Options(backends=specs, workloads=workloads, quick=args.quick,
-                   peers=not args.no_peers, repeat=args.repeat)
+                   peers=not args.no_peers, repeat=args.repeat, functions=functions)
     print(f"vyre bench: backends {', '.join(specs)}; workloads {', '.join(workloads)}"
           f"{' (quick)' if args.quick else ''}; progress on stderr", file=out)
     out.flush()

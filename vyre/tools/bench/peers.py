@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import workloads as W
+from .functions import FUNCTIONS, Fn, check_chain, check_map
 from .runner import NotApplicable, TimedCase, wall, wall_rounds
 
 WG = 256
@@ -45,19 +46,26 @@ CUDA_SAXPY = r"""extern "C" __global__ void saxpy(const float* x, float* y, floa
 }"""
 
 
-# CUDA's accurate expf (no --use_fast_math: within 2 ulp), as a user would write it
-CUDA_EXP = r"""extern "C" __global__ void exp_map(const float* x, float* y, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = expf(x[i]);
-}
-extern "C" __global__ void exp_chain(const float* x0, float* x, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float v = x0[i];
-        for (int k = 0; k < STEPS; ++k) v = expf(-v);
-        x[i] = v;
-    }
-}""".replace("STEPS", str(W.CHAIN_STEPS))
+def _c_float(v: float) -> str:
+    return f"{v!r}f" if v >= 0 else f"({v!r}f)"
+
+
+def cuda_function_source(fn: Fn) -> str:
+    """`fn`'s map and chain kernels with CUDA's accurate function (no --use_fast_math:
+    within its documented bound), as a user would write them (functions.py: the step)."""
+    xs = [f"x{j}" for j in range(fn.arity)]
+    params = "".join(f"const float* {x}, " for x in xs)
+    call = ", ".join(f"{x}[i]" for x in xs)
+    step = ", ".join(fn.chain_args("v", _c_float))
+    return (
+        f'extern "C" __global__ void {fn.name}_map({params}float* y, unsigned n) {{\n'
+        "    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"    if (i < n) y[i] = {fn.cuda}({call});\n}}\n"
+        f'extern "C" __global__ void {fn.name}_chain(const float* x0, float* x, unsigned n) {{\n'
+        "    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) {\n        float v = x0[i];\n"
+        f"        for (int k = 0; k < {W.CHAIN_STEPS}; ++k) v = {fn.cuda}({step});\n"
+        "        x[i] = v;\n    }\n}\n")
 
 
 def cuda_compile_source(name: str, salt: int) -> str:
@@ -80,6 +88,13 @@ class Peer:
     is_vyre = False
 
     def case(self, metric: str, data: W.Data) -> TimedCase:
+        if metric.startswith("transcendental."):  # transcendental.<fn>.map / .chain
+            _, fn, kind = metric.split(".")
+            method = getattr(self, f"_transcendental_{kind}", None)
+            if method is None:
+                raise NotApplicable(self.not_applicable(metric))
+            got: TimedCase = method(FUNCTIONS[fn], data)
+            return got
         method = getattr(self, "_" + metric.replace(".", "_"), None)
         if method is None:
             raise NotApplicable(self.not_applicable(metric))
@@ -349,13 +364,15 @@ class CupyPeer(Peer):
                          lambda: W.check_copy(o, data.unit_f32), "wall",
                          extra={"how": "ndarray.get(out=o), o a NumPy array made once"})
 
-    def _transcendental_map(self, data: W.Data) -> TimedCase:
+    def _transcendental_map(self, fn: Fn, data: W.Data) -> TimedCase:
         cp = self.cp
-        x = cp.asarray(data.exp_x)
-        y = cp.empty_like(x)
-        return TimedCase(self._events(lambda: cp.exp(x, out=y)),
-                         lambda: W.check_exp_map(cp.asnumpy(y), data, exact=False),
-                         "device", extra={"how": "cupy.exp(x, out=y)"})
+        args, want, unsure = data.fn_map(fn)
+        xs = [cp.asarray(a) for a in args]
+        y = cp.empty_like(xs[0])
+        f = getattr(cp, fn.cupy)
+        return TimedCase(self._events(lambda: f(*xs, out=y)),
+                         lambda: check_map(fn, args, want, unsure, cp.asnumpy(y), exact=False),
+                         "device", extra={"how": f"cupy.{fn.cupy}(x, out=y)"})
 
     def _saxpy(self, data: W.Data) -> TimedCase:
         cp = self.cp
@@ -583,13 +600,16 @@ class TorchPeer(Peer):
         return self._saxpy_case(data, lambda x, y: y.add_(x, alpha=W.SAXPY_A),
                                 "y.add_(x, alpha=a)")
 
-    def _transcendental_map(self, data: W.Data) -> TimedCase:
+    def _transcendental_map(self, fn: Fn, data: W.Data) -> TimedCase:
         torch = self.torch
-        x = self._dev(data.exp_x)
-        y = torch.empty_like(x)
-        return TimedCase(self._events(lambda: torch.exp(x, out=y)),
-                         lambda: W.check_exp_map(y.cpu().numpy(), data, exact=False),
-                         "device", extra={"how": "torch.exp(x, out=y)"})
+        args, want, unsure = data.fn_map(fn)
+        xs = [self._dev(a) for a in args]
+        y = torch.empty_like(xs[0])
+        f = getattr(torch, fn.torch)
+        return TimedCase(self._events(lambda: f(*xs, out=y)),
+                         lambda: check_map(fn, args, want, unsure, y.cpu().numpy(),
+                                           exact=False),
+                         "device", extra={"how": f"torch.{fn.torch}(x, out=y)"})
 
     def _saxpy_case(self, data: W.Data, step: Callable[[Any, Any], Any], how: str
                     ) -> TimedCase:
@@ -1043,37 +1063,40 @@ class RawCudaPeer(Peer):
                          "device", self._free(xp, yp),
                          extra={"how": "hand-written kernel, one element per thread"})
 
-    def _transcendental_map(self, data: W.Data) -> TimedCase:
-        x = data.exp_x
-        n = x.size
-        xp, yp = self._alloc(x), self._alloc(np.zeros_like(x))
-        fn = self._function(CUDA_EXP, "exp_map")
-        params, keep = self._pack(ctypes.c_void_p(xp), ctypes.c_void_p(yp), ctypes.c_uint(n))
-        go = self._launcher(fn, _grid(n), params)
+    def _transcendental_map(self, fn: Fn, data: W.Data) -> TimedCase:
+        args, want, unsure = data.fn_map(fn)
+        n = args[0].size
+        ptrs = [self._alloc(a) for a in args]
+        yp = self._alloc(np.zeros_like(args[0]))
+        k = self._function(cuda_function_source(fn), f"{fn.name}_map")
+        params, keep = self._pack(*(ctypes.c_void_p(p) for p in ptrs), ctypes.c_void_p(yp),
+                                  ctypes.c_uint(n))
+        go = self._launcher(k, _grid(n), params)
 
         def work() -> None:
             _ = keep
             go()
 
-        return TimedCase(self._events(work), lambda: W.check_exp_map(
-            self._read(yp, x), data, exact=False), "device", self._free(xp, yp),
-            extra={"how": "hand-written kernel, expf (accurate, no fast math)"})
+        return TimedCase(self._events(work), lambda: check_map(
+            fn, args, want, unsure, self._read(yp, args[0]), exact=False), "device",
+            self._free(*ptrs, yp),
+            extra={"how": f"hand-written kernel, {fn.cuda} (accurate, no fast math)"})
 
-    def _transcendental_chain(self, data: W.Data) -> TimedCase:
-        x0 = data.chain_x0
+    def _transcendental_chain(self, fn: Fn, data: W.Data) -> TimedCase:
+        x0, want = data.fn_chain(fn)
         n = x0.size
         x0p, xp = self._alloc(x0), self._alloc(np.zeros_like(x0))
-        fn = self._function(CUDA_EXP, "exp_chain")
+        k = self._function(cuda_function_source(fn), f"{fn.name}_chain")
         params, keep = self._pack(ctypes.c_void_p(x0p), ctypes.c_void_p(xp), ctypes.c_uint(n))
-        go = self._launcher(fn, _grid(n), params)
+        go = self._launcher(k, _grid(n), params)
 
         def work() -> None:
             _ = keep
             go()
 
-        return TimedCase(self._events(work), lambda: W.check_exp_chain(
-            self._read(xp, x0), data, exact=False), "device", self._free(x0p, xp),
-            extra={"how": "hand-written kernel, expf (accurate, no fast math)"})
+        return TimedCase(self._events(work), lambda: check_chain(
+            fn, x0, want, self._read(xp, x0), exact=False), "device", self._free(x0p, xp),
+            extra={"how": f"hand-written kernel, {fn.cuda} (accurate, no fast math)"})
 
     def _compile_cold(self, data: W.Data) -> TimedCase:
         fns: list[Any] = []
@@ -1123,16 +1146,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 """
 
 
-WGSL_EXP_MAP = f"""
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let i = gid.x + gid.y * nwg.x * {WG}u;
-    if (i < arrayLength(&y)) {{ y[i] = exp(x[i]); }}
-}}
-"""
+def _wgsl_float(v: float) -> str:
+    return f"{v!r}" if v >= 0 else f"({v!r})"
 
 # f32 atomic add through WGSL's atomic<f32> (wgpu's shader-float32-atomic): the hardware's
 # order-dependent atomic, what vyre's atomic_add_relaxed spells
@@ -1148,20 +1163,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }}
 """
 
-WGSL_EXP_CHAIN = f"""
-@group(0) @binding(0) var<storage, read> x0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let i = gid.x + gid.y * nwg.x * {WG}u;
-    if (i < arrayLength(&x)) {{
-        var v = x0[i];
-        for (var k = 0; k < {W.CHAIN_STEPS}; k++) {{ v = exp(-v); }}
-        x[i] = v;
-    }}
-}}
-"""
+
+def wgsl_map_source(fn: Fn) -> str:
+    """`fn`'s map with WGSL's builtin (bindings: the arguments, then y)."""
+    decls = "".join(f"@group(0) @binding({j}) var<storage, read> x{j}: array<f32>;\n"
+                    for j in range(fn.arity))
+    call = fn.wgsl.format(*(f"x{j}[i]" for j in range(fn.arity)))
+    return (f"{decls}@group(0) @binding({fn.arity}) var<storage, read_write> y: array<f32>;\n"
+            f"@compute @workgroup_size({WG})\n"
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+            "        @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+            f"    let i = gid.x + gid.y * nwg.x * {WG}u;\n"
+            f"    if (i < arrayLength(&y)) {{ y[i] = {call}; }}\n}}\n")
+
+
+def wgsl_chain_source(fn: Fn) -> str:
+    """`fn`'s chain with WGSL's builtin (functions.py: the step)."""
+    step = fn.wgsl.format(*fn.chain_args("v", _wgsl_float))
+    return ("@group(0) @binding(0) var<storage, read> x0: array<f32>;\n"
+            "@group(0) @binding(1) var<storage, read_write> x: array<f32>;\n"
+            f"@compute @workgroup_size({WG})\n"
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+            "        @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+            f"    let i = gid.x + gid.y * nwg.x * {WG}u;\n"
+            "    if (i < arrayLength(&x)) {\n        var v = x0[i];\n"
+            f"        for (var k = 0; k < {W.CHAIN_STEPS}; k++) {{ v = {step}; }}\n"
+            "        x[i] = v;\n    }\n}\n")
 
 
 # A tiled matmul as a user would hand-write it in WGSL: 64x64 output tiles per workgroup of
@@ -1523,17 +1550,19 @@ class RawWgpuPeer(Peer):
                          "device" if q is not None else "wall", close,
                          extra={"how": "hand-written WGSL, one element per invocation"})
 
-    def _wgsl_case(self, code: str, src: np.ndarray, n: int,
+    def _wgsl_case(self, code: str, src: np.ndarray | list[np.ndarray], n: int,
                    check: Callable[[np.ndarray], str | None], how: str) -> TimedCase:
-        """One pass of `code` over buffers (src, out of n f32), timed like saxpy."""
-        ib, ob = self._buffer(src), self._buffer(np.zeros(n, np.float32))
-        pipe, bg = self._kernel(code, [ib, ob])
+        """One pass of `code` over buffers (the sources, then an out of n f32), timed like
+        saxpy."""
+        ibs = [self._buffer(a) for a in (src if isinstance(src, list) else [src])]
+        ob = self._buffer(np.zeros(n, np.float32))
+        pipe, bg = self._kernel(code, [*ibs, ob])
         g = _grid2(_grid(n))
         q = self._query() if self.timestamps else None
 
         def close() -> None:
-            ib.destroy()
-            ob.destroy()
+            for b in (*ibs, ob):
+                b.destroy()
 
         return TimedCase(lambda: self._timed_pass(pipe, bg, g, q),
                          lambda: check(self._read(ob, np.float32)),
@@ -1576,16 +1605,19 @@ class RawWgpuPeer(Peer):
     def _atomics_scatter_relaxed(self, data: W.Data) -> TimedCase:
         return self._atomic_add(data, scatter=True)
 
-    def _transcendental_map(self, data: W.Data) -> TimedCase:
-        return self._wgsl_case(WGSL_EXP_MAP, data.exp_x, data.exp_x.size,
-                               lambda y: W.check_exp_map(y, data, exact=False, vulkan=True),
-                               "hand-written WGSL, the builtin exp")
+    def _transcendental_map(self, fn: Fn, data: W.Data) -> TimedCase:
+        args, want, unsure = data.fn_map(fn)
+        return self._wgsl_case(wgsl_map_source(fn), list(args), args[0].size,
+                               lambda y: check_map(fn, args, want, unsure, y, exact=False,
+                                                   vulkan=True),
+                               f"hand-written WGSL, the builtin {fn.wgsl.format('x', 'y')}")
 
-    def _transcendental_chain(self, data: W.Data) -> TimedCase:
-        return self._wgsl_case(WGSL_EXP_CHAIN, data.chain_x0, data.chain_x0.size,
-                               lambda x: W.check_exp_chain(x, data, exact=False,
-                                                           vulkan=True),
-                               "hand-written WGSL, the builtin exp")
+    def _transcendental_chain(self, fn: Fn, data: W.Data) -> TimedCase:
+        x0, want = data.fn_chain(fn)
+        return self._wgsl_case(wgsl_chain_source(fn), [x0], x0.size,
+                               lambda x: check_chain(fn, x0, want, x, exact=False,
+                                                     vulkan=True),
+                               f"hand-written WGSL, the builtin {fn.wgsl.format('x', 'y')}")
 
     def _matmul(self, data: W.Data) -> TimedCase:
         a, b = data.matmul_ab

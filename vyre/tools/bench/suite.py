@@ -40,6 +40,7 @@ class Options:
     quick: bool = False
     peers: bool = True
     repeat: int | None = None  # overrides the repetitions of the bandwidth / compute figures
+    functions: list[str] | None = None  # the transcendental workload's (None: all)
 
 
 @dataclass
@@ -110,7 +111,11 @@ def open_groups(specs: list[str], opts: Options) -> tuple[list[Group], list[str]
 
 
 def _metrics(opts: Options) -> list[str]:
-    return [m for w in W.WORKLOADS if w in opts.workloads for m in W.METRICS_OF[w]]
+    fns = opts.functions
+    if fns is None and opts.quick:  # (a smoke test: one function of each arity)
+        fns = list(W.QUICK_FUNCTIONS)
+    return [m for w in W.WORKLOADS if w in opts.workloads for m in W.METRICS_OF[w]
+            if fns is None or not m.startswith("transcendental.") or m.split(".")[1] in fns]
 
 
 def _reps(metric: str, s: W.Sizes) -> tuple[int, int]:

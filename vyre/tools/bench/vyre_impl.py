@@ -23,7 +23,7 @@ import numpy as np
 from vyre import features as F
 from vyre import registry
 from vyre.binding import BoundDispatch
-from vyre.builder import ProgramBuilder, exp
+from vyre.builder import ProgramBuilder, call_fn
 from vyre.config import DispatchConfig
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
@@ -31,6 +31,7 @@ from vyre.ir.types import ScalarType
 from vyre.pipeline import Step
 
 from . import workloads as W
+from .functions import FUNCTIONS, Fn, check_chain, check_map
 from .runner import NotApplicable, TimedCase, wall, wall_rounds
 
 f32, u32 = ScalarType.F32, ScalarType.U32
@@ -47,25 +48,33 @@ def inc_program() -> Program:
     return k.build()
 
 
-def exp_map_program() -> Program:
-    """y[i] = exp(x[i]) (the exact exp: vyre.lower.maths)."""
-    k = ProgramBuilder("bench_exp_map", workgroup_size=WG)
-    x, y = k.buffer("x", f32), k.buffer("y", f32, "write")
+def map_program(fn: Fn) -> Program:
+    """y[i] = f(x[i] [, x1[i]]) (the exact function: vyre.lower.maths)."""
+    k = ProgramBuilder(f"bench_{fn.name}_map", workgroup_size=WG)
+    xs = [k.buffer(f"x{j}", f32) for j in range(fn.arity)]
+    y = k.buffer("y", f32, "write")
     i = k.let(k.global_linear_id())
     with k.if_(i < y.length()):
-        y[i] = exp(x[i])
+        y[i] = call_fn(fn.name, *(x[i] for x in xs))
     return k.build()
 
 
-def exp_chain_program() -> Program:
-    """x[i] = x0[i] <- exp(-x0[i]), W.CHAIN_STEPS times in a loop (compute-bound)."""
-    k = ProgramBuilder("bench_exp_chain", workgroup_size=WG)
+def chain_program(fn: Fn) -> Program:
+    """x[i] = x0[i] <- f(a x + b [, c]), W.CHAIN_STEPS times in a loop (compute-bound;
+    functions.py: the same step as the peers' and the check's)."""
+    k = ProgramBuilder(f"bench_{fn.name}_chain", workgroup_size=WG)
     x0, x = k.buffer("x0", f32), k.buffer("x", f32, "write")
     i = k.let(k.global_linear_id())
+    a, b, c = fn.step
     with k.if_(i < x.length()):
         v = k.let(x0[i])
         with k.for_range(0, W.CHAIN_STEPS):
-            k.assign(v, exp(-v))
+            u = v if a == 1.0 else -v if a == -1.0 else v * a
+            if b:
+                u = u + b
+            args = [u] if fn.arity == 1 else [k.lit(c, f32), u] if fn.swap \
+                else [u, k.lit(c, f32)]
+            k.assign(v, call_fn(fn.name, *args))
         x[i] = v
     return k.build()
 
@@ -168,6 +177,11 @@ class VyreImpl:
 
     # ------------------------------------------------------------ cases
     def case(self, metric: str, data: W.Data) -> TimedCase:
+        if metric.startswith("transcendental."):  # transcendental.<fn>.map / .chain
+            _, fn, kind = metric.split(".")
+            if kind == "map":
+                return self._transcendental_map(FUNCTIONS[fn], data)
+            return self._transcendental_chain(FUNCTIONS[fn], data)
         method = getattr(self, "_" + metric.replace(".", "_"))
         out: TimedCase = method(data)
         return out
@@ -316,28 +330,29 @@ class VyreImpl:
         return TimedCase(run, check, "device" if self.device_timers else "wall",
                          self._free(xb, yb))
 
-    def _transcendental_map(self, data: W.Data) -> TimedCase:
-        x = data.exp_x
-        prog = exp_map_program()
+    def _transcendental_map(self, fn: Fn, data: W.Data) -> TimedCase:
+        args, want, unsure = data.fn_map(fn)
+        prog = map_program(fn)
         self._note_source(prog)
-        xb = self._upload(x, "exp_x")
-        yb = self._upload(np.zeros_like(x), "exp_y")
-        cfg = self._profiled(DispatchConfig.for_elements(x.size, WG))
-        timed = self._timed_bound(self.backend.bind(prog, {"x": xb}, {"y": yb}, cfg))
-        return TimedCase(timed, lambda: W.check_exp_map(
-            self.backend.read(yb, dtype=np.float32), data, exact=True),
-            "device" if self.device_timers else "wall", self._free(xb, yb))
+        xb = [self._upload(a, f"{fn.name}_x{j}") for j, a in enumerate(args)]
+        yb = self._upload(np.zeros_like(args[0]), f"{fn.name}_y")
+        cfg = self._profiled(DispatchConfig.for_elements(args[0].size, WG))
+        timed = self._timed_bound(self.backend.bind(
+            prog, {f"x{j}": b for j, b in enumerate(xb)}, {"y": yb}, cfg))
+        return TimedCase(timed, lambda: check_map(
+            fn, args, want, unsure, self.backend.read(yb, dtype=np.float32), exact=True),
+            "device" if self.device_timers else "wall", self._free(*xb, yb))
 
-    def _transcendental_chain(self, data: W.Data) -> TimedCase:
-        x0 = data.chain_x0
-        prog = exp_chain_program()
+    def _transcendental_chain(self, fn: Fn, data: W.Data) -> TimedCase:
+        x0, want = data.fn_chain(fn)
+        prog = chain_program(fn)
         self._note_source(prog)
-        x0b = self._upload(x0, "chain_x0")
-        xb = self._upload(np.zeros_like(x0), "chain_x")
+        x0b = self._upload(x0, f"{fn.name}_chain_x0")
+        xb = self._upload(np.zeros_like(x0), f"{fn.name}_chain_x")
         cfg = self._profiled(DispatchConfig.for_elements(x0.size, WG))
         timed = self._timed_bound(self.backend.bind(prog, {"x0": x0b}, {"x": xb}, cfg))
-        return TimedCase(timed, lambda: W.check_exp_chain(
-            self.backend.read(xb, dtype=np.float32), data, exact=True),
+        return TimedCase(timed, lambda: check_chain(
+            fn, x0, want, self.backend.read(xb, dtype=np.float32), exact=True),
             "device" if self.device_timers else "wall", self._free(x0b, xb))
 
     def _sum(self, data: W.Data) -> TimedCase:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .functions import FUNCTIONS, Fn, chain, rounded
 from .runner import Metric
 
 #: Workload names accepted by --workloads, in the order they run.
@@ -39,27 +40,26 @@ METRICS_OF = {
     # f32 atomic add: vyre's order-independent (exact) add against the relaxed hardware one
     "atomics": ("atomics.hist_exact", "atomics.hist_relaxed", "atomics.scatter_exact",
                 "atomics.scatter_relaxed"),
-    "transcendental": ("transcendental.map", "transcendental.chain"),
+    # per exact function (functions.py): a memory-bound map and a compute-bound chain
+    "transcendental": tuple(f"transcendental.{f}.{kind}" for f in FUNCTIONS
+                            for kind in ("map", "chain")),
 }
 #: Grid of the atomics workload's values: multiples of 2^-ATOMIC_FRACTION_BITS in
 #: (-ATOMIC_RANGE, ATOMIC_RANGE), so every bin's sum is exact in float64 (the check's oracle).
 ATOMIC_FRACTION_BITS, ATOMIC_RANGE = 8, 8
 
 #: Metrics measured in bytes moved per second, reported against the copy bandwidth.
-BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram", "transcendental.map")
+#: The transcendental workload's functions under --quick unless --functions names others
+#: (every function's map and chain on lavapipe take minutes: CI runs --quick).
+QUICK_FUNCTIONS = ("exp", "pow")
+BANDWIDTH_METRICS = ("saxpy", "sum", "scan", "histogram",
+                     *(f"transcendental.{f}.map" for f in FUNCTIONS))
 #: Bins of the histogram workload (its u32 inputs are uniform in [0, HIST_BINS)).
 HIST_BINS = 256
 
 SAXPY_A = 0.5
 #: exp calls per element of the compute-bound chain (x <- exp(-x), which stays in (0, 1]).
 CHAIN_STEPS = 64
-#: Largest error (ulp) of a non-vyre exp accepted (CUDA's accurate expf is within 2; the
-#: chain compounds each step's error, damped: |d exp(-x)/dx| < 1 there).
-PEER_EXP_ULP = 2
-PEER_CHAIN_ULP = 8
-#: WGSL's builtin exp is only bounded by Vulkan's 3 + 2 |x| ulp (lavapipe's is that far
-#: off); its chain (|x| <= 1) by this many
-WGSL_CHAIN_ULP = 64
 #: Relative L2 error allowed for float32 sums, scans and products against float64 (float32
 #: arithmetic lands far below it; tf32 or bf16 would not).
 F32_REL_TOL = 1e-4
@@ -127,8 +127,28 @@ QUICK = Sizes(small=1024, launches=20, batch=100, roundtrips=3, batch_runs=2, st
 REFERENCE = QUICK
 
 
+def transcendental_metric(name: str, s: Sizes) -> Metric:
+    """transcendental.<fn>.map / .chain (functions.py)."""
+    _, fn_name, kind = name.split(".")
+    fn = FUNCTIONS[fn_name]
+    if kind == "map":
+        per = 4 * (fn.arity + 1)
+        return Metric(
+            name, "GB/s", "higher", lambda t: per * s.stream / t / 1e9,
+            f"y = {fn.name}(x) over f32, {fn.what} ({per} bytes per element; vyre: the "
+            f"correctly rounded {fn.name}, others: their accurate {fn.name})",
+            {"elements": s.stream})
+    args = ", ".join(fn.chain_args("x", lambda v: f"{v:g}"))
+    return Metric(
+        name, f"G{fn.name}/s", "higher", lambda t: s.chain * CHAIN_STEPS / t / 1e9,
+        f"compute-bound: x <- {fn.name}({args}) {CHAIN_STEPS} times per f32 element "
+        f"(one {fn.name} call a step)", {"elements": s.chain, "steps": CHAIN_STEPS})
+
+
 def metric(name: str, s: Sizes) -> Metric:
     """The Metric for `name` at sizes `s`."""
+    if name.startswith("transcendental."):
+        return transcendental_metric(name, s)
     n, m = s.stream, s.matmul
     us = 1e6
     table: dict[str, Metric] = {
@@ -201,14 +221,6 @@ def metric(name: str, s: Sizes) -> Metric:
             name, "Gadd/s", "higher", lambda t: s.atomics / t / 1e9,
             f"scatter-add of {s.atomics:,} f32 into as many elements (a permutation), relaxed",
             {"values": s.atomics}),
-        "transcendental.map": Metric(
-            name, "GB/s", "higher", lambda t: 8 * n / t / 1e9,
-            "y = exp(x) over f32, x uniform in [-80, 80] (8 bytes per element; vyre: the "
-            "correctly rounded exp, others: their accurate exp)", {"elements": n}),
-        "transcendental.chain": Metric(
-            name, "Gexp/s", "higher", lambda t: s.chain * CHAIN_STEPS / t / 1e9,
-            f"compute-bound: x <- exp(-x) {CHAIN_STEPS} times per f32 element "
-            "(one exp call a step)", {"elements": s.chain, "steps": CHAIN_STEPS}),
         "matmul_i8": Metric(
             name, "TOPS", "higher", lambda t: 2.0 * s.matmul_i8**3 / t / 1e12,
             "C = A @ B, int8 x int8 -> int32 (wrapping), square (2*M*N*K ops)",
@@ -236,6 +248,8 @@ class Data:
     def __init__(self, sizes: Sizes, seed: int = 20240611) -> None:
         self.sizes = sizes
         self.seed = seed
+        self._fn_cache: tuple[object, object] = (None, None)
+        self._chains: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _rng(self, salt: int) -> np.random.Generator:
         return np.random.default_rng(self.seed + salt)
@@ -343,29 +357,27 @@ class Data:
 
         return cpp_frontend_python(self.cpp_source)
 
-    @cached_property
-    def exp_x(self) -> np.ndarray:
-        """Uniform f32 in [-80, 80]: the transcendental map's input."""
-        return self._rng(9).uniform(-80, 80, self.sizes.stream).astype(np.float32)
+    def fn_map(self, fn: Fn) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+        """The map's f32 arguments for `fn`, its f64-rounded values and where those cannot
+        be trusted (functions.rounded). One function's at a time (they are large)."""
+        key = ("map", fn.name)
+        if self._fn_cache[0] != key:
+            self._fn_cache = (key, None)
+            salt = 9 + 2 * list(FUNCTIONS).index(fn.name)
+            args = fn.inputs(self._rng(salt), self.sizes.stream)
+            self._fn_cache = (key, (args, *rounded(fn, args)))
+        out: Any = self._fn_cache[1]
+        return out
 
-    @cached_property
-    def exp_expected(self) -> tuple[np.ndarray, np.ndarray]:
-        """exp(x) rounded to f32 from f64, and where that rounding cannot be trusted (the
-        f64 value within 2^-40 of a midpoint: no correctly rounded verdict there)."""
-        return _exp_rounded(self.exp_x)
-
-    @cached_property
-    def chain_x0(self) -> np.ndarray:
-        """Uniform f32 in [0, 1]: the chain's start values."""
-        return self._rng(10).random(self.sizes.chain, dtype=np.float32)
-
-    @cached_property
-    def chain_expected(self) -> np.ndarray:
-        """The chain with each step exp(-x) in f64 rounded to f32."""
-        x = self.chain_x0
-        for _ in range(CHAIN_STEPS):
-            x = np.exp(-x.astype(np.float64)).astype(np.float32)
-        return x
+    def fn_chain(self, fn: Fn) -> tuple[np.ndarray, np.ndarray]:
+        """The chain's start values for `fn` and its f64-rounded result (functions.chain)."""
+        got = self._chains.get(fn.name)
+        if got is None:
+            lo, hi = fn.start
+            salt = 10 + 2 * list(FUNCTIONS).index(fn.name)
+            x0 = self._rng(salt).uniform(lo, hi, self.sizes.chain).astype(np.float32)
+            got = self._chains[fn.name] = (x0, chain(fn, x0, CHAIN_STEPS))
+        return got
 
     @cached_property
     def sum_f64(self) -> float:
@@ -389,55 +401,6 @@ class Data:
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _exp_rounded(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    w = np.exp(x.astype(np.float64))
-    out = w.astype(np.float32)
-    unsure = (w * (1 - 2.0**-40)).astype(np.float32) != (w * (1 + 2.0**-40)).astype(np.float32)
-    return out, unsure
-
-
-def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b| in f32 ulps (a, b positive finite f32)."""
-    return np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64))
-
-
-def check_exp_map(got: np.ndarray, data: Data, exact: bool, vulkan: bool = False
-                  ) -> str | None:
-    """exp(x): vyre's (`exact`) bit for bit the correctly rounded value (except where the
-    f64 check cannot tell), a peer's within PEER_EXP_ULP (`vulkan`: WGSL's builtin, within
-    Vulkan's 3 + 2 |x| ulp)."""
-    want, unsure = data.exp_expected
-    d = _ulps(got, want)
-    if exact:
-        allowed: Any = 0
-        bad = np.flatnonzero((d > 0) & ~unsure)
-    else:
-        allowed = 3 + 2 * np.ceil(np.abs(data.exp_x)) if vulkan else PEER_EXP_ULP
-        bad = np.flatnonzero(d > allowed)
-    if bad.size:
-        i = int(bad[0])
-        bound = "3 + 2|x|" if vulkan and not exact else str(allowed)
-        return (f"exp({data.exp_x[i]!r}) = {got[i]!r}, correctly rounded {want[i]!r} "
-                f"({bad.size} such outputs, {bound} ulp allowed)")
-    return None
-
-
-def check_exp_chain(got: np.ndarray, data: Data, exact: bool, vulkan: bool = False
-                    ) -> str | None:
-    """The chain: vyre's within 1 ulp of the f64-rounded chain (a step whose f64 rounding
-    is not the correctly rounded one may move it by one), a peer's within PEER_CHAIN_ULP
-    (`vulkan`: WGSL_CHAIN_ULP)."""
-    want = data.chain_expected
-    d = _ulps(got, want)
-    allowed = 1 if exact else WGSL_CHAIN_ULP if vulkan else PEER_CHAIN_ULP
-    bad = np.flatnonzero(d > allowed)
-    if bad.size:
-        i = int(bad[0])
-        return (f"chain from {data.chain_x0[i]!r} = {got[i]!r}, expected {want[i]!r} "
-                f"({bad.size} outputs more than {allowed} ulp off)")
-    return None
 
 
 def _rel_l2(got: np.ndarray, ref: np.ndarray) -> float:
