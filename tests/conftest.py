@@ -2,7 +2,8 @@
 of the session), `reference` (the oracle's instance among them) and `backend` (each
 registered backend in turn: reference, wgpu, cuda, then any other installed through the
 `vyre.backends` entry point; skipped, with the reason, where one is not available), and
-`be` (a new instance of each available backend for one test, closed after it).
+`be` (a new instance of each available backend for one test, closed after it), and
+`nvrtc_cache` (one CUDA compile cache for the session, in a temporary directory).
 
 `pytest --backend NAME` (or VYRE_TEST_BACKEND=NAME) runs the `backend` tests on that one
 backend only: how an out-of-tree backend runs the conformance suite (README, "Writing a
@@ -70,3 +71,14 @@ def be(request: Any) -> Iterator[BaseBackend]:
     b = vyre.get_backend(request.param)
     yield b
     b.close()
+
+
+@pytest.fixture(scope="session")
+def nvrtc_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One vyre.backends.cuda.DiskCache in a temporary directory for the whole session: a
+    CUDA C source that several tests compile for the same arch with the same options
+    (the conformance programs: coarsened or not, which is often the same source, with and
+    without the speed options) goes through NVRTC once; the others read its cubin."""
+    from vyre.backends.cuda import DiskCache
+
+    return DiskCache(tmp_path_factory.mktemp("nvrtc-cache"))

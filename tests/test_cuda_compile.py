@@ -9,6 +9,7 @@ import multiprocessing as mp
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -412,12 +413,14 @@ def test_largest_matmul_sweep_tiles_compile(block: tuple[int, int], per: tuple[i
     assert compile_program(matmul_program(block, per, bk), "sm_90").cubin[:4] == b"\x7fELF"
 
 
-def test_speed_options_leave_the_cubin_unchanged() -> None:
+def test_speed_options_leave_the_cubin_unchanged(nvrtc_cache: Any) -> None:
     """compile_options() adds only options that make NVRTC faster (-minimal): every
     conformance program, plain and coarsened, and matmul compile to the same cubin bytes
-    with them as with BASE_OPTIONS alone."""
+    with them as with BASE_OPTIONS alone. (Through the session's compile cache: a program
+    that is not coarsened has one source for both, and test_cuda_conformance compiles
+    the same sources with compile_options().)"""
     from vyre.backends.cuda import generate
-    from vyre.backends.cuda.nvrtc import BASE_OPTIONS, compile_options, compile_source
+    from vyre.backends.cuda.nvrtc import BASE_OPTIONS, cache_key, compile_options, compile_source
     from vyre.programs.matmul import matmul_program
     from vyre.tools import conformance
 
@@ -425,9 +428,18 @@ def test_speed_options_leave_the_cubin_unchanged() -> None:
     assert compile_options()[:len(BASE_OPTIONS)] == BASE_OPTIONS
     if not extra:
         pytest.skip("this NVRTC predates -minimal: there is nothing to compare")
+
+    def cubin(src: str, options: tuple[str, ...]) -> bytes:
+        key = cache_key(src, "sm_90", options)
+        got = nvrtc_cache.get(key)
+        if got is None:
+            got = compile_source(src, "sm_90", options)
+            nvrtc_cache.put(key, got)
+        return got
+
     programs = [c.program for c in conformance.cases()] + [matmul_program()]
     for prog in programs:
         for coarsen in (1, 4):
             src = generate(prog, coarsen=coarsen).source
-            assert compile_source(src, "sm_90", BASE_OPTIONS + extra) == \
-                compile_source(src, "sm_90", BASE_OPTIONS), (prog.name, coarsen)
+            assert cubin(src, BASE_OPTIONS + extra) == cubin(src, BASE_OPTIONS), \
+                (prog.name, coarsen)

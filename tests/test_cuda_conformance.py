@@ -23,11 +23,11 @@ ARCH = "sm_90"
 
 @pytest.mark.parametrize("coarsen", [1, 4, 8])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_compiles_to_cubin(name: str, coarsen: int) -> None:
+def test_compiles_to_cubin(name: str, coarsen: int, nvrtc_cache: Any) -> None:
     from vyre.backends.cuda import compile_program
 
     case = CASES[name]
-    compiled = compile_program(case.program, ARCH, coarsen=coarsen)
+    compiled = compile_program(case.program, ARCH, nvrtc_cache, coarsen=coarsen)
     assert compiled.cubin[:4] == b"\x7fELF", "NVRTC must produce a cubin (ELF), never PTX"
     assert "vyre_main" in compiled.source
 

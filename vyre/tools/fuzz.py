@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from vyre import features as F
@@ -110,7 +110,10 @@ settings.register_profile(
 
 
 def fuzz_settings(max_examples: int | None = None, *, use_database: bool = True) -> settings:
-    """Settings for a fuzz run: `max_examples` or $VYRE_FUZZ_EXAMPLES or 40; no deadline.
+    """Settings for a fuzz run: `max_examples` or $VYRE_FUZZ_EXAMPLES or 40; no deadline;
+    every phase but `explain` (a diagnostic after the shrunk failure: it reran the
+    failing dispatch under a line tracer for minutes; the failure, its saved case and the
+    blob are reported without it).
 
     Without `use_database`, earlier failures are not replayed first (long runs that collect
     several distinct failures)."""
@@ -122,6 +125,7 @@ def fuzz_settings(max_examples: int | None = None, *, use_database: bool = True)
     extra["derandomize"] = bool(settings.default and settings.default.derandomize)
     return settings(
         settings.get_profile("ci"), max_examples=n, deadline=None, print_blob=True, **extra,
+        phases=[p for p in Phase if p is not Phase.explain],
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much],
     )
