@@ -4,17 +4,20 @@
 
 Times, per backend, the sort the bench's `sort` workload measures (copy 2^24 unsorted u32
 keys uniform below 2^31 into the sorted buffer, then vyre.programs.radix_sort's plan, as
-one recorded pipeline; median device time of 10 runs, wall time where the backend has no
-device timers) for each design in VARIANTS: the library's default on that backend (the
-8-bit design in its TUNED shape), the 4-bit fallback, and the 8-bit design over workgroup
-shapes, with and without subgroups, keys only and key-value. Backend "wgpu+sb" is wgpu
-with a storage barrier at every Barrier (VYRE_WGPU_BARRIERS=storage, where the wgpu
-backend knows it), timed for the defaults only. Every result is checked bit for bit
-against NumPy's stable sort before it is timed (a wrong result prints WRONG and no time).
-CuPy's cp.sort of the same keys (no copy) is the peer. Prints one table: Mkeys/s per
-(variant, backend), the ratios wgpu / cuda and cuda / CuPy, and the first pass's time per
-step for the defaults. Decides the TUNED (workgroup_size, per_thread) of the 8-bit design
-per backend kind and whether it keeps subgroups: the fastest correct row wins.
+one recorded pipeline; median device time of 10 runs after a short warm-up, wall time where
+the backend has no device timers) for each design in VARIANTS: the library's default on
+that backend (radix_sort.design_for: the single-pass look-back design in its TUNED shape),
+count + scan + scatter (lookback=False, the design before), both ways of counting a
+block's ranks (local_counts), the 4-bit design, and the look-back design over workgroup
+shapes, keys only and key-value. Backend "wgpu+sb" is wgpu with a storage barrier at
+every Barrier (VYRE_WGPU_BARRIERS=storage, where the wgpu backend knows it), timed for the
+defaults only. Every result is checked bit for bit against NumPy's stable sort before it
+is timed (a wrong result prints WRONG and no time). CuPy's cp.sort of the same keys (no
+copy) is the peer. Prints one table: Mkeys/s per (variant, backend), the ratios wgpu /
+cuda and cuda / CuPy, and for the defaults the time each step adds (timed as growing
+prefixes of the pipeline, so a look-back pass always starts from a zeroed state). Decides
+the TUNED (workgroup_size, per_thread) per backend kind, the design and local_counts: the
+fastest correct row wins. Stops starting variants after VYRE_SORT_BUDGET_S (70) seconds.
 """
 
 from __future__ import annotations
@@ -45,30 +48,39 @@ BUDGET_S = float(os.environ.get("VYRE_SORT_BUDGET_S", 70))  # then skip the rest
 
 
 
-def _shape(wg: int, per: int) -> dict[str, Any]:
-    return {"digit_bits": 8, "workgroup_size": wg, "per_thread": per}
+def _shape(wg: int, per: int, **kw: Any) -> dict[str, Any]:
+    return {"digit_bits": 8, "lookback": True, "workgroup_size": wg, "per_thread": per, **kw}
 
 
+#: the variants whose steps are timed one by one too
+BREAKDOWN = ("default (look-back)", "count+scan default")
+COUNTED = {"lookback": False}  # count + scan + scatter (the design before the look-back one)
 # (label, values moved too, plan_radix_sort keywords, subgroups allowed); most important
-# first. "default": the library's own choice on that backend (radix_sort.TUNED).
+# first. "default": the library's own choice on that backend (radix_sort.design_for).
 VARIANTS: list[tuple[str, bool, dict[str, Any], bool]] = [
-    ("8-bit default", False, {}, True),
-    ("kv 8-bit default", True, {}, True),
-    ("4-bit 128x8 (fallback)", False, {"digit_bits": 4}, True),
-    ("8-bit 128x32 sg", False, _shape(128, 32), True),
-    ("8-bit 256x16 sg", False, _shape(256, 16), True),
-    ("8-bit 64x32 sg", False, _shape(64, 32), True),
-    ("8-bit 128x16 sg", False, _shape(128, 16), True),
-    ("8-bit 256x12 sg", False, _shape(256, 12), True),
-    ("8-bit 512x8 sg", False, _shape(512, 8), True),
-    ("8-bit 128x32 no sg", False, _shape(128, 32), False),
-    ("kv 8-bit 128x16 sg", True, _shape(128, 16), True),
-    ("kv 8-bit 64x32 sg", True, _shape(64, 32), True),
-    ("kv 8-bit 256x8 sg", True, _shape(256, 8), True),
+    ("default (look-back)", False, {}, True),
+    ("count+scan default", False, COUNTED, True),
+    ("kv default (look-back)", True, {}, True),
+    ("kv count+scan default", True, COUNTED, True),
+    ("look-back, table counts", False, {"local_counts": "table"}, True),
+    ("count+scan, register counts", False, {**COUNTED, "local_counts": "registers"}, True),
+    ("look-back 256x16", False, _shape(256, 16), True),
+    ("look-back 256x12", False, _shape(256, 12), True),
+    ("look-back 512x8", False, _shape(512, 8), True),
+    ("look-back 256x8", False, _shape(256, 8), True),
+    ("look-back 512x12", False, _shape(512, 12), True),
+    ("look-back 128x32", False, _shape(128, 32), True),
+    ("look-back 512x8 no sg", False, _shape(512, 8), False),
+    ("kv look-back 128x16 table", True, _shape(128, 16, local_counts="table"), True),
+    ("kv look-back 256x8", True, _shape(256, 8), True),
+    ("4-bit 128x8", False, {"digit_bits": 4}, True),
 ]
 
 
-def _median_s(pipe: Any) -> float:
+def _median_s(pipe: Any, warmup_s: float = 0.2) -> float:
+    end = time.perf_counter() + warmup_s  # warm-up: clocks up before timing
+    while time.perf_counter() < end:
+        pipe.run()
     ts = []
     for _ in range(RUNS):
         t = pipe.run().timing
@@ -105,18 +117,17 @@ def _vyre(b: Any, keys0: np.ndarray, vals0: np.ndarray, order: np.ndarray, with_
         s = _median_s(pipe)
         names = sorted({st.program.name for st in plan.steps if "radix" in st.program.name})
         out = f"{n / s / 1e6:9.0f}  [{len(steps)} steps: {', '.join(names)}]"
-        if breakdown:  # each step of the first pass alone, on the unsorted keys (idempotent)
+        if breakdown:  # what each step adds: growing prefixes, each from the unsorted keys
             prof = [Step(st.program, st.inputs, st.outputs,
                          st.config.model_copy(update={"profile": True})) for st in steps]
-            b.pipeline(prof[:1]).run()  # the unsorted keys back in place
-            parts = []
-            for st in prof[1 + with_values:]:  # up to the first scatter
-                one = b.pipeline([st])
-                one.run()
-                parts.append(f"{st.program.name} {_median_s(one) * 1e6:.1f}")
-                if "scatter" in st.program.name:
-                    break
-            out += "\n      first pass, us per step: " + "; ".join(parts)
+            parts, before = [], 0.0
+            for m in range(1, len(prof) + 1):
+                prefix = b.pipeline(prof[:m])
+                prefix.run()
+                now = _median_s(prefix, 0.02)
+                parts.append(f"{prof[m - 1].program.name} {(now - before) * 1e6:.1f}")
+                before = now
+            out += "\n      us each step adds: " + "; ".join(parts)
         return out
     finally:
         for buf in [*bufs, *plan.temporaries]:
@@ -171,7 +182,7 @@ def main(specs: list[str]) -> None:
             else:
                 try:
                     table[label][name] = _vyre(b, keys0, vals0, order, with_values, kw, sg,
-                                               breakdown="default" in label)
+                                               breakdown=label in BREAKDOWN)
                 except vyre.BackendError as exc:
                     table[label][name] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
             print(f"  {name:8} {label:32} {table[label][name]}", flush=True)

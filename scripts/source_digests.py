@@ -39,6 +39,7 @@ def library() -> Iterator[tuple[str, N.Program]]:
         elementwise,
         histogram,
         matmul,
+        radix_onesweep,
         radix_sort,
         scan,
         stencil,
@@ -74,6 +75,12 @@ def library() -> Iterator[tuple[str, N.Program]]:
         for sg in (False, True):
             yield f"radix8_scatter({wv},{sg})", radix_sort.radix8_scatter_program(wv, subgroups=sg)
     yield "radix_count", radix_sort.radix_count_program()
+    for wv in (False, True):
+        for counts in ("table", "registers"):
+            yield (f"radix_onesweep({wv},{counts})",
+                   radix_onesweep.onesweep_program(wv, 256, 16, True, counts))
+    yield "radix_digit_counts", radix_onesweep.digit_counts_program(4)
+    yield "radix_digit_starts", radix_onesweep.digit_starts_program()
     for ty in (T.I32, T.F32):
         for bits in (False, True):
             yield f"key_map({ty},{bits})", radix_sort.key_map_program(ty, bits)

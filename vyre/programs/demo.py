@@ -20,7 +20,7 @@ from vyre.interface import Backend
 from vyre.ir.compare import Tolerance, tolerance_for
 from vyre.ir.nodes import Program
 
-from . import elementwise, histogram, matmul, radix_sort, reduce, scan
+from . import elementwise, histogram, matmul, radix_onesweep, radix_sort, reduce, scan
 from ._common import f32, read_elems, upload
 
 SEED = 20251122
@@ -113,6 +113,6 @@ def demo_cases() -> list[DemoCase]:
         DemoCase("histogram 1M f32 -> 256 bins", _histogram,
                  _tol(histogram.histogram_program(256, f32))),
         DemoCase("radix sort 256K u32 key-value", _radix_sort,
-                 _tol(radix_sort.radix8_scatter_program(True))),
+                 _tol(radix_onesweep.onesweep_program(True, *radix_sort.UNTUNED[True]))),
         DemoCase("matmul 200x300 @ 300x250 f32", _matmul, _tol(matmul.matmul_program())),
     ]

@@ -1,23 +1,30 @@
 """Stable LSD radix sort of u32 keys, optionally carrying 32-bit values.
 
-Two designs, both exact and stable on every backend, chosen with `digit_bits`:
+Three designs, all exact and stable on every backend, with the same results; `design_for`
+says which one a sort uses and why (`digit_bits`, `lookback` and the sizes choose):
 
-- 8 bits per pass (the default; 4 passes for 32-bit keys). Each pass: (1) count the digits
-  of every block of `workgroup_size * per_thread` keys into counts[digit * blocks + block]
-  (workgroup-memory atomics: counting is order-free); (2) exclusive-scan the counts, which
-  gives each (digit, block) its first output slot; (3) one scatter program loads its block
-  coalesced into workgroup memory, sorts it there stably by the digit in two 4-bit ranking
-  rounds, then writes it out coalesced within each digit's run. A ranking round: invocation
-  t takes the consecutive keys [t*per, (t+1)*per) of the block and counts their 4-bit
-  nibbles in its own column of a table held as 8 words per invocation, nibble v in the low
-  (v < 8) or high (v >= 8) 16-bit half of word v mod 8; its rank among equal nibbles in its
-  own run is the count before its increment. One exclusive scan of the table (words, then
-  invocations: the low halves give the nibbles 0..7 their starts, the high halves 8..15
-  theirs after all low ones) turns the columns into each key's new slot. Where the backend
-  has subgroups of a size that divides the workgroup, that scan combines the invocations'
-  totals with subgroup scans (integer sums: the same bits as the workgroup-memory scan).
-- 4 bits per pass (8 passes): the same three steps with a 16-digit table of one word per
-  (digit, invocation) and no local reordering; it needs far less workgroup memory.
+- Look-back (the default; vyre.programs.radix_onesweep): 8-bit digits, one dispatch per
+  pass after one read that counts every pass's digits. Each pass workgroup takes its tile
+  from an atomic ticket, sorts the tile in workgroup memory (vyre.programs.radix_rank) and
+  finds where each digit's run goes from the counts earlier tiles publish (decoupled
+  look-back; a tile not yet published is counted from its keys after a bounded wait, so no
+  workgroup depends on another's progress). Keys are read once and written once per pass.
+  It sorts up to 2^31 - 1 keys (its status words count in 31 bits) where the state's u32
+  indexing holds (`radix_onesweep.fits`); past that the library uses count + scan.
+- Count + scan + scatter (`lookback=False`): 8-bit digits (4 passes for 32-bit keys). Each
+  pass: (1) count the digits of every block of `workgroup_size * per_thread` keys into
+  counts[digit * blocks + block] (workgroup-memory atomics: counting is order-free); (2)
+  exclusive-scan the counts, which gives each (digit, block) its first output slot; (3) one
+  scatter program sorts its block in workgroup memory (radix_rank) and writes it out
+  coalesced within each digit's run. Any n; keys are read twice per pass.
+- 4 bits per pass (`digit_bits=4`, 8 passes): the same three steps with a 16-digit table of
+  one word per (digit, invocation) and no local reordering; it needs far less workgroup
+  memory, and is what the library uses where the 8-bit blocks do not fit the backend's
+  max_workgroup_bytes.
+
+The 8-bit designs sort a block in two 4-bit ranking rounds whose counts live in workgroup
+memory (`local_counts="table"`, count + scan's default) or in packed fields of locals
+(`"registers"`, the look-back default): the same ranks either way (radix_rank).
 
 Ranks are computed deterministically, never from atomic ordering, and keys keep their input
 order among equal digits, so the sort is stable and the values of equal keys keep their
@@ -32,6 +39,7 @@ decide where a key goes, and never read back to the host between passes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -44,11 +52,11 @@ from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
 
+from . import radix_onesweep as onesweep
 from ._common import (
     LibraryArgumentError,
     Plan,
     alloc,
-    bank_padded,
     blocks_grid,
     ceil_div,
     check_pow2,
@@ -61,27 +69,37 @@ from ._common import (
     i32,
     read_elems,
     run_plan,
-    subgroup_exclusive_total,
     subgroups_for,
     u32,
     upload,
 )
-from .elementwise import convert, map_program
+from .elementwise import map_program
+from .radix_rank import (
+    DIGITS,
+    MAX_REGISTER_RUN,
+    RADIX,
+    check_digit_shape,
+    check_local_counts,
+    copy_home,
+    declare_block,
+    digit_rounds,
+    digit_runs,
+    load_block,
+    ping_pong,
+    rank_block,
+    write_block,
+)
 from .scan import plan_scan
 
-RADIX_BITS = 4  # the 4-bit design's digit
-RADIX = 1 << RADIX_BITS
-WORKGROUP = 128
+WORKGROUP = 128  # the 4-bit design's shape
 PER_THREAD = 8
-
-DIGIT_BITS = 8  # the default design's digit: 4 passes for 32-bit keys
-DIGITS = 1 << DIGIT_BITS
 WORKGROUP8 = 256
 PER_THREAD8 = 16  # keys per invocation
 
-#: (workgroup_size, per_thread) of the 8-bit design on a backend of this kind, keys alone
-#: and key-value, when the caller names none (H100 sweeps, scripts/sort_bench.py, 2^24 u32
-#: keys, Mkeys/s with the copy-in, the second round). Other kinds use UNTUNED.
+#: (workgroup_size, per_thread) of the 8-bit designs on a backend of this kind, keys alone
+#: and key-value, when the caller names none (H100 sweeps of count + scan + scatter,
+#: scripts/sort_bench.py, 2^24 u32 keys, Mkeys/s with the copy-in, the second round; the
+#: look-back design uses them too until its own sweep). Other kinds use UNTUNED.
 TUNED: dict[tuple[str, bool], tuple[int, int]] = {
     # 24,229 (0.80x CuPy's 30,408); 256x16 23,664, 128x16 20,549, 256x12 20,622
     ("cuda", False): (512, 8),
@@ -94,7 +112,6 @@ TUNED: dict[tuple[str, bool], tuple[int, int]] = {
 }
 #: The shapes of kinds without a sweep (27 and 22 KiB of workgroup memory).
 UNTUNED: dict[bool, tuple[int, int]] = {False: (WORKGROUP8, PER_THREAD8), True: (128, 16)}
-_WORDS = RADIX // 2  # table words per invocation in a ranking round: two 16-bit counts each
 
 
 def _scatter_io(k: ProgramBuilder, with_values: bool) -> tuple[Any, ...]:
@@ -155,23 +172,13 @@ def radix_scatter_program(
     return k.build()
 
 
-def _check_digit_shape(wg: int, per: int) -> None:
-    check_pow2(wg, "workgroup_size")
-    if per < 1:
-        raise LibraryArgumentError(f"per_thread must be at least 1, got {per}; leave it out for the "
-                                   "tuned default")
-    if wg * per > 1 << 16:  # the ranking table counts in 16-bit halves
-        raise LibraryArgumentError(f"radix sort blocks hold at most 65536 keys, got workgroup_size "
-                                   f"{wg} * per_thread {per}; make one of them smaller")
-
-
 @cache
 def radix_count_program(workgroup_size: int = WORKGROUP8, per_thread: int = PER_THREAD8,
                         digits: int = DIGITS) -> Program:
     """counts[d * num_blocks + b] = number of keys[:n] in block b whose digit
     (key >> shift) & mask is d (mask < digits: 256 or 16)."""
     wg, per = workgroup_size, per_thread
-    _check_digit_shape(wg, per)
+    check_digit_shape(wg, per)
     k = ProgramBuilder(f"radix_count{digits}_{wg}x{per}", wg)
     keys = k.buffer("keys", u32)
     counts = k.buffer("counts", u32, "write")
@@ -202,116 +209,44 @@ def radix_count_program(workgroup_size: int = WORKGROUP8, per_thread: int = PER_
     return k.build()
 
 
-def _scan_columns(k: ProgramBuilder, table: Any, totals: Any, total_out: Any, wg: int,
-                  t: Value, subgroups: bool) -> Value:
-    """Exclusive scan, in place, of the ranking table (wg * _WORDS words, word-major);
-    returns the table's total (packed halves). Invocation t scans words [t*_WORDS, ...)
-    serially; the run totals are combined by subgroup scans (`subgroups`) or Hillis-Steele
-    in workgroup memory (emit_block_scan). Integer sums: both give the same bits. Starts
-    after a barrier, ends with one."""
-    if not subgroups:
-        return emit_block_scan(k, table, totals, wg, _WORDS, u32, t, inclusive=False)
-    start = k.let(t * _WORDS)
-    run = [k.let(table[start + j]) for j in range(_WORDS)]
-    s = k.let(run[0])
-    for j in range(1, _WORDS):
-        s.set(s + run[j])
-    acc = k.let(subgroup_exclusive_total(k, s, t, totals, wg))
-    with k.if_(t == wg - 1):
-        total_out[0] = acc + s
-    for j in range(_WORDS):
-        table[start + j] = acc
-        acc.set(acc + run[j])
-    k.barrier()
-    return k.let(total_out[0])
-
-
 @cache
 def radix8_scatter_program(
     with_values: bool,
     workgroup_size: int = WORKGROUP8,
     per_thread: int = PER_THREAD8,
     subgroups: bool = False,
+    local_counts: str = "table",
 ) -> Program:
     """Stable scatter of keys[:n] (and values) by the digit (key >> shift) & mask (< 256)
     to keys_out / values_out, given offsets = exclusive scan of the radix_count_program
-    counts: the block is sorted in workgroup memory by two 4-bit ranking rounds, then
-    written out in that order (module docstring)."""
+    counts: the block is sorted in workgroup memory (vyre.programs.radix_rank), then
+    written out in that order."""
     wg, per = workgroup_size, per_thread
-    _check_digit_shape(wg, per)
+    check_digit_shape(wg, per)
+    check_local_counts(local_counts, per)
     block = wg * per
     kind = "kv" if with_values else "k"
-    k = ProgramBuilder(f"radix8_scatter_{kind}_{wg}x{per}{'_sg' if subgroups else ''}", wg)
+    counted = "" if local_counts == "table" else "_rc"
+    k = ProgramBuilder(f"radix8_scatter_{kind}_{wg}x{per}{'_sg' if subgroups else ''}{counted}",
+                       wg)
     keys, values, offsets, keys_out, values_out, n, shift, mask, nb = _scatter_io(k, with_values)
-    bk = k.shared("block_keys", u32, bank_padded(block - 1) + 1)
-    bv = k.shared("block_values", u32, bank_padded(block - 1) + 1) if with_values else None
-    table = k.shared("rank_table", u32, _WORDS * wg)  # [nibble mod 8][invocation], 2 halves
-    totals = k.shared("scan_totals", u32, wg)
-    total = k.shared("table_total", u32, 1)
+    blk = declare_block(k, wg, per, with_values)
     digit_base = k.shared("digit_base", u32, DIGITS)
     t = k.let(k.local_index())
     g = k.let(k.workgroup_linear_id())
     base = k.let(g * block)
-    # keys past n are all ones: the largest digit, after every real key (stable), so the
-    # first n - base slots of the sorted block are the real keys
-    ones = np.uint32(0xFFFFFFFF)
-    lk = []
-    for j in range(per):  # coalesced, every load in flight before the first store
-        i = k.let(base + j * wg + t)
-        lk.append((k.let(select(i < n, keys[i], ones)),
-                   k.let(select(i < n, values[i], k.lit(0, values.ty)))
-                   if values is not None else None))
-    for j, (key, val) in enumerate(lk):
-        bk[bank_padded(t + j * wg)] = key
-        if bv is not None:
-            bv[bank_padded(t + j * wg)] = val
+    load_block(k, blk, keys, values, n, base, wg, per, t)
     k.barrier()
-    for r in range(2):  # low nibble of the digit, then the high one: a stable LSD sort
-        run = [k.let(bk[bank_padded(t * per + j)]) for j in range(per)]
-        vrun = [k.let(bv[bank_padded(t * per + j)]) for j in range(per)] if bv is not None else []
-        for w in range(_WORDS):
-            table[w * wg + t] = 0
-        slots, halves, ranks = [], [], []
-        for j in range(per):
-            nib = k.let((((run[j] >> shift) & mask) >> (4 * r)) & (RADIX - 1))
-            slot = k.let((nib & (_WORDS - 1)) * wg + t)
-            half = k.let((nib >> 3) << 4)  # 0: low 16 bits, 16: high
-            old = k.let(table[slot])
-            table[slot] = old + (k.lit(1, u32) << half)
-            slots.append(slot)
-            halves.append(half)
-            ranks.append(k.let((old >> half) & 0xFFFF))
-        k.barrier()
-        low_total = k.let(_scan_columns(k, table, totals, total, wg, t, subgroups) & 0xFFFF)
-        for j in range(per):
-            before = k.let((table[slots[j]] >> halves[j]) & 0xFFFF)
-            pos = k.let(before + ranks[j] + select(halves[j] == 0, k.lit(0, u32), low_total))
-            bk[bank_padded(pos)] = run[j]
-            if bv is not None:
-                bv[bank_padded(pos)] = vrun[j]
-        k.barrier()
+    rank_block(k, blk, shift, mask, wg, per, t, subgroups, local_counts)
     # the block is sorted by digit: each digit's run starts where the digit changes
-    out = []
-    for j in range(per):
-        p = k.let(t + j * wg)
-        key = k.let(bk[bank_padded(p)])
-        d = k.let((key >> shift) & mask)
-        prev = k.let((bk[bank_padded(select(p > 0, p - 1, k.lit(0, u32)))] >> shift) & mask)
-        with k.if_((p == 0) | (prev != d)):
-            digit_base[d] = p
-        out.append((p, key, d))
+    out = digit_runs(k, blk, shift, mask, wg, per, t, digit_base)
     k.barrier()
-    for c in range(ceil_div(DIGITS, wg)):  # digit_base[d] = global slot of block slot 0
+    for c in range(digit_rounds(wg)):  # digit_base[d] = global slot of block slot 0
         d = k.let(t + c * wg)
         with k.if_(d < DIGITS):
             digit_base[d] = offsets[d * nb + g] - digit_base[d]
     k.barrier()
-    for p, key, d in out:
-        with k.if_(base + p < n):
-            dst = k.let(digit_base[d] + p)
-            keys_out[dst] = key
-            if bv is not None and values_out is not None:
-                values_out[dst] = bv[bank_padded(p)]
+    write_block(k, blk, out, digit_base, base, n, keys_out, values_out)
     return k.build()
 
 
@@ -345,28 +280,84 @@ def key_map_program(ty: ScalarType, to_bits: bool) -> Program:
 
 
 def shape_for(backend: Backend, with_values: bool) -> tuple[int, int]:
-    """The (workgroup_size, per_thread) the 8-bit design uses on `backend` by default."""
+    """The (workgroup_size, per_thread) the 8-bit designs use on `backend` by default."""
     return TUNED.get((backend.kind, with_values), UNTUNED[with_values])
 
 
-def _digit_design(backend: Backend, with_values: bool, digit_bits: int | None,
-                  workgroup_size: int | None, per_thread: int | None
-                  ) -> tuple[int, int, int, bool]:
-    """(digit bits, workgroup size, keys per invocation, subgroups) for this backend: 8-bit
-    digits unless asked for 4 or the 8-bit scatter's workgroup memory does not fit the
-    backend's max_workgroup_bytes (then 4, which needs far less)."""
+@dataclass(frozen=True)
+class Design:
+    """How plan_radix_sort sorts on a backend (`design_for`)."""
+
+    lookback: bool  # the single-pass design (radix_onesweep), else count + scan + scatter
+    digit_bits: int
+    workgroup_size: int
+    per_thread: int
+    subgroups: bool
+    local_counts: str  # how a block's ranking counts (radix_rank; the 8-bit designs)
+    why: str  # the reason for the choice, in words
+
+
+def design_for(
+    backend: Backend,
+    n: int,
+    with_values: bool = False,
+    digit_bits: int | None = None,
+    lookback: bool | None = None,
+    workgroup_size: int | None = None,
+    per_thread: int | None = None,
+    local_counts: str | None = None,
+) -> Design:
+    """The design plan_radix_sort uses for n keys on `backend` (the module docstring's rules).
+
+    The single-pass look-back design wherever it can sort n keys in blocks of this shape
+    (radix_onesweep.fits: n < 2^31) and its workgroup memory fits the backend's
+    max_workgroup_bytes; else count + scan + scatter with 8-bit digits where that fits; else
+    4-bit digits (far less workgroup memory). `digit_bits` 4 or 8 and `lookback` True /
+    False ask for one (what cannot run is then an error naming why and the fix).
+    `local_counts` (None: `registers` for the look-back design, `table` for the other)."""
     if digit_bits not in (None, 4, 8):
         raise LibraryArgumentError(f"digit_bits must be 4 or 8 (or None: 8 where it fits), got "
                                    f"{digit_bits}")
+    if lookback not in (None, True, False):
+        raise LibraryArgumentError(f"lookback must be True, False or None (the library's choice), "
+                                   f"got {lookback!r}")
+    if digit_bits == 4:
+        if lookback:
+            raise LibraryArgumentError("the look-back design sorts 8-bit digits; pass digit_bits=8 "
+                                       "(or leave it out) with lookback=True")
+        return Design(False, 4, workgroup_size or WORKGROUP, per_thread or PER_THREAD, False,
+                      "table", "digit_bits=4 asked for")
     tuned_wg, tuned_per = shape_for(backend, with_values)
     wg, per = workgroup_size or tuned_wg, per_thread or tuned_per
-    if digit_bits is None:
-        prog = radix8_scatter_program(with_values, wg, per, False)
-        limit = backend.capabilities().limits.get("max_workgroup_bytes")
-        digit_bits = 8 if limit is None or prog.workgroup_bytes <= limit else 4
-    if digit_bits == 4:
-        return 4, workgroup_size or WORKGROUP, per_thread or PER_THREAD, False
-    return 8, wg, per, subgroups_for(backend, wg)
+    sg = subgroups_for(backend, wg)
+    blocked = onesweep.fits(n, wg, per)
+    if lookback and blocked:
+        raise LibraryArgumentError(f"the look-back design cannot sort this: {blocked}; pass "
+                                   "lookback=None to let the library choose")
+    limit = backend.capabilities().limits.get("max_workgroup_bytes")
+    tried: list[str] = []  # why the designs tried do not fit
+    order = (lookback,) if lookback is not None else (True, False) if blocked is None else (False,)
+    for use in order:
+        counts = local_counts or ("registers" if use and per <= MAX_REGISTER_RUN else "table")
+        check_local_counts(counts, per)
+        prog = (onesweep.onesweep_program(with_values, wg, per, sg, counts) if use
+                else radix8_scatter_program(with_values, wg, per, sg, counts))
+        if limit is None or prog.workgroup_bytes <= limit:
+            why = ("lookback=True asked for" if lookback else
+                   "lookback=False asked for" if lookback is False else
+                   "8-bit digits, one pass each (n fits)" if use else
+                   f"count + scan: {blocked or tried[0]}")
+            return Design(use, 8, wg, per, sg, counts, why)
+        tried.append(f"the {'look-back' if use else 'count + scan'} blocks need "
+                     f"{prog.workgroup_bytes} bytes of workgroup memory, over the backend's "
+                     f"{limit}")
+    if digit_bits == 8 or lookback is not None:
+        raise LibraryArgumentError(
+            f"the 8-bit radix sort at {wg} x {per}: {tried[-1]} ({backend.id}); pass smaller "
+            "workgroup_size / per_thread, or leave digit_bits and lookback out (4-bit digits "
+            "where 8 do not fit)")
+    return Design(False, 4, workgroup_size or WORKGROUP, per_thread or PER_THREAD, False,
+                  "table", f"4-bit digits: {tried[-1]}")
 
 
 def plan_radix_sort(
@@ -380,12 +371,14 @@ def plan_radix_sort(
     per_thread: int | None = None,
     max_per_dim: int = MAX_GRID_DIM,
     digit_bits: int | None = None,
+    lookback: bool | None = None,
+    local_counts: str | None = None,
 ) -> Plan:
     """Passes sorting keys[:n] in place, stably, moving values[:n] (any 32-bit type) along.
 
     u32 keys sort by their low `key_bits` bits; i32 / f32 keys (`key_type`) by value, through
-    the order-preserving map of `key_map_program` (all 32 bits). `digit_bits` 8 or 4 picks
-    the design (module docstring; None: 8 where its workgroup memory fits the backend).
+    the order-preserving map of `key_map_program` (all 32 bits). `digit_bits`, `lookback`
+    and `local_counts` pick the design (`design_for`; None: the library's choice).
     n == 0 gives no steps."""
     if not 1 <= key_bits <= 32:
         raise LibraryArgumentError(f"key_bits must be in 1..32 (the low bits that vary), got "
@@ -393,6 +386,8 @@ def plan_radix_sort(
     key_type = check_type(key_type, KEY_TYPES, "radix sort keys")
     check_room("plan_radix_sort", ("keys", keys, key_type, n),
                *([("values", values, u32, n)] if values is not None else []))
+    design = design_for(backend, n, values is not None, digit_bits, lookback, workgroup_size,
+                        per_thread, local_counts)
     plan = Plan()
     if n == 0:
         return plan
@@ -403,24 +398,25 @@ def plan_radix_sort(
         cfg = grid(n, to_bits.workgroup_size[0], max_per_dim, n=n)
         plan.add(to_bits, {"x0": keys}, {"out": bits}, cfg)
         plan.extend(plan_radix_sort(backend, bits, n, values, 32, u32, workgroup_size,
-                                    per_thread, max_per_dim, digit_bits))
+                                    per_thread, max_per_dim, digit_bits, lookback, local_counts))
         plan.add(from_bits, {"x0": bits}, {"out": keys}, cfg)
         return plan
-    bits_per, wg, per, sg = _digit_design(backend, values is not None, digit_bits,
-                                          workgroup_size, per_thread)
+    bits_per, wg, per, sg = design.digit_bits, design.workgroup_size, design.per_thread, \
+        design.subgroups
+    if design.lookback:
+        plan.extend(onesweep.plan_onesweep(backend, keys, n, values, key_bits, wg, per, sg,
+                                           design.local_counts, max_per_dim))
+        return plan
     digits = 1 << bits_per
     nb = ceil_div(n, wg * per)
     counts = alloc(backend, u32, digits * nb, "radix_counts")
     offsets = alloc(backend, u32, digits * nb, "radix_offsets")
-    tmp_keys = alloc(backend, u32, n, "radix_tmp_keys")
-    plan.temporaries += [counts, offsets, tmp_keys]
-    tmp_values = None
-    if values is not None:
-        tmp_values = alloc(backend, u32, n, "radix_tmp_values")
-        plan.temporaries.append(tmp_values)
+    plan.temporaries += [counts, offsets]
+    tmp_keys, tmp_values = ping_pong(backend, plan, n, values is not None)
     count_prog = radix_count_program(wg, per, digits)
     if bits_per == 8:
-        scatter_prog = radix8_scatter_program(values is not None, wg, per, sg)
+        scatter_prog = radix8_scatter_program(values is not None, wg, per, sg,
+                                              design.local_counts)
     else:
         scatter_prog = radix_scatter_program(values is not None, wg, per)
     src_k, dst_k, src_v, dst_v = keys, tmp_keys, values, tmp_values
@@ -441,12 +437,7 @@ def plan_radix_sort(
             outs["values_out"] = dst_v  # type: ignore[assignment]
         plan.add(scatter_prog, ins, outs, cfg)
         src_k, dst_k, src_v, dst_v = dst_k, src_k, dst_v, src_v
-    if passes % 2:  # the result is in the temporaries: copy it home
-        copy = convert(u32, u32)
-        cfg = grid(n, copy.workgroup_size[0], max_per_dim, n=n)
-        plan.add(copy, {"x0": tmp_keys}, {"out": keys}, cfg)
-        if values is not None:
-            plan.add(copy, {"x0": tmp_values}, {"out": values}, cfg)
+    copy_home(plan, passes, tmp_keys, keys, tmp_values, values, n, max_per_dim)
     return plan
 
 
@@ -457,7 +448,7 @@ def radix_sort_device(
     values: DeviceBuffer | None = None,
     use_pipeline: bool | None = None,
     key_type: ScalarType = u32,
-    **kw: int,
+    **kw: Any,
 ) -> None:
     """Sort resident keys[:n] (u32, i32 or f32: `key_type`) and values in place; no readback."""
     plan = plan_radix_sort(backend, keys, n, values, key_type=key_type, **kw)
@@ -469,7 +460,7 @@ def radix_sort_host(
     keys: np.ndarray,
     values: np.ndarray | None = None,
     use_pipeline: bool | None = None,
-    **kw: int,
+    **kw: Any,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Upload, sort on `backend`, read back (sorted keys, values in the same order)."""
     keys, key_type = host_array(keys, "radix_sort_host")
