@@ -52,7 +52,6 @@ from .errors import (
     BackendError,
     BackendUnavailable,
     BufferStateError,
-    DispatchError,
     InvalidDispatch,
     InvalidProgram,
     OutOfDeviceMemory,
@@ -60,13 +59,14 @@ from .errors import (
 )
 from .exact_sum_plan import PlanRecord, ScratchPool
 from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
+from .host_path import dispatch_host, iterable_of
+from .host_path import stream_chunks as stream_chunks
 from .hostarrays import as_dtype, host_destination
 
 # (Capabilities and CompileStats live with the protocol; imported here where they always were)
 from .interface import Backend as Backend
 from .interface import Capabilities as Capabilities
 from .interface import CompileStats as CompileStats
-from .interface import PendingWork
 from .ir.nodes import Program
 from .ir.validate import validate
 from .pipeline import (
@@ -79,7 +79,6 @@ from .pipeline import (
     checked_span,
     element_dtype,
 )
-from .replay_file import save_failure_on_request
 
 T = TypeVar("T")
 #: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
@@ -423,7 +422,7 @@ class BaseBackend:
         """Several uploads, validated all before any is issued."""
         self._check_open()
         checked: list[tuple[BufferBase, memoryview, int]] = []
-        for item in _iterable(items, "write_many", "(buffer, data[, offset]) tuples"):
+        for item in iterable_of(items, "write_many", "(buffer, data[, offset]) tuples"):
             if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
                 raise InvalidDispatch(
                     f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
@@ -475,7 +474,7 @@ class BaseBackend:
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         self._check_open()
-        todo = [checked_read(self, r) for r in _iterable(
+        todo = [checked_read(self, r) for r in iterable_of(
             ranges, "read_many", "buffers, ReadRanges or (buffer, offset, length, dtype) "
             "tuples")]
         return self._read_checked([(rr.buffer, rr.offset, int(rr.length or 0)) for rr in todo],
@@ -810,38 +809,7 @@ class BaseBackend:
         """
         self._check_open()
         validate(program)
-        if not isinstance(config, DispatchConfig):
-            raise InvalidDispatch(
-                f"config must be a DispatchConfig, got {type(config).__name__}; pass "
-                "vyre.DispatchConfig(grid=..., params=...)"
-            )
-        limit = self.capabilities().limits.get("max_allocation_bytes")
-        data = _host_inputs(program, inputs, limit)
-        bufs: dict[str, BufferBase] = {}
-        try:
-            for d in program.buffers:
-                arr = data[d.name]
-                bufs[d.name] = self.allocate_device_buffer(arr.nbytes, label=d.name)
-            self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-            try:
-                self.dispatch_with_device_buffers(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    config,
-                )
-                # (a vyre.print / assert_ program's log comes back in this batch)
-                outs = self.read_many(
-                    [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-                )
-            except DispatchError as exc:
-                save_failure_on_request(program, data, config, self, exc)
-                raise
-            return {d.name: o for d, o in zip(program.outputs, outs)}
-        finally:
-            for b in bufs.values():
-                if not self._closed:
-                    self.free(b)
+        return dispatch_host(self, program, inputs, config)
 
     def stream(
         self,
@@ -971,32 +939,6 @@ def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) 
     validate_buffer_ownership(backend, [buffer])
 
 
-def _iterable(items: Any, what: str, of: str) -> Iterable[Any]:
-    """`items` if it can be iterated (and is not text), else InvalidDispatch naming `of`."""
-    if type(items) is list or type(items) is tuple:
-        return items  # (the usual case, without the abstract-base-class test)
-    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-        raise InvalidDispatch(f"{what} takes an iterable of {of}, got {type(items).__name__}")
-    return items
-
-
-def _zeros(count: int, dtype: np.dtype, what: str, limit: int | None) -> np.ndarray:
-    """A zero-filled host output of `count` elements, refused when no device could hold it
-    (`limit`: the backend's largest allocation) or the host cannot allocate it."""
-    nbytes = count * dtype.itemsize
-    if limit is not None and nbytes > limit:
-        raise OutOfDeviceMemory(
-            "host dispatch", nbytes,
-            f"{what} asks for {count} elements; the largest allocation here is {limit} bytes",
-        )
-    try:
-        return np.zeros(count, dtype=dtype)
-    except (MemoryError, ValueError) as exc:
-        raise OutOfDeviceMemory(
-            "host", nbytes, f"{what}: the host output array of {count} elements ({exc})"
-        ) from None
-
-
 class _WriteTo:
     """"write to <buffer>" for host_bytes' errors, made only if one is raised (describe()
     costs more than the rest of a small write's checks)."""
@@ -1016,117 +958,3 @@ def host_array(data: HostBytes, dtype: Any) -> np.ndarray:
     if type(data) is np.ndarray:
         return data.view(dtype)
     return np.frombuffer(bytearray(data), dtype=dtype)
-
-
-def stream_chunks(
-    backend: Backend,
-    program: Program,
-    chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
-    config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
-) -> Iterator[dict[str, np.ndarray]]:
-    """`Backend.stream` over any backend's public methods (BaseBackend's and
-    RemoteBackend's): chunk i+1 is uploaded and enqueued before chunk i is read back. The
-    caller has checked that `backend` is open and `program` valid."""
-    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
-        one = " (one chunk is [chunk])" if isinstance(chunks, Mapping) else ""
-        raise InvalidDispatch(
-            f"stream takes an iterable of chunks{one}, each host data for every buffer (a "
-            f"dict of buffer name -> array, or a list in declaration order), got "
-            f"{type(chunks).__name__}; e.g. stream(program, [chunk0, chunk1], config)")
-    in_flight: list[tuple[dict[str, DeviceBuffer], PendingWork]] = []
-
-    def finish(
-        item: tuple[dict[str, DeviceBuffer], PendingWork],
-    ) -> dict[str, np.ndarray]:
-        bufs, pending = item
-        pending.wait()
-        outs = backend.read_many(
-            [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-        )
-        for b in bufs.values():
-            backend.free(b)
-        return {d.name: o for d, o in zip(program.outputs, outs)}
-
-    try:
-        for i, chunk in enumerate(chunks):
-            data = _host_inputs(program, chunk,
-                                backend.capabilities().limits.get("max_allocation_bytes"))
-            cfg = config(i, data) if callable(config) else config
-            bufs: dict[str, DeviceBuffer] = {}
-            try:  # (this chunk's buffers are freed if it fails before it is in flight)
-                for d in program.buffers:
-                    bufs[d.name] = backend.allocate_device_buffer(data[d.name].nbytes,
-                                                                  label=d.name)
-                backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-                pending = backend.dispatch_async(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    cfg,
-                )
-            except BaseException:
-                for b in bufs.values():
-                    if not backend.closed:
-                        backend.free(b)
-                raise
-            in_flight.append((bufs, pending))
-            if len(in_flight) > 1:
-                yield finish(in_flight.pop(0))
-        while in_flight:
-            yield finish(in_flight.pop(0))
-    finally:
-        for bufs, _ in in_flight:
-            for b in bufs.values():
-                if not backend.closed:
-                    backend.free(b)
-
-
-def _host_inputs(
-    program: Program, inputs: Mapping[str, Any] | Sequence[Any], limit: int | None = None
-) -> dict[str, np.ndarray]:
-    """Host arrays for every buffer of `program`, typed and contiguous (see dispatch);
-    `limit`: the backend's largest allocation, which bounds zero-filled outputs."""
-    if isinstance(inputs, Mapping):
-        given = dict(inputs)
-        unknown = sorted(set(given) - {d.name for d in program.buffers})
-        if unknown:
-            raise InvalidDispatch(
-                f"program {program.name!r} has no buffer(s) {unknown}; "
-                f"its buffers are {[d.name for d in program.buffers]}"
-            )
-    else:
-        seq = list(_iterable(inputs, f"program {program.name!r} inputs",
-                             "host data: a dict of buffer name -> array, or a list in "
-                             "declaration order"))
-        names = [d.name for d in program.buffers]
-        if len(seq) != len(names):
-            raise InvalidDispatch(
-                f"program {program.name!r} takes data for {len(names)} buffers {names} "
-                f"in declaration order, got {len(seq)}; or pass a dict by name"
-            )
-        given = dict(zip(names, seq))
-    out: dict[str, np.ndarray] = {}
-    for d in program.buffers:
-        what = f"program {program.name!r} buffer {d.name!r}"
-        if d.name not in given:
-            if d.access == "write" and d.count is not None:
-                out[d.name] = _zeros(d.count, d.ty.numpy, what, limit)
-                continue
-            need = (
-                "an int element count or an array of initial contents"
-                if d.access == "write"
-                else f"a {d.ty.numpy} array"
-            )
-            raise InvalidDispatch(f"{what} ({d.access}) needs {need}")
-        v = given[d.name]
-        if d.access == "write" and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            if v < 0:
-                raise InvalidDispatch(f"{what}: element count must be >= 0, got {v}")
-            out[d.name] = _zeros(int(v), d.ty.numpy, what, limit)
-            continue
-        mv = host_bytes(v, what, d.ty)
-        arr = np.frombuffer(mv, dtype=d.ty.numpy) if mv.nbytes % d.ty.byte_size == 0 else None
-        if arr is None:
-            raise InvalidDispatch(f"{what}: {mv.nbytes} bytes is not a whole number of {d.ty}")
-        out[d.name] = arr
-    return out
