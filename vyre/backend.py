@@ -29,7 +29,6 @@ from .binding import (
     check_bound_owner,
     next_epoch,
     owned_buffer,
-    readable_twice,
     rebind,
     validate_buffer_ownership,
 )
@@ -450,10 +449,7 @@ class BaseBackend:
             cfg = config or _DEFAULT_CONFIG
             if isinstance(program, Program) and program.debug_statements:  # vyre.print
                 return debug.launch(self, program, inputs, outputs, cfg, Pending)
-            ins, outs = readable_twice(inputs), readable_twice(outputs)  # iterators read once
-            given = (*_values(ins), *_values(outs))
-            key = self._launches.key(program, ins, outs, cfg, given)
-            entry = self._launches.get(key) if key is not None else None
+            entry, given, key, ins, outs = self._launches.lookup(program, inputs, outputs, cfg)
             bound = (rebind(entry, program, given, cfg) if entry is not None else
                      self._bind_new(program, ins, outs, cfg, given, key))
         with self._lock:
@@ -635,15 +631,7 @@ class BaseBackend:
         the epoch moved) and the enqueue are one step under the lock, so a buffer freed by
         another thread is refused, never launched. Kept out of dispatch_with_device_buffers
         so that the bound hot path's frame stays small."""
-        ti, to = type(inputs), type(outputs)
-        if (ti is list or ti is tuple) and (to is list or to is tuple):
-            given = (*inputs, *outputs)  # the common case, without helper calls
-        else:
-            if ti not in (tuple, list, dict) or to not in (tuple, list, dict):
-                inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # once
-            given = (*_values(inputs), *_values(outputs))
-        key = self._launches.key(program, inputs, outputs, cfg, given)
-        entry = self._launches.get(key) if key is not None else None
+        entry, given, key, inputs, outputs = self._launches.lookup(program, inputs, outputs, cfg)
         if entry is None:  # first time: validate, bind, prepare, remember
             if isinstance(program, Program) and program.debug_statements:
                 # vyre.print / vyre.assert_: never remembered (each dispatch has its own
@@ -761,20 +749,6 @@ def bump_epoch(wself: weakref.ref[BaseBackend]) -> None:
     me = wself()
     if me is not None:
         me._epoch = next_epoch()
-
-
-def _values(arg: BufferArg) -> Iterable[Any]:
-    """The buffers of an inputs / outputs argument, in the order given."""
-    t = type(arg)
-    if t is list or t is tuple:  # the common cases, without an ABC check
-        return arg
-    if t is dict:
-        return arg.values()  # type: ignore[union-attr]
-    if isinstance(arg, Mapping):
-        return arg.values()
-    if not isinstance(arg, Iterable) or isinstance(arg, (str, bytes)):
-        return ()  # not buffers at all: bind() says what is wrong
-    return arg
 
 
 def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) -> None:
