@@ -196,6 +196,19 @@ class CudaBackend(BaseBackend):
         kernel: Kernel = super().compile(program)
         return kernel
 
+    def from_dlpack(self, tensor: Any, *, stream: Any = "auto",
+                    label: str | None = None) -> BufferBase:
+        """Borrow a PyTorch / CuPy / JAX (any DLPack or CUDA Array Interface) device array
+        as a buffer of this backend, without copying.
+
+        The buffer keeps `tensor` alive and never frees its memory. The producer's pending
+        work is ordered before vyre's at import (DLPack stream protocol); with `stream` (the
+        framework's stream: an int handle or a stream object; "auto" = torch's / cupy's
+        current stream, None = none) every later vyre use of the buffer is ordered after
+        that stream's work and that stream after vyre's, with events on the GPU.
+        """
+        return super().from_dlpack(tensor, stream=stream, label=label)
+
     # ------------------------------------------------------------ runtime services
     # What interop.py, managed.py, benchmarks and tests use of this instance: public, so
     # no module reaches into its private state (most are the device part's).

@@ -107,9 +107,10 @@ class WgpuQueue(Queue):
 
     def record_step(self, bound: BoundDispatch, compiled: Compiled,
                     own: dict[tuple[Any, ...], Binding] | None) -> WgpuRecord:
-        """`bound` ready to encode, over its compiled program. `own`: a pipeline's private bindings (steps with equal program, buffers and
-        params share one; shared bind groups have their uniforms rewritten between
-        submissions, so a recording never uses them); None: a launch record."""
+        """`bound` ready to encode, over its compiled program. `own`: a pipeline's private
+        bindings (steps with equal program, buffers and params share one; shared bind
+        groups have their uniforms rewritten between submissions, so a recording never
+        uses them); None: a launch record."""
         self._check_binding_sizes(bound)
         data = compiled.module.layout.pack(bound.counts, bound.params)
         if own is None:
