@@ -270,7 +270,7 @@ class Split:
         t3 = _T()
         sm = dev.create_shader_module(label=prog.name, code=mod.source)
         t4 = _T()
-        u = b._wgpu.ShaderStage.COMPUTE
+        u = b._device.wgpu.ShaderStage.COMPUTE
         entries = [{"binding": 0, "visibility": u, "buffer": {"type": "uniform"}}]
         for j, acc in enumerate(mod.storage_access):
             kind = "storage" if acc == "read_write" else "read-only-storage"

@@ -1,4 +1,4 @@
-"""Hostile rows for the shared `stream` loop (vyre.backend.stream_chunks, which every backend
+"""Hostile rows for the shared `stream` loop (vyre.host_path.stream_chunks, which every backend
 and RemoteBackend run): a bad chunk or a bad per-chunk config is a vyre error naming the fix,
 and the chunks already uploaded are freed (Ctx checks that no buffer is left behind).
 Loaded by tests/test_hostile.py (rows: id, call(ctx), class, phrases)."""

@@ -178,7 +178,7 @@ def cycle(be: Any, c: int = 1, kind: str = "device") -> None:
     be.read(by, dtype=np.uint32)
     bx.free()
     by.free()
-    # freed memory is kept for reuse (runtime._State.recycle): give it back, so that each
+    # freed memory is kept for reuse (device.ContextState.recycle): give it back, so that each
     # cycle allocates and frees through the driver the leak checks watch
     be.release_cached_memory()
 
@@ -202,7 +202,7 @@ def test_the_ledger_sees_every_allocation_vyre_makes(cuda: Any) -> None:
         m.free()
         del x  # dropped: its finalizer frees it
         y.free()
-        # x and y are kept for reuse (runtime._State.recycle) until given back
+        # x and y are kept for reuse (device.ContextState.recycle) until given back
         assert ledger.counters()["cuda_live_device_allocations"] == 2
         assert cuda.release_cached_memory() == 2048
         assert ledger.counters()["cuda_live_device_allocations"] == 0

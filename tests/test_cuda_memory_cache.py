@@ -1,4 +1,4 @@
-"""The CUDA backend keeps freed device memory for reuse (runtime._State.recycle), on the
+"""The CUDA backend keeps freed device memory for reuse (device.ContextState.recycle), on the
 stand-in driver (tests/cuda_standin.py): a free costs no device wait and no cuMemFree, the
 next allocation of the same rounded size reuses the memory, memory lent outside vyre's
 stream order (DLPack) is freed for real, an allocation the device refuses first gives the

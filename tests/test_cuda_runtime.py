@@ -323,7 +323,8 @@ def test_fast_path_launch_from_another_thread_stays_out_of_a_graph(cuda: Any) ->
     cuda.write(z, np.zeros(n, np.uint32))
     bound_z = cuda.bind(_inc(), [], [z], cfg)
     cuda.dispatch_with_device_buffers(bound_z)  # packed and checked before the capture
-    real_enqueue = cuda._enqueue
+    graphs = cuda._queue.graphs  # (the queue's CUDA graphs: captures enqueue through it)
+    real_enqueue = graphs.enqueue
     fired: list[int] = []
 
     def enqueue_and_interleave(rec: Any, stream: Any = None) -> None:
@@ -334,12 +335,12 @@ def test_fast_path_launch_from_another_thread_stays_out_of_a_graph(cuda: Any) ->
             t.start()
             t.join(timeout=30)  # a launch that waited for A's lock would run after capture
 
-    cuda._enqueue = enqueue_and_interleave
+    graphs.enqueue = enqueue_and_interleave
     try:
         p = cuda.pipeline([Step(_inc(), [], [a], cfg)])
     finally:
-        del cuda._enqueue
-    assert fired, "the pipeline was not captured through _enqueue"
+        graphs.enqueue = real_enqueue
+    assert fired, "the pipeline was not captured through the queue's enqueue"
     for _ in range(3):
         r = p.run(repeat=2, read=[(a, 0, None, np.uint32), (z, 0, None, np.uint32)])
     np.testing.assert_array_equal(r.reads[0], np.full(n, 6, np.uint32))

@@ -75,14 +75,14 @@ def _paths(cuda: Any, kernel: Any) -> dict[str, list[str]]:
     pipe.run(read=[yb])  # (records its graph)
     pending: list[Any] = []
     out = {
-        "resident": _calls(cuda._drv, lambda: kernel.launch(cuda, 8, xb, yb)),
-        "next read": _calls(cuda._drv, lambda: cuda.read(yb, dtype=np.float32)),
-        "host": _calls(cuda._drv, lambda: kernel.launch(cuda, 8, np.ones(8, np.float32),
+        "resident": _calls(cuda.driver, lambda: kernel.launch(cuda, 8, xb, yb)),
+        "next read": _calls(cuda.driver, lambda: cuda.read(yb, dtype=np.float32)),
+        "host": _calls(cuda.driver, lambda: kernel.launch(cuda, 8, np.ones(8, np.float32),
                                                         np.zeros(8, np.float32))),
-        "async": _calls(cuda._drv, lambda: pending.append(
+        "async": _calls(cuda.driver, lambda: pending.append(
             cuda.dispatch_async(kernel.program, [xb], [yb], kernel.config(8)))),
-        "async wait": _calls(cuda._drv, lambda: pending[0].wait()),
-        "pipeline": _calls(cuda._drv, lambda: pipe.run(read=[yb])),
+        "async wait": _calls(cuda.driver, lambda: pending[0].wait()),
+        "pipeline": _calls(cuda.driver, lambda: pipe.run(read=[yb])),
     }
     cuda.free(xb)
     cuda.free(yb)

@@ -26,7 +26,7 @@ STORM_SECONDS = float(os.environ.get("VYRE_INTERRUPT_STORM_SECONDS", "3"))
 AVAILABLE = {a.name for a in vyre.available_backends() if a.available}
 
 CHILD = r'''
-import sys, time
+import sys, threading, time
 import numpy as np
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, f32
@@ -47,12 +47,22 @@ cfg = DispatchConfig.for_elements(64, 64, params={"a": 2.0})
 programs = [prog(i) for i in range(24)]
 kept = b.allocate_device_buffer(x.nbytes)
 b.write(kept, x)
+# a bound dispatch re-launched: the hot path (its lock taken and released by hand); the
+# program stores y = y * 1 + 0, so any number of launches leaves x
+same = b.allocate_device_buffer(x.nbytes)
+b.write(same, x)
+bound = b.bind(programs[0], [], [same],
+               DispatchConfig.for_elements(64, 64, params={"a": 1.0}))
 
 def work(i):
     if i % 2:  # readbacks map and unmap a staging buffer: the riskiest part
         for _ in range(50):
             got = b.read(kept, dtype=np.float32)
             assert np.array_equal(got, x), "wrong readback under interrupts"
+        return
+    if i % 4 == 2:
+        for _ in range(200):
+            b.dispatch_with_device_buffers(bound)
         return
     buf = b.allocate_device_buffer(x.nbytes)
     try:
@@ -84,6 +94,12 @@ while True:
     except KeyboardInterrupt:
         caught += 1
 time.sleep(0.2)
+# no interrupt left the instance's lock held: another thread can take it (synchronize)
+t = threading.Thread(target=b.synchronize)
+t.start()
+t.join(60)
+assert not t.is_alive(), "an interrupt left the instance's lock held"
+assert np.array_equal(b.read(same, dtype=np.float32), x), "wrong result of the bound launches"
 # the instance still works, and gives the reference's answer
 ref = vyre.get_backend("reference")
 for i in range(5):

@@ -37,6 +37,7 @@ FLOORS: dict[str, int] = {
     "vyre.buffer": 3, "vyre.interface": 3, "vyre.binding": 3, "vyre.pipeline": 3,
     "vyre.backend": 3, "vyre.kernel": 3, "vyre.replay_file": 3, "vyre.debug": 3,
     "vyre.exact_sum_plan": 3, "vyre.kernel_ast": 3, "vyre.kernel_flow": 3,
+    "vyre.host_path": 3, "vyre.parts": 3, "vyre.compile_cache": 3,
     # 4: the registry of backends (entry points; it never imports a backend)
     "vyre.registry": 4,
     # 5: the backends, each a floor of its own that no other backend imports
@@ -128,7 +129,7 @@ def test_the_reader_sees_the_imports_it_must() -> None:
     """(The checks below are only as good as this reader: known arrows must be in it.)"""
     seen = {(a.source, a.target) for a in ARROWS}
     assert ("vyre.backend", "vyre.binding") in seen  # a relative import at the top
-    assert ("vyre.backends.cuda.runtime", "vyre.backends.cuda.interop") in seen  # from . import
+    assert ("vyre.backends.cuda.allocator", "vyre.backends.cuda.interop") in seen  # from . import
     assert ("vyre.tools.replay", "vyre.registry") in seen  # inside a function
     assert ("vyre.distributed.remote", "vyre.interface") in seen  # under TYPE_CHECKING too
     assert len(seen) > 300

@@ -323,9 +323,9 @@ def test_wgpu_long_pipeline_is_submitted_in_chunks(monkeypatch: pytest.MonkeyPat
     """A run's rounds go to the device in bounded chunks (one command encoder for every
     round grew by ~530 B a dispatch and 4e6 rounds lost the device); every round still runs
     exactly once, in order, with device timing and status checks across the chunks."""
-    from vyre.backends.wgpu import runtime as wgpu_runtime
+    from vyre.backends.wgpu import queue as wgpu_queue
 
-    monkeypatch.setattr(wgpu_runtime, "MAX_DISPATCHES_PER_SUBMIT", 4)
+    monkeypatch.setattr(wgpu_queue, "MAX_DISPATCHES_PER_SUBMIT", 4)
     b = vyre.get_backend("wgpu")
     try:
         y = b.allocate_device_buffer(4)

@@ -55,7 +55,7 @@ def pair(drv: Any, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
 
 
 def _ctx(backend: Any) -> int:
-    return int(backend._state.ctx_id)
+    return int(backend.context_state.ctx_id)
 
 
 def _work(backend: Any, drv: Any) -> None:
@@ -102,7 +102,7 @@ def test_someone_else_changes_the_current_context(pair: tuple[Any, Any], drv: An
                                                   foreign: str) -> None:
     """What torch or CuPy on another GPU, or a user's own cuCtxSetCurrent, does."""
     a, b = pair
-    other = b._state.ctx if foreign == "other device" else None
+    other = b.context_state.ctx if foreign == "other device" else None
     cfg = DispatchConfig.for_elements(N, 64)
     y = a.allocate_device_buffer(4 * N)
     bound = a.bind(inc_program(), [], [y], cfg)
@@ -275,14 +275,14 @@ def test_transfer_between_devices_is_one_peer_copy_ordered_by_events(
                 "cuEventRecord", "cuStreamWaitEvent", "cuMemcpyPeerAsync", "cuEventRecord",
                 "cuStreamWaitEvent")
             assert a1[1] is a.cu_stream and w1[:2] == (b.cu_stream, a1[0])  # after x's writer
-            assert c == (out.ptr, b._state.ctx, src.ptr, a._state.ctx, 4 * N, b.cu_stream)
+            assert c == (out.ptr, b.context_state.ctx, src.ptr, a.context_state.ctx, 4 * N, b.cu_stream)
             assert a2[1] is b.cu_stream and w2[:2] == (a.cu_stream, a2[0])  # x's next use
             drv.calls.clear()
             empty = vyre.transfer(a.allocate_device_buffer(0), b)
             assert empty.byte_len == 0 and not drv.calls_of("cuMemcpyPeerAsync")
             vyre.copy(src, out, src_offset=8, dst_offset=16, nbytes=100)
             (_, args), = drv.calls_of("cuMemcpyPeerAsync")
-            assert args == (out.ptr + 16, b._state.ctx, src.ptr + 8, a._state.ctx, 100,
+            assert args == (out.ptr + 16, b.context_state.ctx, src.ptr + 8, a.context_state.ctx, 100,
                             b.cu_stream)
             a.free(src)
             with pytest.raises(vyre.BufferStateError, match="freed"):
@@ -398,7 +398,7 @@ def test_copy_many_between_devices_runs_concurrently(tmp_path: Path) -> None:
             waits = [(int(args[0]), int(args[1])) for n, args in calls
                      if n == "cuStreamWaitEvent"]
             for args in copies:  # each copy's stream waited for its source's event first
-                src_stream = a.cu_stream if args[3] == a._state.ctx else b.cu_stream
+                src_stream = a.cu_stream if args[3] == a.context_state.ctx else b.cu_stream
                 assert (int(args[5]), int(written[int(src_stream)])) in waits
             reads = {int(args[1]): args[0] for args in records[2:]}
             for src in (a, b):  # each source waits for every destination it was read by

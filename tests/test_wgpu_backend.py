@@ -320,7 +320,7 @@ def test_synchronize_returns_only_once_the_work_is_done(
 
     if spin_ns is not None:
         monkeypatch.setattr(queue_wait, "SPIN_NS", spin_ns)
-        monkeypatch.setattr(wg._queue, "spins", True)  # type: ignore[attr-defined]
+        monkeypatch.setattr(wg._device.waiter, "spins", True)  # type: ignore[attr-defined]
     buf, last = _long_work(wg)
     wg.synchronize()
     assert last.is_ready()  # (a fresh, non-blocking question to the queue)
@@ -335,7 +335,7 @@ def test_a_wait_longer_than_the_spin_ends_in_a_blocking_wait(
 
     monkeypatch.setattr(queue_wait, "SPIN_NS", 1_000)
     waits: list[bool] = []
-    queue: Any = wg._queue  # type: ignore[attr-defined]
+    queue: Any = wg._device.waiter  # type: ignore[attr-defined]  # (how the host waits)
     monkeypatch.setattr(queue, "spins", True)
     poll = queue._poll
 

@@ -173,7 +173,7 @@ def native_fma_pair() -> Iterator[tuple[BaseBackend, BaseBackend]]:
         pytest.skip(f"wgpu backend unavailable: {avail.reason}")
     pair = (PROVIDER.create(), PROVIDER.create())
     for b, every in zip(pair, (False, True), strict=True):
-        b._info = dataclasses.replace(b._info, fma_fused=True)
+        b._device.info = dataclasses.replace(b._device.info, fma_fused=True)
         b.options = WgpuOptions(all_fences=every)
     yield pair
     for b in pair:

@@ -1,22 +1,19 @@
-"""The base class every local backend builds on (it satisfies `vyre.interface.Backend`).
+"""The facade every local backend is (it satisfies `vyre.interface.Backend`).
 
-The base class owns everything that is the same on every device: argument checking,
-ownership, the compile cache and its counters, the host-path convenience `dispatch`
-(built from the backend's own upload / dispatch / readback), `stream`, locking and the
-closed state. A subclass supplies the device parts (`_allocate`, `_write`, `_read`,
-`_launch`, ...). What a subclass does not supply raises UnsupportedFeature: the base class
-must never route resident work through host copies.
+`BaseBackend` checks every argument, owns what is the same on every device (the buffer
+registry, the launch cache and the one launch path, the compile cache, debug logs, the
+lifecycle) and calls the instance's four parts (vyre.parts: device, allocator, compiler,
+queue), which a backend supplies. What a backend does not supply raises
+UnsupportedFeature: the facade must never route resident work through host copies, and
+never talks to a device but through its parts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, TypeVar
 
@@ -30,10 +27,8 @@ from .binding import (
     LaunchCache,
     bind,
     check_bound_owner,
-    check_program_fits,
     next_epoch,
     owned_buffer,
-    readable_twice,
     rebind,
     validate_buffer_ownership,
 )
@@ -46,47 +41,53 @@ from .buffer import (
     check_usable,
     host_bytes,
 )
+from .compile_cache import (
+    DEFAULT_COMPILE_CACHE_SIZE as DEFAULT_COMPILE_CACHE_SIZE,
+)
+from .compile_cache import (
+    ENV_COMPILE_CACHE as ENV_COMPILE_CACHE,
+)
+from .compile_cache import (
+    CompileCache,
+)
+from .compile_cache import (
+    compile_cache_size_from_env as compile_cache_size_from_env,
+)
 from .config import DispatchConfig, IndirectGrid, Timing
 from .debug.instrument import has_debug
 from .errors import (
     BackendError,
-    BackendUnavailable,
     BufferStateError,
-    DispatchError,
     InvalidDispatch,
     InvalidProgram,
     OutOfDeviceMemory,
     UnsupportedFeature,
 )
 from .exact_sum_plan import PlanRecord, ScratchPool
-from .features import MANAGED_MEMORY, PAGE_LOCKED_HOST
+from .features import MANAGED_MEMORY
+from .host_path import dispatch_host, iterable_of
+from .host_path import stream_chunks as stream_chunks
 from .hostarrays import as_dtype, host_destination
 
-# (Capabilities and CompileStats live with the protocol; imported here where they always were)
+# (the protocol's values, and the parts' shared types, imported here where they always were)
 from .interface import Backend as Backend
 from .interface import Capabilities as Capabilities
 from .interface import CompileStats as CompileStats
-from .interface import PendingWork
 from .ir.nodes import Program
 from .ir.validate import validate
+from .parts import Allocator, Compiler, Device, Queue, host_array
+from .parts import HostBytes as HostBytes
+from .parts import Pending as Pending
 from .pipeline import (
     Pipeline,
-    PipelineResult,
-    ReadRange,
     Step,
     as_steps,
     checked_read,
     checked_span,
     element_dtype,
 )
-from .replay_file import save_failure_on_request
 
 T = TypeVar("T")
-#: What a backend hands back for bytes read from the device: a fresh uint8 array (the one copy,
-#: which read_many views as the asked dtype) or bytes / a memoryview (copied once more there).
-#: Fresh arrays come from np.empty: NumPy asks Linux for huge pages for large ones, which the
-#: first write faults in ~4x faster than a bytearray's pages (256 MiB: 45 against 175 ms here).
-HostBytes = bytes | bytearray | memoryview | np.ndarray
 _perf_ns = time.perf_counter_ns
 NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (the default)
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
@@ -94,80 +95,42 @@ _new_timing = tuple.__new__
 _DEFAULT_CONFIG = DispatchConfig()
 
 
-ENV_COMPILE_CACHE = "VYRE_COMPILE_CACHE_SIZE"
-DEFAULT_COMPILE_CACHE_SIZE = 512
-"""Compiled programs an instance keeps (least recently used dropped first); an evicted
-program is compiled again (or loaded from the disk cache) when next used."""
-
-
-def compile_cache_size_from_env() -> int:
-    """$VYRE_COMPILE_CACHE_SIZE (an int >= 1), else DEFAULT_COMPILE_CACHE_SIZE."""
-    raw = os.environ.get(ENV_COMPILE_CACHE, "").strip()
-    if not raw:
-        return DEFAULT_COMPILE_CACHE_SIZE
-    try:
-        n = int(raw)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise InvalidDispatch(
-            f"${ENV_COMPILE_CACHE}={raw!r}: the compile cache size must be an int >= 1 "
-            f"(compiled programs kept per instance; default {DEFAULT_COMPILE_CACHE_SIZE})"
-        )
-    return n
-
-
-class Pending:
-    """Work enqueued on a backend; `wait()` blocks until it is done and returns its Timing."""
-
-    def __init__(
-        self,
-        is_ready: Callable[[], bool],
-        wait: Callable[[], Timing],
-    ) -> None:
-        self._is_ready = is_ready
-        self._wait = wait
-        self._timing: Timing | None = None
-
-    def is_ready(self) -> bool:
-        return self._timing is not None or self._is_ready()
-
-    def wait(self) -> Timing:
-        if self._timing is None:
-            self._timing = self._wait()
-        return self._timing
-
-    @classmethod
-    def done(cls, timing: Timing) -> Pending:
-        p = cls(lambda: True, lambda: timing)
-        p._timing = timing
-        return p
-
-
 class BaseBackend:
-    """Shared behaviour of all backends; see the module docstring."""
+    """A backend instance: the facade over its parts (see the module docstring).
+
+    A backend builds its parts and hands them over:
+    `super().__init__(device, allocator, compiler, queue)`. Given only an instance id, the
+    instance has a plain Device and parts that support nothing (a test double that
+    overrides a public method or two)."""
 
     kind: str = "abstract"
-    id: str  # the instance id, e.g. "cuda:0" (set in __init__)
-    compile_stats: CompileStats  # the compile cache's counters (set in __init__)
-    # a backend's debug and measurement switches: one frozen, hashable value per instance
-    # (e.g. CudaOptions), passed to its printer explicitly and part of every compile-cache key
-    options: Any = None
+    id: str  # the instance id, e.g. "cuda:0" (the device's)
+    compile_stats: CompileStats  # the compile cache's counters
+    # the parts' methods the facade calls most, bound once (see __init__)
+    _check_open: Callable[[], None]
+    _launch_record: Callable[[Any, tuple[BufferBase, ...]], None]
 
-    def __init__(self, instance_id: str) -> None:
-        self.id = instance_id
-        self._closed = False
-        # set when close() begins: a driver call racing it that the driver then refuses
-        # is reported as the closed instance it is (BackendUnavailable)
-        self._closing = False
-        self._lock = threading.RLock()
-        # LRU: least recently used first; bounded by compile_cache_limit (see _evict_compiled)
-        self._compiled: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
-        self._compile_cache_limit = compile_cache_size_from_env()
-        self.compile_stats = CompileStats()
+    def __init__(self, device: Device | str, allocator: Allocator | None = None,
+                 compiler: Compiler | None = None, queue: Queue | None = None) -> None:
+        if isinstance(device, str):
+            device = Device(device)
+        self._device = device
+        self._memory = allocator or Allocator(device)
+        self._compiler = compiler or Compiler(device)
+        self._queue = queue or Queue(device)
+        for part in (device, self._memory, self._compiler, self._queue):
+            part.backend = self
+        self.id = device.id
+        self._lock = device.lock
+        # (instance attributes: one lookup each, where a method would add a call)
+        self._check_open = device.check_open  # every public call asks it
+        self._launch_record = self._queue.launch  # the hot path's one call
+        self._cache = CompileCache(self, self._compiler)
+        self.compile_stats = self._cache.stats
         # held weakly: a buffer whose last handle is dropped without free() is released
-        # like any Python object (a backend whose memory needs an explicit release attaches
-        # a finalizer to the buffer, as cuda and wgpu do); free() and close() release now
+        # like any Python object (an allocator whose memory needs an explicit release
+        # attaches a finalizer to the buffer, as cuda and wgpu do); free() and close()
+        # release now
         self._live: MutableMapping[int, BufferBase] = weakref.WeakValueDictionary()
         # dispatches re-issued over the same buffers are bound and prepared once (see
         # dispatch_with_device_buffers); evicted with their buffers
@@ -177,171 +140,59 @@ class BaseBackend:
         # come from one process-wide counter, so no two instances ever share one (a launch
         # stamped by another instance is never current here)
         self._epoch = next_epoch()
-        self._generation = 0  # bumped when the device context is lost (see _context_lost)
+        wself = weakref.ref(self)
+        device.on_lost = lambda: bump_epoch(wself)
         # logs of vyre.print / vyre.assert_ dispatches not read back yet (vyre.debug): read
         # with the next read, synchronize(), pipeline run or close()
         self._debug_logs: list[debug.PendingLog] = []
-        self._lost_reason: str | None = None
         # scratch words of order-independent f32 atomic adds (vyre.exact_sum_plan)
         self._exact_scratch = ScratchPool()
 
-    # ------------------------------------------------------------ to override
-    def capabilities(self) -> Capabilities:
-        raise NotImplementedError
-
-    def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
-        raise UnsupportedFeature("allocate_device_buffer", self.id)
-
-    def _free(self, buffer: BufferBase) -> None:
-        raise UnsupportedFeature("free", self.id)
-
-    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
-        raise UnsupportedFeature("write", self.id)
-
-    def _read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
-        raise UnsupportedFeature("read", self.id)
-
-    def _compile(self, program: Program, key: Any) -> Any:
-        raise UnsupportedFeature("compile", self.id)
-
-    def _prepare_launch(self, bound: BoundDispatch) -> Any:
-        """Everything a launch of `bound` needs that does not change between launches
-        (compiled kernel, packed arguments, bind groups): the backend's opaque record,
-        made once per binding (caller holds the lock). It must not hold `bound` or its
-        buffers strongly: the launch cache keeps records of buffers it holds only weakly."""
-        raise UnsupportedFeature(
-            "dispatch_with_device_buffers",
-            self.id,
-            "this backend cannot dispatch on resident device buffers, and vyre never "
-            "substitutes host copies; use a backend that reports 'resident'",
-        )
-
-    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        """Enqueue one launch of a prepared record; `buffers` are its buffers in declaration
-        order. The hot path: called with the lock held, right after the core checked (at
-        most once per epoch) that the instance is open and the buffers usable, so no free
-        can come between that check and this enqueue."""
-        raise UnsupportedFeature("dispatch_with_device_buffers", self.id)
-
-    def _launch(self, bound: BoundDispatch) -> Pending:
-        """Enqueue `bound` (its record prepared) and return a Pending for it (caller holds
-        the lock); profiled dispatches and dispatch_async come here."""
-        raise UnsupportedFeature("dispatch_async", self.id)
-
-    def _run_pipeline(
-        self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
-    ) -> PipelineResult:
-        raise UnsupportedFeature("pipeline", self.id)
-
-    def _synchronize(self) -> None:
-        pass
-
-    def _close(self) -> None:
-        pass
-
-    def source(self, program: Program) -> str:
-        """The generated device source for `program` (for inspection)."""
-        raise UnsupportedFeature("source", self.id)
-
-    def _copy_from(self, src: BufferBase, src_offset: int, dst: BufferBase, dst_offset: int,
-                   nbytes: int) -> bool:
-        """Hook (optional): copy `nbytes` bytes of `src` (a checked live buffer of any
-        backend) at `src_offset` into `dst` (this instance's, checked, long enough) at
-        `dst_offset` on the devices, where this backend reaches `src`'s device directly,
-        ordered after both sides' earlier work and before their later work; False where it
-        cannot, and `vyre.copy` goes through the host."""
-        return False
-
-    @staticmethod
-    def _copy_batch(copies: list[Any]) -> bool:
-        """Hook (optional), asked of the first copy's destination backend type: run every
-        `vyre.transfers.Copy` of `copies` (checked) on the devices, concurrently, and
-        return True; False where this backend cannot take all of them (then each runs
-        through `_copy_from` or the host)."""
-        return False
-
-    def _allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
-        raise UnsupportedFeature(
-            "managed_memory", self.id,
-            "this backend has no host-addressable (managed) memory; allocate with "
-            "kind='device' and copy with write()/read()",
-        )
-
-    def _page_locked_array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        raise UnsupportedFeature(
-            PAGE_LOCKED_HOST, self.id,
-            "this backend moves host data through its own staging memory, so no host array "
-            "is faster than another; use np.empty(shape, dtype) with read_into",
-        )
-
-    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
-                       max_version: Any, dl_device: Any, copy: Any) -> Any:
-        raise UnsupportedFeature(
-            "dlpack", self.id,
-            "this backend's buffers cannot be handed to array frameworks without a copy; "
-            "read them into numpy with backend.read(buffer, dtype=...)",
-        )
-
-    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
-        raise UnsupportedFeature(
-            "dlpack", self.id,
-            "this backend's buffers cannot be handed to array frameworks without a copy; "
-            "read them into numpy with backend.read(buffer, dtype=...)",
-        )
-
-    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
-        raise UnsupportedFeature(
-            "host_view", self.id,
-            "only managed buffers (allocate_device_buffer(n, kind='managed') on a backend "
-            "reporting 'managed_memory') are host-addressable; use backend.read(buffer) to copy",
-        )
-
-    def from_dlpack(self, tensor: Any, *, stream: Any = "auto",
-                    label: str | None = None) -> BufferBase:
-        """Borrow a framework's device array (torch, cupy, jax) as a buffer, without copying."""
-        raise UnsupportedFeature(
-            "from_dlpack", self.id,
-            "this backend cannot borrow another library's memory; copy host data in with "
-            "backend.write(buffer, np.asarray(x)) or pass it to dispatch()",
-        )
-
-    # ------------------------------------------------------------ context generation
-    @property
-    def context_generation(self) -> int:
-        """Which device context buffers allocated now belong to; bumped when one is lost."""
-        return self._generation
-
-    def _context_lost(self, reason: str) -> None:
-        """The device context is gone: every buffer allocated so far becomes stale."""
-        with self._lock:
-            self._generation += 1
-            self._epoch = next_epoch()
-            self._lost_reason = reason
-
-    def _stale_reason(self, buffer: BufferBase) -> str | None:
-        if buffer.generation == self.context_generation:
-            return None
-        return (f"it was allocated in context generation {buffer.generation} of "
-                f"{self.id!r}, which was lost ({self._lost_reason or 'device reset'}); "
-                f"the backend is now in generation {self.context_generation}")
-
     # ------------------------------------------------------------ state
-    def _check_open(self) -> None:
-        if self._closed:
-            raise self._closed_error()
+    @property
+    def options(self) -> Any:
+        """The instance's debug and measurement switches (the compiler's: a frozen value
+        such as CudaOptions, part of every compile-cache key; None for a backend without)."""
+        return self._compiler.options
 
-    def _closed_error(self) -> BackendUnavailable:
-        return BackendUnavailable(
-            self.id, "this instance was closed; create a new one with vyre.get_backend()"
-        )
+    @options.setter
+    def options(self, value: Any) -> None:
+        self._compiler.options = value
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._device.closed
+
+    @property
+    def context_generation(self) -> int:
+        """Which device context buffers allocated now belong to; bumped when one is lost."""
+        return self._device.context_generation
+
+    def capabilities(self) -> Capabilities:
+        return self._device.capabilities()
 
     def supports(self, feature: str) -> bool:
         """True only if the backend reports `feature` (unknown names are False)."""
         return feature in self.capabilities().features
+
+    def _context_lost(self, reason: str) -> None:
+        """The device context is gone: every buffer allocated so far becomes stale."""
+        self._device.lose(reason)
+
+    # (what a buffer asks of its owner: vyre.buffer.BufferOwner)
+    def _stale_reason(self, buffer: BufferBase) -> str | None:
+        return self._device.stale_reason(buffer)
+
+    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
+                       max_version: Any, dl_device: Any, copy: Any) -> Any:
+        return self._memory.export_dlpack(buffer, dtype, shape, stream, max_version,
+                                          dl_device, copy)
+
+    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
+        return self._memory.dlpack_device(buffer)
+
+    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
+        return self._memory.host_view(buffer, dtype)
 
     # ------------------------------------------------------------ memory
     def page_locked_array(self, shape: int | tuple[int, ...], dtype: Any = np.float32
@@ -362,7 +213,7 @@ class BaseBackend:
                 for d in dims):
             raise InvalidDispatch(
                 f"page_locked_array: shape must be an int or a tuple of ints >= 0, got {shape!r}")
-        return self._page_locked_array(tuple(int(d) for d in dims), as_dtype(dtype))
+        return self._memory.page_locked_array(tuple(int(d) for d in dims), as_dtype(dtype))
 
     def allocate_device_buffer(
         self, byte_len: int, label: str | None = None, kind: str = "device"
@@ -377,7 +228,7 @@ class BaseBackend:
         if kind not in ("device", "managed"):
             raise InvalidDispatch(f"kind must be 'device' or 'managed', got {kind!r}")
         if kind == "managed" and MANAGED_MEMORY not in self.capabilities().features:
-            self._allocate_managed(0, label)  # raises the backend's UnsupportedFeature
+            self._memory.allocate_managed(0, label)  # raises the backend's UnsupportedFeature
             raise UnsupportedFeature(MANAGED_MEMORY, self.id)
         if isinstance(byte_len, bool) or not isinstance(byte_len, (int, np.integer)):
             raise InvalidDispatch(f"byte_len must be an int, got {type(byte_len).__name__}")
@@ -391,8 +242,8 @@ class BaseBackend:
             )
         with self._lock:
             self._check_open()  # again under the lock: close() may have run meanwhile
-            buf = (self._allocate_managed(byte_len, label) if kind == "managed"
-                   else self._allocate(byte_len, label))
+            buf = (self._memory.allocate_managed(byte_len, label) if kind == "managed"
+                   else self._memory.allocate(byte_len, label))
             self._live[id(buf)] = buf
             return buf
 
@@ -405,14 +256,20 @@ class BaseBackend:
                 return
             self._epoch = next_epoch()
             self._launches.evict(id(buffer))
-            if not self._closed:
-                self._free(buffer)
+            if not self._device.closed:
+                self._memory.free(buffer)
             buffer._freed = True
             self._live.pop(id(buffer), None)
 
     def live_buffers(self) -> list[BufferBase]:
         """Buffers allocated here and not yet freed."""
         return list(self._live.values())
+
+    def _adopt(self, buffer: BufferBase) -> None:
+        """Count a buffer an allocator made outside allocate_device_buffer (borrowed through
+        DLPack, managed) as live."""
+        with self._lock:
+            self._live[id(buffer)] = buffer
 
     def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None:
         """Copy host bytes (numpy array, bytes, memoryview) into `buffer` at `offset`."""
@@ -423,7 +280,7 @@ class BaseBackend:
         """Several uploads, validated all before any is issued."""
         self._check_open()
         checked: list[tuple[BufferBase, memoryview, int]] = []
-        for item in _iterable(items, "write_many", "(buffer, data[, offset]) tuples"):
+        for item in iterable_of(items, "write_many", "(buffer, data[, offset]) tuples"):
             if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
                 raise InvalidDispatch(
                     f"write_many takes (buffer, data) or (buffer, data, offset) tuples, got "
@@ -453,9 +310,10 @@ class BaseBackend:
             self._check_open()
             for buffer, _, _ in checked:
                 check_usable(buffer)  # not freed by another thread since validation
+            write = self._memory.write
             for buffer, mv, offset in checked:
                 if mv.nbytes:
-                    self._write(buffer, mv, offset)
+                    write(buffer, mv, offset)
 
     def read(
         self,
@@ -475,7 +333,7 @@ class BaseBackend:
 
     def read_many(self, ranges: Iterable[Any]) -> list[np.ndarray]:
         self._check_open()
-        todo = [checked_read(self, r) for r in _iterable(
+        todo = [checked_read(self, r) for r in iterable_of(
             ranges, "read_many", "buffers, ReadRanges or (buffer, offset, length, dtype) "
             "tuples")]
         return self._read_checked([(rr.buffer, rr.offset, int(rr.length or 0)) for rr in todo],
@@ -492,7 +350,7 @@ class BaseBackend:
             if logs:  # debug dispatches' logs come back with this read (vyre.debug)
                 self._debug_logs = []
                 spans = [*spans, *((p.log, 0, p.log.byte_len) for p in logs)]
-            raw = self._read_batch(spans)
+            raw = self._memory.read_batch(spans)
         if logs:
             n = len(raw) - len(logs)
             debug.finish(self, logs, [host_array(r, np.dtype(np.uint32)) for r in raw[n:]])
@@ -515,78 +373,51 @@ class BaseBackend:
             self._check_open()
             check_usable(span[0])
             if span[2]:
-                self._read_batch_into([span], [dst])
+                self._memory.read_batch_into([span], [dst])
         if self._debug_logs:
             self._drain_debug_logs()
         return out
 
-    def _read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
-        """Backends with a cheaper batched readback override this."""
-        return [self._read(b, o, n) if n else b"" for b, o, n in ranges]
+    def from_dlpack(self, tensor: Any, *, stream: Any = "auto",
+                    label: str | None = None) -> BufferBase:
+        """Borrow a framework's device array (torch, cupy, jax) as a buffer, without copying."""
+        return self._memory.import_dlpack(tensor, stream, label)
 
-    def _read_batch_into(self, ranges: list[tuple[BufferBase, int, int]],
-                         outs: list[np.ndarray]) -> None:
-        """`_read_batch`, each range's bytes copied into the uint8 array of `outs` beside
-        it; backends that can copy straight into the caller's memory override this."""
-        for data, dst in zip(self._read_batch(ranges), outs):
-            dst[...] = np.frombuffer(data, np.uint8)
+    def release_cached_memory(self) -> int:
+        """Give the driver back the device memory kept from freed buffers for reuse (the
+        CUDA backend keeps it, as torch's and CuPy's allocators do; the others keep none);
+        the bytes given back. Buffers still allocated are untouched."""
+        with self._lock:
+            self._check_open()
+            return self._memory.release_cached()
 
     # ------------------------------------------------------------ compile
     def compile(self, program: Program) -> Any:
         """Validate and compile `program` (cached); returns the backend's compiled handle."""
-        return self._compiled_for(program, None)
+        return self._cache.get(program, self._compiler.plain_key)
+
+    def source(self, program: Program) -> str:
+        """The generated device source for `program` (for inspection)."""
+        return self._compiler.source(program)
 
     def _compiled_for(self, program: Program, key: Any) -> Any:
-        self._check_open()
-        if not isinstance(program, Program):
-            raise InvalidDispatch(f"expected a vyre Program, got {type(program).__name__}")
-        validate(program)  # first: it bounds the program before anything walks all of it
-        cache_key = (program.content_hash, key, self.options)
-        with self._lock:
-            self._check_open()
-            hit = self._compiled.get(cache_key)
-            if hit is not None:
-                self.compile_stats.hits += 1
-                self._compiled.move_to_end(cache_key)
-                return hit
-            check_program_fits(self, program)
-            compiled = self._compile(program, key)
-            self.compile_stats.misses += 1
-            self._compiled[cache_key] = compiled
-            self._trim_compiled()
-            return compiled
+        """The artifact of `program` for compile key `key` (from the compile cache)."""
+        return self._cache.get(program, key)
 
     @property
     def compile_cache_limit(self) -> int:
         """Most compiled programs this instance keeps (LRU); see set_compile_cache_limit."""
-        return self._compile_cache_limit
+        return self._cache.limit
 
     def set_compile_cache_limit(self, n: int) -> None:
         """Keep at most `n` compiled programs (least recently used are dropped first and
         compiled again when next used). Also $VYRE_COMPILE_CACHE_SIZE, or
         vyre.get_backend(spec, compile_cache_size=n)."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise InvalidDispatch(
-                f"the compile cache size must be an int >= 1, got {n!r:.40}"
-            )
-        with self._lock:
-            self._compile_cache_limit = int(n)
-            self._trim_compiled()
+        self._cache.set_limit(n)
 
     def compile_cache_size(self) -> int:
         """Compiled programs held now."""
-        return len(self._compiled)
-
-    def _trim_compiled(self) -> None:
-        while len(self._compiled) > self._compile_cache_limit:
-            _, old = self._compiled.popitem(last=False)
-            self.compile_stats.evictions += 1
-            self._evict_compiled(old)
-
-    def _evict_compiled(self, compiled: Any) -> None:
-        """A compiled program left the cache (caller holds the lock). Backends drop what
-        they keyed on it; device objects still used by recorded work must stay valid until
-        that work is gone (hold them from the recording, not from the cache)."""
+        return len(self._cache)
 
     # ------------------------------------------------------------ dispatch
     def bind(
@@ -604,22 +435,164 @@ class BaseBackend:
             raise InvalidDispatch(f"config must be a DispatchConfig, got {type(config).__name__}")
         validate(program)
 
-    def _bound(self, program: Program, inputs: BufferArg, outputs: BufferArg,
-               config: DispatchConfig) -> tuple[BoundDispatch, tuple[Any, ...] | None]:
-        """A bound dispatch for a (program, inputs, outputs, config) call, from the launch
-        cache when it was bound before, and the call's cache key (None: not cacheable)."""
-        ins, outs = readable_twice(inputs), readable_twice(outputs)  # iterators read once
-        given = (*_values(ins), *_values(outs))
-        key = self._launches.key(program, ins, outs, config, given)
-        entry = self._launches.get(key) if key is not None else None
-        if entry is not None:
-            return rebind(entry, program, given, config), key
-        return self._bind_new(program, ins, outs, config, given, key), key
+    def dispatch_async(
+        self,
+        program: Program | BoundDispatch,
+        inputs: BufferArg = (),
+        outputs: BufferArg = (),
+        config: DispatchConfig | None = None,
+    ) -> Pending:
+        """Enqueue a dispatch over resident buffers; returns at once with a Pending."""
+        if isinstance(program, BoundDispatch):
+            bound = program
+        else:
+            cfg = config or _DEFAULT_CONFIG
+            if isinstance(program, Program) and program.debug_statements:  # vyre.print
+                return debug.launch(self, program, inputs, outputs, cfg, Pending)
+            entry, given, key, ins, outs = self._launches.lookup(program, inputs, outputs, cfg)
+            bound = (rebind(entry, program, given, cfg) if entry is not None else
+                     self._bind_new(program, ins, outs, cfg, given, key))
+        with self._lock:
+            record = self._ready(bound)
+            if type(record) is PlanRecord:
+                return self._launch_plan_async(record, bound.buffers)
+            return self._queue.launch_pending(bound)
 
+    def dispatch_with_device_buffers(
+        self,
+        program: Program | BoundDispatch,
+        inputs: BufferArg = (),
+        outputs: BufferArg = (),
+        config: DispatchConfig | None = None,
+    ) -> Timing:
+        """Dispatch over resident buffers, with no host copy.
+
+        The work is ordered after earlier work on this backend; the call returns once it is
+        enqueued (wait_ns is 0) unless `config.profile`, which waits and fills device_ns.
+
+        This is the one launch path of every backend. A BoundDispatch (from `bind`) keeps
+        its prepared launch record, so a re-launch is the queue's `launch` plus an epoch
+        comparison: its buffers are re-checked only after some buffer of this backend was
+        freed (or the instance closed, or its context was lost). A (program, inputs,
+        outputs, config) call is bound and prepared the first time and remembered
+        (LaunchCache) until one of its buffers is freed or dropped. The Timing is all
+        zeros unless `DispatchOptions(timing=True)` (then it holds the host enqueue time)
+        or `profile=True` (then it waits and holds the device time too).
+        The epoch check and the enqueue happen under the instance's lock as one step: a
+        free() from another thread (which bumps the epoch under that lock) comes wholly
+        before them (the launch is re-checked and refused) or wholly after (the device
+        work is already enqueued, and each backend's free is ordered after it).
+        """
+        # the hot path (a bound, untimed dispatch re-launched, checked in this epoch): a few
+        # attribute reads, one uncontended lock and one call, no clock. The epoch is unique
+        # to this instance, so a binding of another instance never matches it.
+        if type(program) is BoundDispatch:
+            launch = program.launch
+            if launch.untimed:  # (never a profiled one)
+                lock = self._lock
+                # The lock held from the epoch check to the enqueue, as `with lock:` would,
+                # for half its cost (a `with` statement costs ~0.3 us more than the two
+                # calls). acquire() is inside the try: Ctrl-C is raised only at a call's
+                # end (the interpreter's eval breaker), so an interrupt landing once
+                # acquire() returns is in the try and the finally releases; an interrupt
+                # while acquire() waits leaves the lock not taken, and release() then
+                # refuses (RuntimeError), which the finally swallows. release() is the
+                # finally's first call, so no interrupt can come between the check and it.
+                try:
+                    lock.acquire()
+                    if launch.epoch == self._epoch:
+                        record = launch.record
+                        if type(record) is PlanRecord:  # (inline: the hot path's one call)
+                            self._enqueue_record(record, program.buffers)
+                        else:
+                            self._launch_record(record, program.buffers)
+                        return NO_TIMING
+                finally:
+                    try:  # noqa: SIM105  (contextlib.suppress is a `with`: the cost saved)
+                        lock.release()
+                    except RuntimeError:  # (interrupted while waiting: never acquired)
+                        pass
+        t0 = _perf_ns()
+        if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
+            launch = program.launch
+            if launch.profile:  # waits for the device and times it (never stamped current)
+                return self.dispatch_async(program).wait()
+            with self._lock:
+                if launch.epoch != self._epoch:
+                    self._ready(program)
+                self._enqueue_record(launch.record, program.buffers)
+        else:
+            cfg = config or _DEFAULT_CONFIG
+            if type(cfg) is not DispatchConfig:
+                self._check_bindable(program, cfg)  # raises, naming what was passed
+            if cfg.profile:
+                return self.dispatch_async(program, inputs, outputs, cfg).wait()
+            launch = self._launch_cached(program, inputs, outputs, cfg)
+        if launch.untimed:
+            return NO_TIMING
+        ns = _perf_ns() - t0
+        return _new_timing(Timing, (ns, ns, 0, None))
+
+    def dispatch(
+        self,
+        program: Program,
+        inputs: Mapping[str, Any] | Sequence[Any],
+        config: DispatchConfig,
+    ) -> dict[str, np.ndarray]:
+        """Host path: upload, dispatch, read back every writable buffer as a numpy array.
+
+        `inputs` maps buffer names to host data, or is a sequence in declaration order.
+        Read and read_write buffers need data; a write-only buffer takes an int (its element
+        count, zero-filled) or an array (its initial contents), unless it declares a count.
+        """
+        self._check_open()
+        validate(program)
+        return dispatch_host(self, program, inputs, config)
+
+    def stream(
+        self,
+        program: Program,
+        chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
+        config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """Run `program` over successive input chunks, yielding each chunk's outputs in order.
+
+        Chunk i+1 is uploaded and enqueued before chunk i is read back, so uploads, compute
+        and readbacks overlap on backends whose queues run asynchronously. `config` may be a
+        function of (chunk index, host inputs) for chunks of varying size.
+        """
+        self._check_open()
+        validate(program)
+        yield from stream_chunks(self, program, chunks, config)
+
+    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
+        """Record and validate a sequence of dispatches once; run it with `.run()`."""
+        self._check_open()
+        steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
+        for i, s in enumerate(steps):
+            if isinstance(s, Step):
+                try:
+                    validate(s.program)
+                except InvalidProgram as exc:
+                    raise InvalidProgram(f"pipeline step {i} ({s.program.name}): {exc}") from None
+        p = Pipeline(self, steps)
+        spec = self._compiler.specialisation
+        artifacts = [self._cache.get(s.program, spec(s)) for s in p.steps]
+        with self._lock:
+            self._check_open()
+            for b in p.buffers():  # bound outside the lock: another thread may have freed
+                check_usable(b)  # one since, and the recording must never see it
+            for st in p.steps:
+                if isinstance(st.grid, IndirectGrid):
+                    check_usable(st.grid.buffer)
+            self._queue.record_pipeline(p, artifacts)
+        return p
+
+    # ------------------------------------------------------------ the launch path
     def _bind_new(self, program: Program, ins: BufferArg, outs: BufferArg,
                   config: DispatchConfig, given: tuple[Any, ...],
                   key: tuple[Any, ...] | None) -> BoundDispatch:
-        """A cache miss: validate and bind, and remember the binding under `key`."""
+        """A launch-cache miss: validate and bind, and remember the binding under `key`."""
         bound = self.bind(program, ins, outs, config)
         if key is not None:
             grid = config.grid
@@ -627,6 +600,12 @@ class BaseBackend:
                 self._launches.put(key, bound, given,
                                    grid.buffer if isinstance(grid, IndirectGrid) else None)
         return bound
+
+    def _prepare_launch(self, bound: BoundDispatch) -> Any:
+        """`bound`'s launch record from the queue, over its artifact from the compile cache
+        (lock held; a plan's sub-dispatches come here one by one)."""
+        return self._queue.prepare(
+            bound, self._cache.get(bound.program, self._compiler.specialisation(bound)))
 
     def _ready(self, bound: BoundDispatch) -> Any:
         """Check that `bound` may run now and return its prepared record (made on first use)."""
@@ -645,27 +624,6 @@ class BaseBackend:
                 launch.epoch = self._epoch
             return launch.record
 
-    def dispatch_async(
-        self,
-        program: Program | BoundDispatch,
-        inputs: BufferArg = (),
-        outputs: BufferArg = (),
-        config: DispatchConfig | None = None,
-    ) -> Pending:
-        """Enqueue a dispatch over resident buffers; returns at once with a Pending."""
-        if isinstance(program, BoundDispatch):
-            bound = program
-        else:
-            if isinstance(program, Program) and program.debug_statements:  # vyre.print
-                return debug.launch(self, program, inputs, outputs, config or _DEFAULT_CONFIG,
-                                    Pending)
-            bound, _ = self._bound(program, inputs, outputs, config or _DEFAULT_CONFIG)
-        with self._lock:
-            record = self._ready(bound)
-            if type(record) is PlanRecord:
-                return self._launch_plan_async(record, bound.buffers)
-            return self._launch(bound)
-
     def _launch_cached(self, program: Program, inputs: BufferArg, outputs: BufferArg,
                        cfg: DispatchConfig) -> Launch:
         """Launch a (program, inputs, outputs, config) call: from the launch cache, or
@@ -673,15 +631,7 @@ class BaseBackend:
         the epoch moved) and the enqueue are one step under the lock, so a buffer freed by
         another thread is refused, never launched. Kept out of dispatch_with_device_buffers
         so that the bound hot path's frame stays small."""
-        ti, to = type(inputs), type(outputs)
-        if (ti is list or ti is tuple) and (to is list or to is tuple):
-            given = (*inputs, *outputs)  # the common case, without helper calls
-        else:
-            if ti not in (tuple, list, dict) or to not in (tuple, list, dict):
-                inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # once
-            given = (*_values(inputs), *_values(outputs))
-        key = self._launches.key(program, inputs, outputs, cfg, given)
-        entry = self._launches.get(key) if key is not None else None
+        entry, given, key, inputs, outputs = self._launches.lookup(program, inputs, outputs, cfg)
         if entry is None:  # first time: validate, bind, prepare, remember
             if isinstance(program, Program) and program.debug_statements:
                 # vyre.print / vyre.assert_: never remembered (each dispatch has its own
@@ -718,7 +668,7 @@ class BaseBackend:
         self._read_checked([], [])  # (reads the waiting logs with the empty batch)
 
     def _enqueue_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        """Enqueue a prepared launch record (caller holds the lock): the backend's own, or
+        """Enqueue a prepared launch record (caller holds the lock): the queue's own, or
         each device dispatch of an exact-sum plan in turn (vyre.exact_sum_plan)."""
         if type(record) is PlanRecord:
             for step in record.steps:
@@ -732,185 +682,24 @@ class BaseBackend:
         *first, last = record.steps
         for step in first:
             self._launch_record(step.record, exact_sum_plan.step_buffers(step, buffers))
-        return self._launch(dataclasses.replace(
+        return self._queue.launch_pending(dataclasses.replace(
             last.template, buffers=exact_sum_plan.step_buffers(last, buffers)))
-
-    def dispatch_with_device_buffers(
-        self,
-        program: Program | BoundDispatch,
-        inputs: BufferArg = (),
-        outputs: BufferArg = (),
-        config: DispatchConfig | None = None,
-    ) -> Timing:
-        """Dispatch over resident buffers, with no host copy.
-
-        The work is ordered after earlier work on this backend; the call returns once it is
-        enqueued (wait_ns is 0) unless `config.profile`, which waits and fills device_ns.
-
-        This is the one launch path of every backend. A BoundDispatch (from `bind`) keeps
-        its prepared launch record, so a re-launch is the backend's `_launch_record` plus
-        an epoch comparison: its buffers are re-checked only after some buffer of this
-        backend was freed (or the instance closed, or its context was lost). A (program,
-        inputs, outputs, config) call is bound and prepared the first time and remembered
-        (LaunchCache) until one of its buffers is freed or dropped. The Timing is all
-        zeros unless `DispatchOptions(timing=True)` (then it holds the host enqueue time)
-        or `profile=True` (then it waits and holds the device time too).
-        The epoch check and the enqueue happen under the instance's lock as one step: a
-        free() from another thread (which bumps the epoch under that lock) comes wholly
-        before them (the launch is re-checked and refused) or wholly after (the device
-        work is already enqueued, and each backend's free is ordered after it).
-        """
-        # the hot path (a bound, untimed dispatch re-launched, checked in this epoch): a few
-        # attribute reads, one uncontended lock and one call, no clock. The epoch is unique
-        # to this instance, so a binding of another instance never matches it.
-        if type(program) is BoundDispatch:
-            launch = program.launch
-            if launch.untimed:  # (never a profiled one)
-                with self._lock:  # (`with`, not acquire() then try: an interrupt
-                    # landing between those two would leave the lock held for ever)
-                    if launch.epoch == self._epoch:
-                        record = launch.record
-                        if type(record) is PlanRecord:  # (inline: the hot path's one call)
-                            self._enqueue_record(record, program.buffers)
-                        else:
-                            self._launch_record(record, program.buffers)
-                        return NO_TIMING
-        t0 = _perf_ns()
-        if type(program) is BoundDispatch or isinstance(program, BoundDispatch):
-            launch = program.launch
-            if launch.profile:  # waits for the device and times it (never stamped current)
-                return self.dispatch_async(program).wait()
-            with self._lock:
-                if launch.epoch != self._epoch:
-                    self._ready(program)
-                self._enqueue_record(launch.record, program.buffers)
-        else:
-            cfg = config or _DEFAULT_CONFIG
-            if type(cfg) is not DispatchConfig:
-                self._check_bindable(program, cfg)  # raises, naming what was passed
-            if cfg.profile:
-                return self.dispatch_async(program, inputs, outputs, cfg).wait()
-            launch = self._launch_cached(program, inputs, outputs, cfg)
-        if launch.untimed:
-            return NO_TIMING
-        ns = _perf_ns() - t0
-        return _new_timing(Timing, (ns, ns, 0, None))
-
-    def dispatch(
-        self,
-        program: Program,
-        inputs: Mapping[str, Any] | Sequence[Any],
-        config: DispatchConfig,
-    ) -> dict[str, np.ndarray]:
-        """Host path: upload, dispatch, read back every writable buffer as a numpy array.
-
-        `inputs` maps buffer names to host data, or is a sequence in declaration order.
-        Read and read_write buffers need data; a write-only buffer takes an int (its element
-        count, zero-filled) or an array (its initial contents), unless it declares a count.
-        """
-        self._check_open()
-        validate(program)
-        if not isinstance(config, DispatchConfig):
-            raise InvalidDispatch(
-                f"config must be a DispatchConfig, got {type(config).__name__}; pass "
-                "vyre.DispatchConfig(grid=..., params=...)"
-            )
-        limit = self.capabilities().limits.get("max_allocation_bytes")
-        data = _host_inputs(program, inputs, limit)
-        bufs: dict[str, BufferBase] = {}
-        try:
-            for d in program.buffers:
-                arr = data[d.name]
-                bufs[d.name] = self.allocate_device_buffer(arr.nbytes, label=d.name)
-            self.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-            try:
-                self.dispatch_with_device_buffers(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    config,
-                )
-                # (a vyre.print / assert_ program's log comes back in this batch)
-                outs = self.read_many(
-                    [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-                )
-            except DispatchError as exc:
-                save_failure_on_request(program, data, config, self, exc)
-                raise
-            return {d.name: o for d, o in zip(program.outputs, outs)}
-        finally:
-            for b in bufs.values():
-                if not self._closed:
-                    self.free(b)
-
-    def stream(
-        self,
-        program: Program,
-        chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
-        config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
-    ) -> Iterator[dict[str, np.ndarray]]:
-        """Run `program` over successive input chunks, yielding each chunk's outputs in order.
-
-        Chunk i+1 is uploaded and enqueued before chunk i is read back, so uploads, compute
-        and readbacks overlap on backends whose queues run asynchronously. `config` may be a
-        function of (chunk index, host inputs) for chunks of varying size.
-        """
-        self._check_open()
-        validate(program)
-        yield from stream_chunks(self, program, chunks, config)
-
-    def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
-        """Record and validate a sequence of dispatches once; run it with `.run()`."""
-        self._check_open()
-        steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
-        for i, s in enumerate(steps):
-            if isinstance(s, Step):
-                try:
-                    validate(s.program)
-                except InvalidProgram as exc:
-                    raise InvalidProgram(f"pipeline step {i} ({s.program.name}): {exc}") from None
-        p = Pipeline(self, steps)
-        for s in p.steps:
-            self._compiled_for(s.program, self._specialisation(s))
-        with self._lock:
-            self._check_open()
-            for b in p.buffers():  # bound outside the lock: another thread may have freed
-                check_usable(b)  # one since, and the recording must never see it
-            for st in p.steps:
-                if isinstance(st.grid, IndirectGrid):
-                    check_usable(st.grid.buffer)
-            self._record_pipeline(p)
-        return p
-
-    def _specialisation(self, bound: BoundDispatch) -> Any:
-        """Part of the compile-cache key that depends on the binding (e.g. aliasing)."""
-        return None
-
-    def _record_pipeline(self, pipeline: Pipeline) -> None:
-        """Backends prepare their recording here (encoders, graphs); default: nothing."""
 
     # ------------------------------------------------------------ lifecycle
     def synchronize(self) -> None:
         """Block until all work enqueued on this backend has finished."""
         with self._lock:  # (one check, under the lock: dispatch.roundtrip pays for each)
             self._check_open()
-            self._synchronize()
+            self._queue.synchronize()
         if self._debug_logs:
             self._drain_debug_logs()
-
-    def release_cached_memory(self) -> int:
-        """Give the driver back the device memory kept from freed buffers for reuse (the
-        CUDA backend keeps it, as torch's and CuPy's allocators do; the others keep none);
-        the bytes given back. Buffers still allocated are untouched."""
-        self._check_open()
-        return 0
 
     def close(self) -> None:
         """Free every buffer and release the device. Closing twice is harmless. Debug
         dispatches' logs still waiting are printed first (a failed assert raises after
         the close)."""
         failure: BaseException | None = None
-        if self._debug_logs and not self._closed:
+        if self._debug_logs and not self._device.closed:
             try:
                 self._drain_debug_logs()
             except BackendError as exc:
@@ -920,26 +709,28 @@ class BaseBackend:
             raise failure
 
     def _close_instance(self) -> None:
+        """Free every buffer, then close the parts from the top down: the queue (work in
+        flight, recordings), the compiler (every cached artifact), the allocator (kept
+        and staging memory), the device; all under the lock launches hold."""
+        device = self._device
         with self._lock:
-            if self._closed:
+            if device.closed:
                 return
-            self._closing = True
+            device.closing = True
             try:
-                for b in self._exact_scratch.release(self):
+                for b in [*self._exact_scratch.release(self), *self._live.values()]:
                     with contextlib.suppress(BackendError):
-                        self._free(b)
-                    b._freed = True
-                for b in list(self._live.values()):
-                    with contextlib.suppress(BackendError):
-                        self._free(b)
+                        self._memory.free(b)
                     b._freed = True
                 self._live.clear()
                 self._launches.clear()
                 self._epoch = next_epoch()
-                self._compiled.clear()
-                self._close()
+                self._queue.close()
+                self._cache.close()
+                self._memory.close()
+                device.close()
             finally:
-                self._closed = True
+                device.closed = True
 
     def __enter__(self: T) -> T:
         return self
@@ -948,53 +739,22 @@ class BaseBackend:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.id}{' closed' if self._closed else ''}>"
+        return f"<{type(self).__name__} {self.id}{' closed' if self.closed else ''}>"
 
 
-def _values(arg: BufferArg) -> Iterable[Any]:
-    """The buffers of an inputs / outputs argument, in the order given."""
-    t = type(arg)
-    if t is list or t is tuple:  # the common cases, without an ABC check
-        return arg
-    if t is dict:
-        return arg.values()  # type: ignore[union-attr]
-    if isinstance(arg, Mapping):
-        return arg.values()
-    if not isinstance(arg, Iterable) or isinstance(arg, (str, bytes)):
-        return ()  # not buffers at all: bind() says what is wrong
-    return arg
+def bump_epoch(wself: weakref.ref[BaseBackend]) -> None:
+    """Move an instance's epoch (its device was lost): every prepared launch re-checks the
+    instance before it runs again (and is refused). Held weakly by the device's callbacks,
+    which must never keep the instance alive."""
+    me = wself()
+    if me is not None:
+        me._epoch = next_epoch()
 
 
 def validate_buffer_ownership_allow_freed(backend: BaseBackend, buffer: object) -> None:
     if isinstance(buffer, BufferBase) and buffer.owner is backend:
         return
     validate_buffer_ownership(backend, [buffer])
-
-
-def _iterable(items: Any, what: str, of: str) -> Iterable[Any]:
-    """`items` if it can be iterated (and is not text), else InvalidDispatch naming `of`."""
-    if type(items) is list or type(items) is tuple:
-        return items  # (the usual case, without the abstract-base-class test)
-    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-        raise InvalidDispatch(f"{what} takes an iterable of {of}, got {type(items).__name__}")
-    return items
-
-
-def _zeros(count: int, dtype: np.dtype, what: str, limit: int | None) -> np.ndarray:
-    """A zero-filled host output of `count` elements, refused when no device could hold it
-    (`limit`: the backend's largest allocation) or the host cannot allocate it."""
-    nbytes = count * dtype.itemsize
-    if limit is not None and nbytes > limit:
-        raise OutOfDeviceMemory(
-            "host dispatch", nbytes,
-            f"{what} asks for {count} elements; the largest allocation here is {limit} bytes",
-        )
-    try:
-        return np.zeros(count, dtype=dtype)
-    except (MemoryError, ValueError) as exc:
-        raise OutOfDeviceMemory(
-            "host", nbytes, f"{what}: the host output array of {count} elements ({exc})"
-        ) from None
 
 
 class _WriteTo:
@@ -1010,123 +770,5 @@ class _WriteTo:
         return f"write to {self.buffer.describe()}"
 
 
-def host_array(data: HostBytes, dtype: Any) -> np.ndarray:
-    """Bytes read from a device as a new writable array of `dtype`: a fresh uint8 array from
-    the backend (the one copy already made) is viewed, anything else copied once."""
-    if type(data) is np.ndarray:
-        return data.view(dtype)
-    return np.frombuffer(bytearray(data), dtype=dtype)
-
-
-def stream_chunks(
-    backend: Backend,
-    program: Program,
-    chunks: Iterable[Mapping[str, Any] | Sequence[Any]],
-    config: DispatchConfig | Callable[[int, Mapping[str, np.ndarray]], DispatchConfig],
-) -> Iterator[dict[str, np.ndarray]]:
-    """`Backend.stream` over any backend's public methods (BaseBackend's and
-    RemoteBackend's): chunk i+1 is uploaded and enqueued before chunk i is read back. The
-    caller has checked that `backend` is open and `program` valid."""
-    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
-        one = " (one chunk is [chunk])" if isinstance(chunks, Mapping) else ""
-        raise InvalidDispatch(
-            f"stream takes an iterable of chunks{one}, each host data for every buffer (a "
-            f"dict of buffer name -> array, or a list in declaration order), got "
-            f"{type(chunks).__name__}; e.g. stream(program, [chunk0, chunk1], config)")
-    in_flight: list[tuple[dict[str, DeviceBuffer], PendingWork]] = []
-
-    def finish(
-        item: tuple[dict[str, DeviceBuffer], PendingWork],
-    ) -> dict[str, np.ndarray]:
-        bufs, pending = item
-        pending.wait()
-        outs = backend.read_many(
-            [ReadRange(bufs[d.name], 0, None, d.ty.numpy) for d in program.outputs]
-        )
-        for b in bufs.values():
-            backend.free(b)
-        return {d.name: o for d, o in zip(program.outputs, outs)}
-
-    try:
-        for i, chunk in enumerate(chunks):
-            data = _host_inputs(program, chunk,
-                                backend.capabilities().limits.get("max_allocation_bytes"))
-            cfg = config(i, data) if callable(config) else config
-            bufs: dict[str, DeviceBuffer] = {}
-            try:  # (this chunk's buffers are freed if it fails before it is in flight)
-                for d in program.buffers:
-                    bufs[d.name] = backend.allocate_device_buffer(data[d.name].nbytes,
-                                                                  label=d.name)
-                backend.write_many([(bufs[n], data[n], 0) for n in bufs if data[n].nbytes])
-                pending = backend.dispatch_async(
-                    program,
-                    {d.name: bufs[d.name] for d in program.inputs},
-                    {d.name: bufs[d.name] for d in program.outputs},
-                    cfg,
-                )
-            except BaseException:
-                for b in bufs.values():
-                    if not backend.closed:
-                        backend.free(b)
-                raise
-            in_flight.append((bufs, pending))
-            if len(in_flight) > 1:
-                yield finish(in_flight.pop(0))
-        while in_flight:
-            yield finish(in_flight.pop(0))
-    finally:
-        for bufs, _ in in_flight:
-            for b in bufs.values():
-                if not backend.closed:
-                    backend.free(b)
-
-
-def _host_inputs(
-    program: Program, inputs: Mapping[str, Any] | Sequence[Any], limit: int | None = None
-) -> dict[str, np.ndarray]:
-    """Host arrays for every buffer of `program`, typed and contiguous (see dispatch);
-    `limit`: the backend's largest allocation, which bounds zero-filled outputs."""
-    if isinstance(inputs, Mapping):
-        given = dict(inputs)
-        unknown = sorted(set(given) - {d.name for d in program.buffers})
-        if unknown:
-            raise InvalidDispatch(
-                f"program {program.name!r} has no buffer(s) {unknown}; "
-                f"its buffers are {[d.name for d in program.buffers]}"
-            )
-    else:
-        seq = list(_iterable(inputs, f"program {program.name!r} inputs",
-                             "host data: a dict of buffer name -> array, or a list in "
-                             "declaration order"))
-        names = [d.name for d in program.buffers]
-        if len(seq) != len(names):
-            raise InvalidDispatch(
-                f"program {program.name!r} takes data for {len(names)} buffers {names} "
-                f"in declaration order, got {len(seq)}; or pass a dict by name"
-            )
-        given = dict(zip(names, seq))
-    out: dict[str, np.ndarray] = {}
-    for d in program.buffers:
-        what = f"program {program.name!r} buffer {d.name!r}"
-        if d.name not in given:
-            if d.access == "write" and d.count is not None:
-                out[d.name] = _zeros(d.count, d.ty.numpy, what, limit)
-                continue
-            need = (
-                "an int element count or an array of initial contents"
-                if d.access == "write"
-                else f"a {d.ty.numpy} array"
-            )
-            raise InvalidDispatch(f"{what} ({d.access}) needs {need}")
-        v = given[d.name]
-        if d.access == "write" and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            if v < 0:
-                raise InvalidDispatch(f"{what}: element count must be >= 0, got {v}")
-            out[d.name] = _zeros(int(v), d.ty.numpy, what, limit)
-            continue
-        mv = host_bytes(v, what, d.ty)
-        arr = np.frombuffer(mv, dtype=d.ty.numpy) if mv.nbytes % d.ty.byte_size == 0 else None
-        if arr is None:
-            raise InvalidDispatch(f"{what}: {mv.nbytes} bytes is not a whole number of {d.ty}")
-        out[d.name] = arr
-    return out
+__all__ = ["BaseBackend", "Capabilities", "CompileStats", "HostBytes", "Pending",
+           "host_array", "stream_chunks"]

@@ -77,6 +77,20 @@ def readable_twice(arg: BufferArg) -> BufferArg:
     return tuple(arg)
 
 
+def buffers_of(arg: BufferArg) -> Iterable[Any]:
+    """The buffers of an inputs / outputs argument, in the order given."""
+    t = type(arg)
+    if t is list or t is tuple:  # the common cases, without an ABC check
+        return arg
+    if t is dict:
+        return arg.values()  # type: ignore[union-attr]
+    if isinstance(arg, Mapping):
+        return arg.values()
+    if not isinstance(arg, Iterable) or isinstance(arg, (str, bytes)):
+        return ()  # not buffers at all: bind() says what is wrong
+    return arg
+
+
 def _describe(buf: object) -> str:
     if isinstance(buf, BufferBase):
         return buf.describe()
@@ -485,6 +499,23 @@ class LaunchCache:
 
     def get(self, key: tuple[Any, ...]) -> _Entry | None:
         return self._entries.get(key)
+
+    def lookup(self, program: Program, inputs: BufferArg, outputs: BufferArg,
+               config: DispatchConfig) -> tuple[_Entry | None, tuple[Any, ...],
+                                                tuple[Any, ...] | None, BufferArg, BufferArg]:
+        """The one lookup of a (program, inputs, outputs, config) call: (the entry
+        remembered for it or None, its buffers in the order given, its key or None when it
+        cannot be cached, the inputs and outputs read once: iterators become tuples)."""
+        ti, to = type(inputs), type(outputs)
+        if (ti is list or ti is tuple) and (to is list or to is tuple):
+            given = (*inputs, *outputs)  # the common case, without helper calls
+        else:
+            if ti not in (tuple, list, dict) or to not in (tuple, list, dict):
+                inputs, outputs = readable_twice(inputs), readable_twice(outputs)  # once
+            given = (*buffers_of(inputs), *buffers_of(outputs))
+        key = self.key(program, inputs, outputs, config, given)
+        entry = self._entries.get(key) if key is not None else None
+        return entry, given, key, inputs, outputs
 
     def put(self, key: tuple[Any, ...], bound: BoundDispatch, given: tuple[Any, ...],
             grid_buffer: Any) -> _Entry | None:

@@ -6,7 +6,8 @@ nothing lands between them: the rewritten program (`Plan.main`: its adds go into
 scratch words) over the user's buffers plus one scratch buffer per target, then per target
 the finalisation of its type (`FINALIZE_FOR`), which rounds each touched element once,
 stores it and zeroes its scratch again. Every backend runs the same plan through its own
-`_prepare_launch` / `_launch_record`, the reference included, so the bits are the same.
+queue (`prepare`, `launch`: vyre.parts.Queue), the reference included, so the bits are the
+same.
 
 Scratch buffers belong to the backend instance (`ScratchPool`), not to a binding: they
 start zeroed and every finalisation leaves every word its dispatch wrote zero, so any later
@@ -38,20 +39,28 @@ from .lower.exact_sum import (
 )
 
 
+class PlanMemory(Protocol):
+    """The allocator part of the backend (vyre.parts.Allocator): the scratch's memory."""
+
+    def allocate(self, byte_len: int, label: str | None) -> Any: ...
+
+    def write(self, buffer: Any, data: memoryview, offset: int) -> None: ...
+
+    def free(self, buffer: Any) -> None: ...
+
+
 class PlanBackend(BindingBackend, Protocol):
-    """What a plan asks of its backend (vyre.backend.PlanBackend's hooks, typed here by what
-    is used so that this module never imports the base class, which imports it)."""
+    """What a plan asks of its backend (vyre.backend.BaseBackend, typed here by what is
+    used so that this module never imports the base class, which imports it): its lock,
+    scratch pool and allocator, and a launch record per sub-dispatch."""
 
     _lock: Any
     _exact_scratch: Any
 
+    @property
+    def _memory(self) -> PlanMemory: ...
+
     def capabilities(self) -> Any: ...
-
-    def _allocate(self, byte_len: int, label: str | None) -> Any: ...
-
-    def _write(self, buffer: Any, data: memoryview, offset: int) -> None: ...
-
-    def _free(self, buffer: Any) -> None: ...
 
     def _prepare_launch(self, bound: Any) -> Any: ...
 
@@ -107,11 +116,12 @@ class ScratchPool:
                     f"the largest allocation ({limit} bytes); split the target buffer"
                     + (", or use atomic_add_relaxed (order-dependent bits)"
                        if fmt.ty is ScalarType.F32 else ""))
-        buf = backend._allocate(4 * grown, f"vyre.exact_sum.scratch{position}")
+        memory = backend._memory
+        buf = memory.allocate(4 * grown, f"vyre.exact_sum.scratch{position}")
         try:
-            backend._write(buf, memoryview(bytes(4 * grown)), 0)
+            memory.write(buf, memoryview(bytes(4 * grown)), 0)
         except BaseException:
-            backend._free(buf)
+            memory.free(buf)
             raise
         held.append(buf)
         return buf

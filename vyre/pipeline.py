@@ -30,13 +30,23 @@ from .hostarrays import as_dtype
 from .ir.nodes import Program
 
 
+class PipelineQueue(Protocol):
+    """The queue part of the backend (vyre.parts.Queue): it runs a recorded pipeline."""
+
+    def run_pipeline(self, pipeline: Pipeline, repeat: int,
+                     reads: list[ReadRange]) -> PipelineResult: ...
+
+
 class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
-    """What a Pipeline asks of the backend that recorded it: PipelineBackend's lock, epoch and
-    `_run_pipeline` hook (typed here so this module never imports vyre.backend)."""
+    """What a Pipeline asks of the backend that recorded it (vyre.backend.BaseBackend): its
+    lock, epoch and queue (typed here so this module never imports vyre.backend)."""
 
     _lock: Any
     _epoch: int
     _debug_logs: Any  # resident vyre.print / assert_ logs not read yet (vyre.debug)
+
+    @property
+    def _queue(self) -> PipelineQueue: ...
 
     @property
     def closed(self) -> bool: ...
@@ -61,9 +71,6 @@ class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
     def _drain_debug_logs(self) -> None: ...
 
     def _check_open(self) -> None: ...
-
-    def _run_pipeline(self, pipeline: Pipeline, repeat: int,
-                      reads: list[ReadRange]) -> PipelineResult: ...
 
     def pipeline(self, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
         """Record a pipeline of `steps` (a Pipeline records its repeated rounds this way)."""
@@ -215,7 +222,7 @@ def _index_type(step: Any) -> str:
 
 
 class Pipeline:
-    """Steps bound once; `run(repeat, read)` goes through the backend's `_run_pipeline`."""
+    """Steps bound once; `run(repeat, read)` goes through the backend's queue (run_pipeline)."""
 
     def __init__(self, backend: PipelineBackend, steps: Sequence[Step | BoundDispatch]) -> None:
         steps = as_steps(steps)
@@ -433,7 +440,7 @@ class Pipeline:
                 for b in self._distinct_buffers:
                     check_usable(b)
                 self._checked_epoch = backend._epoch
-            return backend._run_pipeline(self, repeat, reads)
+            return backend._queue.run_pipeline(self, repeat, reads)
 
     def _typed(self, r: Any) -> ReadRange:
         return checked_read(self.backend, r, self._default_dtype)

@@ -3,9 +3,10 @@ existing buffer), `vyre.copy_many` (several at once) and `vyre.transfer` (a whol
 to another backend).
 
 Device to device where the destination reaches the source's device directly (the
-destination backend's `_copy_from` hook: two CUDA instances of this process copy peer to
-peer on the GPUs, ordered by events, the host never waiting); otherwise through the host
-(the source's `read` of the range, then the destination's `write`).
+destination's allocator, `vyre.parts.Allocator.copy_from`: two CUDA instances of this
+process copy peer to peer on the GPUs, ordered by events, the host never waiting);
+otherwise through the host (the source's `read` of the range, then the destination's
+`write`).
 
 This module must never move bytes implicitly: every copy is one the caller asked for.
 """
@@ -80,7 +81,7 @@ def _checked(src: Any, dst: Any, src_offset: Any, dst_offset: Any, nbytes: Any) 
 
 
 def _run(c: Copy) -> None:
-    if c.dst_owner._copy_from(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes):
+    if c.dst_owner._memory.copy_from(c.src, c.src_offset, c.dst, c.dst_offset, c.nbytes):
         return
     data = c.src_owner.read(c.src, c.src_offset, c.nbytes)
     c.dst_owner.write(c.dst, data, c.dst_offset)
@@ -115,7 +116,7 @@ def copy_many(copies: Iterable[tuple[Any, ...]]) -> None:
             checked.append(c)
     if not checked:
         return
-    if type(checked[0].dst_owner)._copy_batch(checked):
+    if checked[0].dst_owner._memory.copy_batch(checked):
         return
     for c in checked:
         _run(c)

@@ -69,6 +69,12 @@ class LogBackend(Protocol):
     def free(self, buffer: Any) -> None: ...
 
 
+class DebugQueue(Protocol):
+    """The queue part of the backend (vyre.parts.Queue): a launch with a Pending."""
+
+    def launch_pending(self, bound: Any) -> Any: ...
+
+
 class DebugBackend(LogBackend, Protocol):
     """What enqueueing a dispatch with a log asks of its backend (vyre.backend.BaseBackend,
     typed here by what is used so that this package never imports the base class)."""
@@ -79,13 +85,14 @@ class DebugBackend(LogBackend, Protocol):
     def kind(self) -> str: ...
 
     @property
+    def _queue(self) -> DebugQueue: ...
+
+    @property
     def closed(self) -> bool: ...
 
     def _check_bindable(self, program: Any, config: Any) -> None: ...
 
     def _ready(self, bound: Any) -> None: ...
-
-    def _launch(self, bound: Any) -> Any: ...
 
     def _launch_record(self, record: Any, buffers: Any) -> None: ...
 
@@ -246,7 +253,8 @@ def launch(backend: DebugBackend, program: Program, inputs: BufferArg, outputs: 
     Pending's wait() reads the log, frees it, prints the records, raises a failed assert.
     `pending_class`: vyre.backend.Pending (passed in: this package never imports the base)."""
 
-    pending, _, inner = _enqueue(backend, program, inputs, outputs, config, backend._launch)
+    pending, _, inner = _enqueue(backend, program, inputs, outputs, config,
+                                  backend._queue.launch_pending)
     state: dict[str, Any] = {}
 
     def wait() -> Timing:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vyre import features as F
-from vyre.backend import Capabilities, CompileStats, stream_chunks
+from vyre.backend import Capabilities, CompileStats
 from vyre.binding import BufferArg
 from vyre.buffer import BufferBase, check_label
 from vyre.config import DispatchConfig, Timing
@@ -29,6 +29,7 @@ from vyre.errors import (
     InvalidDispatch,
     UnsupportedFeature,
 )
+from vyre.host_path import stream_chunks
 from vyre.hostarrays import host_bytes, host_destination
 from vyre.interface import Backend
 from vyre.ir.nodes import Program

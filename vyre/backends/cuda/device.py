@@ -1,18 +1,23 @@
-"""The bottom of the CUDA backend: what its parts share, below runtime.py.
+"""The bottom of the CUDA backend: its device part, and what every other part shares.
 
-`ContextState` is one instance's CUDA context as the finalizers of its objects see it
+`CudaDevice` is the device part (vyre.parts.Device): the device's primary context (reset
+first when an earlier fault poisoned it), this instance's non-blocking stream, the error
+mapping (driver errors to vyre errors; a sticky one marks the context lost), the ordering
+with framework streams (interop.py's events) and the indirect-grid status words kernels
+flag. `ContextState` is one instance's CUDA context as the finalizers of its objects see it
 (driver, context, stream, whether it is still usable); `GENERATION` counts each device's
 primary-context resets, which make older contexts' objects stale. `CudaBuffer` is the
-backend's buffer. `CudaDevice` is the protocol of the runtime services CudaBackend offers
-its helper modules (the stream, the driver and its error mapping, the lock, the context):
-interop.py, managed.py and page_locked.py take a CudaDevice, so they depend on this module
-and never on runtime.py, which imports them. This module must never import runtime.py or a
-helper module, nor make a driver call at import.
+backend's buffer. `CudaInstance` is the protocol of the services a CudaBackend offers its
+helper modules (the device part's, and buffer ownership): interop.py, managed.py and
+page_locked.py take a CudaDevice or a CudaInstance, so they depend on this module and never
+on runtime.py, which imports them. This module must never import runtime.py or a helper
+module, nor make a driver call at import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -21,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from vyre.buffer import BufferBase, BufferOwner, check_usable
+from vyre.errors import BackendUnavailable, DispatchError
+from vyre.parts import Device
 
 from . import driver as D
 
@@ -151,13 +158,242 @@ def cached_capacity(byte_len: int) -> int:
     return -(-byte_len // (2 << 20)) * (2 << 20)
 
 
-class CudaDevice(BufferOwner, Protocol):
-    """The runtime services of a CudaBackend its helper modules use (runtime.py documents
-    each): the instance's stream, driver, context, lock and error mapping (and, as every
-    buffer owner, what its buffers ask of it)."""
+class CudaDevice(Device):
+    """One CUDA device through its primary context and this instance's own stream (see the
+    module docstring). Its attributes keep the names CudaBackend publishes them under."""
 
-    interop_events: dict[int, Any]  # framework stream -> ordering event (interop.py)
+    caps: Capabilities  # (probed by CudaBackend once the context is up)
+
+    def __init__(self, ordinal: int) -> None:
+        super().__init__(f"cuda:{ordinal}")
+        drv = D.load()
+        count = int(D.call(drv.cuDeviceGetCount))
+        if count == 0:
+            raise BackendUnavailable(self.id, "the driver reports no CUDA device")
+        if not 0 <= ordinal < count:
+            raise BackendUnavailable(
+                self.id, f"there are {count} CUDA device(s): use cuda:0 .. cuda:{count - 1}"
+            )
+        self.driver = drv
+        self.ordinal = ordinal
+        self.dev = D.call(drv.cuDeviceGet, ordinal)
+        self.private_ctx = False
+        ctx, gen = self._retain_healthy_context()
+        self.context_state = state = ContextState(drv, ordinal, ctx, gen)
+        wself = weakref.ref(self)
+        state.on_dead = lambda: _lost(wself)
+        state.current_threads.add(threading.get_ident())
+        self.cu_stream = D.call(drv.cuStreamCreate,
+                                int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        state.stream = self.cu_stream
+        # threads on which a launch needs no check: the context is current there and no
+        # buffer is shared with a framework stream (then it is empty: see interop_active)
+        self.launch_threads: set[int] | frozenset[int] = state.current_threads
+        self._interop_active = False
+        self.interop_events: dict[int, Any] = {}  # framework stream -> ordering event
+        self._indirect_status: tuple[int, np.ndarray] | None = None  # see indirect_status_ptr
+
+    # ------------------------------------------------------------ the context
+    def _retain_healthy_context(self) -> tuple[Any, int]:
+        """The device's primary context, reset first if an earlier fault poisoned it."""
+        drv, dev = self.driver, self.dev
+        with GEN_LOCK:
+            err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+            if int(err) != 0:
+                if int(err) not in D.STICKY:
+                    raise D.fail("cuDevicePrimaryCtxRetain", err)
+                ctx = self._reset_primary_context()
+            else:
+                D.call(drv.cuCtxSetCurrent, ctx)
+                (err,) = drv.cuCtxSynchronize()
+                if int(err) in D.STICKY:
+                    drv.cuDevicePrimaryCtxRelease(dev)
+                    ctx = self._reset_primary_context()
+                elif int(err) != 0:
+                    raise D.fail("cuCtxSynchronize", err)
+            return ctx, GENERATION.get(self.ordinal, 0)
+
+    def _reset_primary_context(self) -> Any:
+        drv, dev = self.driver, self.dev
+        (err,) = drv.cuDevicePrimaryCtxReset(dev)
+        GENERATION[self.ordinal] = GENERATION.get(self.ordinal, 0) + 1
+        for st in list(STATES):  # older instances' contexts and buffers are gone now
+            if st.ordinal == self.ordinal and st.dead is None and not st.closed:
+                st.kill(f"device {self.ordinal}'s context was reset after a fault")
+        if int(err) == 0:
+            err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+            if int(err) == 0:
+                (err,) = drv.cuCtxSetCurrent(ctx)
+                if int(err) == 0:
+                    (err,) = drv.cuCtxSynchronize()
+                    if int(err) == 0:
+                        return ctx
+        return self._create_private_context(D.error_name(drv, err))
+
+    def _create_private_context(self, why: str) -> Any:
+        """A context of this instance's own, for when the primary context cannot be reset."""
+        drv, dev = self.driver, self.dev
+        try:
+            try:
+                err, ctx = drv.cuCtxCreate(None, 0, dev)  # cuda-bindings 13
+            except TypeError:
+                err, ctx = drv.cuCtxCreate(0, dev)  # cuda-bindings 12
+            if int(err) == 0:
+                (err,) = drv.cuCtxSetCurrent(ctx)
+                if int(err) == 0:
+                    (err,) = drv.cuCtxSynchronize()
+                    if int(err) == 0:
+                        self.private_ctx = True
+                        return ctx
+            why = f"{why}; a new context failed too ({D.error_name(drv, err)})"
+        except Exception as exc:
+            why = f"{why}; a new context failed too ({exc})"
+        raise BackendUnavailable(
+            self.id,
+            f"an earlier kernel fault left device {self.ordinal} unusable in this process "
+            f"(resetting its primary context failed: {why}); restart the process",
+        )
+
+    def check(self) -> None:
+        state = self.context_state
+        if state.dead is not None:
+            raise BackendUnavailable(
+                self.id,
+                f"the CUDA context was lost after a device fault ({state.dead}); close "
+                "this instance and create a new one with vyre.get_backend('cuda')",
+            )
+        state.make_current()
+
+    @property
+    def context_generation(self) -> int:
+        return GENERATION.get(self.ordinal, 0)
+
+    def stale_reason(self, buffer: BufferBase) -> str | None:
+        if self.context_state.dead is not None:
+            return f"the CUDA context it lived in was lost ({self.context_state.dead})"
+        gen = GENERATION.get(self.ordinal, 0)
+        if buffer.generation != gen:
+            return (f"CUDA device {self.ordinal}'s context was reset after a fault "
+                    f"(generation {buffer.generation} -> {gen})")
+        return None
+
+    # ------------------------------------------------------------ error mapping
+    def driver_call(self, fn: Any, *args: Any, what: str | None = None) -> Any:
+        """`fn(*args)` of the driver API, its result unwrapped; an error raises the matching
+        vyre error (and a sticky one marks the context lost)."""
+        try:
+            return D.call(fn, *args, what=what)
+        except D.CudaError as exc:
+            if exc.sticky:
+                self.context_state.kill(str(exc))
+            raise
+
+    def driver_fail(self, what: str, err: Any, requested: int | None = None) -> None:
+        """Raise the vyre error for driver status `err` of `what` (OutOfDeviceMemory when
+        `requested` bytes could not be had; a closed instance's when close() is racing)."""
+        if self.closing:  # a driver call raced close(): what it used is gone
+            raise self.closed_error() from None
+        exc = D.fail(what, err, requested)
+        if isinstance(exc, D.CudaError) and exc.sticky:
+            self.context_state.kill(str(exc))
+        raise exc
+
+    def event(self, timing: bool) -> Any:
+        """A new CUDA event (with timing, or without: cheaper to record)."""
+        flags = self.driver.CUevent_flags
+        f = flags.CU_EVENT_DEFAULT if timing else flags.CU_EVENT_DISABLE_TIMING
+        return self.driver_call(self.driver.cuEventCreate, int(f), what="cuEventCreate")
+
+    @property
+    def interop_active(self) -> bool:
+        """Whether some buffer of this instance is shared with a framework stream (set by
+        interop.py; from then on every launch looks at its buffers' streams)."""
+        return self._interop_active
+
+    @interop_active.setter
+    def interop_active(self, value: bool) -> None:
+        self._interop_active = bool(value)
+        self.launch_threads = frozenset() if value else self.context_state.current_threads
+
+    # ------------------------------------------------------------ flagged conditions
+    def indirect_status_ptr(self) -> int:
+        """Page-locked host words [flag, largest count] that indirect kernels set when a
+        grid is over the limit (cuMemAllocHost memory: with unified addressing the device
+        writes it through the host address); made on first use."""
+        if self._indirect_status is None:
+            err, p = self.driver.cuMemAllocHost(8)
+            if int(err) != 0:
+                self.driver_fail("cuMemAllocHost", err, requested=8)
+            words = np.ctypeslib.as_array((ctypes.c_uint32 * 2).from_address(int(p)))
+            words[:] = 0
+            self._indirect_status = (int(p), words)
+        return self._indirect_status[0]
+
+    def check_indirect_status(self) -> None:
+        """Raise DispatchError (once) if an indirect grid over the limit was dispatched
+        since the last check: called after every wait for the device (wait, synchronize,
+        reads, pipeline runs), before any result is returned."""
+        st = self._indirect_status
+        if st is None or not st[1][0]:
+            return
+        count = int(st[1][1])
+        st[1][:] = 0
+        limit = self.capabilities().limits["max_workgroups_per_dimension"]
+        raise DispatchError(
+            f"{self.id}: a program was dispatched with an indirect grid of {count} "
+            f"workgroups in one dimension, over the limit of {limit} per dimension "
+            "(limits['max_workgroups_per_dimension']); nothing ran. Keep every count in the "
+            f"grid buffer at most {limit}: use more dimensions (y, z) or a larger workgroup "
+            "size.")
+
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) device bytes, from cuMemGetInfo."""
+        self.check_open()
+        free, total = self.driver_call(self.driver.cuMemGetInfo)
+        return int(free), int(total)
+
+    def close(self) -> None:
+        """The status words, the ordering events, the stream, then the context (the other
+        parts closed before: nothing is in flight)."""
+        st = self.context_state
+        drv = self.driver
+        usable = st.usable
+        st.stream = None  # a late finalizer's free must not wait on the destroyed stream
+        if usable:
+            with contextlib.suppress(Exception):
+                if self._indirect_status is not None:
+                    drv.cuMemFreeHost(self._indirect_status[0])
+                events, self.interop_events = self.interop_events, {}
+                for e in events.values():
+                    with contextlib.suppress(Exception):
+                        drv.cuEventDestroy(e)
+                drv.cuStreamDestroy(self.cu_stream)
+        self._indirect_status = None  # (its words' view is never read after close)
+        st.closed = True
+        if self.private_ctx:
+            with contextlib.suppress(Exception):
+                drv.cuCtxDestroy(st.ctx)
+        elif usable:  # a dead context is left for the next instance to reset
+            with contextlib.suppress(Exception):
+                drv.cuDevicePrimaryCtxRelease(self.dev)
+
+
+def _lost(wself: weakref.ref[CudaDevice]) -> None:
+    """A context's sticky fault or reset: the instance's launches re-check (and refuse)."""
+    me = wself()
+    if me is not None:
+        me.on_lost()
+
+
+class CudaInstance(BufferOwner, Protocol):
+    """The services of a CudaBackend its helper modules use (runtime.py documents each):
+    the device part's stream, driver, context, lock and error mapping, and, as every
+    buffer owner, what its buffers ask of it and `adopt`."""
+
     interop_active: bool  # some buffer is shared with a framework stream
+
+    @property
+    def interop_events(self) -> dict[int, Any]: ...  # framework stream -> ordering event
 
     @property
     def stream_handle(self) -> int: ...
@@ -203,7 +439,7 @@ class CudaBuffer(BufferBase):
     _pins = 0
     _release_pending = False
 
-    def __init__(self, owner: CudaDevice, byte_len: int, label: str | None, ptr: int,
+    def __init__(self, owner: CudaInstance, byte_len: int, label: str | None, ptr: int,
                  capacity: int = 0) -> None:
         super().__init__(owner, byte_len, label)
         self.ptr = ptr

@@ -20,11 +20,10 @@ memory it borrowed.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,9 +32,26 @@ from vyre.buffer import check_usable
 from vyre.errors import BufferOwnershipError, InvalidDispatch
 from vyre.hostarrays import as_dtype
 
-from .device import CudaBuffer, CudaDevice
+from .device import CudaBuffer, CudaInstance
 
 STREAM_AUTO = "auto"
+
+
+class Ordering(Protocol):
+    """What ordering with framework streams asks: the instance's stream, driver and events
+    (the device part has them, and the CudaBackend publishes the same names)."""
+
+    @property
+    def interop_events(self) -> dict[int, Any]: ...  # framework stream -> ordering event
+
+    @property
+    def cu_stream(self) -> Any: ...
+
+    @property
+    def driver(self) -> Any: ...
+
+    def driver_call(self, fn: Any, *args: Any, what: str | None = None) -> Any: ...
+
 _CU_STREAM_LEGACY = 1  # CU_STREAM_LEGACY: the DLPack value for "the legacy default stream"
 _pin_lock = threading.Lock()
 
@@ -80,7 +96,7 @@ def framework_stream(tensor: Any) -> int | None:
     return None
 
 
-def _event_for(backend: CudaDevice, key: int) -> Any:
+def _event_for(backend: Ordering, key: int) -> Any:
     ev = backend.interop_events
     e = ev.get(key)
     if e is None:
@@ -100,7 +116,7 @@ def streams_of(buffers: Iterable[Any]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def wait_for(backend: CudaDevice, streams: Sequence[int]) -> None:
+def wait_for(backend: Ordering, streams: Sequence[int]) -> None:
     """vyre's stream waits (on the GPU) for work already issued on each framework stream.
 
     An event is re-recorded for each call; cuStreamWaitEvent captures the event's state at
@@ -113,7 +129,7 @@ def wait_for(backend: CudaDevice, streams: Sequence[int]) -> None:
         backend.driver_call(drv.cuStreamWaitEvent, backend.cu_stream, e, 0, what="cuStreamWaitEvent")
 
 
-def signal(backend: CudaDevice, streams: Sequence[int]) -> None:
+def signal(backend: Ordering, streams: Sequence[int]) -> None:
     """Each framework stream waits (on the GPU) for the work vyre issued so far."""
     if not streams:
         return
@@ -132,18 +148,10 @@ def link_stream(buffer: Any, stream: int) -> None:
     buffer.owner.interop_active = True
 
 
-def destroy_events(backend: CudaDevice) -> None:
-    """Release the ordering events (backend close; the context is still usable)."""
-    ev, backend.interop_events = backend.interop_events, {}
-    for e in ev.values():
-        with contextlib.suppress(Exception):
-            backend.driver.cuEventDestroy(e)
-
-
 # --------------------------------------------------------------------- lifetime
 def _not_recycled(buffer: Any) -> None:
     """The memory leaves vyre's stream order: freed for real, never kept for reuse
-    (runtime._State.recycle), since work outside that order may still touch it."""
+    (device.ContextState.recycle), since work outside that order may still touch it."""
     recyclable = getattr(buffer, "recyclable", None)
     if recyclable is not None:
         recyclable[0] = False
@@ -174,7 +182,7 @@ def release(buffer: Any) -> None:
 
 
 # --------------------------------------------------------------------- import
-def _device_error(backend: CudaDevice, dev_type: int, dev_id: int, what: str) -> Exception:
+def _device_error(backend: CudaInstance, dev_type: int, dev_id: int, what: str) -> Exception:
     if dev_type in (DL.KDL_CPU, DL.KDL_CUDA_HOST):
         return InvalidDispatch(
             f"{what} is in host memory ({DL.device_name(dev_type)}), not on {backend.id}; "
@@ -198,7 +206,7 @@ def _producer_name(x: Any) -> str:
     return f"{t.__module__.split('.', 1)[0]}.{t.__name__}"
 
 
-def import_dlpack(backend: CudaDevice, tensor: Any, stream: Any = STREAM_AUTO,
+def import_dlpack(backend: CudaInstance, tensor: Any, stream: Any = STREAM_AUTO,
                   label: str | None = None) -> CudaBuffer:
     """`backend.from_dlpack(tensor)`; see CudaBackend.from_dlpack."""
     backend.check_open()
@@ -228,7 +236,7 @@ def import_dlpack(backend: CudaDevice, tensor: Any, stream: Any = STREAM_AUTO,
         raise
 
 
-def _wrap(backend: CudaDevice, tensor: Any, t: DL.Consumed, ext: int | None,
+def _wrap(backend: CudaInstance, tensor: Any, t: DL.Consumed, ext: int | None,
           label: str | None, what: str) -> CudaBuffer:
     if t.device_type not in (DL.KDL_CUDA, DL.KDL_CUDA_MANAGED) or t.device_id != backend.ordinal:
         raise _device_error(backend, t.device_type, t.device_id, what)
@@ -258,7 +266,7 @@ def _wrap(backend: CudaDevice, tensor: Any, t: DL.Consumed, ext: int | None,
     return buf
 
 
-def import_cuda_array_interface(backend: CudaDevice, obj: Any, stream: Any = STREAM_AUTO,
+def import_cuda_array_interface(backend: CudaInstance, obj: Any, stream: Any = STREAM_AUTO,
                                 label: str | None = None) -> CudaBuffer:
     """Borrow an object exporting __cuda_array_interface__ (Numba, older CuPy)."""
     backend.check_open()
@@ -305,7 +313,7 @@ def _nothing() -> None:
     """A CUDA-Array-Interface borrow has no deleter: dropping the reference is the release."""
 
 
-def _pointer_ordinal(backend: CudaDevice, ptr: int) -> int | None:
+def _pointer_ordinal(backend: CudaInstance, ptr: int) -> int | None:
     drv = backend.driver
     attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     try:
@@ -330,7 +338,7 @@ def _consumer_stream(stream: Any) -> int | None:
     return stream
 
 
-def export_dlpack(backend: CudaDevice, buffer: Any, dtype: Any, shape: Any, stream: Any,
+def export_dlpack(backend: CudaInstance, buffer: Any, dtype: Any, shape: Any, stream: Any,
                   max_version: Any, dl_device: Any, copy: Any) -> Any:
     """`buffer.__dlpack__(...)`: a capsule lending vyre's memory, ordered on `stream`."""
     check_usable(buffer)
@@ -373,5 +381,5 @@ def export_dlpack(backend: CudaDevice, buffer: Any, dtype: Any, shape: Any, stre
                            keep=buffer, on_release=lambda: unpin(buffer))
 
 
-def dlpack_device(backend: CudaDevice, buffer: Any) -> tuple[int, int]:
+def dlpack_device(backend: CudaInstance, buffer: Any) -> tuple[int, int]:
     return (DL.KDL_CUDA, backend.ordinal)

@@ -26,7 +26,7 @@ from vyre.hostarrays import as_dtype
 
 from . import driver as D
 from . import interop
-from .device import CudaBuffer, CudaDevice
+from .device import CudaBuffer, CudaInstance
 
 
 def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
@@ -42,7 +42,7 @@ def extend_caps(caps: Capabilities, drv: Any, dev: Any) -> Capabilities:
     return caps.model_copy(update={"features": frozenset(feats), "details": details})
 
 
-def allocate(backend: CudaDevice, byte_len: int, label: str | None) -> CudaBuffer:
+def allocate(backend: CudaInstance, byte_len: int, label: str | None) -> CudaBuffer:
     if F.MANAGED_MEMORY not in backend.capabilities().features:
         raise UnsupportedFeature(
             F.MANAGED_MEMORY, backend.id,
@@ -67,7 +67,7 @@ def allocate(backend: CudaDevice, byte_len: int, label: str | None) -> CudaBuffe
     return buf
 
 
-def host_view(backend: CudaDevice, buffer: BufferBase, dtype: Any) -> np.ndarray:
+def host_view(backend: CudaInstance, buffer: BufferBase, dtype: Any) -> np.ndarray:
     """A numpy view of a managed buffer, after vyre's enqueued work is done."""
     check_usable(buffer)
     if getattr(buffer, "kind", "device") != "managed":

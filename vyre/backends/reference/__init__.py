@@ -4,8 +4,9 @@ never a fallback for the others.
 
 Modules, one job each: `numeric` (operator semantics), `atomics` (atomic RMW over lanes),
 `interpreter` (statements with lane masks), `plan` (compiled form, running a bound
-dispatch), `buffers` (host-memory device buffers), `source` (pseudo-code listing),
-`backend` (the BaseBackend subclass), `checked` (the checked mode: the interpreter with an
+dispatch), `buffers` (host-memory device buffers), `render` (pseudo-code listing),
+`runtime` (its four parts, small enough for one module, and the BaseBackend facade over
+them), `subgroup` (subgroup operations), `checked` (the checked mode: the interpreter with an
 access log, reporting races, uninitialised workgroup reads, out-of-bounds accesses and
 divergent barriers; `ReferenceBackend(check=...)`, $VYRE_CHECK). This module only exposes the provider and must never
 hold behaviour of its own.

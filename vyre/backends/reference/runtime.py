@@ -1,10 +1,12 @@
 """ReferenceBackend: the NumPy oracle as a real vyre backend whose device is the CPU.
 
-Buffers are host memory owned by the instance; compile prepares (and caches) an
-interpreter Plan; a dispatch runs synchronously and returns a finished Pending; a pipeline
-runs its steps `repeat` times then its reads. This module must never implement IR
-semantics (see `numeric`, `atomics`, `interpreter`) nor accept memory of another owner
-(vyre.binding checks ownership before anything reaches here).
+Its four parts are small, so they live here: the device (the CPU in a float mode: flush
+mode, subgroup size, the checked mode), the allocator (host memory owned by the instance),
+the compiler (an interpreter Plan, cached by the core) and the queue (a dispatch runs
+synchronously and returns a finished Pending; a pipeline runs its steps `repeat` times then
+its reads). This module must never implement IR semantics (see `numeric`, `atomics`,
+`interpreter`) nor accept memory of another owner (vyre.binding checks ownership before
+anything reaches here).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from vyre.errors import BackendUnavailable, OutOfDeviceMemory
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
+from vyre.parts import Allocator, Compiler, Device, Queue
 from vyre.pipeline import Pipeline, PipelineResult, ReadRange
 
 from . import numeric
@@ -58,29 +61,15 @@ LIMITS = {
 }
 
 
-class ReferenceBackend(BaseBackend):
-    """The NumPy interpreter of the Program IR (docs/IR.md), on host memory."""
+class ReferenceDevice(Device):
+    """The CPU in the float mode this instance runs in (see ReferenceBackend)."""
 
-    kind = "reference"
+    caps: Capabilities
 
-    def __init__(
-        self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
-        subgroup_size: int | None = None, flush_tininess: str = F.TININESS_AFTER_ROUNDING,
-        check: bool | str | CheckSetting | None = None,
-    ) -> None:
-        """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
-        exactly with a backend whose device flushes them; vyre.tools.testing picks it), with
-        tiny results decided by `flush_tininess` (one of `F.TININESS_RULES`).
-        `subgroup_size`: the subgroup size this instance reports and runs with (a power of
-        two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
-        picks the compared backend's.
-        `check`: the checked mode (vyre.backends.reference.checked): True or "error" raises
-        DispatchError on a race, uninitialised read, out-of-bounds access or divergent
-        barrier, "warn" warns; default $VYRE_CHECK, else off. Results never change."""
-        self.check = CheckSetting.parse(check)
-        self.last_check_report: CheckReport | None = None
+    def __init__(self, instance_id: str, flush_subnormals: frozenset[ScalarType],
+                 subgroup_size: int | None, flush_tininess: str, check: CheckSetting) -> None:
         super().__init__(instance_id)
-        self.version = VERSION
+        self.check_setting = check
         self.flush_subnormals = frozenset(flush_subnormals)
         if flush_tininess not in F.TININESS_RULES:
             raise ValueError(f"flush_tininess={flush_tininess!r}: use one of "
@@ -96,9 +85,9 @@ class ReferenceBackend(BaseBackend):
                     instance_id, f"${ENV_SUBGROUP_SIZE}={raw!r} is not a subgroup size; use "
                     f"one of {subgroups.SIZES}") from None
         self.subgroup_size = subgroups.check_size(subgroup_size)
-        self._caps = Capabilities(
+        self.caps = Capabilities(
             backend=self.id,
-            kind=self.kind,
+            kind=ReferenceBackend.kind,
             device=f"CPU (NumPy {np.__version__})",
             features=FEATURES,
             limits=dict(LIMITS),
@@ -110,65 +99,82 @@ class ReferenceBackend(BaseBackend):
                 "flushes_subnormals": sorted(t.value for t in self.flush_subnormals),
                 "flush_tininess": self.flush_tininess,
                 "subgroup_size": self.subgroup_size,
-                "check": self.check.mode,
+                "check": check.mode,
             },
         )
 
-    # ------------------------------------------------------------ capabilities
-    def capabilities(self) -> Capabilities:
-        return self._caps
 
-    # ------------------------------------------------------------ memory
-    def _allocate(self, byte_len: int, label: str | None) -> BufferBase:
+class ReferenceAllocator(Allocator):
+    """Host memory: a zeroed NumPy array per buffer (ReferenceBuffer)."""
+
+    def allocate(self, byte_len: int, label: str | None) -> BufferBase:
         try:
-            return ReferenceBuffer(self, byte_len, label)
+            return ReferenceBuffer(self.backend, byte_len, label)
         except MemoryError:
-            raise OutOfDeviceMemory(self.id, byte_len, "host memory is exhausted") from None
+            raise OutOfDeviceMemory(self.device.id, byte_len,
+                                    "host memory is exhausted") from None
 
-    def _free(self, buffer: BufferBase) -> None:
+    def free(self, buffer: BufferBase) -> None:
         assert isinstance(buffer, ReferenceBuffer)
         buffer.release()
 
-    def _write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
+    def write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
         assert isinstance(buffer, ReferenceBuffer)
         buffer.array[offset : offset + data.nbytes] = np.frombuffer(data, dtype=np.uint8)
 
-    def _read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
+    def read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
         assert isinstance(buffer, ReferenceBuffer)
         return buffer.array[offset : offset + length].data
 
-    # ------------------------------------------------------------ compile / run
-    def _compile(self, program: Program, key: Any) -> Plan:
-        subgroups.check_fits(program, self.subgroup_size, self.id)
-        return Plan.prepare(program, subgroup_size=self.subgroup_size)
+
+class ReferenceCompiler(Compiler):
+    """A Program to the interpreter's Plan (the exact functions' definitions inlined)."""
+
+    device: ReferenceDevice
+
+    def compile(self, program: Program, key: Any) -> Plan:
+        subgroups.check_fits(program, self.device.subgroup_size, self.device.id)
+        return Plan.prepare(program, subgroup_size=self.device.subgroup_size)
 
     def source(self, program: Program) -> str:
         program = debug_program(program)  # (vyre.print / assert_: what runs)
         return listing(program)
 
-    def _prepare_launch(self, bound: BoundDispatch) -> Launch:
-        return Launch.of(self._compiled_for(bound.program, self._specialisation(bound)), bound,
-                         self._caps.limits["max_workgroups_per_dimension"])
 
-    def _run(self, launch: Launch, buffers: Sequence[Any]) -> int:
+class ReferenceQueue(Queue):
+    """Runs every launch at once, on the calling thread, in the device's float mode."""
+
+    device: ReferenceDevice
+
+    def __init__(self, device: ReferenceDevice, memory: ReferenceAllocator) -> None:
+        super().__init__(device)
+        self.memory = memory
+        self.last_check_report: CheckReport | None = None
+
+    def prepare(self, bound: BoundDispatch, artifact: Any) -> Launch:
+        return Launch.of(artifact, bound, self.device.caps.limits["max_workgroups_per_dimension"])
+
+    def run(self, launch: Launch, buffers: Sequence[Any]) -> int:
         """Execute one prepared dispatch now; returns the nanoseconds it took."""
+        dev = self.device
+        check = dev.check_setting
         t0 = time.perf_counter_ns()
-        with numeric.flushing(self.flush_subnormals, self.flush_tininess):
-            if not self.check.on:
+        with numeric.flushing(dev.flush_subnormals, dev.flush_tininess):
+            if not check.on:
                 execute(launch, buffers)
             else:
                 self.last_check_report = execute_checked(
-                    launch, buffers, bounds=self.check.bounds != "off")
-        if self.check.on:
-            self.check.surface(self.last_check_report)  # type: ignore[arg-type]
+                    launch, buffers, bounds=check.bounds != "off")
+        if check.on:
+            check.surface(self.last_check_report)  # type: ignore[arg-type]
         return time.perf_counter_ns() - t0
 
-    def _launch_record(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
-        self._run(record, buffers)
+    def launch(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
+        self.run(record, buffers)
 
-    def _launch(self, bound: BoundDispatch) -> Pending:
+    def launch_pending(self, bound: BoundDispatch) -> Pending:
         t0 = time.perf_counter_ns()
-        ns = self._run(bound.launch.record, bound.buffers)
+        ns = self.run(bound.launch.record, bound.buffers)
         wall = time.perf_counter_ns() - t0
         return Pending.done(
             Timing(
@@ -179,22 +185,23 @@ class ReferenceBackend(BaseBackend):
             )
         )
 
-    def _record_pipeline(self, pipeline: Pipeline) -> None:
-        pipeline.state = [self._prepare_launch(s) for s in pipeline.steps]
+    def record_pipeline(self, pipeline: Pipeline, artifacts: list[Any]) -> None:
+        pipeline.state = [self.prepare(s, a) for s, a in zip(pipeline.steps, artifacts)]
 
-    def _run_pipeline(
+    def run_pipeline(
         self, pipeline: Pipeline, repeat: int, reads: list[ReadRange]
     ) -> PipelineResult:
         t0 = time.perf_counter_ns()
         device = 0
         for _ in range(repeat):
             for step, launch in zip(pipeline.steps, pipeline.state):
-                device += self._run(launch, step.buffers)
+                device += self.run(launch, step.buffers)
         t1 = time.perf_counter_ns()
         out = []
+        read = self.memory.read
         for r in reads:
             length = r.buffer.byte_len - r.offset if r.length is None else r.length
-            raw = self._read(r.buffer, r.offset, length) if length else b""
+            raw = read(r.buffer, r.offset, length) if length else b""
             out.append(np.frombuffer(bytearray(raw), dtype=np.dtype(r.dtype)))
         t2 = time.perf_counter_ns()
         return PipelineResult(
@@ -202,6 +209,43 @@ class ReferenceBackend(BaseBackend):
             timing=Timing(wall_ns=t2 - t0, enqueue_ns=t1 - t0, wait_ns=t2 - t1, device_ns=device),
             extra={"dispatches": repeat * len(pipeline.steps)},
         )
+
+
+class ReferenceBackend(BaseBackend):
+    """The NumPy interpreter of the Program IR (docs/IR.md), on host memory."""
+
+    kind = "reference"
+    version = VERSION
+    _queue: ReferenceQueue
+
+    def __init__(
+        self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
+        subgroup_size: int | None = None, flush_tininess: str = F.TININESS_AFTER_ROUNDING,
+        check: bool | str | CheckSetting | None = None,
+    ) -> None:
+        """`flush_subnormals`: float types evaluated in docs/IR.md's flush mode (to compare
+        exactly with a backend whose device flushes them; vyre.tools.testing picks it), with
+        tiny results decided by `flush_tininess` (one of `F.TININESS_RULES`).
+        `subgroup_size`: the subgroup size this instance reports and runs with (a power of
+        two up to 128; default $VYRE_REFERENCE_SUBGROUP_SIZE, else 32); vyre.tools.testing
+        picks the compared backend's.
+        `check`: the checked mode (vyre.backends.reference.checked): True or "error" raises
+        DispatchError on a race, uninitialised read, out-of-bounds access or divergent
+        barrier, "warn" warns; default $VYRE_CHECK, else off. Results never change."""
+        setting = CheckSetting.parse(check)
+        dev = ReferenceDevice(instance_id, flush_subnormals, subgroup_size, flush_tininess,
+                              setting)
+        memory = ReferenceAllocator(dev)
+        super().__init__(dev, memory, ReferenceCompiler(dev), ReferenceQueue(dev, memory))
+        self.check = setting
+        self.flush_subnormals = dev.flush_subnormals
+        self.flush_tininess = dev.flush_tininess
+        self.subgroup_size = dev.subgroup_size
+
+    @property
+    def last_check_report(self) -> CheckReport | None:
+        """What the checked mode found in the last dispatch (None while it is off)."""
+        return self._queue.last_check_report
 
 
 if TYPE_CHECKING:  # mypy holds ReferenceBackend to the public protocol (tests check it at run time)

@@ -2,10 +2,13 @@
 adapter (Mesa's lavapipe on a CPU-only machine).
 
 Modules, one job each: `adapter` (choose an adapter, open a device, probe features),
-`uniforms` (layout of the per-dispatch uniform block), `wgsl` (code generation),
-`runtime` (the BaseBackend subclass: buffers, pipelines, dispatch). This module only
-exposes the provider; it must never import wgpu at import time (probe reports a missing
-package instead).
+`render` (Program -> WGSL; `fences`, `vectors`, `barriers`, `loopcount`, `divsqrt`,
+`native_flush`, `packed`, `uniforms` serve it), the four parts of an instance (`device`,
+`allocator`, `compiler`, `queue`; `bindings` the bind groups they share, `encoding` how
+recorded dispatches are encoded, `trusted` naga's bounds checks, `queue_wait` how the
+host waits), `runtime` (the BaseBackend facade over the parts) and `options` (the
+instance's switches). This module only exposes the provider; it must never import wgpu at
+import time (probe reports a missing package instead).
 """
 
 from __future__ import annotations
