@@ -127,3 +127,15 @@ def test_instances_satisfy_it(reference: BaseBackend) -> None:
     for name in ("id", "kind"):
         assert isinstance(getattr(remote, name), str)
     assert vyre.Backend is Backend
+
+
+def test_a_subclass_overriding_a_hook_from_before_the_parts_is_refused() -> None:
+    """A plugin written against the old hooks (`_compile`, `_allocate`, ...) would be
+    silently ignored, its backend running the base behaviour; it is refused at class
+    creation, naming where each hook went."""
+    with pytest.raises(TypeError, match=r"_compile -> Compiler.compile.*vyre.parts"):
+        class Old(ReferenceBackend):
+            def _compile(self, program: object, key: object) -> None: ...
+
+    with pytest.raises(TypeError, match=r"_allocate -> Allocator.allocate"):
+        type("Old", (BaseBackend,), {"_allocate": lambda self, n, label: None})

@@ -231,3 +231,42 @@ def test_wgpu_native_flush_is_reported_only_where_the_device_flushes(
             assert got["out"].view(np.uint32).tolist() == want, (env, native)
         finally:
             b.close()
+
+
+def _narrowing_program() -> object:
+    k = ProgramBuilder("tiny_narrowing", workgroup_size=8)
+    xs, ys = k.buffer("x", F32), k.buffer("y", F32)
+    w = k.buffer("w", F32, "write")
+    i = k.global_linear_id()
+    with k.if_(i < xs.length()):
+        w[i] = (xs[i].cast(F64) * ys[i].cast(F64)).cast(F32)  # exact, then one rounding
+    return k.build()
+
+
+@pytest.mark.wgpu
+@pytest.mark.parametrize("rule", [F.TININESS_AFTER_ROUNDING, F.TININESS_BEFORE_ROUNDING])
+def test_wgpu_narrowing_follows_the_rule_whatever_the_drivers_conversion_does(
+    rule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A narrowing f64 -> f32 in flush mode is tiny by the device's rule even where the
+    driver's own conversion keeps f64's subnormal handling (NVIDIA's gives FLT_MIN for a
+    band-B value, where 'after rounding' flushes it): vyre spells the rule. Here an adapter
+    that does not flush (lavapipe) is made to report `rule` and flush mode is forced."""
+    from vyre.backends.wgpu import PROVIDER
+    from vyre.backends.wgpu import adapter as A
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    monkeypatch.setattr(A, "_flushes_f32_subnormals", lambda device: (False, rule))
+    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    be = PROVIDER.create()
+    try:
+        if not be.supports("f64"):
+            pytest.skip(f"{be.id} has no f64")
+        assert flush_tininess(be) == rule and flushed_types(be) == {F32}
+        got = be.dispatch(_narrowing_program(), {"x": X, "y": Y, "w": X.size},
+                          DispatchConfig(grid=1))["w"]
+    finally:
+        be.close()
+    assert_agree(got, _expected(rule), EXACT, f"narrowed products on {be.id} ({rule})")

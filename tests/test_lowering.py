@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from vyre import DispatchConfig
 from vyre.backends.reference.plan import Plan
-from vyre.backends.reference.runtime import ReferenceBackend
+from vyre.backends.reference.runtime import ReferenceBackend, ReferenceCompiler
 from vyre.builder import ProgramBuilder
 from vyre.errors import InvalidProgram
 from vyre.ir import nodes as N
@@ -50,18 +50,25 @@ TRAITS = [t for t in all_traits() if not (t.checked_memory and (t.guarded_expr o
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
 
 
+class _LoweringCompiler(ReferenceCompiler):
+    """Compiles the lowering of P (or the given core) instead of P."""
+
+    def compile(self, program: N.Program, key: Any) -> Plan:
+        b = self.backend
+        return Plan.prepare(lower(program, b.traits) if b.core is None else b.core)
+
+
 class LoweredReference(ReferenceBackend):
     """The reference backend running `lower(P, traits)` instead of P (P is validated first,
     as for every backend; the lowered core itself is internal and never validated), or
-    `core` when given: that lowering, made already (_cores)."""
+    `core` when given: that lowering, made already (_cores), or a hand-made core."""
+
+    compiler_part = _LoweringCompiler
 
     def __init__(self, traits: Traits, core: N.Program | None = None) -> None:
-        super().__init__(f"reference-lowered-{abs(hash(traits))}")
         self.traits = traits
         self.core = core
-
-    def _compile(self, program: N.Program, key: Any) -> Plan:
-        return Plan.prepare(lower(program, self.traits) if self.core is None else self.core)
+        super().__init__(f"reference-lowered-{abs(hash(traits))}")
 
 
 _REF = ReferenceBackend()
@@ -284,24 +291,14 @@ def test_raw_access_out_of_range_is_caught_by_the_reference() -> None:
     }
     for what, bad in variants.items():
         broken = p.model_copy(update={"body": (bad,)})
-
-        class Identity(LoweredReference):
-            def _compile(self, program: N.Program, key: Any) -> Plan:
-                return Plan.prepare(broken)  # noqa: B023
-
         with pytest.raises(AssertionError, match="out of range"):
-            Identity(NOTHING_NATIVE).dispatch(p, {"a": np.ones(1, np.uint32)},
-                                              DispatchConfig(grid=(1, 1, 1)))
+            LoweredReference(NOTHING_NATIVE, broken).dispatch(
+                p, {"a": np.ones(1, np.uint32)}, DispatchConfig(grid=(1, 1, 1)))
         del what
     # the lazy guard keeps the same raw load in range: lane 1 never evaluates it
     fine = p.model_copy(update={"body": (N.RawStore(buffer="o", index=zero, value=guarded),)})
-
-    class Guard(LoweredReference):
-        def _compile(self, program: N.Program, key: Any) -> Plan:
-            return Plan.prepare(fine)
-
-    got = Guard(NOTHING_NATIVE).dispatch(p, {"a": np.array([5], np.uint32)},
-                                         DispatchConfig(grid=(1, 1, 1)))
+    got = LoweredReference(NOTHING_NATIVE, fine).dispatch(p, {"a": np.array([5], np.uint32)},
+                                                          DispatchConfig(grid=(1, 1, 1)))
     assert got["o"].tolist() in ([5], [0])  # racy store of lanes 0 (5) and 1 (0)
 
 
@@ -330,13 +327,8 @@ def test_native_outside_its_domain_is_caught_by_the_reference() -> None:
     bad = N.Native(op="div", args=(N.Const(ty=T.I32, value=1), N.Const(ty=T.I32, value=0)),
                    ty=T.I32)
     broken = p.model_copy(update={"body": (st_.model_copy(update={"value": bad}),)})
-
-    class Identity(LoweredReference):
-        def _compile(self, program: N.Program, key: Any) -> Plan:
-            return Plan.prepare(broken)
-
     with pytest.raises(AssertionError, match="outside its domain"):
-        Identity(NOTHING_NATIVE).dispatch(p, {}, DispatchConfig(grid=(1, 1, 1)))
+        LoweredReference(NOTHING_NATIVE, broken).dispatch(p, {}, DispatchConfig(grid=(1, 1, 1)))
 
 
 def _all_exprs(p: N.Program) -> list[N.ExprNode]:

@@ -13,6 +13,7 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, f32
 from vyre.backends.reference import ReferenceBackend
+from vyre.backends.reference.runtime import ReferenceQueue
 from vyre.errors import BackendError
 from vyre.ir.nodes import Program
 from vyre.tools import replay as R
@@ -29,16 +30,20 @@ def scale() -> Program:
     return k.build()
 
 
-class _OneUlpHigh(ReferenceBackend):
-    """Float outputs one ulp high, on the host path and the resident path alike."""
-
-    def _run(self, launch, buffers):  # type: ignore[no-untyped-def]
-        ns = super()._run(launch, buffers)
+class _OneUlpHighQueue(ReferenceQueue):
+    def run(self, launch, buffers):  # type: ignore[no-untyped-def]
+        ns = super().run(launch, buffers)
         for decl, buf, n in zip(launch.plan.program.buffers, buffers, launch.counts):
             if decl.access != "read" and decl.ty == f32:
                 v = buf.array[: n * 4].view(np.float32)
                 v[:] = np.nextafter(v, np.float32(np.inf))
         return ns
+
+
+class _OneUlpHigh(ReferenceBackend):
+    """Float outputs one ulp high, on the host path and the resident path alike."""
+
+    queue_part = _OneUlpHighQueue
 
 
 X = np.arange(100, dtype=np.float32)

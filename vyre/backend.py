@@ -95,6 +95,20 @@ _new_timing = tuple.__new__
 _DEFAULT_CONFIG = DispatchConfig()
 
 
+#: the hooks a backend overrode before it was made of parts, and where each went: a subclass
+#: that still defines one is refused (BaseBackend.__init_subclass__) rather than ignored
+REMOVED_HOOKS = {
+    "_allocate": "Allocator.allocate", "_free": "Allocator.free", "_write": "Allocator.write",
+    "_read": "Allocator.read", "_allocate_managed": "Allocator.allocate_managed",
+    "_page_locked_array": "Allocator.page_locked_array", "_copy_from": "Allocator.copy_from",
+    "_copy_batch": "Allocator.copy_batch", "_compile": "Compiler.compile",
+    "_specialisation": "Compiler.specialisation", "_launch": "Queue.launch_pending",
+    "_record_pipeline": "Queue.record_pipeline", "_run_pipeline": "Queue.run_pipeline",
+    "_synchronize": "Queue.synchronize", "_close": "Device.close",
+    "_run": "the queue (ReferenceQueue.run)",
+}
+
+
 class BaseBackend:
     """A backend instance: the facade over its parts (see the module docstring).
 
@@ -109,6 +123,19 @@ class BaseBackend:
     # the parts' methods the facade calls most, bound once (see __init__)
     _check_open: Callable[[], None]
     _launch_record: Callable[[Any, tuple[BufferBase, ...]], None]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuses a subclass that overrides a hook BaseBackend no longer calls: before the
+        parts (vyre.parts) a backend overrode `_compile`, `_allocate`, ...; such an override
+        would now be silently ignored and the subclass would run the base behaviour."""
+        super().__init_subclass__(**kwargs)
+        stale = {name: part for name, part in REMOVED_HOOKS.items() if name in vars(cls)}
+        if stale:
+            moved = ", ".join(f"{name} -> {part}" for name, part in sorted(stale.items()))
+            raise TypeError(
+                f"{cls.__qualname__} overrides hooks BaseBackend no longer calls ({moved}): "
+                "a backend is parts now; subclass the part and hand it to "
+                "BaseBackend.__init__ (see vyre.parts)")
 
     def __init__(self, device: Device | str, allocator: Allocator | None = None,
                  compiler: Compiler | None = None, queue: Queue | None = None) -> None:

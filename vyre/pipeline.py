@@ -34,7 +34,9 @@ class PipelineQueue(Protocol):
     """The queue part of the backend (vyre.parts.Queue): it runs a recorded pipeline."""
 
     def run_pipeline(self, pipeline: Pipeline, repeat: int,
-                     reads: list[ReadRange]) -> PipelineResult: ...
+                     reads: list[ReadRange]) -> PipelineResult:
+        """Run the recorded steps `repeat` times, then read `reads` (vyre.parts.Queue)."""
+        ...
 
 
 class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):

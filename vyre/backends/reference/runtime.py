@@ -217,6 +217,11 @@ class ReferenceBackend(BaseBackend):
     kind = "reference"
     version = VERSION
     _queue: ReferenceQueue
+    # the parts this class builds: a subclass swaps one to run the reference with another
+    # compiler (a lowering, as tests/test_lowering.py does) or queue (a deliberately wrong
+    # device, as tests/test_shadow.py does)
+    compiler_part: type[ReferenceCompiler] = ReferenceCompiler
+    queue_part: type[ReferenceQueue] = ReferenceQueue
 
     def __init__(
         self, instance_id: str = "reference", flush_subnormals: frozenset[ScalarType] = frozenset(),
@@ -236,7 +241,7 @@ class ReferenceBackend(BaseBackend):
         dev = ReferenceDevice(instance_id, flush_subnormals, subgroup_size, flush_tininess,
                               setting)
         memory = ReferenceAllocator(dev)
-        super().__init__(dev, memory, ReferenceCompiler(dev), ReferenceQueue(dev, memory))
+        super().__init__(dev, memory, self.compiler_part(dev), self.queue_part(dev, memory))
         self.check = setting
         self.flush_subnormals = dev.flush_subnormals
         self.flush_tininess = dev.flush_tininess

@@ -108,6 +108,7 @@ class WgpuCompiler(Compiler):
             info.flush_subnormals, native_flush=info.native_flush,
             exact_div=info.exact_div, exact_sqrt=info.exact_sqrt,
             loop_limited=info.loop_limit is not None, options=self.options,
+            flush_tininess=info.flush_tininess,
         )
 
     def _check_subgroup_shape(self, program: Program) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vyre import features as F
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir import ops
@@ -129,6 +130,9 @@ class _Ctx:
     wide_ok: bool = False  # the device runs i64 and f64 (vyre.approx's trig reduction)
     fma_fused: bool = True  # the driver's fma rounds once
     flush: bool = False  # f32 subnormals flush to zero (docs/IR.md's flush mode), explicitly
+    # which tiny results flush mode turns into zeros (features.TININESS_RULES): vy_ftz gives
+    # 'subnormal result'; a narrowing cast spells the other two itself (_narrowed_f32)
+    tininess: str = F.TININESS_SUBNORMAL_RESULT
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
     native_flush: bool = False
     exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
@@ -367,14 +371,43 @@ def _rounded(ctx: _Ctx, ty: ScalarType, text: str) -> str:
     if ty is T.F16:
         return f"f16({text})"
     if ty is T.F32 and ctx.flush:
-        name = _helper(
-            ctx, "vy_ftz",
-            "fn vy_ftz(x: f32) -> f32 {  // flush mode: a subnormal result is a signed 0\n"
-            "    let b = bitcast<u32>(x);\n"
-            "    return bitcast<f32>(select(b, b & 0x80000000u, (b & 0x7f800000u) == 0u));\n}",
-        )
-        return f"{name}({text})"
+        return f"{_ftz(ctx)}({text})"
     return text
+
+
+def _ftz(ctx: _Ctx) -> str:
+    """The name of flush mode's result rule (declared once): a subnormal f32 is a signed 0."""
+    return _helper(
+        ctx, "vy_ftz",
+        "fn vy_ftz(x: f32) -> f32 {  // flush mode: a subnormal result is a signed 0\n"
+        "    let b = bitcast<u32>(x);\n"
+        "    return bitcast<f32>(select(b, b & 0x80000000u, (b & 0x7f800000u) == 0u));\n}",
+    )
+
+
+#: flush mode's tininess rules a narrowing to f32 spells itself, with the f64 magnitude below
+#: which the result is tiny: 'after rounding', below the midpoint of FLT_MIN and the largest
+#: 24-bit value under it (FLT_MIN - 2^-151; the tie rounds to FLT_MIN, which is even);
+#: 'before rounding', below FLT_MIN. (A driver's own f64 -> f32 conversion keeps f64's
+#: subnormal handling: NVIDIA's gives FLT_MIN for a band-B value, tests/test_flush_mode.py.)
+_TINY_BELOW = {
+    F.TININESS_AFTER_ROUNDING: "1.1754943157898259e-38lf",  # 2^-126 - 2^-151, exact
+    F.TININESS_BEFORE_ROUNDING: "1.1754943508222875e-38lf",  # 2^-126, exact
+}
+
+
+def _narrowed_f32(ctx: _Ctx, x: str) -> str:
+    """The f64 `x` rounded to f32 in flush mode under the instance's tininess rule: a zero
+    of x's sign where the rule calls the result tiny, else the rounded value (vy_ftz: a
+    subnormal one is tiny under every rule)."""
+    below = _TINY_BELOW[ctx.tininess]
+    name = _helper(
+        ctx, "vy_narrow_ftz",
+        "fn vy_narrow_ftz(x: f64) -> f32 {  // flush mode's tininess rule on a narrowing\n"
+        f"    let r = {_ftz(ctx)}(f32(x));\n"
+        f"    return select(r, bitcast<f32>(bitcast<u32>(r) & 0x80000000u), abs(x) < {below});\n}}",
+    )
+    return f"{name}({x})"
 
 
 def _fence_bool(ctx: _Ctx, text: str) -> str:
@@ -1597,6 +1630,8 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
     if src.is_float and dst.is_float:
         if src is T.F16:  # widening from f16 is exact (fenced: the f16 rounding must stay)
             return f"{d}({_fence_f16(ctx, 0)}({a}))"  # (an f32)
+        if dst is T.F32 and ctx.flush and ctx.tininess in _TINY_BELOW:
+            return _narrowed_f32(ctx, _fenced(ctx, src, a, 0))
         conv = f"{d}({_fenced(ctx, src, a, 0)})"
         return _rounded(ctx, dst, conv) if dst is T.F32 else conv
     if src.is_float or dst.is_float:
@@ -2051,6 +2086,7 @@ def generate(
     exact_sqrt: bool = False,
     loop_limited: bool = False,
     options: WgpuOptions = DEFAULT_OPTIONS,
+    flush_tininess: str = F.TININESS_SUBNORMAL_RESULT,
 ) -> WgslModule:
     """WGSL for `program`. Slots in `read_write_slots` are declared read_write even if the
     program only reads them (aliasing with a writable slot). `allowed_types`: the scalar
@@ -2058,7 +2094,8 @@ def generate(
     `flush_subnormals`: generate docs/IR.md's flush
     mode for f32 (for a device whose arithmetic flushes f32 subnormals); `native_flush`:
     the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
-    are spelled as outside it. `exact_div` /
+    are spelled as outside it; `flush_tininess`: the mode's tininess rule (the device's,
+    measured), which narrowing casts spell. `exact_div` /
     `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
     rounded). `loop_limited`: the driver silently ends long loops; count every loop
     (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's test and
@@ -2108,6 +2145,7 @@ def generate(
         wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
         fma_fused=fma_fused,
         flush=flush_subnormals,
+        tininess=flush_tininess,
         native_flush=flush_subnormals and native_flush and not all_fences,
         exact_div=exact_div,
         exact_sqrt=exact_sqrt,
