@@ -78,7 +78,13 @@ def nvrtc_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One vyre.backends.cuda.DiskCache in a temporary directory for the whole session: a
     CUDA C source that several tests compile for the same arch with the same options
     (the conformance programs: coarsened or not, which is often the same source, with and
-    without the speed options) goes through NVRTC once; the others read its cubin."""
+    without the speed options) goes through NVRTC once; the others read its cubin. Under
+    pytest-xdist the workers of one run share it (the folder above each worker's own
+    temporary folder; the cache is safe for concurrent processes: test_concurrency)."""
     from vyre.backends.cuda import DiskCache
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "nvrtc-cache"
+        shared.mkdir(exist_ok=True)
+        return DiskCache(shared)
     return DiskCache(tmp_path_factory.mktemp("nvrtc-cache"))

