@@ -233,16 +233,6 @@ def test_wgpu_native_flush_is_reported_only_where_the_device_flushes(
             b.close()
 
 
-def _narrowing_program() -> object:
-    k = ProgramBuilder("tiny_narrowing", workgroup_size=8)
-    xs, ys = k.buffer("x", F32), k.buffer("y", F32)
-    w = k.buffer("w", F32, "write")
-    i = k.global_linear_id()
-    with k.if_(i < xs.length()):
-        w[i] = (xs[i].cast(F64) * ys[i].cast(F64)).cast(F32)  # exact, then one rounding
-    return k.build()
-
-
 @pytest.mark.wgpu
 @pytest.mark.parametrize("rule", [F.TININESS_AFTER_ROUNDING, F.TININESS_BEFORE_ROUNDING])
 def test_wgpu_narrowing_follows_the_rule_whatever_the_drivers_conversion_does(
@@ -265,8 +255,9 @@ def test_wgpu_narrowing_follows_the_rule_whatever_the_drivers_conversion_does(
         if not be.supports("f64"):
             pytest.skip(f"{be.id} has no f64")
         assert flush_tininess(be) == rule and flushed_types(be) == {F32}
-        got = be.dispatch(_narrowing_program(), {"x": X, "y": Y, "w": X.size},
-                          DispatchConfig(grid=1))["w"]
+        # only w, the narrowed f64 products: lavapipe's own f32 products (p, f) keep IEEE
+        # tininess, which the rule this adapter is made to report does not describe
+        got = _run(be, wide=True)["w"]
     finally:
         be.close()
     assert_agree(got, _expected(rule), EXACT, f"narrowed products on {be.id} ({rule})")
