@@ -40,11 +40,10 @@ from .uniformity import UNIFORM_CF, Uniformity
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
-_BOOL = ScalarType.BOOL
-_U32 = ScalarType.U32
-_I32 = ScalarType.I32
-_F32 = ScalarType.F32
-_ATOMIC_INT = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64})
+BOOL = ScalarType.BOOL
+U32 = ScalarType.U32
+I32 = ScalarType.I32
+F32 = ScalarType.F32
 _UNIFORM_BUILTINS = frozenset({"workgroup_id", "num_workgroups", "subgroup_size"})
 _SUBGROUP_TYPES = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.F32})
 _COMPARISON = ops.binary_names("comparison")
@@ -101,7 +100,7 @@ def _kind(node: object) -> str:
             "tuple": "workgroup size", "str": "name"}.get(name, name)
 
 
-class _Local:
+class Local:
     __slots__ = ("loop", "node", "ty")
 
     def __init__(self, ty: ScalarType, node: int, loop: bool) -> None:
@@ -110,7 +109,7 @@ class _Local:
         self.loop = loop
 
 
-class _Loop:
+class Loop:
     __slots__ = ("div", "path")
 
     def __init__(self, path: str, div: int) -> None:
@@ -129,9 +128,9 @@ class ExprChecks:
         self.p = program
         self.names: set[str] = set()
         self.decl: dict[str, tuple[str, ScalarType, str]] = {}  # name -> (what, ty, access)
-        self.locals: dict[str, _Local] = {}
+        self.locals: dict[str, Local] = {}
         self.u = Uniformity()
-        self.loops: list[_Loop] = []
+        self.loops: list[Loop] = []
         self.barriers: list[tuple[str, int]] = []
         self.subgroups: list[tuple[str, int]] = []  # (path, control flow) of subgroup ops
         self.lane_deps: list[tuple[str, list[int]]] = []  # broadcast lanes: must be uniform
@@ -162,13 +161,13 @@ class ExprChecks:
 
     def cond(self, e: object, path: str, d: int, what: str) -> list[int]:
         ty, deps = self.expr(e, path, d)
-        if ty is not _BOOL:
+        if ty is not BOOL:
             self.fail(path, f"{what} condition is {ty}, not bool; compare it (e.g. x != 0)")
         return deps
 
     def index(self, e: object, path: str, d: int) -> None:
         ty, _ = self.expr(e, path, d)
-        if ty is not _U32:
+        if ty is not U32:
             self.fail(path, f"an index must be u32, got {ty}; cast or bitcast it to u32")
 
     # -- expressions: return (recomputed type, uniformity dependencies)
@@ -224,16 +223,16 @@ class ExprChecks:
                 self.fail(path, f"builtin {e.name} axis {e.axis!r}; the axis must be 0, 1 or 2")
             if e.name == "local_index" and e.axis != 0:
                 self.fail(path, f"builtin local_index is flat; its axis must be 0, got {e.axis}")
-            self.same(e.ty, _U32, path, f"builtin {e.name}")
+            self.same(e.ty, U32, path, f"builtin {e.name}")
             if e.name in _UNIFORM_BUILTINS:
-                return _U32, []
+                return U32, []
             src = self.u.node(f"builtin {e.name} ({path})")
             self.u.mark(src, f"builtin {e.name}")
-            return _U32, [src]
+            return U32, [src]
         if isinstance(e, Length):
             self.buffer(e.buffer, path, "length")
-            self.same(e.ty, _U32, path, f"length of {e.buffer!r}")
-            return _U32, []
+            self.same(e.ty, U32, path, f"length of {e.buffer!r}")
+            return U32, []
         if isinstance(e, Unary):
             t, deps = self.expr(e.a, f"{path}.a", d)
             self.wide(t, f"{path}.a", f"unary {e.op}")
@@ -243,7 +242,7 @@ class ExprChecks:
             if e.op == "bit_not" and not t.is_int:
                 self.fail(path, f"unary bit_not on {t}; it needs an integer (use 'not' for "
                           "bool)")
-            if e.op == "not" and t is not _BOOL:
+            if e.op == "not" and t is not BOOL:
                 self.fail(path, f"unary not on {t}; it needs bool (use bit_not for integers)")
             self.same(e.ty, t, path, f"unary {e.op}")
             return t, deps
@@ -254,7 +253,7 @@ class ExprChecks:
             ta, da = self.expr(e.a, f"{path}.a", d)
             tb, db = self.expr(e.b, f"{path}.b", d)
             self.wide(ta, f"{path}.a", "select")
-            if tc is not _BOOL:
+            if tc is not BOOL:
                 self.fail(f"{path}.cond", f"select condition is {tc}, not bool; compare it")
             if ta is not tb:
                 self.fail(path, f"select branches are {ta} and {tb}; they must share one "
@@ -266,7 +265,7 @@ class ExprChecks:
             return e.ty, deps
         if isinstance(e, Bitcast):
             t, deps = self.expr(e.a, f"{path}.a", d)
-            if _BOOL in (t, e.ty) or t.bits != e.ty.bits:
+            if BOOL in (t, e.ty) or t.bits != e.ty.bits:
                 self.fail(path, f"bitcast {t} -> {e.ty}: a bitcast needs two non-bool types of "
                           "one width; use a cast for value conversion")
             if (t.is_narrow or e.ty.is_narrow) and not (t.is_int and e.ty.is_int):
@@ -291,7 +290,7 @@ class ExprChecks:
             if e.combine is not None:
                 self.fail(path, f"{what} takes no combine operation; remove it")
             lt, ldeps = self.expr(e.lane, f"{path}.lane", d)
-            if lt is not _U32:
+            if lt is not U32:
                 self.fail(f"{path}.lane", f"{what} lane is {lt}; it must be u32 (cast it)")
             if e.op == "broadcast":
                 self.lane_deps.append((f"{path}.lane", ldeps))
@@ -341,7 +340,7 @@ class ExprChecks:
         if op in _SHIFT:
             if not ta.is_int:
                 self.fail(path, f"binary {op} needs an integer left operand, got {ta}")
-            if tb is not _U32:
+            if tb is not U32:
                 self.fail(f"{path}.b", f"shift amount is {tb}; it must be u32 (cast or "
                           "bitcast it)")
             return ta
@@ -349,14 +348,14 @@ class ExprChecks:
             self.fail(path, f"binary {op} on {ta} and {tb}; both operands must have one "
                       "type: cast one of them")
         if op in _LOGICAL:
-            if ta is not _BOOL:
+            if ta is not BOOL:
                 self.fail(path, f"binary {op} needs bool operands, got {ta}; use and/or for "
                           "integers")
-            return _BOOL
+            return BOOL
         if op in _COMPARISON:
-            if ta is _BOOL and op not in ("eq", "ne"):
+            if ta is BOOL and op not in ("eq", "ne"):
                 self.fail(path, f"binary {op} is not defined on bool; only eq/ne are")
-            return _BOOL
+            return BOOL
         if op in _BITWISE:
             if not ta.is_int:
                 self.fail(path, f"bitwise {op} needs integers, got {ta}; bitcast floats, use "

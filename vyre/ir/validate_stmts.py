@@ -40,17 +40,17 @@ from .nodes import (
 from .types import ScalarType
 from .uniformity import UNIFORM_CF
 from .validate_exprs import (
-    _ATOMIC_INT,
-    _F32,
-    _I32,
-    _U32,
+    F32,
+    I32,
+    U32,
     ExprChecks,
-    _Local,
-    _Loop,
+    Local,
+    Loop,
     is_valid_name,
 )
 from .visit import stmt_exprs
 
+_ATOMIC_INT = frozenset({ScalarType.I32, ScalarType.U32, ScalarType.I64, ScalarType.U64})
 _PROGRAM_NAME = re.compile(r"[A-Za-z0-9_.\-]+\Z")
 
 
@@ -230,9 +230,9 @@ class Validator(ExprChecks):
         return returns
 
     def new_local(self, name: object, path: str, what: str, ty: ScalarType, loop: bool,
-                  declared: list[str] | None) -> _Local:
+                  declared: list[str] | None) -> Local:
         n = self.declare(name, path, what)
-        loc = _Local(ty, self.u.node(f"{what} {n!r} ({path})"), loop)
+        loc = Local(ty, self.u.node(f"{what} {n!r} ({path})"), loop)
         self.locals[n] = loc
         if declared is not None:
             declared.append(n)
@@ -293,7 +293,7 @@ class Validator(ExprChecks):
             self.cf = self.u.node(f"the iterations of the while at {path}", [cf, div])
             deps = self.cond(s.cond, f"{path}.cond", d, "while")
             inner = self.u.node(f"the condition of the while at {path}", [cf, div, *deps])
-            self.loops.append(_Loop(path, div))
+            self.loops.append(Loop(path, div))
             try:
                 rets = self.block(s.body, f"{path}.body", d, inner)
             finally:
@@ -331,7 +331,7 @@ class Validator(ExprChecks):
             self.fail(path, f"{s.kind}: {problem}")
 
     def for_(self, s: For, path: str, d: int, cf: int) -> list[int]:
-        if s.ty not in (_I32, _U32):
+        if s.ty not in (I32, U32):
             self.fail(path, f"for loop of type {s.ty}; a loop variable must be i32 or u32")
         tys, deps_s = self.expr(s.start, f"{path}.start", d)
         tye, deps_e = self.expr(s.end, f"{path}.end", d)
@@ -348,7 +348,7 @@ class Validator(ExprChecks):
         inner = self.u.node(f"the bounds of the for at {path}", [cf, div, *deps_s, *deps_e])
         var = self.new_local(s.var, path, "loop variable", s.ty, True, None)
         self.u.deps[var.node].extend([cf, *deps_s, *deps_e])
-        self.loops.append(_Loop(path, div))
+        self.loops.append(Loop(path, div))
         try:
             rets = self.block(s.body, f"{path}.body", d, inner)
         finally:
@@ -362,7 +362,7 @@ class Validator(ExprChecks):
         if access not in ("read_write", "workgroup"):
             self.fail(path, f"atomic {s.op} on buffer {s.buffer!r}, which is {access!r}; "
                       "atomics need a 'read_write' buffer or a workgroup array")
-        if ety in (_F32, ScalarType.F64):
+        if ety in (F32, ScalarType.F64):
             if s.op != "add":
                 self.fail(path, f"atomic {s.op} on {ety} {what} {s.buffer!r}: only atomic add "
                           "exists for floats (f32, f64); use an i32/u32 buffer")
