@@ -17,8 +17,8 @@ its low bits (docs/IR.md "Narrow integers"), so a kernel value is never 8 or 16 
 This package is the builder's public face: every name of the DSL is importable from here
 (`vyre.builder.X`). Its modules, bottom-up: sites (BuildError, the user's line), rules
 (typing), values (Value, Variable), buffers (BufferRef), control (blocks not yet entered),
-declarations, statements and program (the three layers of ProgramBuilder), functions
-(vyre.sqrt & co). It must never evaluate a kernel or know about backends.
+functions (vyre.sqrt & co), then ProgramBuilder in three layers: declarations, statements
+and program (control flow, build). It must never evaluate a kernel or know about backends.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Every node is a frozen pydantic model with a `kind` tag, so a Program is plain data: it
 compares by value, hashes by content and round-trips through the wire format exactly.
 Expressions carry their result type (`ty`); the validator checks it. This module must never
-contain semantics (how an op evaluates) or backend code.
+contain semantics (how an op evaluates) or backend code, nor import a module of vyre.ir
+above it (visit, analysis, validate, ...): what Program derives with those it reaches
+through the functions vyre/ir/__init__.py installs (`install_derivations`).
 """
 
 from __future__ import annotations
