@@ -57,6 +57,8 @@ from ..errors import InvalidProgram
 from .limits import MAX_DEPTH as MAX_DEPTH  # (re-exported: vyre.ir.validate.MAX_DEPTH)
 from .limits import MAX_NAME_LEN as MAX_NAME_LEN  # (re-exported)
 from .limits import MAX_NODES as MAX_NODES  # (re-exported)
+from .limits import MAX_WORKGROUP_DIM as MAX_WORKGROUP_DIM  # (re-exported)
+from .limits import MAX_WORKGROUP_INVOCATIONS as MAX_WORKGROUP_INVOCATIONS  # (re-exported)
 from .nodes import Program, check_tree_size
 from .validate_exprs import is_valid_name as is_valid_name  # (re-exported)
 from .validate_stmts import Validator
