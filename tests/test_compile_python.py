@@ -25,7 +25,7 @@ import vyre
 from vyre.backend import BaseBackend
 from vyre.backends.wgpu import fences, uniforms
 from vyre.backends.wgpu import render as wgsl
-from vyre.ir import analysis, visit
+from vyre.ir import analysis, digest, visit
 from vyre.ir import nodes as N
 from vyre.lower import Traits, lower, mangle
 from vyre.tools.bench.vyre_impl import compile_probe_program
@@ -48,7 +48,7 @@ def test_the_hash_walk_finds_the_expression_facts(p: N.Program) -> None:
 
 def test_expression_facts_past_the_recursion_bound_are_walked_as_before() -> None:
     e: N.ExprNode = N.Builtin(name="subgroup_size")
-    for _ in range(N._RECURSION_MAX + 5):
+    for _ in range(digest._RECURSION_MAX + 5):
         e = N.Unary(op="bit_not", a=e, ty=N.ScalarType.U32)
     p = N.Program(name="deep", buffers=(N.BufferDecl(name="o", ty=N.ScalarType.U32,
                                                      access="write"),),
@@ -195,11 +195,11 @@ def _with_children_by_isinstance(e: N.ExprNode, kids: tuple[N.ExprNode, ...]) ->
 @SETTINGS
 @given(programs(), programs(GenOptions(subgroup_multiple=32)))
 def test_content_hash_with_known_leaves_is_the_plain_digest(p: N.Program, q: N.Program) -> None:
-    """Digests of operand-less nodes kept by value (nodes._LEAF_DIGESTS, shared by all
+    """Digests of operand-less nodes kept by value (digest._LEAF_DIGESTS, shared by all
     Programs) give the iterative digest's hash, and the same expression facts."""
     for x in (p, q, p.model_copy(), q.model_copy()):
         fresh = x.model_copy()
-        assert fresh.content_hash == N._dag_digest_iterative(x)
+        assert fresh.content_hash == digest._dag_digest_iterative(x)
         assert fresh.__dict__["expr_facts"] == analysis.expr_facts(x)
 
 
@@ -214,7 +214,7 @@ def test_known_leaves_tell_values_that_compare_equal_apart() -> None:
                 N.copied(N.Var(name="x", ty=f32), {"name": True})]
     for _ in range(2):  # (the second round reads what the first kept)
         got = [N.dag_digest(v) for v in variants]
-        assert got == [N._dag_digest_iterative(v) for v in variants]
+        assert got == [digest._dag_digest_iterative(v) for v in variants]
         assert len(set(got)) == len(got)
 
 
@@ -345,7 +345,7 @@ def test_known_constants_tell_their_values_apart() -> None:
               N.copied(N.Const(ty=i32, value=1), {"value": True})]
     for _ in range(2):
         got = [N.dag_digest(c) for c in consts]
-        assert got == [N._dag_digest_iterative(c) for c in consts]
+        assert got == [digest._dag_digest_iterative(c) for c in consts]
     assert len(set(got)) == len(got) - 1  # (the two NaNs are spelled alike)
 
 
@@ -353,7 +353,7 @@ def test_content_hashes_from_threads_are_the_plain_digests() -> None:
     """The shared tables of the hash (leaf digests, layouts, segments) filled from four
     threads at once give every Program its plain digest."""
     progs = [compile_probe_program(90_000 + i) for i in range(40)]
-    want = [N._dag_digest_iterative(p) for p in progs]
+    want = [digest._dag_digest_iterative(p) for p in progs]
     assert _in_threads(len(progs), lambda i: progs[i].model_copy().content_hash) == want
 
 

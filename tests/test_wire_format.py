@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import vyre
 from vyre import InvalidProgram, ProgramBuilder, f32, u32
-from vyre.ir import from_json, to_json
+from vyre.ir import digest, from_json, to_json
 from vyre.ir import nodes as N
 from vyre.ir.serialize import VERSION
 from vyre.tools.fuzz import programs
@@ -136,7 +136,7 @@ def test_content_hash_algorithm_is_pinned() -> None:
     change of its algorithm must be deliberate (update this value, say caches are void)."""
     assert saxpy().content_hash == (
         "170b152f3ee6c65c4e0f2adb0a13882648143baf1a45a09d9ecc45ae819f0565")
-    assert special_floats().content_hash == N._dag_digest_iterative(special_floats())
+    assert special_floats().content_hash == digest._dag_digest_iterative(special_floats())
 
 
 @SETTINGS
@@ -144,7 +144,7 @@ def test_content_hash_algorithm_is_pinned() -> None:
 def test_content_hash_fast_path_equals_the_iterative_one(p: N.Program) -> None:
     """The recursive digest (inlined field spellings) and the iterative post-order one are
     the same function; the latter takes over past the recursion bound."""
-    assert N.dag_digest(p) == N._dag_digest_iterative(p)
+    assert N.dag_digest(p) == digest._dag_digest_iterative(p)
 
 
 def test_content_hash_past_the_recursion_bound_is_the_same_function() -> None:
@@ -156,9 +156,9 @@ def test_content_hash_past_the_recursion_bound_is_the_same_function() -> None:
                                                             access="write"),),
                          body=(N.Store(buffer="o", index=N.Const(ty=u32, value=0), value=e),))
 
-    for depth in (N._RECURSION_MAX - 3, N._RECURSION_MAX + 3, 5000):
+    for depth in (digest._RECURSION_MAX - 3, digest._RECURSION_MAX + 3, 5000):
         p = nested(depth)
-        assert N.dag_digest(p) == N._dag_digest_iterative(p)
+        assert N.dag_digest(p) == digest._dag_digest_iterative(p)
     assert nested(1000).content_hash != nested(1001).content_hash
 
 

@@ -11,7 +11,8 @@ for a subnormal one (drivers may flush it: lavapipe's log of one is about -88);
 
 from __future__ import annotations
 
-from .builder import Value, _fn
+from .builder import Value
+from .builder.functions import _fn
 
 
 def exp(x: Value) -> Value:

@@ -47,13 +47,11 @@ public dispatch methods.
 """
 
 from __future__ import annotations
-import __future__
 
-import builtins
 import inspect
 import struct
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -62,12 +60,8 @@ import numpy as np
 
 from .buffer import BufferBase, DeviceBuffer
 from .builder import (
-    _FOR_IN,
-    BufferRef,
     BuildError,
     ProgramBuilder,
-    Value,
-    Variable,
 )
 from .config import DispatchConfig, IndirectGrid
 from .errors import InvalidDispatch
@@ -75,388 +69,53 @@ from .interface import Backend
 from .ir.nodes import Program
 from .ir.types import ScalarType
 from .kernel_ast import compile_kernel
-from .kernel_flow import DEVICE_RANGE_MARK
+from .kernel_lang import (
+    assert_,
+    barrier,
+    break_,
+    continue_,
+    else_,
+    global_id,
+    global_index,
+    global_linear_id,
+    if_,
+    let,
+    lit,
+    local_id,
+    local_index,
+    num_workgroups,
+    print,
+    range,
+    return_,
+    shared,
+    static,
+    subgroup_lane,
+    subgroup_size,
+    while_,
+    workgroup_id,
+    workgroup_linear_id,
+)
+from .kernel_lang import current as _current
+from .kernel_signature import (
+    Buffer,
+    BufferSpec,
+    Dim,
+    InOut,
+    Output,
+    TypeParam,
+    _classify,
+    _def_site,
+)
 from .lru import LruDict
 from .pipeline import Step
 from .shapes import XYZ, static_extents
 
-_ACCESS = ("read", "write", "read_write")
 # what launch / step / config take as the extent of a launch (see Kernel.config)
 LaunchShape = int | tuple[int, ...] | XYZ | IndirectGrid
 KERNEL_CACHE_SIZE = 256  # Programs a kernel keeps, one per distinct build-time constants
-_current: ContextVar[ProgramBuilder | None] = ContextVar("vyre_kernel_builder", default=None)
 # the kernels whose functions are being traced now (a kernel that builds itself recurses)
 _tracing: ContextVar[tuple[Kernel, ...]] = ContextVar("vyre_kernel_tracing", default=())
 
-
-@dataclass(frozen=True)
-class BufferSpec:
-    """What `vyre.Buffer[ty, access]` stands for in an annotation."""
-
-    ty: ScalarType | str  # a str names a build-time constant holding the type
-    access: str = "read"
-    count: int | None = None
-    # a declared shape, row-major (vyre.shapes): ints, names of build-time constants or of
-    # u32/i32 params, and None (first extent only)
-    shape: tuple[int | str | None, ...] | None = None
-
-
-class Buffer:
-    """Annotation for a storage buffer argument: `Buffer[f32]` is read-only,
-    `Buffer[f32, "write"]` write-only, `Buffer[f32, "read_write"]` both; an optional third
-    item fixes the element count (`Buffer[u32, "write", 4]`) or declares a shape, row-major
-    like NumPy (`Buffer[f32, (H, W)]`, `Output[f32, (W, H)]`: ints, `vyre.Dim`s naming
-    build-time constants or u32 params, None for as many rows as bound), so the kernel
-    indexes it `x[i, j]`.
-    `Buffer["T"]` takes its element type from the keyword-only constant `T` (one kernel for
-    several types)."""
-
-    def __class_getitem__(cls, item: Any) -> BufferSpec:
-        args = item if isinstance(item, tuple) else (item,)
-        if not 1 <= len(args) <= 3:
-            raise TypeError("vyre.Buffer[ty] or vyre.Buffer[ty, access] or [ty, access, count]")
-        ty: ScalarType | str
-        if isinstance(args[0], TypeParam):
-            args = (args[0].name, *args[1:])
-        try:
-            ty = ScalarType(args[0])
-        except ValueError:
-            if not isinstance(args[0], str) or not args[0].isidentifier():
-                raise TypeError(
-                    f"vyre.Buffer element type must be a vyre type (f32, u32, ...) or the name "
-                    f"of a build-time constant holding one, got {args[0]!r}"
-                ) from None
-            ty = args[0]
-        if len(args) == 2 and isinstance(args[1], (tuple, list)):  # Buffer[f32, (H, W)]
-            args = (args[0], "read", args[1])
-        access = args[1] if len(args) > 1 else "read"
-        if access not in _ACCESS:
-            raise TypeError(f"vyre.Buffer access must be one of {_ACCESS}, got {access!r}")
-        third = args[2] if len(args) > 2 else None
-        if isinstance(third, (tuple, list)):
-            return BufferSpec(ty, access, None, tuple(
-                n.name if isinstance(n, Dim) else n for n in third))
-        return BufferSpec(ty, access, third)
-
-
-class Output(Buffer):
-    """`Output[ty]` = `Buffer[ty, "write"]`: a write-only buffer (lint-friendly spelling)."""
-
-    def __class_getitem__(cls, item: Any) -> BufferSpec:
-        return Buffer.__class_getitem__(_with_access(item, "write"))
-
-
-class InOut(Buffer):
-    """`InOut[ty]` = `Buffer[ty, "read_write"]`: a buffer read and written."""
-
-    def __class_getitem__(cls, item: Any) -> BufferSpec:
-        return Buffer.__class_getitem__(_with_access(item, "read_write"))
-
-
-def _with_access(item: Any, access: str) -> tuple[Any, ...]:
-    args = item if isinstance(item, tuple) else (item,)
-    return (args[0], access, *args[1:])
-
-
-@dataclass(frozen=True)
-class Dim:
-    """A named extent of a declared buffer shape: `H, W = vyre.Dim("H"), vyre.Dim("W")` at
-    module level, `x: vyre.Buffer[f32, (H, W)]` in the signature, and a u32 param or a
-    build-time constant named `H` / `W` in the kernel's arguments. (A plain string "H"
-    works too, but linters read a string in an annotation as a forward reference.)"""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class TypeParam:
-    """A buffer element type chosen at build time: `T = vyre.TypeParam("T")` at module
-    level, `x: vyre.Buffer[T]` in the signature and a keyword-only constant `T` (a vyre
-    type) in the kernel's arguments; `.build(T=f32)` / `.launch(..., T=f32)`."""
-
-    name: str
-
-
-def _builder(what: str) -> ProgramBuilder:
-    b = _current.get()
-    if b is None:
-        raise BuildError(f"vyre.{what}() is only meaningful inside a @vyre.kernel function")
-    return b
-
-
-# ------------------------------------------------------------------ the kernel language
-
-
-def _axis_builder(what: str, axis: int) -> ProgramBuilder:
-    """The builder, noting a global id read along y or z: the kernel maps ids to data in
-    axis order x, y, z, which decides how a tuple launch shape is read (vyre.shapes).
-    (Local and workgroup ids say nothing of it: a NumPy-order kernel tiles with them too.)"""
-    b = _builder(what)
-    if axis in (1, 2):
-        b.index_orders.add("xyz")
-    return b
-
-
-def global_id(axis: int = 0) -> Value:
-    """This invocation's global id along `axis` (u32; axis 0 = x, the fastest). For data
-    indices in NumPy order use `global_index(ndim)`."""
-    return _axis_builder("global_id", axis).global_id(axis)
-
-
-def global_index(ndim: int) -> tuple[Value, ...]:
-    """This invocation's index in NumPy order over an `ndim`-axis launch: `(i,)`,
-    `(row, col)`, `(depth, row, col)`; launch the kernel with the data's shape in NumPy
-    order (`kernel.launch(gpu, m.shape, ...)`)."""
-    return _builder("global_index").global_index(ndim)
-
-
-def local_id(axis: int = 0) -> Value:
-    """This invocation's id within its workgroup along `axis` (u32)."""
-    return _builder("local_id").local_id(axis)
-
-
-def workgroup_id(axis: int = 0) -> Value:
-    """The workgroup's id along `axis` (u32)."""
-    return _builder("workgroup_id").workgroup_id(axis)
-
-
-def num_workgroups(axis: int = 0) -> Value:
-    """The grid's workgroup count along `axis` (u32)."""
-    return _builder("num_workgroups").num_workgroups(axis)
-
-
-def local_index() -> Value:
-    """The flattened id within the workgroup (0 .. invocations per workgroup - 1)."""
-    return _builder("local_index").local_index()
-
-
-def subgroup_size() -> Value:
-    """The number of lanes of a subgroup (u32, uniform; docs/IR.md, "Subgroups")."""
-    return _builder("subgroup_size").subgroup_size()
-
-
-def subgroup_lane() -> Value:
-    """This invocation's lane in its subgroup: local_index mod subgroup_size (u32)."""
-    return _builder("subgroup_lane").subgroup_lane()
-
-
-def global_linear_id() -> Value:
-    """The element index of a 1-D launch (accounts for grids folded into y)."""
-    return _builder("global_linear_id").global_linear_id()
-
-
-def workgroup_linear_id() -> Value:
-    """The workgroup index of a 1-D launch (accounts for grids folded into y)."""
-    return _builder("workgroup_linear_id").workgroup_linear_id()
-
-
-def let(value: Any, ty: ScalarType | None = None) -> Variable:
-    """A mutable local named after the Python name it is assigned to; change it with
-    `.set(x)` or `+=` etc. A Python number becomes i32 / f32 unless `ty` says otherwise."""
-    return _builder("let").let(value, ty)
-
-
-def lit(value: Any, ty: ScalarType | None = None) -> Value:
-    """A literal of type `ty` (default: i32 for int, f32 for float, bool for bool)."""
-    return _builder("lit").lit(value, ty)
-
-
-def shared(ty: ScalarType, count: int | tuple[int, ...]) -> BufferRef:
-    """A workgroup (shared) array of `count` elements (a build-time int) or of a shape (a
-    tuple of ints: `tile[i, j]` indexes it), named after the Python name it is assigned
-    to."""
-    b = _builder("shared")
-    return b.shared(b._name_for(None, "shared"), ty, count)
-
-
-def barrier() -> None:
-    """Workgroup barrier; every invocation of the workgroup must reach it (uniform flow)."""
-    _builder("barrier").barrier()
-
-
-def print(*items: Any, sep: str = " ") -> None:
-    """Print from the device: `vyre.print("i = {} x = {}", i, x)` (a format, one `{}` or
-    `{:spec}` per value) or `vyre.print("x =", x)` (like Python's print). Each invocation
-    that reaches it writes a record to the dispatch's debug log; when the dispatch's
-    results come back (with host arrays: the call; resident buffers: the next read,
-    synchronize() or pipeline run) the host prints the records ordered by invocation
-    (global id z, y, x), then program order, the same on every backend. Floats print exactly (shortest round-trip text). Python's
-    own print() of a kernel value is an error: it would run once, at build time."""
-    _builder("print").print(*items, sep=sep)
-
-
-def assert_(cond: Any, *items: Any, sep: str = " ") -> None:
-    """Check `cond` on the device: where it is false, the dispatch raises DispatchError
-    (naming the kernel, this line, the invocation's global id, the message `items`
-    formatted as for vyre.print, and the operands of a comparison) once it has finished
-    (where vyre.print's records come out).
-    The failing invocation carries on (barriers stay uniform); the dispatch's writes are
-    kept."""
-    _builder("assert_").assert_(cond, *items, sep=sep)
-
-
-def if_(cond: Any) -> Any:
-    """`with vyre.if_(cond):` runs its block where `cond` (a bool value) holds."""
-    return _builder("if_").if_(cond)
-
-
-def else_() -> Any:
-    """`with vyre.else_():` directly after a `with vyre.if_(...)` block."""
-    return _builder("else_").else_()
-
-
-def while_(cond: Any) -> Any:
-    """`with vyre.while_(cond):` loops while `cond` holds (re-evaluated each iteration)."""
-    return _builder("while_").while_(cond)
-
-
-def break_() -> None:
-    """Leave the innermost device loop (Python `break` would end the trace, not the loop)."""
-    _builder("break_").break_()
-
-
-def continue_() -> None:
-    """Next iteration of the innermost device loop (Python `continue` would skip tracing)."""
-    _builder("continue_").continue_()
-
-
-def return_() -> None:
-    """End this invocation (Python `return` would only stop tracing the function)."""
-    _builder("return_").return_()
-
-
-def range(start: Any, end: Any = None, step: int = 1, ty: ScalarType | None = None
-          ) -> Iterator[Value]:
-    """`for i in vyre.range(n):` / `range(start, end, step)`: a loop on the device (step a
-    nonzero int constant; a negative one counts down, as Python's range does).
-
-    The body is traced once with the loop variable (u32 unless a bound or `ty` says i32).
-    A Python `range` instead unrolls at build time. Use `vyre.break_()`, never `break`.
-    """
-    b = _builder("range")
-    name = b._name_for(None, "i", _FOR_IN)
-    return _loop(b, b.for_range(start, end, step, ty, loop_name=name))
-
-
-setattr(range, DEVICE_RANGE_MARK, True)
-
-
-def static(value: Any) -> Any:
-    """`value`, which must be known when the kernel is built (a Python value, not a kernel
-    value): `if vyre.static(flag):` / `for k in range(vyre.static(taps)):` say, and check,
-    that this control flow runs at build time (one branch built, the loop unrolled)."""
-    if isinstance(value, (Value, BufferRef)):
-        raise BuildError(
-            "vyre.static(...) got a kernel value, which is known only per invocation on "
-            "the device, not a build-time value; drop vyre.static to make this control "
-            "flow the device's (`for j in range(n)` over a kernel value loops on the "
-            "device), or pass the value as a keyword-only constant of the kernel")
-    return value
-
-
-def _loop(b: ProgramBuilder, ctx: Any) -> Iterator[Value]:
-    finished = False
-    with ctx as var:
-        try:
-            yield var
-            finished = True
-        finally:
-            if not finished:  # the for statement was left early: a Python break/return
-                b._trace_errors.append(BuildError(
-                    "a `for ... in vyre.range(...)` body was left with a Python break or "
-                    "return, which only stops tracing; use vyre.break_() / vyre.return_()"
-                ))
-
-
-# ------------------------------------------------------------------ decorated kernels
-
-
-@dataclass(frozen=True)
-class _Arg:
-    name: str
-    kind: str  # "buffer", "param", "const"
-    spec: Any  # BufferSpec, ScalarType, or the constant's default (inspect.Parameter.empty)
-
-
-def _resolve(fn: Callable[..., Any], arg: str, ann: Any) -> Any:
-    """The object an annotation stands for, evaluated like typing.get_type_hints does: a
-    string (every annotation under `from __future__ import annotations`, or a quoted one)
-    is evaluated in the function's module globals and closure, never looked up as a bare
-    name in vyre's own namespace. A vyre type is itself a str (an Enum of str), so it is
-    told apart first: `a: vyre.f32` without the future import is the type itself."""
-    if not isinstance(ann, str) or isinstance(ann, ScalarType):
-        return ann
-    closure = dict(zip(fn.__code__.co_freevars,
-                       (c.cell_contents for c in fn.__closure__ or ()
-                        if _cell_filled(c))))
-    namespace = {"__builtins__": builtins, **fn.__globals__}
-    try:
-        return eval(ann, namespace, closure)  # the user's own annotation text
-    except Exception as exc:
-        future = bool(fn.__code__.co_flags & __future__.annotations.compiler_flag)
-        why = (" (with `from __future__ import annotations` an annotation is evaluated at "
-               "build time, and a name used only in annotations inside a function is not "
-               "kept by Python: define it at module level or write vyre.f32 / "
-               "vyre.Buffer[vyre.f32] directly)") if future else ""
-        raise BuildError(
-            f"the annotation {ann!r} of kernel argument {arg!r} cannot be evaluated in "
-            f"{fn.__qualname__}'s module: {type(exc).__name__}: {exc}{why}", _def_site(fn)
-        ) from None
-
-
-def _looks_like_a_type_for_data(ann: Any) -> bool:
-    """A NumPy scalar type or dtype (or its name as text): a data type, but not vyre's."""
-    if isinstance(ann, np.dtype) or (isinstance(ann, type) and issubclass(ann, np.generic)):
-        return True
-    return isinstance(ann, str) and ann in {t.value for t in ScalarType}
-
-
-def _cell_filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 (an unassigned closure cell raises ValueError)
-    except ValueError:
-        return False
-    return True
-
-
-def _classify(fn: Callable[..., Any]) -> list[_Arg]:
-    out = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise BuildError(f"kernel argument *{p.name}: a kernel's arguments must be named",
-                             _def_site(fn))
-        if p.kind is p.POSITIONAL_ONLY:
-            raise BuildError(
-                f"kernel argument {p.name!r} is positional-only: kernels pass every argument "
-                "by name; remove the `/` from the signature", _def_site(fn))
-        ann = _resolve(fn, p.name, p.annotation)
-        if isinstance(ann, BufferSpec):
-            out.append(_Arg(p.name, "buffer", ann))
-        elif isinstance(ann, ScalarType):
-            out.append(_Arg(p.name, "param", ann))
-        elif isinstance(ann, TypeParam):
-            out.append(_Arg(p.name, "param", ann.name))
-        elif _looks_like_a_type_for_data(ann):
-            # most likely meant as a param (a module's own `u32 = np.uint32`, say): taking
-            # it as a build-time constant would silently change the kernel's interface
-            raise BuildError(
-                f"kernel argument {p.name!r} is annotated {ann!r}, which is not a vyre type: "
-                f"for a param write a vyre type (vyre.u32, vyre.f32, ...); for a "
-                f"build-time constant annotate it with int / float / vyre.ScalarType or "
-                f"nothing", _def_site(fn))
-        elif p.kind is p.KEYWORD_ONLY:
-            out.append(_Arg(p.name, "const", p.default))
-        else:
-            got = ("no annotation" if ann is inspect.Parameter.empty
-                   else f"{ann!r} ({type(ann).__name__}), which is not a vyre type")
-            raise BuildError(
-                f"kernel argument {p.name!r} needs an annotation: vyre.Buffer[ty] / "
-                f"vyre.Buffer[ty, 'read_write'] for a buffer, a vyre type (vyre.f32, vyre.u32, "
-                f"...) for a param, or make it keyword-only (after *) for a build-time "
-                f"constant; got {got}",
-                _def_site(fn),
-            )
-    return out
 
 
 def _const_key(value: Any) -> Any:
@@ -474,11 +133,6 @@ def _const_key(value: Any) -> Any:
         return (type(value), tuple(_const_key(v) for v in items))
     hash(value)
     return (type(value), value)
-
-
-def _def_site(fn: Callable[..., Any]) -> str:
-    code = fn.__code__
-    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _site_of(tb: Any, filename: str) -> str | None:

@@ -38,13 +38,13 @@ from .builder import (
     ProgramBuilder,
     Value,
     Variable,
-    _Control,
-    _Scope,
     user_site,
 )
 from .builder import max_ as _max
 from .builder import min_ as _min
 from .builder import select as _select
+from .builder.control import _Control
+from .builder.values import _Scope
 from .ir import nodes as N
 from .ir.types import ScalarType
 from .ir.validate import is_valid_name

@@ -4,7 +4,6 @@ atomically. Pure functions over nodes; this module must never mutate or build Pr
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
 
 from .nodes import (
     SUBGROUP_BUILTINS,
@@ -15,6 +14,7 @@ from .nodes import (
     Call,
     Const,
     Expr,
+    ExprFacts,
     For,
     If,
     Param,
@@ -110,17 +110,6 @@ def _exact_add_targets(program: Program, decls: Sequence[BufferDecl | WorkgroupA
            if type(s) is Atomic and s.buffer in floats and s.op == "add" and not s.relaxed
            and (s.result is None or s.result not in used)}
     return tuple(d.name for d in decls if d.name in hit)
-
-
-class ExprFacts(NamedTuple):
-    """What one walk over a Program's nodes finds (cached as Program.expr_facts)."""
-
-    types: frozenset[ScalarType]  # every scalar type declared or computed with
-    subgroups: bool  # a subgroup operation, or a read of a subgroup builtin
-    # the class of every node (the Program, its declarations, statements and expressions):
-    # what asks only whether a Program has a loop, an atomic or a barrier reads it here
-    # instead of walking the statements again
-    classes: frozenset[type]
 
 
 def expr_facts(program: Program) -> ExprFacts:

@@ -3,28 +3,38 @@
 Every node is a frozen pydantic model with a `kind` tag, so a Program is plain data: it
 compares by value, hashes by content and round-trips through the wire format exactly.
 Expressions carry their result type (`ty`); the validator checks it. This module must never
-contain semantics (how an op evaluates) or backend code.
+contain semantics (how an op evaluates) or backend code, nor import a module of vyre.ir
+above it (visit, analysis, validate, ...): what Program derives with those it reaches
+through the functions vyre/ir/__init__.py installs (`install_derivations`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import operator
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..errors import InvalidProgram
 from . import ops
+from .digest import (
+    _const_key,
+    _dag_digest_iterative,
+    _dag_digest_recursive,
+    _field_names,
+    _leaf_getter,
+    _TooDeep,
+    describe_nodes,
+)
+from .digest import dag_digest as dag_digest  # (re-exported: vyre.ir.nodes.dag_digest)
+from .digest import tree_size as tree_size  # (re-exported)
+from .limits import MAX_NODES
+from .limits import MAX_WORKGROUP_DIM as MAX_WORKGROUP_DIM  # (re-exported)
+from .limits import MAX_WORKGROUP_INVOCATIONS as MAX_WORKGROUP_INVOCATIONS  # (re-exported)
 from .types import ScalarType, normalise_literal
 
-if TYPE_CHECKING:
-    from .analysis import ExprFacts
-
-MAX_WORKGROUP_INVOCATIONS = 1024
-MAX_WORKGROUP_DIM = (1024, 1024, 64)
 # cached_property names of Program: derived from the fields, dropped by model_copy.
 _DERIVED = ("canonical_json", "content_hash", "debug_statements", "expr_facts",
             "required_features")
@@ -449,6 +459,17 @@ class WorkgroupArray(Node):
     count: int
 
 
+class ExprFacts(NamedTuple):
+    """What one walk over a Program's nodes finds (cached as Program.expr_facts)."""
+
+    types: frozenset[ScalarType]  # every scalar type declared or computed with
+    subgroups: bool  # a subgroup operation, or a read of a subgroup builtin
+    # the class of every node (the Program, its declarations, statements and expressions):
+    # what asks only whether a Program has a loop, an atomic or a barrier reads it here
+    # instead of walking the statements again
+    classes: frozenset[type]
+
+
 class Program(Node):
     """A compute kernel: declarations plus the body every invocation runs."""
 
@@ -479,9 +500,7 @@ class Program(Node):
         except ValueError:
             # pydantic's serialiser stops at its depth limit; the validator names the node
             # that nests too deeply (MAX_DEPTH) with a clean InvalidProgram instead.
-            from .validate import validate
-
-            validate(self)
+            _validate(self)
             raise
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
@@ -530,7 +549,7 @@ class Program(Node):
     def expr_facts(self) -> ExprFacts:
         """The scalar types and subgroup use of the body, found in one walk (vyre.ir.analysis
         types_used / uses_subgroups read them from here)."""
-        return _analysis().expr_facts(self)
+        return _expr_facts(self)
 
     @cached_property
     def debug_statements(self) -> bool:
@@ -541,7 +560,7 @@ class Program(Node):
 
     @cached_property
     def required_features(self) -> frozenset[str]:
-        return _analysis().required_features(self)
+        return _required_features(self)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Program:
         """A copy (with `update` applied); derived data is recomputed, never carried over.
@@ -562,19 +581,34 @@ class Program(Node):
         return isinstance(other, Program) and other.content_hash == self.content_hash
 
 
-# vyre.ir.analysis (which imports this module), imported at first use and kept: an import
-# statement in a function runs the import machinery at every call (~1 us), and compiling
-# asks for the facts and features of every new Program
-_ANALYSIS: Any = None
+# ---------------------------------------------------------------- derived above the nodes
+
+# What Program derives with the modules above this one: its expression facts and features
+# (vyre.ir.analysis) and, for a clean error, validation (vyre.ir.validate). They import this
+# module, so it never imports them (nodes are the bottom of the IR's layering):
+# vyre/ir/__init__.py installs them with `install_derivations` once it has imported them.
+# Python runs that __init__ before any module of the package, so they are in place before
+# any Program asks.
 
 
-def _analysis() -> Any:
-    global _ANALYSIS
-    if _ANALYSIS is None:
-        from . import analysis
+def _not_installed(program: Program) -> Any:
+    raise RuntimeError(f"program {program.name!r}: vyre.ir's analysis is not installed "
+                       "(vyre/ir/__init__.py installs it)")
 
-        _ANALYSIS = analysis
-    return _ANALYSIS
+
+_expr_facts: Callable[[Program], ExprFacts] = _not_installed
+_required_features: Callable[[Program], frozenset[str]] = _not_installed
+_validate: Callable[[Program], None] = _not_installed
+
+
+def install_derivations(*, expr_facts: Callable[[Program], ExprFacts],
+                        required_features: Callable[[Program], frozenset[str]],
+                        validate: Callable[[Program], None]) -> None:
+    """Give Program the functions of vyre.ir.analysis and vyre.ir.validate it derives its
+    cached `expr_facts` and `required_features` with (and validates with, to name a node
+    that nests too deeply to serialise). Called once, by vyre/ir/__init__.py."""
+    global _expr_facts, _required_features, _validate
+    _expr_facts, _required_features, _validate = expr_facts, required_features, validate
 
 
 # ---------------------------------------------------------------- unvalidated copies
@@ -596,158 +630,6 @@ def made(cls: type[NodeT], **values: Any) -> NodeT:
     return cls.model_construct(**values)
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(cls: type[BaseModel]) -> tuple[str, ...]:
-    """`cls.model_fields`' names in order, cached: pydantic 2.14 builds that mapping on every
-    class attribute read (~0.6 us), and the hash walks read it twice per node."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(cls.model_fields)
-    return names
-
-
-# How _encode spells a value, by its type: decided once per type by the isinstance chain
-# below (isinstance against pydantic's BaseModel goes through ABCMeta, ~0.1 us a call, and
-# the hash asked it several times per field).
-_NODE, _TUPLE, _BOOL, _INT, _FLOAT, _STR, _NONE, _OTHER = range(1, 9)
-_KINDS: dict[type, int] = {}
-
-
-_KIND_BY_BASE = ((BaseModel, _NODE), (tuple, _TUPLE), (bool, _BOOL), (int, _INT),
-                 (float, _FLOAT), (str, _STR), (type(None), _NONE))  # in _encode's order
-
-
-def _kind(t: type) -> int:
-    k = _KINDS.get(t)
-    if k is None:
-        k = _KINDS[t] = next((kind for base, kind in _KIND_BY_BASE if issubclass(t, base)),
-                             _OTHER)
-    return k
-
-
-def _children(node: BaseModel) -> list[BaseModel]:
-    out: list[BaseModel] = []
-    for name in _field_names(type(node)):
-        v = getattr(node, name)
-        k = _KINDS.get(type(v)) or _kind(type(v))
-        if k == _NODE:
-            out.append(v)
-        elif k == _TUPLE:
-            out.extend(x for x in v if (_KINDS.get(type(x)) or _kind(type(x))) == _NODE)
-    return out
-
-
-def _encode(v: Any, memo: dict[int, bytes]) -> bytes:
-    k = _KINDS.get(type(v)) or _kind(type(v))
-    if k == _NODE:
-        return b"N" + memo[id(v)]
-    if k == _TUPLE:
-        return b"(" + b",".join([_encode(x, memo) for x in v]) + b")"
-    if k == _BOOL:
-        return b"b1" if v else b"b0"
-    if k == _INT:
-        return b"i" + str(v).encode()
-    if k == _FLOAT:
-        return b"f" + (b"nan" if v != v else v.hex().encode())
-    if k == _STR:
-        raw = v.encode("utf-8", "surrogatepass")
-        return b"s" + str(len(raw)).encode() + b":" + raw
-    if k == _NONE:
-        return b"n"
-    raise TypeError(f"cannot hash a {type(v).__name__} in a vyre node")
-
-
-def _post_order(root: BaseModel) -> list[BaseModel]:
-    """Each distinct node object under `root` once, children before parents (iterative:
-    no recursion limit; linear in distinct nodes however often they are shared)."""
-    seen: set[int] = set()
-    out: list[BaseModel] = []
-    stack: list[tuple[BaseModel, bool]] = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        if ready:
-            out.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((c, False) for c in _children(node) if id(c) not in seen)
-    return out
-
-
-# per class: (class name, per field (its name, "|name=", "|name=N", its table of str
-# segments), whether it has a `ty` field, the getter of its leaf digest key or None)
-_Layout = tuple[bytes, tuple[tuple[str, bytes, bytes, dict[str, bytes]], ...], bool,
-                "Callable[[dict[str, Any]], tuple[Any, ...]] | None"]
-_HASH_LAYOUT: dict[type, _Layout] = {}
-# a field's spelling "|name=" plus the encoding of a str value, by value, per class and field
-# (kinds, ops, types and names recur); each table stops growing at this size
-_SEGMENTS_MAX = 512
-# nesting the recursive digest follows before it hands the graph to the iterative one (a
-# validated Program nests at most MAX_DEPTH = 64 levels; an unvalidated one may nest deeper)
-_RECURSION_MAX = 200
-
-
-class _TooDeep(Exception):
-    pass
-
-
-# Operand-less node classes whose fields hold only str, ScalarType, int or None: their
-# digest is a function of their field values alone, so it is kept by value (not by
-# identity), across Programs (kernels repeat their builtins, params, lengths and
-# declarations): {(class, field values): (digest, its `ty` or None, subgroup builtin)}.
-# Only values whose types are all in _PLAIN_TYPES are looked up: among those, values that
-# compare equal are spelled equal (a str and a ScalarType of the same text both as the
-# text), so the key determines the digest (1 / True / 1.0 / -0.0 would not: never keys).
-# A Const's value enters its key as its type and its spelling (_const_key): the type
-# tells 1 from True from 1.0, the float spelling 0.0 from -0.0 (and every NaN is "nan",
-# as the digest spells it).
-_LEAF_DIGESTS: dict[tuple[Any, ...], tuple[bytes, Any, bool]] = {}
-_LEAF_DIGESTS_MAX = 4096
-_PLAIN_TYPES = frozenset({str, ScalarType, int, type(None), type})
-_LEAF_GETTERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
-
-
-def _const_key(values: dict[str, Any]) -> tuple[Any, ...]:
-    v = values["value"]
-    t = type(v)
-    return (values["kind"], values["ty"], t,
-            ("nan" if v != v else v.hex()) if t is float else v)
-
-
-def _leaf_getter(cls: type[BaseModel]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """The field values of a node of `cls` (from its __dict__), in field order."""
-    names = _field_names(cls)
-    if len(names) == 1:
-        only = names[0]
-        return lambda values: (values[only],)
-    return operator.itemgetter(*names)
-
-
-def _hash_layout(cls: type[BaseModel]) -> _Layout:
-    """(class name, per field: its name, "|name=", "|name=N" (a node follows) and its
-    table of str segments; whether a field is `ty`; the class's leaf key getter (None: not
-    a leaf, _LEAF_DIGESTS)), made once per class."""
-    layout = _HASH_LAYOUT.get(cls)
-    if layout is None:
-        names = _field_names(cls)
-        layout = _HASH_LAYOUT[cls] = (cls.__name__.encode(), tuple(
-            (name, b"|" + name.encode() + b"=", b"|" + name.encode() + b"=N", {})
-            for name in names), "ty" in names, _LEAF_GETTERS.get(cls))
-    return layout
-
-
-def dag_digest(root: BaseModel) -> str:
-    """sha256 over the node graph of `root`, each distinct node object hashed once: a node's
-    digest is sha256(class name, then "|field=" and the field's encoding per field)."""
-    try:
-        return _dag_digest_recursive(root, None)[0]
-    except (_TooDeep, RecursionError):  # (a caller already deep in its own stack)
-        return _dag_digest_iterative(root)
-
 
 def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
     """dag_digest of `program` and, found on the way (every node is visited), its
@@ -760,115 +642,13 @@ def _program_digest(program: Program) -> tuple[str, ExprFacts | None]:
         digest, subgroups = _dag_digest_recursive(program, tys, classes)
     except (_TooDeep, RecursionError):
         return _dag_digest_iterative(program), None
-    return digest, _analysis().ExprFacts(frozenset(tys), subgroups, frozenset(classes))
+    return digest, ExprFacts(frozenset(tys), subgroups, frozenset(classes))
 
-
-def _dag_digest_recursive(root: BaseModel, tys: set[Any] | None,
-                          classes: set[type] | None = None) -> tuple[str, bool]:
-    """dag_digest by recursion (the fast way; _TooDeep past _RECURSION_MAX levels), with the
-    common field values (str and ScalarType, nodes) spelled inline instead of by _encode;
-    with `tys`, also the value of every `ty` field into it and whether a subgroup
-    operation or builtin was seen; with `classes`, the class of every node into it."""
-    memo: dict[int, bytes] = {}
-    sha256, kinds, layouts = hashlib.sha256, _KINDS, _HASH_LAYOUT
-    scalar, sg_builtins = ScalarType, SUBGROUP_BUILTINS
-    leaves, plain = _LEAF_DIGESTS, _PLAIN_TYPES
-    subgroups = False
-
-    def digest(node: BaseModel, depth: int) -> bytes:
-        nonlocal subgroups
-        if depth > _RECURSION_MAX:
-            raise _TooDeep
-        cls = type(node)
-        if classes is not None:
-            classes.add(cls)
-        values = node.__dict__
-        head, fields, has_ty, getter = layouts.get(cls) or _hash_layout(cls)
-        key = None
-        if getter is not None:  # an operand-less node: its digest may be known by value
-            vals = getter(values)
-            if plain.issuperset(map(type, vals)):
-                key = (cls, vals)
-                hit = leaves.get(key)
-                if hit is not None:
-                    d, ty, sg = hit
-                    if tys is not None:
-                        if ty is not None:
-                            tys.add(ty)
-                        subgroups = subgroups or sg
-                    memo[id(node)] = d
-                    return d
-        parts = [head]
-        sg = cls is Subgroup or (cls is Builtin and values["name"] in sg_builtins)
-        if tys is not None:
-            if sg:
-                subgroups = True
-            if has_ty:
-                tys.add(values["ty"])
-        for name, prefix, node_prefix, segments in fields:
-            v = values[name]
-            t = type(v)
-            if t is str or t is scalar:
-                seg = segments.get(v)
-                if seg is None:
-                    seg = prefix + _encode(v, memo)
-                    if len(segments) < _SEGMENTS_MAX:
-                        segments[v] = seg
-                parts.append(seg)
-            else:
-                k = kinds.get(t) or _kind(t)
-                if k == _NODE:
-                    parts.append(node_prefix)
-                    parts.append(memo.get(id(v)) or digest(v, depth + 1))
-                elif k == _TUPLE:  # _encode's spelling, a node element by its digest
-                    items = []
-                    for x in v:
-                        if (kinds.get(type(x)) or _kind(type(x))) == _NODE:
-                            items.append(b"N" + (memo.get(id(x)) or digest(x, depth + 1)))
-                        else:
-                            items.append(_encode(x, memo))
-                    parts.append(prefix)
-                    parts.append(b"(" + b",".join(items) + b")")
-                else:
-                    parts.append(prefix)
-                    parts.append(_encode(v, memo))
-        d = memo[id(node)] = sha256(b"".join(parts)).digest()
-        if key is not None and len(leaves) < _LEAF_DIGESTS_MAX:
-            leaves[key] = (d, values.get("ty"), sg)
-        return d
-
-    return digest(root, 0).hex(), subgroups
-
-
-def _dag_digest_iterative(root: BaseModel) -> str:
-    """dag_digest over an explicit post-order (no recursion: any nesting depth)."""
-    memo: dict[int, bytes] = {}
-    sha256 = hashlib.sha256
-    for node in _post_order(root):
-        head, fields, _, _ = _hash_layout(type(node))
-        parts = [head]
-        for name, prefix, _, _ in fields:
-            parts.append(prefix)
-            parts.append(_encode(getattr(node, name), memo))
-        memo[id(node)] = sha256(b"".join(parts)).digest()
-    return memo[id(root)].hex()
-
-
-def tree_size(root: BaseModel, limit: int) -> int:
-    """Nodes in the tree under `root` (a shared node counted once per use), computed over
-    the graph in linear time; stops counting past `limit` (returns limit + 1)."""
-    memo: dict[int, int] = {}
-    for node in _post_order(root):
-        memo[id(node)] = min(limit + 1, 1 + sum(memo[id(c)] for c in _children(node)))
-    return memo[id(root)]
 
 
 def check_tree_size(program: Program) -> None:
     """InvalidProgram if `program`'s tree exceeds the validator's MAX_NODES: what may be
     serialised node by node (pydantic's dump, the wire format) is bounded by it."""
-    from ..errors import InvalidProgram
-    from .validate import MAX_NODES
-
     n = tree_size(program, MAX_NODES)
     if n > MAX_NODES:
         raise InvalidProgram(
@@ -883,10 +663,12 @@ for _model in (Load, Unary, Binary, Call, Select, Cast, Bitcast, Native, Table, 
                RawStore, RawAtomic, Print, Assert, Program):
     _model.model_rebuild()
 
-for _leaf in (Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl,
-               ParamDecl, WorkgroupArray):  # (Const: by _const_key)
-    _LEAF_GETTERS[_leaf] = _leaf_getter(_leaf)
-_LEAF_GETTERS[Const] = _const_key  # (only if Const has just these fields: checked here)
+describe_nodes(
+    {**{leaf: _leaf_getter(leaf) for leaf in (
+        Var, Param, Builtin, Length, Break, Continue, Return, Barrier, BufferDecl, ParamDecl,
+        WorkgroupArray)},
+     Const: _const_key},  # (only if Const has just these fields: checked here)
+    Subgroup, Builtin, SUBGROUP_BUILTINS)
 assert _field_names(Const) == ("kind", "ty", "value")
 
 EXPR_TYPES = (Const, Var, Param, Builtin, Load, Length, Unary, Binary, Call, Select, Cast, Bitcast,

@@ -1,63 +1,15 @@
-"""Order-independent float atomic add (f32 and f64), written once as IR -> IR rewrites.
+"""The exact sum's finalisation: the programs (`FINALIZE`, `FINALIZE_F64`) that fold an
+element's initial value into its digits, round the exact total once, store it and zero
+the scratch words used; and `finalize_element`, the same for a workgroup array after a
+barrier (the rewrite inserts it).
 
-A float atomic add whose old value is never read (vyre.ir.analysis.exact_sum_targets) is
-summed exactly. Each target element has an accumulator of `Format.words` signed 32-bit
-digits (a balanced base-2^32 number, digit j worth 2^(32 j) units), whose unit is the
-smallest subnormal (2^-149, 2^-1074), so every finite value is an integer of at most 24
-(53) significant bits there; 320 (2,144) bits hold the sum of up to 2^41 (2^44) values.
-`plan_for` rewrites each add into integer atomic adds of the value's significand into
-the two (three) digits it spans; a digit that leaves [-2^31, 2^31) wraps and the thread
-whose add wrapped it (read from the atomic's old value) carries +1 or -1 into the next
-digit with another atomic add. Integer addition with every carry propagated that way is
-exact whatever the order, and a balanced representation is unique, so the digits end as
-the one representation of the exact sum on every backend and every run. Digits start at
-0 (the middle of their range), so adding and subtracting small values does not ripple
-through the digits above (two's complement words would borrow through every zero word
-above a negative value). inf and NaN values set bits of a flag word instead.
-
-Storage targets of at least SLOT_MIN_ELEMENTS elements (a scatter-add, where most elements
-get one value) first try to claim the element's slot: a compare-exchange of the value's
-bits into a zero slot word (f64: of 1 into a claim word, then two stores: WGSL has no
-64-bit atomics). Only the adds that find the slot taken go to the digits, and they set the
-element's bit in a used bitmap. The sum is the slot's value plus the digits whichever add
-won the slot, so the result does not depend on it. Smaller targets (histograms, where
-elements get many values) use the digits only.
-
-`FINALIZE` / `FINALIZE_F64` then fold in the element's initial value, round the exact
-total once (nearest even; past the largest float: inf), store it and zero every scratch
-word that was used, so the next dispatch finds them clear. An element whose only add won
-its slot is finished with the IR's float addition: round(x + v) is exactly that. f32's
-finalisation is unrolled over its 10 digits in locals; f64's loops over its 67 in place
-(unrolled, NVRTC and lavapipe each took 10 s to compile it). Semantics (docs/IR.md
-"Atomic"):
-
-- the result is round(initial + S), S the exact sum of the added values;
-- an element whose S is exactly zero and that got no inf or NaN keeps its bits (S acts as
-  -0, IEEE's additive identity: -0 stays -0, an element nothing was added to is unchanged);
-- inf and NaN follow IEEE: any NaN, or +inf and -inf both, give NaN; else an inf wins;
-- in flush mode the added values and the initial value are read as arithmetic operands (a
-  subnormal as a zero of its sign) and a subnormal result becomes a zero of its sign:
-  both through float comparisons with zero, which flush exactly there.
-
-Scratch layout of a storage target of n elements (u32 words; `scratch_words`): n words
-(f32: the slots; f64: the claim words), ceil(n / 32) words of used bits, (f64 only) 2 n
-slot words, then per element its digits and its flag word. The dispatch plan that runs
-these (scratch buffers, two device dispatches per user dispatch) is vyre.exact_sum_plan;
-the reference backend runs the same plan. On a workgroup array the digits are a workgroup
-array too (no slot), zeroed when the workgroup starts, and the same finalisation runs after
-every barrier (then another barrier), so the sums of a phase land before any invocation
-reads the array. This module must never decide how a plan is dispatched or allocated.
+This module must never rewrite an atomic add nor decide how a plan is dispatched.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-
-from ..ir.analysis import exact_shared_targets, exact_sum_targets, walk_stmts
-from ..ir.nodes import (
+from ...ir.nodes import (
     Assign,
-    Atomic,
     Barrier,
     Binary,
     Bitcast,
@@ -73,390 +25,44 @@ from ..ir.nodes import (
     Let,
     Load,
     Program,
-    Select,
     Stmt,
     Store,
     Unary,
-    Var,
     While,
-    WorkgroupArray,
 )
-from ..ir.types import ScalarType
-from ..ir.visit import map_block
+from .digits import (
+    _BIAS,
+    _MASK,
+    BOOL,
+    F32,
+    F32_SUM,
+    F64,
+    F64_SUM,
+    FINALIZE_WORKGROUP,
+    FLAG_NAN,
+    FLAG_NEG_INF,
+    FLAG_POS_INF,
+    SLOT_MIN_ELEMENTS,
+    U32,
+    U64,
+    Format,
+    _and,
+    _c,
+    _cast,
+    _cmp,
+    _exponent,
+    _fixed,
+    _is_zero,
+    _Layout,
+    _mantissa_set,
+    _op,
+    _sel,
+    _sign_set,
+    _u,
+    _v,
+)
 
-FLAG_POS_INF, FLAG_NEG_INF, FLAG_NAN = 1, 2, 4
-FINALIZE_WORKGROUP = 256
-SLOT_MIN_ELEMENTS = 1 << 16
-"""Storage targets with at least this many elements claim a slot per element first."""
 
-U32, U64, F32, F64, BOOL = (ScalarType.U32, ScalarType.U64, ScalarType.F32, ScalarType.F64,
-                            ScalarType.BOOL)
-_MASK = 0xFFFFFFFF
-_BIAS = 0x80000000  # a digit d is stored as d mod 2^32; d + 2^31 is its unsigned view
-
-
-@dataclass(frozen=True)
-class Format:
-    """How one float type is summed exactly: its fields, its digits, how many digits a
-    value's significand spans, and the u32 words that hold one value in a slot."""
-
-    ty: ScalarType
-    bits: ScalarType  # the unsigned integer of the float's width
-    exp_bits: int
-    mant_bits: int
-    words: int  # signed 32-bit digits of the accumulator
-    parts: int  # digits a significand shifted into place spans
-    slot_words: int  # u32 words of a slot
-    claim_words: int  # 1: a claim word besides the slot (f64); 0: the slot is claimed (f32)
-    looped: bool  # finalise with loops over the digits in place (else unrolled in locals)
-
-    @property
-    def stride(self) -> int:
-        """u32 words of an element's record: its digits, then its flag word."""
-        return self.words + 1
-
-    @property
-    def width(self) -> int:
-        return self.bits.bits
-
-    @property
-    def emax(self) -> int:
-        return (1 << self.exp_bits) - 1
-
-    @property
-    def per_element(self) -> int:
-        """u32 words of a storage target's scratch per element (besides its used bit)."""
-        return self.claim_words + self.slot_words + self.stride
-
-
-F32_SUM = Format(F32, U32, 8, 23, words=10, parts=2, slot_words=1, claim_words=0, looped=False)
-F64_SUM = Format(F64, U64, 11, 52, words=67, parts=3, slot_words=2, claim_words=1, looped=True)
-FORMATS = {F32: F32_SUM, F64: F64_SUM}
-WORDS, STRIDE = F32_SUM.words, F32_SUM.stride  # (f32: 10 digits, 11 words a record)
-
-
-def scratch_words(fmt: Format, n: int) -> int:
-    """u32 words of the scratch of a storage target of `n` elements."""
-    return n * fmt.per_element + (n + 31) // 32
-
-
-# ------------------------------------------------------------------ expression helpers
-def _c(ty: ScalarType, v: int) -> Expr:
-    return Const(ty=ty, value=v & ((1 << ty.bits) - 1))
-
-
-def _u(v: int) -> Expr:
-    return _c(U32, v)
-
-
-def _op(op: str, a: Expr, b: Expr, ty: ScalarType = U32) -> Expr:
-    return Binary(op=op, a=a, b=b, ty=ty)
-
-
-def _cmp(op: str, a: Expr, b: Expr) -> Expr:
-    return Binary(op=op, a=a, b=b, ty=BOOL)
-
-
-def _and(a: Expr, b: Expr) -> Expr:
-    return Binary(op="logical_and", a=a, b=b, ty=BOOL)
-
-
-def _sel(cond: Expr, a: Expr, b: Expr, ty: ScalarType = U32) -> Expr:
-    """`a` where `cond` else `b`."""
-    return Select(cond=cond, a=a, b=b, ty=ty)
-
-
-def _v(name: str, ty: ScalarType = U32) -> Var:
-    return Var(name=name, ty=ty)
-
-
-def _cast(a: Expr, ty: ScalarType) -> Expr:
-    return a if a.ty is ty else Cast(a=a, ty=ty)
-
-
-def _is_zero(x: Expr) -> Expr:
-    """x == 0 as a float comparison: true for ±0, and in flush mode for subnormals too."""
-    return _cmp("eq", x, Const(ty=x.ty, value=0.0))
-
-
-def _exponent(fmt: Format, bits: Expr) -> Expr:
-    """The biased exponent field of float bits, as u32."""
-    return _cast(_op("and", _op("shr", bits, _u(fmt.mant_bits), fmt.bits),
-                     _c(fmt.bits, fmt.emax), fmt.bits), U32)
-
-
-def _sign_set(fmt: Format, bits: Expr) -> Expr:
-    return _cmp("ne", _op("shr", bits, _u(fmt.width - 1), fmt.bits), _c(fmt.bits, 0))
-
-
-def _mantissa_set(fmt: Format, bits: Expr) -> Expr:
-    return _cmp("ne", _op("and", bits, _c(fmt.bits, (1 << fmt.mant_bits) - 1), fmt.bits),
-                _c(fmt.bits, 0))
-
-
-@dataclass(frozen=True)
-class _Fixed:
-    """A finite float as a fixed-point integer: `parts` (u32, lowest first) from digit
-    `word` up, and its sign."""
-
-    neg: Expr  # bool
-    word: Expr
-    parts: tuple[Expr, ...]
-
-
-def _fixed(p: str, fmt: Format, bits: Expr, out: list[Stmt]) -> _Fixed:
-    """Statements (appended to `out`) splitting the float with `bits` into digits: the
-    value is m * 2^(max(e, 1) - bias - M) = m << s in units of the smallest subnormal
-    (2^(1 - bias - M)), s = max(e, 1) - 1."""
-    b = fmt.bits
-    out.append(Let(name=f"{p}e", value=_exponent(fmt, bits)))
-    lead = _sel(_cmp("ne", _v(f"{p}e"), _u(0)), _c(b, 1 << fmt.mant_bits), _c(b, 0), b)
-    out.append(Let(name=f"{p}m", value=_op("or", _op("and", bits,
-                                                     _c(b, (1 << fmt.mant_bits) - 1), b),
-                                         lead, b)))
-    out.append(Let(name=f"{p}s", value=_op("sub", _op("max", _v(f"{p}e"), _u(1)), _u(1))))
-    out.append(Let(name=f"{p}sh", value=_op("and", _v(f"{p}s"), _u(31))))
-    m, sh = _v(f"{p}m", b), _v(f"{p}sh")
-    nz = _cmp("ne", sh, _u(0))
-    # (a shift by the width is taken modulo the width by the IR: hence the selects)
-    if fmt.width == 32:
-        parts: tuple[Expr, ...] = (_op("shl", m, sh),
-                                   _sel(nz, _op("shr", m, _op("sub", _u(32), sh)), _u(0)))
-    else:
-        out.append(Let(name=f"{p}ms", value=_op("shl", m, sh, b)))
-        ms = _v(f"{p}ms", b)
-        parts = (_cast(_op("and", ms, _c(b, _MASK), b), U32),
-                 _cast(_op("shr", ms, _u(32), b), U32),
-                 _sel(nz, _cast(_op("shr", m, _op("sub", _u(64), sh), b), U32), _u(0)))
-    return _Fixed(neg=_sign_set(fmt, bits), word=_op("shr", _v(f"{p}s"), _u(5)), parts=parts)
-
-
-def _flag(fmt: Format, bits: Expr) -> Expr:
-    """The flag bit of inf or NaN bits."""
-    return _sel(_mantissa_set(fmt, bits), _u(FLAG_NAN),
-                _sel(_sign_set(fmt, bits), _u(FLAG_NEG_INF), _u(FLAG_POS_INF)))
-
-
-# ------------------------------------------------------------------ scratch layout
-@dataclass(frozen=True)
-class _Layout:
-    """Where element i's scratch lives in a u32 array: of a storage target of `n` (an Expr)
-    elements (slots, used bits, records), or with n None of a workgroup array (records)."""
-
-    fmt: Format
-    n: Expr | None  # None: a workgroup array's records, from word 0
-
-    def record(self, i: Expr) -> Expr:
-        at = _op("mul", i, _u(self.fmt.stride))
-        if self.n is None:
-            return at
-        head = _op("mul", self.n, _u(self.fmt.claim_words + self.fmt.slot_words))
-        return _op("add", _op("add", head, self._bits_words()), at)
-
-    def used(self, i: Expr) -> Expr:
-        """The word of element i's used bit (bit i mod 32)."""
-        assert self.n is not None
-        return _op("add", self.n, _op("shr", i, _u(5)))
-
-    def claim(self, i: Expr) -> Expr:
-        """f32: element i's slot; f64: its claim word."""
-        return i
-
-    def slot(self, i: Expr, j: int) -> Expr:
-        """Word j of element i's slot."""
-        if not self.fmt.claim_words:
-            return i
-        assert self.n is not None
-        base = _op("add", self.n, self._bits_words())
-        return _op("add", base, _op("add", _op("mul", i, _u(self.fmt.slot_words)), _u(j)))
-
-    def _bits_words(self) -> Expr:
-        assert self.n is not None
-        return _op("shr", _op("add", self.n, _u(31)), _u(5))
-
-
-def _bit(i: Expr) -> Expr:
-    return _op("shl", _u(1), _op("and", i, _u(31)))
-
-
-# ------------------------------------------------------------------ the rewritten kernel
-def _carry_chain(p: str, fmt: Format, acc: str, rec: Expr, bits: Expr) -> list[Stmt]:
-    """Atomic adds of the finite, nonzero float with `bits` into the digits at `rec`."""
-    out: list[Stmt] = []
-    fx = _fixed(p, fmt, bits, out)
-    out += [
-        Let(name=f"{p}neg", value=fx.neg),
-        Let(name=f"{p}k", value=_op("add", rec, fx.word)),
-        Let(name=f"{p}end", value=_op("add", rec, _u(fmt.words))),
-        Let(name=f"{p}x", value=fx.parts[0]),
-        Let(name=f"{p}c", value=_u(0)),
-    ]
-    neg, k, x, c = _v(f"{p}neg", BOOL), _v(f"{p}k"), _v(f"{p}x"), _v(f"{p}c")
-    middle = fmt.parts > 2  # a middle part can be 2^32 - 1: adding a carry to it wraps
-    if middle:
-        out.append(Let(name=f"{p}ov", value=_u(0)))
-    # one step per digit, unrolled (no loop: lavapipe counts loop passes per shader): add
-    # x to digit k; whether it wrapped (a carry, or a borrow for a negative value) is read
-    # from the old value, the digit's unsigned view being old + 2^31; then x = the next
-    # part + that.
-    for j in range(fmt.words):
-        old = _v(f"{p}o{j}")
-        view = _op("xor", old, _u(_BIAS))
-        moved = Cast(a=_sel(neg, _cmp("lt", view, x),
-                            _cmp("gt", view, Unary(op="bit_not", a=x, ty=U32)), BOOL), ty=U32)
-        out.append(If(
-            cond=_and(_cmp("ne", x, _u(0)), _cmp("lt", k, _v(f"{p}end"))),
-            then=(Atomic(op="add", buffer=acc, index=k,
-                         value=_sel(neg, _op("sub", _u(0), x), x), result=old.name),
-                  Assign(name=c.name, value=moved)),
-            orelse=(Assign(name=c.name, value=_u(0)),)))
-        if middle and 0 < j < fmt.parts - 1:
-            out.append(Assign(name=c.name, value=_op("or", c, _v(f"{p}ov"))))
-        if j + 1 < fmt.parts:
-            out.append(Assign(name=x.name, value=_op("add", fx.parts[j + 1], c)))
-            if middle and j + 1 < fmt.parts - 1:
-                out.append(Assign(name=f"{p}ov", value=Cast(
-                    a=_cmp("lt", x, fx.parts[j + 1]), ty=U32)))
-        else:
-            out.append(Assign(name=x.name, value=c))
-        if j < fmt.words - 1:
-            out.append(Assign(name=k.name, value=_op("add", k, _u(1))))
-    return out
-
-
-def _accumulate(p: str, fmt: Format, acc: str, target: str, site: Atomic,
-                storage: bool) -> list[Stmt]:
-    """The statements replacing one order-independent add of `site` into `target`."""
-    body: list[Stmt] = [Let(name=f"{p}i", value=site.index), Let(name=f"{p}v", value=site.value),
-                        Let(name=f"{p}n", value=Length(buffer=target))]
-    i, v, n = _v(f"{p}i"), _v(f"{p}v", fmt.ty), _v(f"{p}n")
-    lay = _Layout(fmt, n if storage else None)
-    inner: list[Stmt] = [Let(name=f"{p}b", value=Bitcast(a=v, ty=fmt.bits)),
-                         Let(name=f"{p}r", value=lay.record(i))]
-    b, rec = _v(f"{p}b", fmt.bits), _v(f"{p}r")
-    big = _cmp("ge", n, _u(SLOT_MIN_ELEMENTS))
-    mark: tuple[Stmt, ...] = ()
-    if storage:  # the finalisation reads the digits of a slotted element only if marked
-        mark = (If(cond=big, then=(Atomic(op="or", buffer=acc, index=lay.used(i),
-                                          value=_bit(i)),)),)
-    set_flag = (*mark, Atomic(op="or", buffer=acc, index=_op("add", rec, _u(fmt.words)),
-                              value=_flag(fmt, b)))
-    digits = (*mark, *_carry_chain(p, fmt, acc, rec, b))
-    finite: list[Stmt]
-    if storage:
-        won = _v(f"{p}won", BOOL)
-        old = f"{p}old"
-        if fmt.claim_words:  # claim, then the value into the slot words
-            claim: tuple[Stmt, ...] = (
-                Atomic(op="compare_exchange", buffer=acc, index=lay.claim(i), value=_u(1),
-                       comparand=_u(0), result=old),
-                If(cond=_cmp("eq", _v(old), _u(0)), then=tuple(
-                    Store(buffer=acc, index=lay.slot(i, j),
-                          value=_cast(_op("shr", b, _u(32 * j), fmt.bits)
-                                      if j else _op("and", b, _c(fmt.bits, _MASK), fmt.bits),
-                                      U32))
-                    for j in range(fmt.slot_words))))
-        else:  # the value's bits into the slot (a finite nonzero value's bits are not 0)
-            claim = (Atomic(op="compare_exchange", buffer=acc, index=lay.claim(i), value=b,
-                            comparand=_u(0), result=old),)
-        finite = [Let(name=won.name, value=Const(ty=BOOL, value=False)),
-                  If(cond=big, then=(*claim, Assign(name=won.name,
-                                                    value=_cmp("eq", _v(old), _u(0))))),
-                  If(cond=won, orelse=digits)]
-    else:
-        finite = list(digits)
-    special = _cmp("eq", _exponent(fmt, b), _u(fmt.emax))
-    inner.append(If(cond=special, then=set_flag, orelse=(
-        If(cond=_is_zero(v), orelse=tuple(finite)),)))
-    body.append(If(cond=_cmp("lt", i, n), then=tuple(inner)))
-    return body
-
-
-def _names(program: Program) -> set[str]:
-    names = {b.name for b in program.buffers} | {q.name for q in program.params}
-    names |= {a.name for a in program.workgroup_arrays}
-    for s in walk_stmts(program.body):
-        for attr in ("name", "var", "result"):
-            n = getattr(s, attr, None)
-            if isinstance(n, str):
-                names.add(n)
-    return names
-
-
-def _prefix(program: Program) -> str:
-    """A name prefix no declaration of `program` starts with."""
-    names = _names(program)
-    n = 0
-    while any(x.startswith(f"xsum{n}_") for x in names):
-        n += 1
-    return f"xsum{n}_"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How one Program runs with exact sums: `main` (the program with its order-independent
-    adds rewritten, a scratch buffer per target appended after its buffers) and, per target,
-    the slot of its buffer in the program's declarations."""
-
-    main: Program
-    targets: tuple[int, ...]
-
-
-def plan_for(program: Program) -> Plan | None:
-    """The exact-sum plan of a valid `program`, or None when it has no exact adds."""
-    if exact_sum_targets(program) or exact_shared_targets(program):
-        return _plan(program)
-    return None
-
-
-@lru_cache(maxsize=256)
-def _plan(program: Program) -> Plan:
-    targets = exact_sum_targets(program)
-    shared = exact_shared_targets(program)
-    prefix = _prefix(program)
-    acc = {t: f"{prefix}acc{j}" for j, t in enumerate(targets)}
-    acc.update({t: f"{prefix}wacc{j}" for j, t in enumerate(shared)})
-    fmts = {d.name: FORMATS[d.ty] for d in program.buffers if d.name in acc}
-    fmts.update({a.name: FORMATS[a.ty] for a in program.workgroup_arrays if a.name in acc})
-    counts = {a.name: a.count for a in program.workgroup_arrays}
-    size = program.workgroup_size[0] * program.workgroup_size[1] * program.workgroup_size[2]
-    sites = [0]
-
-    def rewrite(s: Stmt) -> list[Stmt]:
-        if type(s) is Atomic and s.buffer in acc and s.op == "add" and not s.relaxed:
-            sites[0] += 1
-            return _accumulate(f"{prefix}{sites[0]}_", fmts[s.buffer], acc[s.buffer],
-                               s.buffer, s, storage=s.buffer not in counts)
-        if type(s) is Barrier and shared:  # the phase's sums land before anyone reads
-            out: list[Stmt] = [s]
-            for t in shared:
-                sites[0] += 1
-                p = f"{prefix}{sites[0]}_"
-                out.append(For(var=f"{p}el", ty=U32, start=Builtin(name="local_index"),
-                               end=_u(counts[t]), step=size,
-                               body=tuple(finalize_element(p, fmts[t], t, acc[t],
-                                                           _v(f"{p}el")))))
-            return [*out, Barrier()]
-        return [s]
-
-    body = map_block(program.body, rewrite)
-    if shared:  # workgroup memory starts undefined: zero the words, then a barrier
-        clear = tuple(For(var=f"{prefix}z{j}", ty=U32, start=Builtin(name="local_index"),
-                          end=_u(fmts[t].stride * counts[t]), step=size,
-                          body=(Store(buffer=acc[t], index=_v(f"{prefix}z{j}"), value=_u(0)),))
-                      for j, t in enumerate(shared))
-        body = (*clear, Barrier(), *body)
-    scratch = tuple(BufferDecl(name=acc[t], ty=U32, access="read_write") for t in targets)
-    words = tuple(WorkgroupArray(name=acc[t], ty=U32, count=fmts[t].stride * counts[t])
-                  for t in shared)
-    main = program.model_copy(update={
-        "body": body, "buffers": (*program.buffers, *scratch),
-        "workgroup_arrays": (*program.workgroup_arrays, *words)})
-    slots = tuple(next(j for j, b in enumerate(program.buffers) if b.name == t) for t in targets)
-    return Plan(main=main, targets=slots)
-
-
-# ------------------------------------------------------------------ the finalisation
 def finalize_element(p: str, fmt: Format, out: str, acc: str, e: Expr,
                      n: Expr | None = None, used_word: Expr | None = None) -> list[Stmt]:
     """Element e of float array `out` (its exact sum in `acc`, laid out for a storage
