@@ -1,11 +1,11 @@
-"""sin, cos, tan, asin and atan2 are one exact definition (vyre.lower.maths): correctly
+"""sin, cos, tan, asin, acos and atan2 are one exact definition (vyre.lower.maths): correctly
 rounded, the same bits on every backend, in IEEE and flush mode.
 
 Checked against vyre/tools/function_oracle.py (decimal and exact rationals, not vyre's code):
 every f16 input on each backend (atan2: every pair of a grid of specials and 60,000
 random pairs); for f32 specials, subnormals, the worst case of the reduction by pi/2 and
 floats next to multiples of pi/2 up to FLT_MAX, arguments whose result lies near the
-middle of two f32, [-1, 1] and its ends for asin, every pair of special operands, ratios
+middle of two f32, [-1, 1] and its ends for asin and acos, every pair of special operands, ratios
 near the table's points and huge or tiny ratios for atan2, and a few thousand random bit
 patterns; the slow (double-double) path alone, by forcing every input onto it.
 """
@@ -26,7 +26,7 @@ from vyre.tools import function_oracle
 from vyre.tools.testing import flushed_types
 
 T = ScalarType
-FNS = ("sin", "cos", "tan", "asin")
+FNS = ("sin", "cos", "tan", "asin", "acos")
 _INT = {np.float32: np.uint32, np.float16: np.uint16}
 _SCALAR = {np.float32: T.F32, np.float16: T.F16}
 
@@ -58,7 +58,8 @@ def _f32_sample() -> np.ndarray:
                            np.nextafter(near, f32(0))])
     rand = rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32).view(f32)
     small = (rng.uniform(-4, 4, 1000)).astype(f32)
-    unit = np.concatenate([rng.uniform(-1, 1, 1000), 1 - 2.0 ** -rng.uniform(1, 24, 200),
+    near_one = 1 - 2.0 ** -rng.uniform(1, 24, 200)  # (asin's and acos's steep ends)
+    unit = np.concatenate([rng.uniform(-1, 1, 1000), near_one, -near_one,
                            np.nextafter(f32(1), f32(0)) * np.array([1, -1])]).astype(f32)
     return np.concatenate([np.array(specials, f32), np.array(bits, np.uint32).view(f32),
                            near, -near, rand, small, unit])

@@ -67,8 +67,8 @@ def test_every_call_is_exported_built_and_printed(op: ops.CallOp) -> None:
 def test_call_fn_names_the_functions_on_an_unknown_name() -> None:
     k = ProgramBuilder("bad", workgroup_size=64)
     x = k.buffer("x", f32)
-    with pytest.raises(BuildError, match=r"unknown function .acos.*asin"):
-        call_fn("acos", x[0])
+    with pytest.raises(BuildError, match=r"unknown function .sinh.*asin"):
+        call_fn("sinh", x[0])
 
 
 def test_validator_takes_arity_and_float_rule_from_the_registry() -> None:

@@ -13,6 +13,7 @@ from .buffer import BufferBase, DeviceBuffer
 from .builder import (
     ProgramBuilder,
     abs_,
+    acos,
     asin,
     atan2,
     ceil,
@@ -156,6 +157,7 @@ __all__ = [
     "TypeParam",
     "UnsupportedFeature",
     "abs_",
+    "acos",
     "approx",
     "asin",
     "assert_",

@@ -26,6 +26,7 @@ from __future__ import annotations
 from .buffers import BufferRef
 from .functions import (
     abs_,
+    acos,
     asin,
     atan2,
     call_fn,
@@ -73,6 +74,7 @@ __all__ = [
     "Value",
     "Variable",
     "abs_",
+    "acos",
     "asin",
     "atan2",
     "call_fn",

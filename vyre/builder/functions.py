@@ -123,6 +123,12 @@ def asin(x: Value) -> Value:
     return _fn("asin", x)
 
 
+def acos(x: Value) -> Value:
+    """Arc cosine in [0, pi]; NaN outside [-1, 1] (f32 / f16: correctly rounded, the
+    same bits on every backend)."""
+    return _fn("acos", x)
+
+
 def hypot(x: Any, y: Any) -> Value:
     """sqrt(x^2 + y^2) without intermediate overflow or underflow (approximate); +inf if
     either is infinite, even beside a NaN."""

@@ -248,7 +248,7 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "pow": np.power, "hypot": lambda x, y: np.where(np.isinf(x) | np.isinf(y), np.inf,
                                                     np.hypot(x, y)),
     # (C99 Annex F specials, the sign of zero included, as the C library's f64 functions)
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan2": np.arctan2,
 }
 _WINDOW = 2.0**-44  # far above the f64 libraries' error, far below half an f32 ulp
 

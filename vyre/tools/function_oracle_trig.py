@@ -1,5 +1,5 @@
-"""The correctly rounded oracle's trigonometric functions (sin, cos, tan, asin, atan2),
-independent of vyre's code: exact rational arguments, Python's `decimal`, series.
+"""The correctly rounded oracle's trigonometric functions (sin, cos, tan, asin,
+acos, atan2), independent of vyre's code: exact rational arguments, Python's `decimal`, series.
 
 pi comes from Machin's formula summed in `decimal` at 300 digits; a huge argument is
 reduced by pi/2 at 300 digits (an f32 is below 2^128, 39 digits, so r keeps 250 correct
@@ -133,6 +133,22 @@ def _asin(x: float) -> Fraction | float:
         return Fraction(v if x > 0 else -v)
 
 
+def _acos(x: float) -> Fraction | float:
+    """acos(x) = pi/2 - asin(x) (no f32 or f16 x but 1 has a rational acos: Niven)."""
+    if math.isnan(x) or abs(x) > 1:
+        return math.nan
+    if x == 1:
+        return 0.0
+    with localcontext() as c:
+        c.prec = _PREC + 10
+        d = Decimal(x)
+        # pi/2 - asin(x), asin(x) = atan(x / sqrt(1 - x^2)); near 1 that difference keeps
+        # _PREC digits: acos(1 - 2^-24) is about 2^-11.5, a loss of four digits
+        a = Decimal(0) if x == 0 else _atan_dec(abs(d) / (1 - d * d).sqrt())
+        v = _PI if x == -1 else _PI / 2 - a if x > 0 else _PI / 2 + a
+        return Fraction(v)
+
+
 def _atan2(y: float, x: float) -> Fraction | float:
     """C99 F.9.1.4 atan2."""
     if math.isnan(x) or math.isnan(y):
@@ -160,4 +176,5 @@ def _atan2(y: float, x: float) -> Fraction | float:
 
 
 TRIG: dict[str, Callable[..., Fraction | float]] = {
-    "sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin, "atan2": _atan2}
+    "sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin, "acos": _acos,
+    "atan2": _atan2}

@@ -116,7 +116,7 @@ def atan_ratio(b: Builder, ty: ScalarType, a: dd.DD, bb: dd.DD, k: dd.DD, flip: 
     return finish(b, ty, y, FAST_ERR, slow)
 
 
-def _nan(b: Builder, ty: ScalarType) -> X:
+def quiet_nan(b: Builder, ty: ScalarType) -> X:
     return b.u32(0x7FC00000).bitcast(T.F32).cast(ty)
 
 
@@ -152,10 +152,10 @@ def atan2(b: Builder, args: tuple[X, ...]) -> X:
                   b.select(ax.eq(0.0).land(ay.eq(0.0)), b.f64(1.0), ax))
     out = atan2_dd(b, ty, (b.let(ay), b.f64(0.0)), (b.let(ax), b.f64(0.0)), xneg, yneg)
     isnan = b.let(xd.ne(xd).lor(yd.ne(yd)))
-    return b.select(isnan, _nan(b, ty), out)
+    return b.select(isnan, quiet_nan(b, ty), out)
 
 
-def _sqrt_dd(b: Builder, w: dd.DD) -> dd.DD:
+def sqrt_dd(b: Builder, w: dd.DD) -> dd.DD:
     """sqrt(w) for a double-double 2^-60 < w <= 1: an f32 1/sqrt estimate (within 3.5%),
     five Newton steps y (3 - w y^2) / 2, s = w y and s + (w - s^2) y / 2."""
     wh = w[0]
@@ -181,7 +181,7 @@ def asin(b: Builder, args: tuple[X, ...]) -> X:
     a = b.let(b.select(bad.lor(one), b.f64(0.5), ax))  # stand-in for the special ones
     sq = dd.two_prod(b, a, a)
     w = dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1]))  # 1 - a^2 >= 2^-23
-    out = atan2_dd(b, ty, (a, b.f64(0.0)), _sqrt_dd(b, w), b.const(T.BOOL, False), neg)
+    out = atan2_dd(b, ty, (a, b.f64(0.0)), sqrt_dd(b, w), b.const(T.BOOL, False), neg)
     pio2 = b.u32(0x3FC90FDB).bitcast(T.F32)  # f32(pi/2), correctly rounded
     half_pi = b.select(neg, -pio2, pio2).cast(ty)
-    return b.select(bad, _nan(b, ty), b.select(one, half_pi, out))
+    return b.select(bad, quiet_nan(b, ty), b.select(one, half_pi, out))
