@@ -3,7 +3,8 @@ regression and every combination of target traits, the reference backend gives t
 bits for the lowered Program as for the Program itself. The reference evaluates the
 lowered core's `Native` nodes with an assertion of their domain, so a lowering that ever
 asks a target for a division by zero, an oversized shift or an out-of-range conversion
-fails here, on any machine, before it could misbehave on a GPU.
+fails here, on any machine, before it could misbehave on a GPU. The fuzz cases are the
+same whatever ran before in the process (tests/conftest.py pins Hypothesis's literals).
 """
 
 from __future__ import annotations
