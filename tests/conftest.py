@@ -7,12 +7,17 @@ registered backend in turn: reference, wgpu, cuda, then any other installed thro
 
 `pytest --backend NAME` (or VYRE_TEST_BACKEND=NAME) runs the `backend` tests on that one
 backend only: how an out-of-tree backend runs the conformance suite (README, "Writing a
-backend")."""
+backend").
+
+Hypothesis's pool of "local constants" is pinned here for the session (pytest_configure):
+a test's examples must not depend on what ran before it (`_pin_hypothesis_constants`)."""
 
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +27,52 @@ from vyre.backend import BaseBackend
 from vyre.registry import providers
 
 BUILT_IN = ("reference", "wgpu", "cuda")
+
+
+def _pin_hypothesis_constants() -> None:
+    """Hypothesis (6.131 on) draws about one value in twenty from a pool of the literals of
+    every "local" module in sys.modules (any outside the standard library and site-packages,
+    test files left out), and grows that pool whenever a new module has been imported. So a
+    test's examples, derandomized or not, depended on what earlier tests in the process had
+    imported: tests/test_distributed.py's import of vyre.distributed changed the examples of
+    test_lowering_keeps_fuzz_cases from the 9th on (3 s alone, minutes after it), and a
+    pytest-xdist worker's earlier tests did the same. The pool is pinned to the literals of
+    every module of the vyre package, read from their sources whether imported or not, so it
+    is the same for every test whatever ran before it. Hypothesis's pool is internal:
+    where it moved, this fails the session rather than silently letting examples drift."""
+    from hypothesis.internal.conjecture import providers as hypothesis_providers
+    from hypothesis.internal.constants_ast import Constants, constants_from_module
+    from hypothesis.internal.floats import float_to_int
+    from sortedcontainers import SortedSet  # Hypothesis's own dependency
+
+    if not hasattr(hypothesis_providers, "_get_local_constants"):
+        if hasattr(hypothesis_providers.HypothesisProvider, "_maybe_draw_constant"):
+            raise RuntimeError(
+                "this Hypothesis draws local constants but has no "
+                "providers._get_local_constants: update tests/conftest.py's "
+                "_pin_hypothesis_constants, or test examples depend on earlier tests' imports")
+        return  # a Hypothesis before local constants: nothing to pin
+    pool: list[Constants] = []  # built at the first draw that wants a constant, then kept
+
+    def vyre_constants() -> Constants:
+        if not pool:
+            # sorted sets, as Hypothesis keeps them: a draw indexes the pool in this order
+            literals = Constants(integers=SortedSet(), floats=SortedSet(key=float_to_int),
+                                 bytes=SortedSet(), strings=SortedSet())
+            for path in sorted(Path(vyre.__file__).resolve().parent.rglob("*.py")):
+                source = types.ModuleType("vyre_source")  # only its __file__ is read
+                source.__file__ = str(path)
+                literals |= constants_from_module(source)
+            pool.append(literals)
+        return pool[0]
+
+    hypothesis_providers._get_local_constants = vyre_constants
+    # each draw's allowed constants, as cached from the pool before
+    hypothesis_providers.CONSTANTS_CACHE.cache.clear()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _pin_hypothesis_constants()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

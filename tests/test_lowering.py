@@ -3,12 +3,14 @@ regression and every combination of target traits, the reference backend gives t
 bits for the lowered Program as for the Program itself. The reference evaluates the
 lowered core's `Native` nodes with an assertion of their domain, so a lowering that ever
 asks a target for a division by zero, an oversized shift or an out-of-range conversion
-fails here, on any machine, before it could misbehave on a GPU.
+fails here, on any machine, before it could misbehave on a GPU. The fuzz cases are the
+same whatever ran before in the process (tests/conftest.py pins Hypothesis's literals).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -17,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vyre import DispatchConfig
@@ -169,6 +171,39 @@ _EVERY_TYPE = fuzz.GenOptions(
 @given(fuzz.cases(_EVERY_TYPE), st.sampled_from(TRAITS))
 def test_lowering_keeps_fuzz_cases(case: fuzz.FuzzCase, traits: Traits) -> None:
     _same(case, traits)
+
+
+def _derandomized_fuzz_draws() -> list[str]:
+    """The content hashes of the first derandomized fuzz.cases(_EVERY_TYPE) draws."""
+    drawn: list[str] = []
+
+    @settings(derandomize=True, database=None, max_examples=30, deadline=None)
+    @given(fuzz.cases(_EVERY_TYPE))
+    def draw(case: fuzz.FuzzCase) -> None:
+        drawn.append(case.program.content_hash)
+
+    draw()
+    return drawn
+
+
+def test_fuzz_draws_do_not_depend_on_the_modules_imported_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test's examples are the same whatever earlier tests imported. Hypothesis draws some
+    values from the literals of every local module in sys.modules; tests/conftest.py pins
+    that pool to vyre's own literals for the session. Unpinned, test_distributed's import of
+    vyre.distributed changed test_lowering_keeps_fuzz_cases's examples from the 9th on
+    (3 s alone, minutes after it)."""
+    before = _derandomized_fuzz_draws()
+    path = tmp_path / "many_literals.py"  # a local module an earlier test could import
+    path.write_text("LITERALS = (" + ", ".join(
+        [str(i) for i in range(3, 400, 7)] + [f"{i}.625" for i in range(-50, 50, 3)]
+        + [repr(f"s{i}") for i in range(60)]) + ")\n")
+    spec = importlib.util.spec_from_file_location("_vyre_many_literals", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    assert _derandomized_fuzz_draws() == before
 
 
 def edge_case() -> fuzz.FuzzCase:
