@@ -65,7 +65,7 @@ from .interface import Capabilities as Capabilities
 from .interface import CompileStats as CompileStats
 from .ir.nodes import Program
 from .ir.validate import validate
-from .launch_path import LaunchPath
+from .launch_path import DEFAULT_CONFIG, LaunchPath
 from .parts import Allocator, Compiler, Device, Queue
 from .parts import HostBytes as HostBytes
 from .parts import Pending as Pending
@@ -77,11 +77,10 @@ _perf_ns = time.perf_counter_ns
 NO_TIMING = Timing()  # what an untimed dispatch_with_device_buffers returns (the default)
 # Timing(ns, ns) through its generated __new__ costs ~0.2 us, tuple.__new__ directly ~0.1
 _new_timing = tuple.__new__
-_DEFAULT_CONFIG = DispatchConfig()
 
 
 #: the hooks a backend overrode before it was made of parts, and where each went: a subclass
-#: that still defines one is refused (BaseBackend.__init_subclass__) rather than ignored
+#: that still defines one is refused (refuse_removed_hooks) rather than ignored
 REMOVED_HOOKS = {
     "_allocate": "Allocator.allocate", "_free": "Allocator.free", "_write": "Allocator.write",
     "_read": "Allocator.read", "_allocate_managed": "Allocator.allocate_managed",
@@ -109,20 +108,10 @@ class BaseBackend:
     # the parts' methods the facade calls most, bound once (see __init__)
     _check_open: Callable[[], None]
     _launch_record: Callable[[Any, tuple[BufferBase, ...]], None]
-    _enqueue_record: Callable[[Any, tuple[BufferBase, ...]], None]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Refuses a subclass that overrides a hook BaseBackend no longer calls: before the
-        parts (vyre.parts) a backend overrode `_compile`, `_allocate`, ...; such an override
-        would now be silently ignored and the subclass would run the base behaviour."""
         super().__init_subclass__(**kwargs)
-        stale = {name: part for name, part in REMOVED_HOOKS.items() if name in vars(cls)}
-        if stale:
-            moved = ", ".join(f"{name} -> {part}" for name, part in sorted(stale.items()))
-            raise TypeError(
-                f"{cls.__qualname__} overrides hooks BaseBackend no longer calls ({moved}): "
-                "a backend is parts now; subclass the part and hand it to "
-                "BaseBackend.__init__ (see vyre.parts)")
+        refuse_removed_hooks(cls)
 
     def __init__(self, device: Device | str, allocator: Allocator | None = None,
                  compiler: Compiler | None = None, queue: Queue | None = None) -> None:
@@ -138,18 +127,24 @@ class BaseBackend:
         self._lock = device.lock
         self._cache = CompileCache(self, self._compiler)
         self.compile_stats = self._cache.stats
-        self._buffers = BufferRegistry(self, device, self._memory)
         self._launch_path = LaunchPath(self, self._compiler, self._queue, self._cache)
-        self._launches = self._launch_path.launches  # (the launch cache, evicted by free)
+        self._launches = self._launch_path.launches  # (the launch cache)
+        self._buffers = BufferRegistry(self, device, self._memory, self._launches)
         # (instance attributes: one lookup each, where a method would add a call)
         self._check_open = device.check_open  # every public call asks it
         self._launch_record = self._queue.launch  # the hot path's one call
         self._enqueue_record = self._launch_path.enqueue  # (a record or an exact-sum plan)
-        self._launch_cached = self._launch_path.launch_cached
-        # moved on every free, close and context loss: a prepared launch is re-checked
-        # (instance open, buffers usable) only when this moved since it last was. Values
-        # come from one process-wide counter, so no two instances ever share one (a launch
-        # stamped by another instance is never current here)
+        self._launch_cached = self._launch_path.launch_cached  # (the unbound re-launch)
+        self._adopt = self._buffers.adopt  # (a buffer made outside allocate_device_buffer)
+        self._context_lost = device.lose  # (every buffer allocated so far becomes stale)
+        # what a buffer asks of its owner (vyre.buffer.BufferOwner): the parts' hooks
+        self._stale_reason = device.stale_reason
+        self._host_view = self._memory.host_view
+        self._export_dlpack = self._memory.export_dlpack
+        self._dlpack_device = self._memory.dlpack_device
+        # moved on every free, close and context loss: a prepared launch is re-checked only
+        # when this moved since it last was. From one process-wide counter: no two
+        # instances ever share one (a launch stamped by another is never current here)
         self._epoch = next_epoch()
         wself = weakref.ref(self)
         device.on_lost = lambda: bump_epoch(wself)
@@ -186,25 +181,6 @@ class BaseBackend:
         """True only if the backend reports `feature` (unknown names are False)."""
         return feature in self.capabilities().features
 
-    def _context_lost(self, reason: str) -> None:
-        """The device context is gone: every buffer allocated so far becomes stale."""
-        self._device.lose(reason)
-
-    # (what a buffer asks of its owner: vyre.buffer.BufferOwner)
-    def _stale_reason(self, buffer: BufferBase) -> str | None:
-        return self._device.stale_reason(buffer)
-
-    def _export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
-                       max_version: Any, dl_device: Any, copy: Any) -> Any:
-        return self._memory.export_dlpack(buffer, dtype, shape, stream, max_version,
-                                          dl_device, copy)
-
-    def _dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
-        return self._memory.dlpack_device(buffer)
-
-    def _host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
-        return self._memory.host_view(buffer, dtype)
-
     # ------------------------------------------------------------ memory
     def page_locked_array(self, shape: int | tuple[int, ...], dtype: Any = np.float32
                           ) -> np.ndarray:
@@ -236,35 +212,25 @@ class BaseBackend:
             if buffer.freed:
                 return
             self._epoch = next_epoch()  # (every prepared launch re-checks its buffers)
-            self._launches.evict(id(buffer))
             self._buffers.release(buffer)
 
     def live_buffers(self) -> list[BufferBase]:
         """Buffers allocated here and not yet freed."""
         return self._buffers.buffers()
 
-    def _adopt(self, buffer: BufferBase) -> None:
-        """Count a buffer an allocator made outside allocate_device_buffer (borrowed through
-        DLPack, managed) as live."""
-        self._buffers.adopt(buffer)
-
     def write(self, buffer: DeviceBuffer, data: Any, offset: int = 0) -> None:
         """Copy host bytes (numpy array, bytes, memoryview) into `buffer` at `offset`."""
         self._check_open()
         write_checked(self, [checked_write(self, buffer, data, offset)])
 
-    def write_many(self, items: Iterable[tuple[DeviceBuffer, Any, int] | tuple[DeviceBuffer, Any]]) -> None:
+    def write_many(self, items: Iterable[tuple[DeviceBuffer, Any, int]
+                                         | tuple[DeviceBuffer, Any]]) -> None:
         """Several uploads, validated all before any is issued."""
         self._check_open()
         write_checked(self, checked_writes(self, items))
 
-    def read(
-        self,
-        buffer: DeviceBuffer,
-        offset: int = 0,
-        length: int | None = None,
-        dtype: Any = np.uint8,
-    ) -> np.ndarray:
+    def read(self, buffer: DeviceBuffer, offset: int = 0, length: int | None = None,
+             dtype: Any = np.uint8) -> np.ndarray:
         """Bytes [offset, offset+length) of `buffer` as a new numpy array of `dtype`.
 
         Waits for work already enqueued on this backend that may write the buffer.
@@ -355,16 +321,11 @@ class BaseBackend:
         """Check that `bound` may run now and return its prepared record (vyre.launch_path)."""
         return self._launch_path.ready(bound)
 
-    def dispatch_async(
-        self,
-        program: Program | BoundDispatch,
-        inputs: BufferArg = (),
-        outputs: BufferArg = (),
-        config: DispatchConfig | None = None,
-    ) -> Pending:
+    def dispatch_async(self, program: Program | BoundDispatch, inputs: BufferArg = (),
+                       outputs: BufferArg = (), config: DispatchConfig | None = None
+                       ) -> Pending:
         """Enqueue a dispatch over resident buffers; returns at once with a Pending."""
-        return self._launch_path.launch_async(program, inputs, outputs,
-                                              config or _DEFAULT_CONFIG)
+        return self._launch_path.launch_async(program, inputs, outputs, config)
 
     def dispatch_with_device_buffers(
         self,
@@ -385,11 +346,8 @@ class BaseBackend:
         outputs, config) call is bound and prepared the first time and remembered
         (LaunchCache) until one of its buffers is freed or dropped. The Timing is all
         zeros unless `DispatchOptions(timing=True)` (then it holds the host enqueue time)
-        or `profile=True` (then it waits and holds the device time too).
-        The epoch check and the enqueue happen under the instance's lock as one step: a
-        free() from another thread (which bumps the epoch under that lock) comes wholly
-        before them (the launch is re-checked and refused) or wholly after (the device
-        work is already enqueued, and each backend's free is ordered after it).
+        or `profile=True` (then it waits and holds the device time too). A free() from
+        another thread comes wholly before a launch or wholly after it (vyre.launch_path).
         """
         # the hot path (a bound, untimed dispatch re-launched, checked in this epoch): a few
         # attribute reads, one uncontended lock and one call, no clock. The epoch is unique
@@ -430,7 +388,7 @@ class BaseBackend:
                     self._ready(program)
                 self._enqueue_record(launch.record, program.buffers)
         else:
-            cfg = config or _DEFAULT_CONFIG
+            cfg = config or DEFAULT_CONFIG
             if type(cfg) is not DispatchConfig:
                 self._check_bindable(program, cfg)  # raises, naming what was passed
             if cfg.profile:
@@ -532,6 +490,19 @@ class BaseBackend:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}{' closed' if self.closed else ''}>"
+
+
+def refuse_removed_hooks(cls: type) -> None:
+    """Refuses a subclass of BaseBackend that overrides a hook BaseBackend no longer calls:
+    before the parts (vyre.parts) a backend overrode `_compile`, `_allocate`, ...; such an
+    override would now be silently ignored and the subclass would run the base behaviour."""
+    stale = {name: part for name, part in REMOVED_HOOKS.items() if name in vars(cls)}
+    if stale:
+        moved = ", ".join(f"{name} -> {part}" for name, part in sorted(stale.items()))
+        raise TypeError(
+            f"{cls.__qualname__} overrides hooks BaseBackend no longer calls ({moved}): "
+            "a backend is parts now; subclass the part and hand it to "
+            "BaseBackend.__init__ (see vyre.parts)")
 
 
 def bump_epoch(wself: weakref.ref[BaseBackend]) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .binding import LaunchCache
 from .buffer import BufferBase, check_label
 from .errors import BackendError, InvalidDispatch, OutOfDeviceMemory, UnsupportedFeature
 from .features import MANAGED_MEMORY
@@ -40,10 +41,12 @@ class RegistryBackend(Protocol):
 class BufferRegistry:
     """A backend instance's live buffers over its allocator (see the module docstring)."""
 
-    def __init__(self, backend: RegistryBackend, device: Device, memory: Allocator) -> None:
+    def __init__(self, backend: RegistryBackend, device: Device, memory: Allocator,
+                 launches: LaunchCache) -> None:
         self.backend = backend
         self.device = device
         self.memory = memory
+        self.launches = launches  # (its entries die with their buffers)
         self.live: MutableMapping[int, BufferBase] = weakref.WeakValueDictionary()
 
     def allocate(self, byte_len: int, label: str | None, kind: str) -> BufferBase:
@@ -80,7 +83,9 @@ class BufferRegistry:
             self.live[id(buffer)] = buffer
 
     def release(self, buffer: BufferBase) -> None:
-        """Free a live buffer's memory (unless the device is gone) and forget it (lock held)."""
+        """Free a live buffer's memory (unless the device is gone) and forget it, and the
+        launches remembered over it (lock held)."""
+        self.launches.evict(id(buffer))
         if not self.device.closed:
             self.memory.free(buffer)
         buffer._freed = True

@@ -1,14 +1,19 @@
 """The one launch path of a backend instance, past its bound hot path: the launch cache,
 launch records prepared once per binding, and their enqueue.
 
-`BaseBackend.dispatch_with_device_buffers` keeps the bound, untimed re-launch inline (a
-call there would cost); everything else it and `dispatch_async` do comes here: a (program,
+`BaseBackend.dispatch_with_device_buffers` keeps the bound re-launch inline (a call there
+would cost); the rest of it and `dispatch_async` come here: a (program,
 inputs, outputs, config) call looked up in the launch cache (vyre.binding.LaunchCache),
 bound and prepared on a miss; a binding re-checked when the instance's epoch moved (a free,
 a close, a lost context); a prepared record enqueued on the queue part, or each device
-dispatch of an exact-sum plan in turn (vyre.exact_sum_plan). This module must never talk to
-a device but through the queue part, nor hold a buffer strongly (the launch cache holds
-them weakly).
+dispatch of an exact-sum plan in turn (vyre.exact_sum_plan).
+
+The epoch check and the enqueue happen under the instance's lock as one step, on the hot
+path and here: a free() from another thread (which moves the epoch under that lock) comes
+wholly before them (the launch is re-checked and refused) or wholly after (the device work
+is already enqueued, and each backend's free is ordered after it). This module must never
+talk to a device but through the queue part, nor hold a buffer strongly (the launch cache
+holds them weakly).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from .config import DispatchConfig, IndirectGrid
 from .exact_sum_plan import PlanRecord
 from .ir.nodes import Program
 from .parts import Compiler, Pending, Queue
+
+DEFAULT_CONFIG = DispatchConfig()  # a dispatch given no config
 
 
 class LaunchBackend(debug.DebugBackend, exact_sum_plan.PlanBackend, Protocol):
@@ -59,7 +66,7 @@ class LaunchPath:
         self.cache = cache
         self.launch_record = queue.launch  # (bound once: the enqueue's one call)
         # dispatches re-issued over the same buffers are bound and prepared once (see
-        # BaseBackend.dispatch_with_device_buffers); evicted with their buffers
+        # dispatch); evicted with their buffers
         self.launches = LaunchCache(self.lock)
 
     def bind_new(self, program: Program, ins: BufferArg, outs: BufferArg,
@@ -139,12 +146,13 @@ class LaunchPath:
         return launch
 
     def launch_async(self, program: Program | BoundDispatch, inputs: BufferArg,
-                     outputs: BufferArg, cfg: DispatchConfig) -> Pending:
+                     outputs: BufferArg, config: DispatchConfig | None) -> Pending:
         """`dispatch_async`: enqueue a dispatch (bound, or bound through the launch cache)
         and return its Pending."""
         if isinstance(program, BoundDispatch):
             bound = program
         else:
+            cfg = config or DEFAULT_CONFIG
             if isinstance(program, Program) and program.debug_statements:  # vyre.print
                 return debug.launch(self.backend, program, inputs, outputs, cfg, Pending)
             entry, given, key, ins, outs = self.launches.lookup(program, inputs, outputs, cfg)
