@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .binding import LaunchCache
 from .buffer import BufferBase, check_label
 from .errors import BackendError, InvalidDispatch, OutOfDeviceMemory, UnsupportedFeature
 from .features import MANAGED_MEMORY
 from .interface import Capabilities
+from .launch_cache import LaunchCache
 from .parts import Allocator, Device
 
 

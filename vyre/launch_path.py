@@ -22,19 +22,13 @@ import dataclasses
 from typing import Any, Protocol
 
 from . import debug, exact_sum_plan
-from .binding import (
-    BoundDispatch,
-    BufferArg,
-    Launch,
-    LaunchCache,
-    check_bound_owner,
-    rebind,
-)
+from .binding import BoundDispatch, BufferArg, Launch, check_bound_owner
 from .buffer import BufferBase, check_usable
 from .compile_cache import CompileCache
 from .config import DispatchConfig, IndirectGrid
 from .exact_sum_plan import PlanRecord
 from .ir.nodes import Program
+from .launch_cache import LaunchCache, rebind
 from .parts import Compiler, Pending, Queue
 
 DEFAULT_CONFIG = DispatchConfig()  # a dispatch given no config

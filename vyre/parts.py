@@ -1,9 +1,10 @@
 """The four parts every backend is made of, and the hooks each offers: the backend author's
 contract.
 
-A backend instance is `vyre.backend.BaseBackend`, a facade that checks every argument,
-keeps the buffer registry, the launch cache and the compile cache, and calls four parts,
-which have the same names in every backend (reference, wgpu, cuda, an out-of-tree plugin):
+A backend instance is `vyre.backend.BaseBackend`, a thin facade over the parts the core
+keeps the same on every device (the buffer registry, the compile cache, the launch path
+and its launch cache, host I/O checks) and four parts a backend supplies, which have the
+same names in every backend (reference, wgpu, cuda, an out-of-tree plugin):
 
 - `Device`: the instance's hold on its device: the lock, open / closing / closed, the
   context generation (a lost context makes older buffers stale), the capabilities and the

@@ -1,7 +1,8 @@
 """Recorded multi-dispatch pipelines.
 
-A Pipeline is a list of steps bound (validated) once against one backend. `run` executes the
-whole dependent chain, `repeat` times, plus the requested readbacks, behind one host
+A Pipeline is a list of steps bound (validated) once against one backend; `record` makes
+one (`BaseBackend.pipeline`: each step compiled, the recording the queue's). `run` executes
+the whole dependent chain, `repeat` times, plus the requested readbacks, behind one host
 synchronisation; how is the backend's business (one command buffer, a CUDA graph, ...).
 This module must never execute anything itself.
 """
