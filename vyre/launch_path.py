@@ -2,9 +2,9 @@
 launch records prepared once per binding, and their enqueue.
 
 `BaseBackend.dispatch_with_device_buffers` keeps the bound re-launch inline (a call there
-would cost); the rest of it and `dispatch_async` come here: a (program,
-inputs, outputs, config) call looked up in the launch cache (vyre.binding.LaunchCache),
-bound and prepared on a miss; a binding re-checked when the instance's epoch moved (a free,
+would cost), with its argument checks; what it and `dispatch_async` launch comes here: a
+(program, inputs, outputs, config) call looked up in the launch cache
+(vyre.launch_cache.LaunchCache), bound and prepared on a miss; a binding re-checked when the instance's epoch moved (a free,
 a close, a lost context); a prepared record enqueued on the queue part, or each device
 dispatch of an exact-sum plan in turn (vyre.exact_sum_plan).
 
