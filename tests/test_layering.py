@@ -37,6 +37,8 @@ FLOORS: dict[str, int] = {
     "vyre.exact_sum_plan": 3, "vyre.kernel_ast": 3, "vyre.kernel_flow": 3,
     "vyre.kernel_lang": 3, "vyre.kernel_signature": 3,
     "vyre.host_path": 3, "vyre.parts": 3, "vyre.compile_cache": 3,
+    "vyre.buffer_registry": 3, "vyre.launch_cache": 3, "vyre.launch_path": 3,
+    "vyre.host_io": 3,
     # 4: the registry of backends (entry points; it never imports a backend)
     "vyre.registry": 4,
     # 5: the backends, each a floor of its own that no other backend imports

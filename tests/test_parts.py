@@ -8,6 +8,7 @@ which the facade binds once for the hot path."""
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import sys
 import tempfile
@@ -20,7 +21,7 @@ import pytest
 
 from vyre import DispatchConfig, ProgramBuilder, u32
 from vyre.backend import BaseBackend
-from vyre.parts import Allocator, Compiler, Device, Queue
+from vyre.parts import Allocator, Compiler, Device, Queue, hooks_of, is_hook
 
 ROOT = Path(__file__).resolve().parents[1]
 FACADES = [*sorted((ROOT / "vyre" / "backends").glob("*/runtime.py")),
@@ -108,3 +109,75 @@ def test_each_backend_is_the_four_parts(which: str, backends: dict[str, BaseBack
             gen.close()
         elif which == "example":
             b.close()
+
+
+PARTS = (Device, Allocator, Compiler, Queue)
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.__name__)
+def test_every_hook_is_marked_and_says_so(part: type) -> None:
+    """A part's hooks are exactly its methods marked @hook, and each one's docstring says
+    it is a hook (required or optional); the rest are the core's."""
+    marked = set(hooks_of(part))
+    assert marked, f"{part.__name__} has no hooks"
+    for name, member in vars(part).items():
+        if name.startswith("__") or not callable(getattr(member, "fget", member)):
+            continue
+        doc = (getattr(member, "fget", member).__doc__ or "").lstrip()
+        assert doc.startswith("Hook (") == (name in marked), (
+            f"{part.__name__}.{name}: a hook is marked @hook and its docstring begins "
+            f"'Hook (required ...)' or 'Hook (optional ...)', and only a hook")
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.__name__)
+def test_a_part_that_redefines_a_core_method_is_refused(part: type) -> None:
+    """Overriding a hook is how a backend is written; redefining anything else of a part
+    (what the core calls, some of it bound once for the hot path) is refused at once."""
+    core = sorted(name for name, member in vars(part).items()
+                  if not name.startswith("__") and callable(getattr(member, "fget", member))
+                  and not is_hook(member))
+    hook = hooks_of(part)[0]
+    type(f"Good{part.__name__}", (part,), {hook: lambda self, *a: None})  # a hook: fine
+    for name in core:
+        with pytest.raises(TypeError, match=f"redefines {name} of vyre.parts.{part.__name__}"):
+            type(f"Bad{part.__name__}", (part,), {name: lambda self, *a: None})
+    if part is Device:  # (the device's open check is bound once by every facade)
+        assert core and "check_open" in core
+
+
+@pytest.mark.parametrize("which", ["reference", "example", "cuda stand-in", "wgpu"])
+def test_backend_parts_override_only_hooks(which: str) -> None:
+    """Every built-in backend's parts, and the example's, override hooks and nothing else
+    of vyre.parts (their class was made, so Part.__init_subclass__ let them through; this
+    names what each overrides, so that a backend overriding no hook at all fails too)."""
+    modules = {
+        "reference": ["vyre.backends.reference.runtime"],
+        "wgpu": [f"vyre.backends.wgpu.{m}" for m in ("device", "allocator", "compiler", "queue")],
+        "cuda stand-in": [f"vyre.backends.cuda.{m}"
+                          for m in ("device", "allocator", "compiler", "queue")],
+    }
+    if which == "example":
+        classes = [type(p) for p in _parts_of(_example()) if type(p) not in PARTS]
+    else:
+        try:
+            mods = [importlib.import_module(m) for m in modules[which]]
+        except ImportError as exc:  # (wgpu-py or cuda-python not installed here)
+            pytest.skip(f"{which}: {exc}")
+        classes = [c for m in mods for c in vars(m).values()
+                   if isinstance(c, type) and issubclass(c, PARTS) and c not in PARTS
+                   and c.__module__ == m.__name__]
+    kinds = {base for c in classes for base in PARTS if issubclass(c, base)}
+    # (the example's device is vyre's plain Device: a CPU needs no device of its own)
+    assert kinds == (set(PARTS) - {Device} if which == "example" else set(PARTS))
+    for c in classes:
+        base = next(b for b in PARTS if issubclass(c, b))
+        over = {n for n in vars(c) if n in vars(base) and not n.startswith("__")}
+        assert over <= set(hooks_of(base)), (c, over - set(hooks_of(base)))
+        assert over or base is Device, f"{c.__qualname__} overrides no hook of {base.__name__}"
+
+
+def _parts_of(b: BaseBackend) -> tuple[Any, ...]:
+    try:
+        return (b._device, b._memory, b._compiler, b._queue)
+    finally:
+        b.close()

@@ -221,7 +221,7 @@ def test_the_launch_cache_starts_afresh_when_full_and_still_tracks_its_buffers(
         reference: BaseBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regression: entries made right after the cache was cleared for being full still
     watch their buffers (their weak references survive the clear) and die with them."""
-    from vyre.binding import LaunchCache
+    from vyre.launch_cache import LaunchCache
 
     monkeypatch.setattr(LaunchCache, "LIMIT", 3)
     prog = _axpy()

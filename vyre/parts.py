@@ -1,9 +1,10 @@
 """The four parts every backend is made of, and the hooks each offers: the backend author's
 contract.
 
-A backend instance is `vyre.backend.BaseBackend`, a facade that checks every argument,
-keeps the buffer registry, the launch cache and the compile cache, and calls four parts,
-which have the same names in every backend (reference, wgpu, cuda, an out-of-tree plugin):
+A backend instance is `vyre.backend.BaseBackend`, a thin facade over the parts the core
+keeps the same on every device (the buffer registry, the compile cache, the launch path
+and its launch cache, host I/O checks) and four parts a backend supplies, which have the
+same names in every backend (reference, wgpu, cuda, an out-of-tree plugin):
 
 - `Device`: the instance's hold on its device: the lock, open / closing / closed, the
   context generation (a lost context makes older buffers stale), the capabilities and the
@@ -16,9 +17,12 @@ which have the same names in every backend (reference, wgpu, cuda, an out-of-tre
   `launch` enqueues it (the hot path), `launch_pending` returns a Pending, pipelines are
   recorded and run, `synchronize` waits.
 
-Every method below that a part's subclass may override is a hook, and says whether it is
-required. A hook a backend does not supply raises `UnsupportedFeature` naming what to use
-instead: the core never routes resident work through host copies. Hooks run with the
+Every method below that a part's subclass may override is a hook: marked `@hook`, its
+docstring begins "Hook" and says whether it is required (a backend overrides it in its
+part's subclass); every other member is the core's, and a part subclass that redefines one
+is refused when its class is made (Part.__init_subclass__). A hook a backend does not
+supply raises `UnsupportedFeature` naming what to use instead: the core never routes
+resident work through host copies. Hooks run with the
 arguments checked (ownership, ranges, freed state, a validated Program) and, where they
 say so, under the instance's lock. A part knows the instance it serves (`backend`, set once
 by BaseBackend) and its `device` (given to its constructor).
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -46,7 +50,10 @@ if TYPE_CHECKING:
     from .ir.nodes import Program
     from .pipeline import Pipeline, PipelineResult, ReadRange
 
-__all__ = ["Allocator", "Compiler", "Device", "HostBytes", "Pending", "Queue", "host_array"]
+__all__ = ["Allocator", "Compiler", "Device", "HostBytes", "Pending", "Queue", "hook",
+           "host_array"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: What an allocator hands back for bytes read from the device: a fresh uint8 array (the one copy,
 #: which read_many views as the asked dtype) or bytes / a memoryview (copied once more there).
@@ -85,10 +92,45 @@ class Pending:
         return p
 
 
+def hook(fn: F) -> F:
+    """Marks a part's method as a hook: a backend overrides it in its part's subclass."""
+    fn.__vyre_hook__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_hook(member: Any) -> bool:
+    """Whether a class member (a function, or a property over one) is marked `@hook`."""
+    fn = member.fget if isinstance(member, property) else member
+    return getattr(fn, "__vyre_hook__", False) is True
+
+
 class Part:
     """What every part has: the instance it serves (set by BaseBackend.__init__)."""
 
     backend: Any = None  # the BaseBackend this part serves (the owner of its buffers)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuses a subclass that redefines a method of vyre's parts that is not a hook:
+        the core calls those (some bound once, for the hot path) and relies on what they
+        do, so an override would be ignored or break it."""
+        super().__init_subclass__(**kwargs)
+        for base in cls.__mro__[1:]:
+            if base.__module__ != __name__ or base is Part:
+                continue
+            core = sorted(name for name, member in vars(base).items()
+                          if not name.startswith("__") and name in vars(cls)
+                          and callable(getattr(member, "fget", member)) and not is_hook(member))
+            if core:
+                raise TypeError(
+                    f"{cls.__qualname__} redefines {', '.join(core)} of vyre.parts."
+                    f"{base.__name__}, which the core calls and a backend never overrides; "
+                    f"its hooks are {', '.join(hooks_of(base))}")
+
+
+def hooks_of(part: type) -> list[str]:
+    """The names of `part`'s hooks (its own and its bases'), sorted."""
+    return sorted({name for c in part.__mro__ for name, member in vars(c).items()
+                   if is_hook(member)})
 
 
 class Device(Part):
@@ -110,6 +152,7 @@ class Device(Part):
         self.lost_reason: str | None = None
         self.on_lost: Callable[[], None] = lambda: None  # the facade's: re-check launches
 
+    @hook
     def capabilities(self) -> Capabilities:
         """Hook (required unless the backend overrides BaseBackend.capabilities): what this
         instance can do, reported before anything runs."""
@@ -117,6 +160,7 @@ class Device(Part):
             raise NotImplementedError(f"{type(self).__name__} reports no capabilities")
         return self.caps
 
+    @hook
     def check(self) -> None:
         """Hook (optional): raise BackendUnavailable when the device cannot take work (its
         context was lost); called by check_open once the instance is known open. It may
@@ -134,6 +178,7 @@ class Device(Part):
         )
 
     @property
+    @hook
     def context_generation(self) -> int:
         """Hook (optional): which device context buffers allocated now belong to."""
         return self.generation
@@ -145,6 +190,7 @@ class Device(Part):
             self.lost_reason = reason
             self.on_lost()
 
+    @hook
     def stale_reason(self, buffer: BufferBase) -> str | None:
         """Hook (optional): why `buffer`'s memory went with a lost context, or None."""
         if buffer.generation == self.context_generation:
@@ -153,6 +199,7 @@ class Device(Part):
                 f"{self.id!r}, which was lost ({self.lost_reason or 'device reset'}); "
                 f"the backend is now in generation {self.context_generation}")
 
+    @hook
     def close(self) -> None:
         """Hook (optional): release the device, after the other parts closed (lock held)."""
 
@@ -163,29 +210,35 @@ class Allocator(Part):
     def __init__(self, device: Device) -> None:
         self.device = device
 
+    @hook
     def allocate(self, byte_len: int, label: str | None) -> BufferBase:
         """Hook (required for resident buffers): `byte_len` bytes of device memory (lock
         held; the size is checked against the device's limits)."""
         raise UnsupportedFeature("allocate_device_buffer", self.device.id)
 
+    @hook
     def free(self, buffer: BufferBase) -> None:
         """Hook (required with allocate): release a live buffer of this instance (lock held)."""
         raise UnsupportedFeature("free", self.device.id)
 
+    @hook
     def write(self, buffer: BufferBase, data: memoryview, offset: int) -> None:
         """Hook (required with allocate): copy host bytes into the buffer at `offset`, in
         order after earlier work (lock held; the range is checked and non-empty)."""
         raise UnsupportedFeature("write", self.device.id)
 
+    @hook
     def read(self, buffer: BufferBase, offset: int, length: int) -> HostBytes:
         """Hook (required with allocate): the bytes at [offset, offset + length), after the
         work enqueued before (lock held; the range is checked and non-empty)."""
         raise UnsupportedFeature("read", self.device.id)
 
+    @hook
     def read_batch(self, ranges: list[tuple[BufferBase, int, int]]) -> list[HostBytes]:
         """Hook (optional): several ranges behind one wait (default: `read` each)."""
         return [self.read(b, o, n) if n else b"" for b, o, n in ranges]
 
+    @hook
     def read_batch_into(self, ranges: list[tuple[BufferBase, int, int]],
                         outs: list[np.ndarray]) -> None:
         """Hook (optional): `read_batch`, each range's bytes into the uint8 array of `outs`
@@ -194,6 +247,7 @@ class Allocator(Part):
         for data, dst in zip(self.read_batch(ranges), outs):
             dst[...] = np.frombuffer(data, np.uint8)
 
+    @hook
     def allocate_managed(self, byte_len: int, label: str | None) -> BufferBase:
         """Hook (optional, with the 'managed_memory' feature): memory the host addresses too."""
         raise UnsupportedFeature(
@@ -202,6 +256,7 @@ class Allocator(Part):
             "kind='device' and copy with write()/read()",
         )
 
+    @hook
     def host_view(self, buffer: BufferBase, dtype: Any) -> np.ndarray:
         """Hook (optional, with allocate_managed): a managed buffer as a NumPy view."""
         raise UnsupportedFeature(
@@ -210,6 +265,7 @@ class Allocator(Part):
             "reporting 'managed_memory') are host-addressable; use backend.read(buffer) to copy",
         )
 
+    @hook
     def page_locked_array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """Hook (optional, with the 'page_locked_host' feature): a host array this device's
         copies move by DMA directly."""
@@ -219,10 +275,12 @@ class Allocator(Part):
             "is faster than another; use np.empty(shape, dtype) with read_into",
         )
 
+    @hook
     def release_cached(self) -> int:
         """Hook (optional): give back memory kept from freed buffers; the bytes given back."""
         return 0
 
+    @hook
     def import_dlpack(self, tensor: Any, stream: Any, label: str | None) -> BufferBase:
         """Hook (optional): borrow a framework's device array as a buffer, without copying."""
         raise UnsupportedFeature(
@@ -231,15 +289,18 @@ class Allocator(Part):
             "backend.write(buffer, np.asarray(x)) or pass it to dispatch()",
         )
 
+    @hook
     def export_dlpack(self, buffer: BufferBase, dtype: Any, shape: Any, stream: Any,
                       max_version: Any, dl_device: Any, copy: Any) -> Any:
         """Hook (optional): `buffer.__dlpack__` (a DLPack capsule, no copy)."""
         raise UnsupportedFeature("dlpack", self.device.id, _NO_DLPACK)
 
+    @hook
     def dlpack_device(self, buffer: BufferBase) -> tuple[int, int]:
         """Hook (optional, with export_dlpack): `buffer.__dlpack_device__`."""
         raise UnsupportedFeature("dlpack", self.device.id, _NO_DLPACK)
 
+    @hook
     def copy_from(self, src: BufferBase, src_offset: int, dst: BufferBase, dst_offset: int,
                   nbytes: int) -> bool:
         """Hook (optional): copy `nbytes` bytes of `src` (a checked live buffer of any
@@ -249,6 +310,7 @@ class Allocator(Part):
         cannot, and `vyre.copy` goes through the host."""
         return False
 
+    @hook
     def copy_batch(self, copies: list[Any]) -> bool:
         """Hook (optional), asked of the first copy's destination: run every
         `vyre.transfers.Copy` of `copies` (checked) on the devices, concurrently, and
@@ -256,6 +318,7 @@ class Allocator(Part):
         through `copy_from` or the host)."""
         return False
 
+    @hook
     def close(self) -> None:
         """Hook (optional): release staging and kept memory, after every buffer was freed
         and before the device closes (lock held)."""
@@ -265,8 +328,9 @@ class Compiler(Part):
     """A validated Program to the backend's artifact (a loaded kernel, a compute pipeline,
     an interpreter plan). The compile cache (vyre.compile_cache) calls it on a miss."""
 
-    #: the compile key of `BaseBackend.compile(program)` (the specialisation of a plain
-    #: dispatch); a backend whose artifacts depend on the binding names its own
+    #: Hook (optional, a class attribute): the compile key of `BaseBackend.compile(program)`
+    #: (the specialisation of a plain dispatch); a backend whose artifacts depend on the
+    #: binding names its own
     plain_key: Any = None
 
     def __init__(self, device: Device, options: Any = None) -> None:
@@ -278,25 +342,30 @@ class Compiler(Part):
         # disk cache adds its disk_hits
         self.stats = CompileStats()
 
+    @hook
     def compile(self, program: Program, key: Any) -> Any:
         """Hook (required for dispatches): the artifact of a validated `program` that fits
         the device, for compile key `key` (lock held)."""
         raise UnsupportedFeature("compile", self.device.id)
 
+    @hook
     def specialisation(self, bound: BoundDispatch) -> Any:
         """Hook (optional): the part of the compile key that depends on the binding (e.g.
         which buffer slots alias); default None."""
         return None
 
+    @hook
     def source(self, program: Program) -> str:
         """Hook (optional): the generated device source for `program` (for inspection)."""
         raise UnsupportedFeature("source", self.device.id)
 
+    @hook
     def evict(self, artifact: Any) -> None:
         """Hook (optional): `artifact` left the cache (lock held). Drop what is keyed on it;
         device objects still used by recorded work must stay valid until that work is gone
         (hold them from the recording, not from the cache)."""
 
+    @hook
     def close(self, artifacts: list[Any]) -> None:
         """Hook (optional): the instance closes: release `artifacts`, every one still
         cached, after the queue closed (lock held)."""
@@ -308,6 +377,7 @@ class Queue(Part):
     def __init__(self, device: Device) -> None:
         self.device = device
 
+    @hook
     def prepare(self, bound: BoundDispatch, artifact: Any) -> Any:
         """Hook (required for resident dispatches): everything a launch of `bound` needs
         that does not change between launches (`artifact`: its compiled program; packed
@@ -321,6 +391,7 @@ class Queue(Part):
             "substitutes host copies; use a backend that reports 'resident'",
         )
 
+    @hook
     def launch(self, record: Any, buffers: tuple[BufferBase, ...]) -> None:
         """Hook (required with prepare): enqueue one launch of a prepared record; `buffers`
         are its buffers in declaration order. The hot path: called with the lock held,
@@ -328,25 +399,30 @@ class Queue(Part):
         the buffers usable, so no free can come between that check and this enqueue."""
         raise UnsupportedFeature("dispatch_with_device_buffers", self.device.id)
 
+    @hook
     def launch_pending(self, bound: BoundDispatch) -> Pending:
         """Hook (required for dispatch_async): enqueue `bound` (`bound.launch.record`
         prepared) and return a Pending for it (lock held); profiled dispatches come here."""
         raise UnsupportedFeature("dispatch_async", self.device.id)
 
+    @hook
     def record_pipeline(self, pipeline: Pipeline, artifacts: list[Any]) -> None:
         """Hook (optional, with the 'pipeline' feature): prepare the recording of
         `pipeline` (its steps bound and checked; `artifacts[i]` is step i's compiled
         program) in `pipeline.state` (lock held)."""
 
+    @hook
     def run_pipeline(self, pipeline: Pipeline, repeat: int,
                      reads: list[ReadRange]) -> PipelineResult:
         """Hook (optional, with record_pipeline): run every step `repeat` times, then the
         reads, behind one host synchronisation (lock held, buffers checked)."""
         raise UnsupportedFeature("pipeline", self.device.id)
 
+    @hook
     def synchronize(self) -> None:
         """Hook (optional): block until all work enqueued has finished (lock held)."""
 
+    @hook
     def close(self) -> None:
         """Hook (optional): wait for the work in flight and release the recordings, after
         every buffer was freed and before the compiler closes (lock held)."""

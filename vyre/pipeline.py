@@ -1,7 +1,8 @@
 """Recorded multi-dispatch pipelines.
 
-A Pipeline is a list of steps bound (validated) once against one backend. `run` executes the
-whole dependent chain, `repeat` times, plus the requested readbacks, behind one host
+A Pipeline is a list of steps bound (validated) once against one backend; `record` makes
+one (`BaseBackend.pipeline`: each step compiled, the recording the queue's). `run` executes
+the whole dependent chain, `repeat` times, plus the requested readbacks, behind one host
 synchronisation; how is the backend's business (one command buffer, a CUDA graph, ...).
 This module must never execute anything itself.
 """
@@ -16,6 +17,7 @@ import numpy as np
 
 from . import exact_sum_plan
 from .binding import (
+    BindingBackend,
     BoundDispatch,
     BufferArg,
     bind,
@@ -23,15 +25,20 @@ from .binding import (
     owned_buffer,
 )
 from .buffer import BufferBase, as_index, check_range, check_usable
-from .config import DispatchConfig, Timing
+from .config import DispatchConfig, IndirectGrid, Timing
 from .debug.instrument import has_debug
 from .errors import InvalidDispatch, InvalidProgram
 from .hostarrays import as_dtype
 from .ir.nodes import Program
+from .ir.validate import validate
 
 
 class PipelineQueue(Protocol):
-    """The queue part of the backend (vyre.parts.Queue): it runs a recorded pipeline."""
+    """The queue part of the backend (vyre.parts.Queue): it records and runs a pipeline."""
+
+    def record_pipeline(self, pipeline: Pipeline, artifacts: list[Any]) -> None:
+        """Prepare the recording of `pipeline` (vyre.parts.Queue)."""
+        ...
 
     def run_pipeline(self, pipeline: Pipeline, repeat: int,
                      reads: list[ReadRange]) -> PipelineResult:
@@ -39,9 +46,15 @@ class PipelineQueue(Protocol):
         ...
 
 
+class PipelineCompiler(Protocol):
+    """The compiler part of the backend (vyre.parts.Compiler): a step's compile key."""
+
+    def specialisation(self, bound: BoundDispatch) -> Any: ...
+
+
 class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
     """What a Pipeline asks of the backend that recorded it (vyre.backend.BaseBackend): its
-    lock, epoch and queue (typed here so this module never imports vyre.backend)."""
+    lock, epoch, compiler and queue (typed here so this module never imports vyre.backend)."""
 
     _lock: Any
     _epoch: int
@@ -49,6 +62,11 @@ class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
 
     @property
     def _queue(self) -> PipelineQueue: ...
+
+    @property
+    def _compiler(self) -> PipelineCompiler: ...
+
+    def _compiled_for(self, program: Program, key: Any) -> Any: ...
 
     @property
     def closed(self) -> bool: ...
@@ -178,7 +196,7 @@ def as_read_range(r: Any) -> ReadRange:
     return ReadRange(r)
 
 
-def checked_span(backend: PipelineBackend, buffer: Any, offset: Any,
+def checked_span(backend: BindingBackend, buffer: Any, offset: Any,
                  length: Any) -> tuple[BufferBase, int, int]:
     """`buffer` a live buffer of `backend` and [offset, offset+length) inside it, as
     (buffer, offset, length) with the length filled in (None: to the end)."""
@@ -200,7 +218,7 @@ def element_dtype(dtype: Any, length: int) -> np.dtype:
     return dt
 
 
-def checked_read(backend: PipelineBackend, r: Any,
+def checked_read(backend: BindingBackend, r: Any,
                  default_dtype: Callable[[ReadRange, int], Any] | None = None) -> ReadRange:
     """A read request checked against `backend` (checked_span, element_dtype): the length
     filled in and the dtype a numpy dtype. `default_dtype(request, length)` gives the dtype
@@ -450,3 +468,29 @@ class Pipeline:
     def buffers(self) -> list[BufferBase]:
         """Every buffer slot of every step, in order (a buffer may appear several times)."""
         return [b for s in self.steps for b in s.buffers]
+
+
+def record(backend: PipelineBackend, steps: Sequence[Step | BoundDispatch]) -> Pipeline:
+    """`BaseBackend.pipeline`: every step's Program validated, the steps bound once
+    (Pipeline), each compiled through the compile cache, and the recording made by the
+    queue under the lock."""
+    backend._check_open()
+    steps = as_steps(steps)  # read once: an iterator must not be half-consumed here
+    for i, s in enumerate(steps):
+        if isinstance(s, Step):
+            try:
+                validate(s.program)
+            except InvalidProgram as exc:
+                raise InvalidProgram(f"pipeline step {i} ({s.program.name}): {exc}") from None
+    p = Pipeline(backend, steps)
+    spec = backend._compiler.specialisation
+    artifacts = [backend._compiled_for(s.program, spec(s)) for s in p.steps]
+    with backend._lock:
+        backend._check_open()
+        for b in p.buffers():  # bound outside the lock: another thread may have freed
+            check_usable(b)  # one since, and the recording must never see it
+        for st in p.steps:
+            if isinstance(st.grid, IndirectGrid):
+                check_usable(st.grid.buffer)
+        backend._queue.record_pipeline(p, artifacts)
+    return p

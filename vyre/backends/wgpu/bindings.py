@@ -4,7 +4,7 @@ uniform buffer, shared by every launch over the same buffers.
 A launch with other params rewrites only the uniform buffer (queue-ordered, so work
 submitted earlier keeps its values) instead of creating a uniform buffer and a bind group,
 which costs about as much as the launch itself on lavapipe. A pool of device objects, not a
-launch cache (vyre.binding.LaunchCache is that): a bind group is dropped with its buffers
+launch cache (vyre.launch_cache.LaunchCache is that): a bind group is dropped with its buffers
 (the allocator forgets them) and with its program (the compiler evicts it), least recently
 used first past BIND_GROUP_POOL. A recorded pipeline makes bind groups of its own
 (`new`), which nothing rewrites. This module must never submit work.
