@@ -20,7 +20,7 @@ import math
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vyre import features as F
@@ -135,9 +135,10 @@ class _Ctx:
     tininess: str = F.TININESS_SUBNORMAL_RESULT
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
     native_flush: bool = False
-    exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
-    exact_sqrt: bool = False  # f32 sqrt likewise
-    bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
+    # f64 division / sqrt by vyre's exact integer method, not the driver's (f32's arrive
+    # lowered: vyre.lower.divsqrt)
+    exact_div: bool = False
+    exact_sqrt: bool = False
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
     # fence only the f32 operands a driver could fold (fences.py); False: every one
     minimal: bool = False
@@ -439,195 +440,15 @@ def _isnan(ctx: _Ctx, ty: ScalarType) -> str:
     return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> bool {{ {body} }}")
 
 
-# ------------------------------------------------------------------ exact division and sqrt
+# ------------------------------------------------------------------ exact f64 division and sqrt
 #
-# Vulkan only bounds f32 division and sqrt to 2.5 / 3 ulp, and NVIDIA's driver computes
-# a / b as a * (1 / b) (FLT_MAX / FLT_MAX = 0, 33 / 33 = 0.99999994). Where the adapter
-# probe finds the driver's operation not correctly rounded (adapter._probe_div_sqrt), these
-# compute the IEEE result from the operands' bits with integer arithmetic only: no float
-# operation a driver may approximate, flush, contract or fold, and no need for fma or f64.
-# Both produce the quotient / root to 27 bits plus a sticky bit (the remainder is nonzero),
-# then vy_pack_f32 rounds once to nearest even, subnormal and overflowing results included.
-# f16 division and sqrt use them too (in f32, then rounded once to f16: innocuous).
-# Fast path, where the device has f64 and the operands are in a safe range (everything
-# normal, no overflow): the driver's estimate, one Newton step in f64 (the residual
-# a - q*b, or x - s*s, is exact in f64: products of two f32 are) makes it faithful, and an
-# exact f64 comparison with the midpoint to each neighbour fixes the last bit.
-
-
-def _unpack_f32(ctx: _Ctx) -> None:
-    _helper(
-        ctx, "vy_mant_f32",
-        "// a nonzero finite magnitude's significand, normalised to [2^23, 2^24)\n"
-        "fn vy_mant_f32(x: u32) -> u32 {\n"
-        "    if (x < 0x00800000u) { return x << (countLeadingZeros(x) - 8u); }\n"
-        "    return (x & 0x007fffffu) | 0x00800000u;\n}",
-    )
-    _helper(
-        ctx, "vy_ebits_f32",
-        "// its exponent e: x = vy_mant_f32(x) * 2^(e - 150) (subnormals normalised)\n"
-        "fn vy_ebits_f32(x: u32) -> i32 {\n"
-        "    if (x < 0x00800000u) { return 9i - i32(countLeadingZeros(x)); }\n"
-        "    return i32(x >> 23u);\n}",
-    )
-    _helper(
-        ctx, "vy_pack_f32",
-        "// sign s, value (m + f) * 2^e with m in [2^26, 2^27), f in [0, 1) nonzero iff sticky:\n"
-        "// rounded once to nearest even (subnormal results and overflow to inf included)\n"
-        "fn vy_pack_f32(s: u32, m: u32, e: i32, sticky: bool) -> f32 {\n"
-        "    let ef = e + 153i;  // the biased exponent if the result is normal\n"
-        "    if (ef >= 255i) { return bitcast<f32>(s | 0x7f800000u); }\n"
-        "    let sh = u32(min(3i + max(1i - ef, 0i), 31i));\n"
-        "    let mant = m >> sh;\n"
-        "    let low = m & ((1u << sh) - 1u);\n"
-        "    let half = 1u << (sh - 1u);\n"
-        "    let up = low > half || (low == half && (sticky || (mant & 1u) != 0u));\n"
-        "    let base = select(0u, u32(ef - 1i) << 23u, ef > 0i);  // + mant's leading bit\n"
-        "    return bitcast<f32>(s | (base + mant + select(0u, 1u, up)));\n}",
-    )
-
-
-def _estimate(ctx: _Ctx, fn: str) -> str:
-    """The driver's f32 estimate for a fast path (tests: deliberately off by an ulp more)."""
-    f0 = _fence_fn(ctx, T.F32, 0)
-    if fn == "div":
-        exact, bad = "a / b", "a * (1.0f / b)"
-    else:
-        exact, bad = "sqrt(a)", "a * inverseSqrt(a)"
-    if ctx.bad_base:
-        return f"{f0}(bitcast<f32>(bitcast<u32>({f0}({bad})) ^ 1u))"
-    return f"{f0}({exact})"
-
-
-def _coarse(ctx: _Ctx, text: str) -> str:
-    """The Newton step's factor; in tests (bad_base) cut to 4 significant bits, so that
-    the step leaves about a third of the results for the midpoint test to fix."""
-    f1 = _fence_fn(ctx, T.F32, 1)
-    if ctx.bad_base:
-        return f"bitcast<f32>(bitcast<u32>({f1}({text})) & 0xfff80000u)"
-    return f"{f1}({text})"
-
-
-def _fast_path(ctx: _Ctx, fn: str) -> str:
-    """The f64 fast path of vy_div_f32 / vy_sqrt_f32 (see above): the result's bits."""
-    _helper(
-        ctx, "vy_mids_f32",
-        "// the midpoints between a positive normal f32 and its neighbours, exactly in f64\n"
-        "fn vy_mids_f32(bits: u32) -> vec2<f64> {\n"
-        "    let d = f64(bitcast<f32>(bits));\n"
-        "    return vec2<f64>((d + f64(bitcast<f32>(bits + 1u))) * 0.5lf,"
-        " (d + f64(bitcast<f32>(bits - 1u))) * 0.5lf);\n}",
-    )
-    if fn == "div":  # a / b for a, b in [2^-62, 2^63), both positive
-        name, args, x, y, factor = "vy_div_fast_f32", "a: f32, b: f32", "f64(a)", "f64(b)", "1.0f / b"
-        resid, above, below = "dx - d0 * dy", "dx > m.x * dy", "dx < m.y * dy"
-    else:  # sqrt(a) for a in [2^-60, 2^61)
-        name, args, x, y, factor = "vy_sqrt_fast_f32", "a: f32", "f64(a)", "0.0lf", "0.5f / e0"
-        resid, above, below = "dx - d0 * d0", "dx > m.x * m.x", "dx < m.y * m.y"
-    return _helper(
-        ctx, name,
-        f"fn {name}({args}) -> u32 {{\n"
-        f"    let e0 = {_estimate(ctx, fn)};  // the driver's estimate\n"
-        f"    let dx = {x};\n"
-        f"    let dy = {y};\n"
-        "    let d0 = f64(e0);\n"
-        f"    let r1 = f32(d0 + ({resid}) * f64({_coarse(ctx, factor)}));  // faithful\n"
-        "    let bits = bitcast<u32>(r1);\n"
-        "    let m = vy_mids_f32(bits);\n"
-        f"    if ({above}) {{ return bits + 1u; }}\n"
-        f"    if ({below}) {{ return bits - 1u; }}\n"
-        "    return bits;\n}",
-    )
-
-
-def _exact_div_f32(ctx: _Ctx) -> str:
-    _unpack_f32(ctx)
-    fast = ""
-    if ctx.wide_ok:
-        fast = (
-            "    if ((xa >> 23u) - 65u <= 124u && (xb >> 23u) - 65u <= 124u) {\n"
-            f"        return bitcast<f32>(s | {_fast_path(ctx, 'div')}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
-            "    }\n"
-        )
-    chunk = (
-        "    r = r << {k}u; d = r / mb; q = (q << {k}u) | d; r = r - d * mb;\n"
-    )
-    return _helper(
-        ctx, "vy_div_f32",
-        "// IEEE f32 a / b from the bits: long division of the significands in u32 chunks\n"
-        "fn vy_div_f32(a: f32, b: f32) -> f32 {\n"
-        "    let ua = bitcast<u32>(a);\n"
-        "    let ub = bitcast<u32>(b);\n"
-        "    let s = (ua ^ ub) & 0x80000000u;\n"
-        "    let xa = ua & 0x7fffffffu;\n"
-        "    let xb = ub & 0x7fffffffu;\n"
-        + fast
-        + "    if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0u || xa == 0x7f800000u))) {\n"
-        "        return bitcast<f32>(0x7fc00000u);  // NaN operand, 0 / 0, inf / inf\n"
-        "    }\n"
-        "    if (xa == 0x7f800000u || xb == 0u) { return bitcast<f32>(s | 0x7f800000u); }\n"
-        "    if (xa == 0u || xb == 0x7f800000u) { return bitcast<f32>(s); }\n"
-        "    let ma = vy_mant_f32(xa);\n"
-        "    let mb = vy_mant_f32(xb);\n"
-        "    var q = select(0u, 1u, ma >= mb);\n"
-        "    var r = ma - q * mb;\n"
-        "    var d = 0u;\n"
-        + chunk.format(k=8) * 3 + chunk.format(k=2)
-        + "    // q = floor(ma * 2^26 / mb) in [2^25, 2^27), r its remainder\n"
-        "    var e = vy_ebits_f32(xa) - vy_ebits_f32(xb) - 26i;\n"
-        "    if (q < 0x04000000u) { q = q << 1u; e = e - 1i; }\n"
-        "    return vy_pack_f32(s, q, e, r != 0u);\n}",
-    )
-
-
-def _exact_sqrt_f32(ctx: _Ctx) -> str:
-    _unpack_f32(ctx)
-    fast = ""
-    if ctx.wide_ok:
-        fast = (
-            "    if ((u >> 23u) - 67u <= 120u) {  // x in [2^-60, 2^61)\n"
-            f"        return bitcast<f32>({_fast_path(ctx, 'sqrt')}(x));\n"
-            "    }\n"
-        )
-    steps = []
-    for j in range(26):  # two radicand bits per step, from the top: m then zeros
-        pair = f"((m >> {24 - 2 * j}u) & 3u)" if j <= 12 else "0u"
-        steps.append(
-            f"    r = (r << 2u) | {pair}; t = (q << 2u) | 1u; "
-            "ge = r >= t; r = select(r, r - t, ge); q = (q << 1u) | select(0u, 1u, ge);\n"
-        )
-    return _helper(
-        ctx, "vy_sqrt_f32",
-        "// IEEE f32 sqrt from the bits: digit-by-digit integer root of the significand\n"
-        "fn vy_sqrt_f32(x: f32) -> f32 {\n"
-        "    let u = bitcast<u32>(x);\n"
-        + fast
-        + ""
-        "    if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) {  // +-0, +inf, NaN, negative\n"
-        "        if (u <= 0x7f800000u || u == 0x80000000u) { return x; }\n"
-        "        return bitcast<f32>(0x7fc00000u);\n"
-        "    }\n"
-        "    var m = vy_mant_f32(u);\n"
-        "    var k = vy_ebits_f32(u) - 150i;  // x = m * 2^k\n"
-        "    if ((k & 1i) != 0i) { m = m << 1u; k = k - 1i; }\n"
-        "    // q = floor(sqrt(m * 2^26)) in (2^24, 2^26), r = m * 2^26 - q^2\n"
-        "    var q = 0u;\n    var r = 0u;\n    var t = 0u;\n    var ge = false;\n"
-        + "".join(steps)
-        + "    var e = k / 2i - 13i;\n"
-        # q < 2^25 exactly when m < 2^24 (m * 2^26 < 2^50): test m, not q, so that no branch
-        # depends on the 26 steps' chain. Mesa's lavapipe (22.3) looks for branches on
-        # values computed from uniforms only (to inline them) by walking each condition's
-        # operands without memoising: through the chain that walk is exponential, and a
-        # sqrt of a param never finished compiling.
-        "    if (m < 0x01000000u) { q = q << 2u; e = e - 2i; } else { q = q << 1u; e = e - 1i; }\n"
-        "    return vy_pack_f32(0u, q, e, r != 0u);\n}",
-    )
+# f32 (and f16) division and sqrt arrive lowered where the adapter probe finds the
+# driver's not correctly rounded (vyre.lower.divsqrt: IR definitions whose estimates are
+# `Native` approx_div / approx_sqrt, spelled in _native); f64's are these helpers.
 
 
 def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
     """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
-    if ct is T.F32 and ctx.exact_div:
-        return f"{_exact_div_f32(ctx)}({fa}, {fb})"
     if ct is T.F64 and ctx.exact_div:
         return f"{_exact_div_f64(ctx)}({fa}, {fb})"
     return f"({fa} / {fb})"
@@ -856,30 +677,6 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
         f"    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{"
         f" return vy_bits_f32(0x7fc00000u); }}  // NaN, inf (a bit test: drivers may assume finite)\n"
         f"{body}}}",
-    )
-
-
-def _fma_f32(ctx: _Ctx) -> str:
-    """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
-    f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
-    is correct. Each TwoSum step is fenced: llvmpipe reassociates f64 arithmetic, folding
-    the error term of s = p + c to 0 (fma(-2147483904, 3, 1e-30) then rounded to even)."""
-    f = _fence_fn(ctx, T.F64, 0)
-    return _helper(
-        ctx, "vy_fma_f32",
-        "fn vy_fma_f32(a: f32, b: f32, c: f32) -> f32 {\n"
-        "    let p = f64(a) * f64(b);\n"
-        "    let cd = f64(c);\n"
-        f"    let s = {f}(p + cd);\n"
-        "    var bits = bitcast<u64>(s);\n"
-        "    if ((bits & 0x7ff0000000000000lu) != 0x7ff0000000000000lu) {  // finite\n"
-        f"        let bb = {f}(s - p);\n"
-        f"        let e = {f}(p - {f}(s - bb)) + {f}(cd - bb);\n"
-        "        if (e != 0.0lf && (bits & 1lu) == 0lu) {\n"
-        "            if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }\n"
-        "        }\n"
-        "    }\n"
-        "    return f32(bitcast<f64>(bits));\n}",
     )
 
 
@@ -1382,6 +1179,8 @@ def _f32_to_64(ctx: _Ctx, ty: ScalarType) -> str:
 
 def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
     """The core's in-domain operations (vyre.lower guarantees the domain)."""
+    if e.op == "approx_sqrt":  # an estimate (vyre.lower.divsqrt corrects it)
+        return f"sqrt({args[0]})"
     if e.op == "f2i":  # an in-range float: WGSL's truncating conversion is exact
         if e.args[0].ty is T.F32 and e.ty.bits == 64:
             return f"{_f32_to_64(ctx, e.ty)}({args[0]})"
@@ -1394,7 +1193,7 @@ def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
                        f"fn vy_srem_{t}(a: {t}, b: {t}) -> {t} {{ return a - (a / b) * b; }}"
                        "  // NVIDIA Vulkan: signed % is wrong")
         return f"{name}({a}, {b})"
-    sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
+    sym = {"div": "/", "approx_div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
     return f"({a} {sym} {b})"
 
 
@@ -1477,27 +1276,6 @@ NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 
 
-def _fma_f16(ctx: _Ctx) -> str:
-    """f16 fma with one rounding, in f32: a*b is exact (2 x 11 bits); the f32 sum is made
-    round-to-odd (TwoSum error term), so rounding it to f16 is correct (24 >= 11 + 2)."""
-    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
-    return _helper(
-        ctx, "vy_fma_f16",
-        "fn vy_fma_f16(a: f32, b: f32, c: f32) -> f16 {\n"
-        f"    let p = {f0}(a * b);\n"
-        f"    let s = {f0}(p + {f1}(c));\n"
-        "    var bits = bitcast<u32>(s);\n"
-        "    if ((bits & 0x7f800000u) != 0x7f800000u) {  // finite\n"
-        f"        let bb = {f0}({f0}(s) - {f1}(p));\n"
-        f"        let e = {f0}({f0}(p) - {f1}({f0}(s) - {f1}(bb))) + {f1}({f0}(c) - {f1}(bb));\n"
-        "        if (e != 0.0f && (bits & 1u) == 0u) {\n"
-        "            if ((e > 0.0f) == (s > 0.0f)) { bits = bits + 1u; } else { bits = bits - 1u; }\n"
-        "        }\n"
-        "    }\n"
-        "    return f16(bitcast<f32>(bits));\n}",
-    )
-
-
 def _asin(ctx: _Ctx, ty: ScalarType) -> str:
     """Cephes asinf (about 2 ulp; GLSL.std.450's asin inherits atan's 4096 ulp bound, and
     llvmpipe's atan is ~20 ulp off): a polynomial in x^2 below 0.5, above it
@@ -1565,21 +1343,16 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         mn = _float_minmax(ctx, "min", ct)
         inner = _fence_fn(ctx, ct, 0)
         r = f"{mn}({inner}({mx}({fa[0]}, {fa[1]})), {fa[2]})"
-    elif fn == "fma" and ty is T.F16:
-        return f"{_fma_f16(ctx)}({', '.join(fa)})"
-    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:
-        if not ctx.wide_ok:
-            raise UnsupportedFeature(
-                "f32 fma", "wgpu",
-                "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
-                "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
-                "a * b + c (two roundings) or use another backend",
-            )
-        r = f"{_fma_f32(ctx)}({', '.join(fa)})"
+    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:  # (lowered where wide_ok:
+        # vyre.lower.fma)
+        raise UnsupportedFeature(
+            "f32 fma", "wgpu",
+            "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
+            "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
+            "a * b + c (two roundings) or use another backend",
+        )
     elif fn == "fma" and ty is T.F64:
         r = f"{_fma_f64(ctx)}({', '.join(fa)})"
-    elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
-        r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
     elif fn == "sqrt" and ct is T.F64 and ctx.exact_sqrt:
         r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
@@ -2096,16 +1869,16 @@ def generate(
     the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
     are spelled as outside it; `flush_tininess`: the mode's tininess rule (the device's,
     measured), which narrowing casts spell. `exact_div` /
-    `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
-    rounded). `loop_limited`: the driver silently ends long loops; count every loop
-    (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's test and
-    measurement switches (options.py): `bad_base`, the exact fast paths start from a
-    deliberately worse estimate, to test their correction; `all_fences`, fence every f32
+    `exact_sqrt`: division / sqrt by vyre's exact method (the driver's is not correctly
+    rounded; f32's and f16's lowered by vyre.lower.divsqrt, f64's helpers here).
+    `loop_limited`: the driver silently ends long loops; count every loop
+    (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's
+    measurement switches (options.py): `all_fences`, fence every f32
     operand instead of only those fences.py requires; `storage_barriers`, every Barrier also
     a storageBarrier, instead of only where barriers.py finds one observable; `vectors`,
     runs of four adjacent workgroup-array accesses as one vec4 (vectors.py), False keeps
     every access scalar."""
-    bad_base, all_fences = options.bad_base, options.all_fences
+    all_fences = options.all_fences
     storage_barriers, vectors = options.storage_barriers, options.vectors
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
@@ -2135,21 +1908,23 @@ def generate(
                     "backend-dependent within docs/IR.md's bound) or use the cuda or "
                     "reference backend",
                 )
-    program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
+    wide_ok = allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types
+    program = lower(program, replace(
+        TRAITS if looped else STRAIGHT_TRAITS, wide=wide_ok, fused_fma=fma_fused,
+        float_div=not exact_div, float_sqrt=not exact_sqrt))
     atomic = atomic_buffers(program) if atomics else frozenset()
     ctx = _Ctx(
         program=program,
         atomic=atomic,
         buffer_slot={b.name: i for i, b in enumerate(program.buffers)},
         arrays={a.name: a for a in program.workgroup_arrays},
-        wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
+        wide_ok=wide_ok,
         fma_fused=fma_fused,
         flush=flush_subnormals,
         tininess=flush_tininess,
         native_flush=flush_subnormals and native_flush and not all_fences,
         exact_div=exact_div,
         exact_sqrt=exact_sqrt,
-        bad_base=bad_base,
         minimal=not (all_fences or (flush_subnormals and not native_flush)),
         reloaded=reloaded_stores(program.body),
         storage_barrier=storage_barriers or (
