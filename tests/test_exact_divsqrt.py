@@ -63,6 +63,28 @@ def _pairs() -> tuple[np.ndarray, np.ndarray]:
     return xs.astype(np.float32), ys.astype(np.float32)
 
 
+def _f64_pairs() -> tuple[np.ndarray, np.ndarray]:
+    """f64 pairs: the f32 hard cases widened, random bits (every exponent, subnormals,
+    inf and NaN included), pairs within 2^+-20, subnormal / overflowing quotients and
+    ties in the subnormal range."""
+    rng = np.random.default_rng(37)
+    a, b = div_cases(1024)
+    n = 1 << 13
+    ra, rb = (rng.integers(0, 1 << 63, n, dtype=np.uint64) * np.uint64(2)
+              + rng.integers(0, 2, n, dtype=np.uint64) for _ in range(2))
+    near = rng.standard_normal(n)
+    tiny = np.array([5e-324, 1e-310, 2.2250738585072014e-308, 3e-300, 1e300, 1.7e308])
+    ta, tb = np.meshgrid(tiny, np.array([3.0, 0.5, 1e10, 1e-10, 7.0]))
+    # ties in the subnormal range: odd multiples of the smallest subnormal, halved
+    odd = (np.arange(1, 400, 2, dtype=np.uint64) * np.uint64(12345)).view(np.float64)
+    sa, sb = np.meshgrid(odd, np.array([2.0, 4.0, 6.0, -2.0]))
+    xs = np.concatenate([a.astype(np.float64), ra.view(np.float64), near, ta.ravel(),
+                         sa.ravel()])
+    ys = np.concatenate([b.astype(np.float64), rb.view(np.float64),
+                         near * 2.0 ** rng.integers(-20, 21, n), tb.ravel(), sb.ravel()])
+    return xs, ys
+
+
 def _same_bits(got: dict[str, np.ndarray], want: dict[str, np.ndarray], what: str) -> None:
     for name, w in want.items():
         g = got[name]
@@ -80,7 +102,8 @@ def test_the_definitions_give_the_references_bits(traits: Traits, mode: dict) ->
     xs, ys = _pairs()
     rng = np.random.default_rng(35)  # f16 from random bits: every f16 exponent
     h = rng.integers(0, 1 << 16, 1 << 14, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    cases = [(T.F32, xs, ys), (T.F16, h, np.roll(h, 1))]
+    d, e = _f64_pairs()
+    cases = [(T.F32, xs, ys), (T.F16, h, np.roll(h, 1)), (T.F64, d, e)]
     with closing(ReferenceBackend(**mode)) as ref, \
             closing(LoweredReference(traits, **mode)) as low:
         for ty, x, y in cases:

@@ -60,7 +60,7 @@ def _nan(b: Builder, *operands: X) -> X:
     NaN operand) or the operation is invalid (the default NaN, made as inf - inf), as the
     reference's own float arithmetic makes them: docs/IR.md leaves NaN bits open, but a
     lowering's bits are the reference's bits exactly (tests/test_lowering.py)."""
-    inf = b.f32(float("inf"))
+    inf = b.const(operands[0].ty, float("inf"))
     out = inf - inf
     for x in reversed(operands):
         out = b.select(x.ne(x), x, out)
@@ -255,6 +255,110 @@ def _sqrt(path: str) -> N.Function:
     return define(f"exact_sqrt_f32{'_' if path else ''}{path}", T.F32, (T.F32,), body)
 
 
+# ------------------------------------------------------------------ f64
+#
+# Correctly rounded f64 division and sqrt in 64-bit integers, for a target whose own are
+# not (NVIDIA's Vulkan driver; there is no wider float to refine an estimate in): 58
+# quotient bits by restoring division / a 56-bit root digit by digit, a sticky bit from
+# the remainder, one rounding (`_round_f64`). Unrolled: no loop to count against a loop
+# limit. Specials, zeros and infinities are decided from the bits, as for f32.
+_SIGN64, _MAG64, _INF64, _ONE64 = 1 << 63, (1 << 63) - 1, 0x7FF0000000000000, 0x3FF0000000000000
+
+
+def _log2_64(b: Builder, m: X) -> X:
+    """floor(log2 m) (i32) of a nonzero u64 `m` below 2^60, from its 32-bit halves' values
+    as f64 (exact for every u32: no count-leading-zeros operation in the IR)."""
+    hi = b.let((m >> 32).cast(T.U32))
+    half = b.select(hi.ne(0), hi, (m & 0xFFFFFFFF).cast(T.U32))
+    lead = (half.cast(T.F64).bitcast(T.U64) >> 52).cast(T.I32) - 1023
+    return b.let(lead + b.select(hi.ne(0), b.i32(32), 0))
+
+
+def _norm_f64(b: Builder, u: X) -> tuple[X, X]:
+    """(m, e) of finite nonzero f64 bits u: the significand shifted so that bit 52 is its
+    leading one, and value = m * 2^e."""
+    eb = b.let(((u >> 52) & 0x7FF).cast(T.I32))
+    m = b.let((u & ((1 << 52) - 1)) | b.select(eb.ne(0), b.const(T.U64, 1 << 52), 0))
+    k = b.let(52 - _log2_64(b, m))
+    return b.let(m << k.bitcast(T.U32)), b.let(eb.max(1) - 1075 - k)
+
+
+def _round_f64(b: Builder, r: X, ex: X, sign: X) -> X:
+    """The f64 bits of r * 2^ex (r a nonzero u64 below 2^60 whose last bit may be a sticky
+    bit), rounded once to nearest even, with sign bit `sign` (u64 0 or 1); subnormal
+    results and overflow included."""
+    t = _log2_64(b, r)
+    e = b.let(t + ex + 1023)  # the biased exponent of the exact result
+    shift = b.let((t - 52).max(-1074 - ex))
+    up_shift = (-shift).bitcast(T.U32)
+    s = shift.bitcast(T.U32)
+    kept = b.let(r >> s)
+    low = b.let(r & ((b.const(T.U64, 1) << s) - 1))
+    half = b.let(b.const(T.U64, 1) << (s - 1))
+    up = low.gt(half).lor(low.eq(half).land((kept & 1).ne(0)))
+    down = b.select(s.ge(64), b.const(T.U64, 0), kept + b.select(up, b.const(T.U64, 1), 0))
+    m = b.let(b.select(shift.le(0), r << up_shift, down))
+    # normal: m's leading bit (52, or 53 after rounding up) adds to the exponent field
+    normal = (e - 1).bitcast(T.U32).cast(T.U64) << 52
+    bits = b.let(b.select(shift.eq(t - 52), normal + m, m))
+    inf = e.ge(2047).lor(bits.ge(_INF64))
+    return b.select(inf, b.const(T.U64, _INF64), bits) | (sign << 63)
+
+
+def _specials64(b: Builder, xa: X, xc: X) -> tuple[X, X, X]:
+    """(NaN, inf, zero) of a quotient of magnitudes xa / xc (bits)."""
+    nan = b.let(xa.gt(_INF64).lor(xc.gt(_INF64)).lor(
+        xa.eq(xc).land(xa.eq(0).lor(xa.eq(_INF64)))))
+    inf = b.let(xa.eq(_INF64).lor(xc.eq(0)))
+    zero = b.let(xa.eq(0).lor(xc.eq(_INF64)))
+    return nan, inf, zero
+
+
+def _div_f64(b: Builder, args: tuple[X, ...]) -> X:
+    fa, fc = (b.let(_flushed(x)) for x in args)
+    ua, uc = b.let(fa.bitcast(T.U64)), b.let(fc.bitcast(T.U64))
+    sign = b.let((ua ^ uc) >> 63)
+    xa, xc = b.let(ua & _MAG64), b.let(uc & _MAG64)
+    nan, inf, zero = _specials64(b, xa, xc)
+    special = nan.lor(inf).lor(zero)
+    one = b.const(T.U64, _ONE64)
+    ma, ea = _norm_f64(b, b.let(b.select(special, one, xa)))
+    mc, ec = _norm_f64(b, b.let(b.select(special, one, xc)))
+    rem, q = ma, b.const(T.U64, 0)
+    for _ in range(58):
+        ge = b.let(rem.ge(mc))
+        q = b.let((q << 1) | b.select(ge, b.const(T.U64, 1), 0))
+        rem = b.let(b.select(ge, rem - mc, rem) << 1)
+    r = (q << 1) | b.select(rem.ne(0), b.const(T.U64, 1), 0)
+    bits = b.select(inf, (sign << 63) | _INF64, b.select(zero, sign << 63,
+                                                          _round_f64(b, b.let(r), ea - ec - 58, sign)))
+    return b.select(nan, _nan(b, fa, fc), _flushed(bits.bitcast(T.F64)))
+
+
+def _sqrt_f64(b: Builder, args: tuple[X, ...]) -> X:
+    xf = b.let(_flushed(args[0]))
+    u = b.let(xf.bitcast(T.U64))
+    special = b.let((u >> 52).ge(0x7FF).lor((u << 1).eq(0)))  # negative, +-0, inf, NaN
+    kept = u.le(_INF64).lor(u.eq(_SIGN64))
+    m0, e0 = _norm_f64(b, b.let(b.select(special, b.const(T.U64, _ONE64), u)))
+    odd = b.let((e0 & 1).ne(0))
+    m = b.let(b.select(odd, m0 << 1, m0))
+    e = b.let(b.select(odd, e0 - 1, e0))
+    hi, lo = b.let(m >> 8), b.let(m << 56)  # the radicand m * 2^56 as hi:lo
+    rem, root = b.const(T.U64, 0), b.const(T.U64, 0)
+    for i in range(54, -1, -1):
+        pair = (hi >> (2 * i - 64)) & 3 if i >= 32 else (lo >> (2 * i)) & 3
+        rem = b.let((rem << 2) | pair)
+        t = b.let((root << 2) | 1)
+        ge = b.let(rem.ge(t))
+        rem = b.let(b.select(ge, rem - t, rem))
+        root = b.let((root << 1) | b.select(ge, b.const(T.U64, 1), 0))
+    r = b.let((root << 1) | b.select(rem.ne(0), b.const(T.U64, 1), 0))
+    half_e = b.wrap(made(N.Native, op="div", args=((e - 56).e, b.i32(2).e), ty=T.I32))
+    root_bits = _round_f64(b, r, half_e - 1, b.const(T.U64, 0))
+    return b.select(special, b.select(kept, xf, _nan(b, xf)), root_bits.bitcast(T.F64))
+
+
 _DEFINED: dict[tuple[str, str], N.Function] = {}
 
 
@@ -277,4 +381,17 @@ def definition(op: str, path: str) -> N.Function:
     return got
 
 
-__all__ = ["definition", "fast_path"]
+def definition_f64(op: str) -> N.Function:
+    """The core Function of exact f64 `op` ("div" or "sqrt")."""
+    key = (op, "f64")
+    got = _DEFINED.get(key)
+    if got is None:
+        if op == "div":
+            got = define("exact_div_f64", T.F64, (T.F64, T.F64), _div_f64)
+        else:
+            got = define("exact_sqrt_f64", T.F64, (T.F64,), _sqrt_f64)
+        _DEFINED[key] = got
+    return got
+
+
+__all__ = ["definition", "definition_f64", "fast_path"]

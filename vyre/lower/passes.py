@@ -44,7 +44,7 @@ from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_parts
 
-from .divsqrt import definition, fast_path
+from .divsqrt import definition, definition_f64, fast_path
 from .fma import definition as exact_fma
 from .maths import lower_maths
 from .maths.apply import opaque
@@ -58,7 +58,7 @@ _SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
 _LEAVES = frozenset(_SIMPLE)
 _F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
 _F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
-_EXACT_TYPES = frozenset({T.F32, T.F16})  # division and sqrt vyre.lower.divsqrt defines
+_EXACT_TYPES = frozenset({T.F32, T.F16, T.F64})  # division and sqrt vyre.lower.divsqrt defines
 
 
 def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
@@ -170,6 +170,8 @@ class _Lowering:
         the functions' definitions, vyre.lower.maths.apply.opaque: a driver must not
         evaluate the definition at compile time)."""
         ty = args[0].ty
+        if ty is T.F64:
+            return self.invoke(definition_f64(op), args)
         fn = definition(op, fast_path(op, self.t.wide, self.t.fused_fma))
         wide = args if ty is T.F32 else tuple(map(self.widen, args))
         call = self.invoke(fn, wide)

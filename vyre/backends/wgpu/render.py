@@ -135,10 +135,6 @@ class _Ctx:
     tininess: str = F.TININESS_SUBNORMAL_RESULT
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
     native_flush: bool = False
-    # f64 division / sqrt by vyre's exact integer method, not the driver's (f32's arrive
-    # lowered: vyre.lower.divsqrt)
-    exact_div: bool = False
-    exact_sqrt: bool = False
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
     # fence only the f32 operands a driver could fold (fences.py); False: every one
     minimal: bool = False
@@ -440,20 +436,6 @@ def _isnan(ctx: _Ctx, ty: ScalarType) -> str:
     return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> bool {{ {body} }}")
 
 
-# ------------------------------------------------------------------ exact f64 division and sqrt
-#
-# f32 (and f16) division and sqrt arrive lowered where the adapter probe finds the
-# driver's not correctly rounded (vyre.lower.divsqrt: IR definitions whose estimates are
-# `Native` approx_div / approx_sqrt, spelled in _native); f64's are these helpers.
-
-
-def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
-    """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
-    if ct is T.F64 and ctx.exact_div:
-        return f"{_exact_div_f64(ctx)}({fa}, {fb})"
-    return f"({fa} / {fb})"
-
-
 def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
     t = wgsl_type(ty)
     nan = _isnan(ctx, ty)
@@ -680,6 +662,11 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
     )
 
 
+# ------------------------------------------------------------------ exact f64 fma
+#
+# 128-bit words of u64 for vy_fma_f64 (f32 / f16 fma, and division and sqrt of every
+# float type, arrive lowered where the driver's are not exact: vyre.lower.fma, divsqrt).
+
 _W128 = (
     "struct VyW128 { hi: u64, lo: u64 }\n"
     "fn vy_clz64(x: u64) -> u32 {\n"
@@ -760,62 +747,6 @@ def _f64_int_helpers(ctx: _Ctx) -> None:
     _helper(ctx, "VyW128", _W128)
     _helper(ctx, "vy_round_f64", _ROUND_F64)
     _helper(ctx, "vy_norm_f64", _NORM_F64)
-
-
-def _exact_div_f64(ctx: _Ctx) -> str:
-    """Correctly rounded f64 division in integers, for a driver whose own is not (NVIDIA's
-    Vulkan driver): 58 quotient bits by restoring division (unrolled: no loop to count
-    against a loop limit), a sticky bit from the remainder, one rounding. Specials, zeros
-    and infinities take the driver's division, exact there."""
-    _f64_int_helpers(ctx)
-    f = _fence_fn(ctx, T.F64, 0)
-    steps = "".join("    q = q << 1u; if (rem >= mb) { rem = rem - mb; q = q | 1lu; }"
-                    " rem = rem << 1u;\n" for _ in range(58))
-    return _helper(
-        ctx, "vy_div_f64",
-        "fn vy_div_f64(a: f64, b: f64) -> f64 {\n"
-        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b);\n"
-        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
-        "    if (ea == 0x7ffu || eb == 0x7ffu || (ua << 1u) == 0lu || (ub << 1u) == 0lu) {\n"
-        f"        return {f}(a) / {f}(b);\n    }}\n"
-        "    let na = vy_norm_f64(ua); let nb = vy_norm_f64(ub);\n"
-        "    let mb = nb.m;\n"
-        "    var rem = na.m; var q = 0lu;\n"
-        f"{steps}"
-        "    let r = VyW128(0lu, (q << 1u) | select(0lu, 1lu, rem != 0lu));\n"
-        "    return vy_round_f64(r, na.e - nb.e - 58i, (ua ^ ub) >> 63u);\n}",
-    )
-
-
-def _exact_sqrt_f64(ctx: _Ctx) -> str:
-    """Correctly rounded f64 sqrt in integers (see _exact_div_f64): the radicand's
-    significand times 2^56, its root digit by digit (56 bits), a sticky bit, one
-    rounding. Negative, zero, inf and NaN take the driver's sqrt, exact there."""
-    _f64_int_helpers(ctx)
-    f = _fence_fn(ctx, T.F64, 0)
-    steps = []
-    for i in range(54, -1, -1):
-        pair = (f"(hi >> {2 * i - 64}u) & 3lu" if i >= 32 else
-                f"(lo >> {2 * i}u) & 3lu" if i < 32 else "")
-        steps.append(f"    rem = (rem << 2u) | ({pair}); t = (root << 2u) | 1lu;"
-                     " root = root << 1u;"
-                     " if (rem >= t) { rem = rem - t; root = root | 1lu; }\n")
-    return _helper(
-        ctx, "vy_sqrt_f64",
-        "fn vy_sqrt_f64(x: f64) -> f64 {\n"
-        "    let u = bitcast<u64>(x);\n"
-        "    if ((u >> 52u) >= 0x7fflu || (u << 1u) == 0lu) {"
-        f" return sqrt({f}(x)); }}  // negative, +-0, inf, NaN\n"
-        "    let n = vy_norm_f64(u);\n"
-        "    var m = n.m; var e = n.e;\n"
-        "    if ((e & 1i) != 0i) { m = m << 1u; e = e - 1i; }\n"
-        "    // the radicand m * 2^56 as hi:lo\n"
-        "    let hi = m >> 8u; let lo = m << 56u;\n"
-        "    var rem = 0lu; var root = 0lu; var t = 0lu;\n"
-        + "".join(steps) +
-        "    let r = VyW128(0lu, (root << 1u) | select(0lu, 1lu, rem != 0lu));\n"
-        "    return vy_round_f64(r, (e - 56i) / 2i - 1i, 0lu);\n}",
-    )
 
 
 def _fma_f64(ctx: _Ctx) -> str:
@@ -1239,9 +1170,7 @@ def _float_binary(
     fa = a if bare[0] else _fenced(ctx, ty, a, 0)
     fb = b if bare[1] else _fenced(ctx, ty, b, 1)
     ct = _compute_type(ty)
-    if op == "div":
-        return _rounded(ctx, ty, _div_text(ctx, ct, fa, fb))
-    if op in _ARITH_SYM:
+    if op in _ARITH_SYM:  # (division arrives lowered where the driver's is not exact)
         return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
     if op == "rem":
         raise _unlowered(f"rem on {ty}")
@@ -1353,8 +1282,6 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         )
     elif fn == "fma" and ty is T.F64:
         r = f"{_fma_f64(ctx)}({', '.join(fa)})"
-    elif fn == "sqrt" and ct is T.F64 and ctx.exact_sqrt:
-        r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("approx_sin", "approx_cos") and ct is T.F32 and ctx.wide_ok:
@@ -1870,7 +1797,7 @@ def generate(
     are spelled as outside it; `flush_tininess`: the mode's tininess rule (the device's,
     measured), which narrowing casts spell. `exact_div` /
     `exact_sqrt`: division / sqrt by vyre's exact method (the driver's is not correctly
-    rounded; f32's and f16's lowered by vyre.lower.divsqrt, f64's helpers here).
+    rounded; vyre.lower.divsqrt's definitions).
     `loop_limited`: the driver silently ends long loops; count every loop
     (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's
     measurement switches (options.py): `all_fences`, fence every f32
@@ -1923,8 +1850,6 @@ def generate(
         flush=flush_subnormals,
         tininess=flush_tininess,
         native_flush=flush_subnormals and native_flush and not all_fences,
-        exact_div=exact_div,
-        exact_sqrt=exact_sqrt,
         minimal=not (all_fences or (flush_subnormals and not native_flush)),
         reloaded=reloaded_stores(program.body),
         storage_barrier=storage_barriers or (
