@@ -230,7 +230,7 @@ def _midpoint_products(ty: T, rng: np.random.Generator, n: int) -> tuple[np.ndar
     product once more before adding c would give a tie and round it to even, wrong in
     half the cases (double rounding)."""
     m = ty.numpy
-    frac = 23 if ty is T.F32 else 10
+    frac = {T.F32: 23, T.F16: 10, T.F64: 52}[ty]
     hb = (frac + 1) // 2  # h = 2^-hb, g = 2^-(frac + 1 - hb)
     u = rng.integers(0, 1 << (hb - 1), n) * 2 + 1
     v = rng.integers(0, 1 << (frac - hb), n) * 2 + 1
@@ -248,13 +248,14 @@ def _fma_operands(ty: T) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(36)
     n = 1 << 14
     ma, mb, mc = _midpoint_products(ty, rng, n)
-    ut = np.uint32 if ty is T.F32 else np.uint16
-    a, b, c = (rng.integers(0, 1 << ty.bits, n, dtype=np.uint64).astype(ut).view(ty.numpy)
+    ut = {T.F32: np.uint32, T.F16: np.uint16, T.F64: np.uint64}[ty]
+    a, b, c = ((rng.integers(0, 1 << 62, n, dtype=np.uint64) * np.uint64(4)
+                + rng.integers(0, 4, n, dtype=np.uint64)).astype(ut).view(ty.numpy)
                for _ in range(3))
     x = rng.standard_normal(n).astype(ty.numpy)
     y = rng.standard_normal(n).astype(ty.numpy)
     with np.errstate(all="ignore"):
-        cancel = -(x.astype(np.float64) * y).astype(ty.numpy)  # p + c = the rounding error
+        cancel = -(x * y).astype(ty.numpy)  # p + c = the rounding error
         tiny = (np.float64(np.finfo(ty.numpy).eps) * np.abs(x * y) / 3).astype(ty.numpy)
         small = x * np.finfo(ty.numpy).tiny
     return {"a": np.concatenate([a, x, x, x, small, ma]),
@@ -263,7 +264,7 @@ def _fma_operands(ty: T) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("mode", _MODES, ids=["ieee", *F.TININESS_RULES])
-@pytest.mark.parametrize("ty", [T.F32, T.F16], ids=str)
+@pytest.mark.parametrize("ty", [T.F32, T.F16, T.F64], ids=str)
 def test_the_fma_definitions_give_the_references_bits(ty: T, mode: dict) -> None:
     """fma rounded once (the reference's is exact) by the definitions, wherever a
     target's rounds twice."""

@@ -1,4 +1,5 @@
-"""Exact f32 division and sqrt, as IR definitions, for targets whose own are not exact.
+"""Exact division and sqrt (f32, f16 in f32, f64), as IR definitions, for targets whose
+own are not exact.
 
 Vulkan only bounds f32 division and sqrt to 2.5 / 3 ulp, and NVIDIA's driver computes
 a / b as a * (1 / b) (FLT_MAX / FLT_MAX = 0, 33 / 33 = 0.99999994). Where a target's
@@ -9,7 +10,8 @@ each f32 division / sqrt (f16's, in f32, then rounded once to f16: innocuous) by
 bits with integer arithmetic only: no float operation a driver may approximate, flush,
 contract or fold. Both produce the quotient / root to 27 bits plus a sticky bit (the
 remainder is nonzero), then `_pack` rounds once to nearest even, subnormal and
-overflowing results included.
+overflowing results included. f64's (below: no wider float to refine an estimate in) are
+integer methods in u64 alone.
 
 Fast path, for operands in a safe range (everything normal, no overflow): the target's
 own estimate (`Native` approx_div / approx_sqrt, which may be a few ulp off; the
@@ -260,14 +262,14 @@ def _sqrt(path: str) -> N.Function:
 # Correctly rounded f64 division and sqrt in 64-bit integers, for a target whose own are
 # not (NVIDIA's Vulkan driver; there is no wider float to refine an estimate in): 58
 # quotient bits by restoring division / a 56-bit root digit by digit, a sticky bit from
-# the remainder, one rounding (`_round_f64`). Unrolled: no loop to count against a loop
+# the remainder, one rounding (`round_f64`, shared with vyre.lower.fma's f64 fma). Unrolled: no loop to count against a loop
 # limit. Specials, zeros and infinities are decided from the bits, as for f32.
 _SIGN64, _MAG64, _INF64, _ONE64 = 1 << 63, (1 << 63) - 1, 0x7FF0000000000000, 0x3FF0000000000000
 
 
-def _log2_64(b: Builder, m: X) -> X:
-    """floor(log2 m) (i32) of a nonzero u64 `m` below 2^60, from its 32-bit halves' values
-    as f64 (exact for every u32: no count-leading-zeros operation in the IR)."""
+def log2_64(b: Builder, m: X) -> X:
+    """floor(log2 m) (i32) of a nonzero u64 `m`, from its 32-bit halves' values as f64
+    (exact for every u32: no count-leading-zeros operation in the IR)."""
     hi = b.let((m >> 32).cast(T.U32))
     half = b.select(hi.ne(0), hi, (m & 0xFFFFFFFF).cast(T.U32))
     lead = (half.cast(T.F64).bitcast(T.U64) >> 52).cast(T.I32) - 1023
@@ -279,30 +281,79 @@ def _norm_f64(b: Builder, u: X) -> tuple[X, X]:
     leading one, and value = m * 2^e."""
     eb = b.let(((u >> 52) & 0x7FF).cast(T.I32))
     m = b.let((u & ((1 << 52) - 1)) | b.select(eb.ne(0), b.const(T.U64, 1 << 52), 0))
-    k = b.let(52 - _log2_64(b, m))
+    k = b.let(52 - log2_64(b, m))
     return b.let(m << k.bitcast(T.U32)), b.let(eb.max(1) - 1075 - k)
 
 
-def _round_f64(b: Builder, r: X, ex: X, sign: X) -> X:
-    """The f64 bits of r * 2^ex (r a nonzero u64 below 2^60 whose last bit may be a sticky
-    bit), rounded once to nearest even, with sign bit `sign` (u64 0 or 1); subnormal
-    results and overflow included."""
-    t = _log2_64(b, r)
+W128 = tuple[X, X]  # a 128-bit integer as its (high, low) u64 halves
+
+
+def u64(b: Builder, v: int) -> X:
+    """The u64 constant `v`."""
+    return b.const(T.U64, v)
+
+
+def log2_128(b: Builder, x: W128) -> X:
+    """floor(log2 x) (i32) of a nonzero 128-bit `x`."""
+    hi, lo = x
+    return b.let(b.select(hi.ne(0), log2_64(b, b.select(hi.ne(0), hi, lo)) + 64,
+                          log2_64(b, b.select(hi.ne(0), hi, lo))))
+
+
+def shl128(b: Builder, x: W128, s: X) -> W128:
+    """x << s for a u32 s in 0..127 (the IR masks a u64 shift amount: each case apart)."""
+    hi, lo = x
+    big = s.ge(64)
+    up = b.let(s - 64)
+    back = b.let(b.u32(64) - s)
+    h = b.select(big, lo << up, (hi << s) | b.select(s.eq(0), u64(b, 0), lo >> back))
+    return b.let(h), b.let(b.select(big, u64(b, 0), lo << s))
+
+
+def shr128_sticky(b: Builder, x: W128, s: X) -> W128:
+    """x >> s for any u32 s, the bits shifted out ORed into bit 0 (sticky)."""
+    hi, lo = x
+    one, zero = u64(b, 1), u64(b, 0)
+    k = b.let(s - 64)
+    # s < 64
+    lost = b.select((lo << (b.u32(64) - s)).ne(0).land(s.ne(0)), one, zero)
+    small = ((hi >> s), (lo >> s) | b.select(s.eq(0), zero, hi << (b.u32(64) - s)) | lost)
+    # 64 <= s < 128
+    lost_k = b.select(lo.ne(0).lor((hi << (b.u32(64) - k)).ne(0).land(k.ne(0))), one, zero)
+    mid = b.let((hi >> k) | lost_k)
+    # s >= 128
+    gone = b.select((hi | lo).ne(0), one, zero)
+    rh = b.select(s.lt(64), small[0], zero)
+    rl = b.select(s.lt(64), small[1], b.select(s.lt(128), mid, gone))
+    return b.let(rh), b.let(rl)
+
+
+def round_f64(b: Builder, r: W128, ex: X, sign: X) -> X:
+    """The f64 bits of r * 2^ex (r a nonzero 128-bit integer whose bits below the 53 kept
+    may end in a sticky bit), rounded once to nearest even, with sign bit `sign` (u64 0
+    or 1); subnormal results and overflow included."""
+    t = log2_128(b, r)
     e = b.let(t + ex + 1023)  # the biased exponent of the exact result
     shift = b.let((t - 52).max(-1074 - ex))
-    up_shift = (-shift).bitcast(T.U32)
-    s = shift.bitcast(T.U32)
-    kept = b.let(r >> s)
-    low = b.let(r & ((b.const(T.U64, 1) << s) - 1))
-    half = b.let(b.const(T.U64, 1) << (s - 1))
-    up = low.gt(half).lor(low.eq(half).land((kept & 1).ne(0)))
-    down = b.select(s.ge(64), b.const(T.U64, 0), kept + b.select(up, b.const(T.U64, 1), 0))
-    m = b.let(b.select(shift.le(0), r << up_shift, down))
+    s = b.let(shift.bitcast(T.U32))
+    left = shl128(b, r, (-shift).bitcast(T.U32).min(127))[1]
+    # shift > 0: m = r >> s, the bits below it moved to the top of `low`
+    low = shl128(b, r, (b.u32(128) - s).min(127))
+    low = (b.select(s.lt(128), low[0], r[0]), b.select(s.lt(128), low[1], r[1]))
+    low = (b.let(b.select(s.gt(128), u64(b, 0), low[0])),
+           b.let(b.select(s.gt(128), u64(b, 0), low[1])))
+    kept = b.select(s.ge(64), r[0] >> (s - 64),
+                    (r[1] >> s) | b.select(s.eq(0), u64(b, 0), r[0] << (b.u32(64) - s)))
+    kept = b.let(b.select(s.lt(128), kept, u64(b, 0)))
+    half = (low[0] >> 63).ne(0)
+    below = (low[0] << 1).ne(0).lor(low[1].ne(0))
+    up = half.land(below.lor((kept & 1).ne(0)))
+    m = b.let(b.select(shift.le(0), left, kept + b.select(up, u64(b, 1), 0)))
     # normal: m's leading bit (52, or 53 after rounding up) adds to the exponent field
     normal = (e - 1).bitcast(T.U32).cast(T.U64) << 52
     bits = b.let(b.select(shift.eq(t - 52), normal + m, m))
     inf = e.ge(2047).lor(bits.ge(_INF64))
-    return b.select(inf, b.const(T.U64, _INF64), bits) | (sign << 63)
+    return b.select(inf, u64(b, _INF64), bits) | (sign << 63)
 
 
 def _specials64(b: Builder, xa: X, xc: X) -> tuple[X, X, X]:
@@ -331,7 +382,7 @@ def _div_f64(b: Builder, args: tuple[X, ...]) -> X:
         rem = b.let(b.select(ge, rem - mc, rem) << 1)
     r = (q << 1) | b.select(rem.ne(0), b.const(T.U64, 1), 0)
     bits = b.select(inf, (sign << 63) | _INF64, b.select(zero, sign << 63,
-                                                          _round_f64(b, b.let(r), ea - ec - 58, sign)))
+                                                          round_f64(b, (u64(b, 0), b.let(r)), ea - ec - 58, sign)))
     return b.select(nan, _nan(b, fa, fc), _flushed(bits.bitcast(T.F64)))
 
 
@@ -355,7 +406,7 @@ def _sqrt_f64(b: Builder, args: tuple[X, ...]) -> X:
         root = b.let((root << 1) | b.select(ge, b.const(T.U64, 1), 0))
     r = b.let((root << 1) | b.select(rem.ne(0), b.const(T.U64, 1), 0))
     half_e = b.wrap(made(N.Native, op="div", args=((e - 56).e, b.i32(2).e), ty=T.I32))
-    root_bits = _round_f64(b, r, half_e - 1, b.const(T.U64, 0))
+    root_bits = round_f64(b, (u64(b, 0), r), half_e - 1, u64(b, 0))
     return b.select(special, b.select(kept, xf, _nan(b, xf)), root_bits.bitcast(T.F64))
 
 

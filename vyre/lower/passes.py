@@ -15,7 +15,7 @@ has it natively:
   overflows) whose body first computes the variable, start + i * step, wrapping in u32 (the
   true value is below end, so the wrapped one is it);
 - float rem: `a - b * trunc(a / b)`, each step an IR operation rounded in the type;
-- f32 / f16 division and sqrt: vyre's exact methods (vyre.lower.divsqrt, an Invoke of
+- division and sqrt (f32, f16 in f32, f64): vyre's exact methods (vyre.lower.divsqrt, an Invoke of
   one definition per program; with a fast path in f32 where its fma rounds once, else in
   f64 where the target is `wide`); f32 and f16 fma where the target's rounds twice
   (vyre.lower.fma: the f32 one where the target is `wide`);
@@ -164,11 +164,8 @@ class _Lowering:
         return made(N.Cast, a=e, ty=T.F32)
 
     def exact(self, op: str, args: tuple[N.ExprNode, ...]) -> N.ExprNode:
-        """f32 / f16 division or sqrt (`op`) by vyre's exact method (vyre.lower.divsqrt;
-        f16 in f32, rounded once: exact since 24 >= 2 * 11 + 2): an Invoke of the
-        definition, lowered for the target once per program, on opaque arguments (as
-        the functions' definitions, vyre.lower.maths.apply.opaque: a driver must not
-        evaluate the definition at compile time)."""
+        """Division or sqrt (`op`) by vyre's exact method (vyre.lower.divsqrt; f16 in f32,
+        rounded once: exact since 24 >= 2 * 11 + 2): an Invoke of the definition."""
         ty = args[0].ty
         if ty is T.F64:
             return self.invoke(definition_f64(op), args)
@@ -178,7 +175,9 @@ class _Lowering:
         return call if ty is T.F32 else made(N.Cast, a=call, ty=ty)
 
     def invoke(self, fn: N.Function, args: tuple[N.ExprNode, ...]) -> N.ExprNode:
-        """A call of definition `fn` (lowered for the target once per program)."""
+        """A call of definition `fn` (lowered for the target once per program) on opaque
+        arguments (as the functions' definitions, vyre.lower.maths.apply.opaque: a
+        driver must not evaluate the definition at compile time)."""
         got = self.defined.get(fn.name)
         if got is None:
             got = self.defined[fn.name] = _lower_function(self.program, fn, self.t)
@@ -258,7 +257,7 @@ class _Lowering:
             if e.fn == "sqrt" and not t.float_sqrt and e.ty in _EXACT_TYPES:
                 return self.exact("sqrt", e.args)
             if e.fn == "fma" and ((e.ty is T.F32 and not t.fused_fma and t.wide)
-                                  or (e.ty is T.F16 and not t.fused_fma_f16)):
+                                  or (e.ty in (T.F16, T.F64) and not t.fused_fma_f16_f64)):
                 return self.invoke(exact_fma(e.ty), e.args)
             if e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
                 return self.float_call(e.fn, e.args, e.ty)

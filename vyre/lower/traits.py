@@ -43,10 +43,10 @@ class Traits:
     # (vyre.lower.facts); False: it may evaluate them ahead of the conditions around
     # them (CUDA's lockstep coarsening), and every access keeps its own test
     in_place: bool = False
-    # f32 division (f16's too, done in f32) is correctly rounded; False: vyre's exact
+    # float division (f32, f16 done in f32, f64) is correctly rounded; False: vyre's exact
     # method from the operands' bits (vyre.lower.divsqrt; NVIDIA's Vulkan driver)
     float_div: bool = False
-    # f32 sqrt (and f16's) is correctly rounded; False: vyre's exact method likewise
+    # float sqrt is correctly rounded; False: vyre's exact method likewise
     float_sqrt: bool = False
     # the target runs f64 and i64 (a capability): the exact division and sqrt then take
     # their f64 fast path for operands in a safe range
@@ -54,8 +54,9 @@ class Traits:
     # f32 fma rounds once (False: vyre's exact one through f64, vyre.lower.fma, where the
     # target is `wide`); the exact division's fast path is then in f32 alone
     fused_fma: bool = False
-    # f16 fma rounds once (False: vyre's exact one through f32)
-    fused_fma_f16: bool = False
+    # f16 and f64 fma round once (False: vyre's exact ones, f16's through f32, f64's in
+    # 64-bit integers; Vulkan lets both round twice)
+    fused_fma_f16_f64: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do
@@ -65,7 +66,7 @@ NOTHING_NATIVE = Traits()  # C-like targets (CUDA C, WGSL): every rule lowered
 # vyre.lower.fma)
 # and the rules whose rewrites make such an operation (float rem divides; f16 arithmetic
 # divides and takes roots in f32)
-_EXACT_OPS = ("float_div", "float_sqrt", "wide", "fused_fma", "fused_fma_f16")
+_EXACT_OPS = ("float_div", "float_sqrt", "wide", "fused_fma", "fused_fma_f16_f64")
 _MAKING_EXACT_OPS = ("float_rem", "f16_arith")
 
 
