@@ -3,9 +3,10 @@
 
 Runs three kernels on the wgpu backend twice: with the adapter's own division / sqrt
 (VYRE_WGPU_DIV_SQRT=native: what a driver that is not correctly rounded gives, so never
-used outside this measurement) and with vyre's exact integer versions
-(VYRE_WGPU_DIV_SQRT=exact: what the probe selects where the driver is not correctly
-rounded, e.g. NVIDIA's Vulkan driver). Kernels: `div_chain` (32 dependent divisions per
+used outside this measurement) and with vyre's exact versions (vyre/lower/divsqrt.py;
+VYRE_WGPU_DIV_SQRT=exact: what the probe selects where the driver is not correctly
+rounded, e.g. NVIDIA's Vulkan driver, whose fma rounds once, so that division's fast path
+is in f32 alone and sqrt's in f64). Kernels: `div_chain` (32 dependent divisions per
 element: compute bound), `sqrt_chain` (32 dependent sqrts), `div_stream` (q = a / b: memory
 bound). Prints Gop/s or GB/s per mode and the exact / native ratio. Under 30 s.
 

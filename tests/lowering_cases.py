@@ -1,13 +1,48 @@
 """Programs shared by the lowering tests (tests/test_lowering.py) and the CUDA compile
-tests: every rule vyre.lower rewrites, at its edges."""
+tests: every rule vyre.lower rewrites, at its edges; and the reference backend running a
+lowering (LoweredReference), which the lowering tests compare with the reference."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from vyre.backends.reference.plan import Plan
+from vyre.backends.reference.runtime import ReferenceBackend, ReferenceCompiler
 from vyre.builder import ProgramBuilder, clamp, max_, min_, select, sqrt
 from vyre.ir import nodes as N
 from vyre.ir.types import ScalarType as T
+from vyre.lower import Traits, lower
+
+
+class _LoweringCompiler(ReferenceCompiler):
+    """Compiles the lowering of P (or the given core) instead of P."""
+
+    def compile(self, program: N.Program, key: Any) -> Plan:
+        b = self.backend
+        core = lower(program, b.traits) if b.core is None else b.core
+        return Plan.prepare(core if b.rewrite is None else b.rewrite(core))
+
+
+class LoweredReference(ReferenceBackend):
+    """The reference backend running `lower(P, traits)` instead of P (P is validated first,
+    as for every backend; the lowered core itself is internal and never validated), or
+    `core` when given: that lowering, made already (test_lowering._cores), or a hand-made
+    core; `rewrite`, when given, changes the core before it runs (a test's stand-in for a
+    device whose own operations differ: tests/test_exact_divsqrt.py). `options`: the
+    reference's own (flush mode)."""
+
+    compiler_part = _LoweringCompiler
+
+    def __init__(self, traits: Traits, core: N.Program | None = None,
+                 rewrite: Callable[[N.Program], N.Program] | None = None,
+                 **options: Any) -> None:
+        self.traits = traits
+        self.core = core
+        self.rewrite = rewrite
+        super().__init__(f"reference-lowered-{abs(hash(traits))}", **options)
 
 
 def edge_program() -> N.Program:

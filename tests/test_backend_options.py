@@ -79,12 +79,13 @@ def test_wgpu_switches_are_read_from_the_environment_once_into_options() -> None
     from vyre.backends.wgpu.options import WgpuOptions
 
     env = {"VYRE_WGPU_FENCES": "all", "VYRE_WGPU_BARRIERS": "storage",
-           "VYRE_WGPU_SHARED": "scalar", "VYRE_WGPU_DIV_SQRT": "exact-bad-estimate",
+           "VYRE_WGPU_SHARED": "scalar", "VYRE_WGPU_DIV_SQRT": "exact",
            "VYRE_WGPU_FLUSH_SUBNORMALS": "1", "VYRE_WGPU_NATIVE_FLUSH": "0"}
     assert WgpuOptions.from_env(env) == WgpuOptions(
-        force_flush=True, native_flush=False, div_sqrt="exact-bad-estimate", all_fences=True,
+        force_flush=True, native_flush=False, div_sqrt="exact", all_fences=True,
         storage_barriers=True, vectors=False)
-    assert WgpuOptions.from_env(env).bad_base and not WgpuOptions().bad_base
+    # (a mode that is no longer one, the old "exact-bad-estimate": the default)
+    assert WgpuOptions.from_env({"VYRE_WGPU_DIV_SQRT": "exact-bad-estimate"}) == WgpuOptions()
     assert WgpuOptions.from_env({}) == WgpuOptions()
     with pytest.raises(InvalidDispatch, match="div_sqrt must be one of"):
         WgpuOptions(div_sqrt="fast")

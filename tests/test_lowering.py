@@ -23,8 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vyre import DispatchConfig
-from vyre.backends.reference.plan import Plan
-from vyre.backends.reference.runtime import ReferenceBackend, ReferenceCompiler
+from vyre.backends.reference.runtime import ReferenceBackend
 from vyre.builder import ProgramBuilder
 from vyre.errors import InvalidProgram
 from vyre.ir import nodes as N
@@ -42,6 +41,7 @@ from lowering_cases import (
     EDGE_H,
     MEM_A,
     MEM_F,
+    LoweredReference,
     edge_program,
     memory_program,
 )
@@ -50,27 +50,6 @@ from lowering_cases import (
 # choose the form of the memory rule's accesses, which checked_memory turns off)
 TRAITS = [t for t in all_traits() if not (t.checked_memory and (t.guarded_expr or t.in_place))]
 CASES = sorted(fuzz.regressions_dir().glob("*.json"))
-
-
-class _LoweringCompiler(ReferenceCompiler):
-    """Compiles the lowering of P (or the given core) instead of P."""
-
-    def compile(self, program: N.Program, key: Any) -> Plan:
-        b = self.backend
-        return Plan.prepare(lower(program, b.traits) if b.core is None else b.core)
-
-
-class LoweredReference(ReferenceBackend):
-    """The reference backend running `lower(P, traits)` instead of P (P is validated first,
-    as for every backend; the lowered core itself is internal and never validated), or
-    `core` when given: that lowering, made already (_cores), or a hand-made core."""
-
-    compiler_part = _LoweringCompiler
-
-    def __init__(self, traits: Traits, core: N.Program | None = None) -> None:
-        self.traits = traits
-        self.core = core
-        super().__init__(f"reference-lowered-{abs(hash(traits))}")
 
 
 _REF = ReferenceBackend()

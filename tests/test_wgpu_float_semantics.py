@@ -270,27 +270,30 @@ def _check_div_sqrt(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> None:
             raise AssertionError(f"{name}: {bad.size} of {n} differ: {shown}")
 
 
-@pytest.mark.parametrize("mode", ["exact", "exact-bad-estimate"])
+# the WGSL functions of vyre.lower.divsqrt's definitions (mangled names), and their forms
+# with the f64 fast path
+_EXACT_FNS = ("vy_fn_exact_1div_1f32", "vy_fn_exact_1sqrt_1f32")
+_FAST_FNS = tuple(f"{f}_1wide(" for f in _EXACT_FNS)
+
+
 @pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
 def test_exact_division_and_sqrt_forced(
-    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool, mode: str
+    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool
 ) -> None:
     """vyre's exact division and sqrt (what the probe picks on NVIDIA's Vulkan driver),
     forced on this adapter: bit-identical on 2 x 2^16 random pairs over the whole exponent
     range plus the hard cases (x / x at the limits, 33 / 33, subnormal and overflowing
-    quotients, +-0, inf, NaN), rem and f16 included, in both f32 modes. The bad-estimate
-    mode starts the f64 fast path from an estimate an ulp further off and a 4-bit Newton
-    factor, so its midpoint correction decides about a third of the in-range results."""
-    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", mode)
+    quotients, +-0, inf, NaN), rem and f16 included, in both f32 modes. (The fast path's
+    correction of bad estimates: tests/test_exact_divsqrt.py, on the reference.)"""
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", "exact")
     if flush:
         monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
     be = _wgpu()
     try:
         src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
-        assert "vy_div_f32(" in src and "vy_sqrt_f32(" in src
-        if be.capabilities().details["f64_arithmetic"]:  # the fast path is there too
-            assert "vy_div_fast_f32(" in src and "vy_sqrt_fast_f32(" in src
-        assert ("0xfff80000u" in src) == (mode == "exact-bad-estimate")
+        assert all(f in src for f in _EXACT_FNS)
+        wide = bool(be.capabilities().details["f64_arithmetic"])  # the fast path is there
+        assert all((f in src) == wide for f in _FAST_FNS)
         assert be.capabilities().details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)"
         xs, ys = _random_pairs(1 << 16)
         _check_div_sqrt(be, xs, ys)
@@ -308,17 +311,16 @@ def test_exact_division_and_sqrt_forced(
         be.close()
 
 
-@pytest.mark.parametrize("mode", ["exact", "exact-bad-estimate"])
 @pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
 def test_exact_sqrt_of_a_value_computed_from_params_only(
-    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool, mode: str
+    monkeypatch: pytest.MonkeyPatch, ref: BaseBackend, flush: bool
 ) -> None:
     """vyre's exact sqrt of a uniform value, as in PolyBench's correlation (data / (sqrt(
     float_n) * stddev[j]), float_n a param): lavapipe's compiler looks for branches on values
     computed from uniforms only by walking their operands without memoising, and a branch on
     the digit-by-digit root's 26-step chain made that walk exponential (the shader never
     finished compiling). Exact on both sides of the f64 fast path's range, subnormal too."""
-    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", mode)
+    monkeypatch.setenv("VYRE_WGPU_DIV_SQRT", "exact")
     if flush:
         monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
     k = ProgramBuilder("sqrt_of_params", 1)
@@ -331,7 +333,7 @@ def test_exact_sqrt_of_a_value_computed_from_params_only(
     prog = k.build()
     be = _wgpu()
     try:
-        assert "vy_sqrt_f32(" in be.source(prog)
+        assert _EXACT_FNS[1] in be.source(prog)
         for pv in (5.0, 0.5, 2.0**-100, 3e30, 1e-40, 0.0):
             cfg = DispatchConfig(grid=1, params={"p": pv, "q": 1.25})
             inputs = {"x": np.array([3.0, 7.0], np.float32), "out": 2}
@@ -356,7 +358,7 @@ def test_native_switch_uses_the_drivers_operations(monkeypatch: pytest.MonkeyPat
     be = _wgpu()
     try:
         src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
-        assert "vy_div_f32" not in src and "vy_sqrt_f32" not in src and "sqrt(" in src
+        assert not any(f in src for f in _EXACT_FNS) and "sqrt(" in src
     finally:
         be.close()
 
@@ -413,8 +415,9 @@ def test_fma_that_rounds_twice_is_emulated_or_refused() -> None:
     o = k.buffer("o", F32, "write", count=1)
     o[0] = fma(x[0], x[1], x[2])
     prog = k.build()
-    assert "vy_fma_f32(" in wgsl.generate(prog, fma_fused=False).source
-    assert "vy_fma_f32(" not in wgsl.generate(prog, fma_fused=True).source
+    exact = "vy_fn_exact_1fma_1f32("  # vyre.lower.fma's definition
+    assert exact in wgsl.generate(prog, fma_fused=False).source
+    assert exact not in wgsl.generate(prog, fma_fused=True).source
     narrow = frozenset({ScalarType.BOOL, ScalarType.I32, U32, F32})
     with pytest.raises(UnsupportedFeature, match="fma_rounds_once"):
         wgsl.generate(prog, allowed_types=narrow, fma_fused=False)

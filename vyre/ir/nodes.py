@@ -213,7 +213,7 @@ class Subgroup(Node):
     ty: ScalarType
 
 
-NativeOp = Literal["div", "rem", "shl", "shr", "f2i"]
+NativeOp = Literal["div", "rem", "shl", "shr", "f2i", "approx_div", "approx_sqrt"]
 
 
 class Native(Node):
@@ -221,9 +221,12 @@ class Native(Node):
 
     A target's own operation, which the lowering only applies inside its domain: `div` /
     `rem` on ints with a nonzero divisor and never MIN / -1, `shl` / `shr` with an amount
-    below the bit width, `f2i` of a float (f32 / f64) whose truncation fits `ty`. The
-    reference backend evaluates it with an assertion of that precondition, so it checks
-    the lowering (`reference(P) == reference(lower(P))`).
+    below the bit width, `f2i` of a float (f32 / f64) whose truncation fits `ty`;
+    `approx_div` / `approx_sqrt`: the target's own f32 division / sqrt, which may be a few
+    ulp off (Vulkan allows 2.5 / 3), only as the estimate an exact method corrects
+    (vyre.lower.divsqrt; the reference computes it correctly rounded). The reference
+    backend evaluates it with an assertion of that precondition, so it checks the
+    lowering (`reference(P) == reference(lower(P))`).
     """
 
     kind: Literal["native"] = "native"

@@ -15,6 +15,10 @@ has it natively:
   overflows) whose body first computes the variable, start + i * step, wrapping in u32 (the
   true value is below end, so the wrapped one is it);
 - float rem: `a - b * trunc(a / b)`, each step an IR operation rounded in the type;
+- division and sqrt (f32, f16 in f32, f64): vyre's exact methods (vyre.lower.divsqrt, an Invoke of
+  one definition per program; with a fast path in f32 where its fma rounds once, else in
+  f64 where the target is `wide`); f32 and f16 fma where the target's rounds twice
+  (vyre.lower.fma: the f32 one where the target is `wide`);
 - f16 arithmetic: the exact operations (+ - * / sqrt, min / max / clamp, floor / ceil /
   trunc / round, comparisons) in f32 and rounded once to f16, which is exact because f32
   has more than 2 * 11 + 2 bits; abs and neg are sign-bit operations and stay, fma and the
@@ -40,7 +44,10 @@ from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, with_parts
 
+from .divsqrt import definition, definition_f64, fast_path
+from .fma import definition as exact_fma
 from .maths import lower_maths
+from .maths.apply import opaque
 from .memory import Guards
 from .traits import Traits
 
@@ -51,6 +58,7 @@ _SIMPLE = (N.Const, N.Var, N.Param, N.Builtin, N.Length)
 _LEAVES = frozenset(_SIMPLE)
 _F16_EXACT_BIN = frozenset({"add", "sub", "mul", "div", "min", "max", *N.COMPARISON_OPS})
 _F16_EXACT_FNS = frozenset({"sqrt", "min", "max", "clamp", "floor", "ceil", "trunc", "round"})
+_EXACT_TYPES = frozenset({T.F32, T.F16, T.F64})  # division and sqrt vyre.lower.divsqrt defines
 
 
 def _c(ty: ScalarType, v: bool | int | float) -> N.Const:
@@ -70,6 +78,8 @@ def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
 class _Lowering:
     def __init__(self, program: N.Program, traits: Traits) -> None:
         self.t = traits
+        self.program = program
+        self.defined: dict[str, N.Function] = {}  # the exact definitions called, lowered
         self.count = 0
         self.pending: list[N.StmtNode] = []
         # one map, its memo cleared per statement (module docstring); the subtrees with
@@ -153,14 +163,38 @@ class _Lowering:
     def widen(self, e: N.ExprNode) -> N.ExprNode:
         return made(N.Cast, a=e, ty=T.F32)
 
+    def exact(self, op: str, args: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        """Division or sqrt (`op`) by vyre's exact method (vyre.lower.divsqrt; f16 in f32,
+        rounded once: exact since 24 >= 2 * 11 + 2): an Invoke of the definition."""
+        ty = args[0].ty
+        if ty is T.F64:
+            return self.invoke(definition_f64(op), args)
+        fn = definition(op, fast_path(op, self.t.wide, self.t.fused_fma))
+        wide = args if ty is T.F32 else tuple(map(self.widen, args))
+        call = self.invoke(fn, wide)
+        return call if ty is T.F32 else made(N.Cast, a=call, ty=ty)
+
+    def invoke(self, fn: N.Function, args: tuple[N.ExprNode, ...]) -> N.ExprNode:
+        """A call of definition `fn` (lowered for the target once per program) on opaque
+        arguments (as the functions' definitions, vyre.lower.maths.apply.opaque: a
+        driver must not evaluate the definition at compile time)."""
+        got = self.defined.get(fn.name)
+        if got is None:
+            got = self.defined[fn.name] = _lower_function(self.program, fn, self.t)
+        return made(N.Invoke, fn=got, args=tuple(opaque(self.once(x)) for x in args), ty=fn.ty)
+
     def float_op(self, op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
         """`a op b` on floats, with the f16 rule applied when the target needs it."""
+        if op == "div" and not self.t.float_div and a.ty in _EXACT_TYPES:
+            return self.exact("div", (a, b))
         if a.ty is not T.F16 or self.t.f16_arith or op not in _F16_EXACT_BIN:
             return _bin(op, a, b)
         wide = _bin(op, self.widen(a), self.widen(b))
         return wide if wide.ty is _BOOL else made(N.Cast, a=wide, ty=T.F16)
 
     def float_call(self, fn: str, args: tuple[N.ExprNode, ...], ty: ScalarType) -> N.ExprNode:
+        if fn == "sqrt" and not self.t.float_sqrt and ty in _EXACT_TYPES:
+            return self.exact("sqrt", args)
         call = made(N.Call, fn=fn, args=args, ty=ty)
         if ty is not T.F16 or self.t.f16_arith or fn not in _F16_EXACT_FNS:
             return call
@@ -201,6 +235,8 @@ class _Lowering:
             elif ty.is_float:
                 if e.op == "rem" and not t.float_rem:
                     return self.float_rem(e)
+                if e.op == "div" and not t.float_div and ty in _EXACT_TYPES:
+                    return self.float_op(e.op, e.a, e.b)
                 if ty is T.F16 and not t.f16_arith and e.op in _F16_EXACT_BIN:
                     return self.float_op(e.op, e.a, e.b)
             return e
@@ -218,6 +254,11 @@ class _Lowering:
             assert isinstance(e, N.Call)
             if e.fn == "abs" and e.ty.is_int and not t.int_abs:
                 return self.int_abs(e)
+            if e.fn == "sqrt" and not t.float_sqrt and e.ty in _EXACT_TYPES:
+                return self.exact("sqrt", e.args)
+            if e.fn == "fma" and ((e.ty is T.F32 and not t.fused_fma and t.wide)
+                                  or (e.ty in (T.F16, T.F64) and not t.fused_fma_f16_f64)):
+                return self.invoke(exact_fma(e.ty), e.args)
             if e.ty is T.F16 and not t.f16_arith and e.fn in _F16_EXACT_FNS:
                 return self.float_call(e.fn, e.args, e.ty)
             return e

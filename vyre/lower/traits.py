@@ -43,14 +43,43 @@ class Traits:
     # (vyre.lower.facts); False: it may evaluate them ahead of the conditions around
     # them (CUDA's lockstep coarsening), and every access keeps its own test
     in_place: bool = False
+    # float division (f32, f16 done in f32, f64) is correctly rounded; False: vyre's exact
+    # method from the operands' bits (vyre.lower.divsqrt; NVIDIA's Vulkan driver)
+    float_div: bool = False
+    # float sqrt is correctly rounded; False: vyre's exact method likewise
+    float_sqrt: bool = False
+    # the target runs f64 and i64 (a capability): the exact division and sqrt then take
+    # their f64 fast path for operands in a safe range
+    wide: bool = False
+    # f32 fma rounds once (False: vyre's exact one through f64, vyre.lower.fma, where the
+    # target is `wide`); the exact division's fast path is then in f32 alone
+    fused_fma: bool = False
+    # f16 and f64 fma round once (False: vyre's exact ones, f16's through f32, f64's in
+    # 64-bit integers; Vulkan lets both round twice)
+    fused_fma_f16_f64: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do
 NOTHING_NATIVE = Traits()  # C-like targets (CUDA C, WGSL): every rule lowered
 
+# the traits of operations vyre replaces by exact methods of its own (vyre.lower.divsqrt,
+# vyre.lower.fma)
+# and the rules whose rewrites make such an operation (float rem divides; f16 arithmetic
+# divides and takes roots in f32)
+_EXACT_OPS = ("float_div", "float_sqrt", "wide", "fused_fma", "fused_fma_f16_f64")
+_MAKING_EXACT_OPS = ("float_rem", "f16_arith")
+
 
 def all_traits() -> list[Traits]:
-    """Every combination of the traits (what the lowering check runs)."""
-    names = [f.name for f in fields(Traits)]
-    return [Traits(**dict(zip(names, bits)))
-            for bits in itertools.product((False, True), repeat=len(names))]
+    """The combinations the lowering check runs: every combination of the rule traits
+    with the exact operations native, and every combination of the exact operations'
+    traits with those of the rules that make such operations (the other rules never
+    produce or rewrite a division, sqrt or fma, so they combine with these independently)."""
+    names = [f.name for f in fields(Traits) if f.name not in _EXACT_OPS]
+    out = [Traits(**dict(zip(names, bits)), **dict.fromkeys(_EXACT_OPS, True))
+           for bits in itertools.product((False, True), repeat=len(names))]
+    for bits in itertools.product((False, True), repeat=len(_EXACT_OPS) + len(_MAKING_EXACT_OPS)):
+        t = Traits(**dict(zip(_EXACT_OPS + _MAKING_EXACT_OPS, bits)))
+        if t not in out:
+            out.append(t)
+    return out

@@ -49,11 +49,14 @@ KERNEL_NAME = "vyre_main"
 # from the IR's (or are undefined) outside their domain: vyre.lower rewrites all of them
 # into the core, where only in-domain `Native` operations and in-range raw accesses reach
 # this printer. C's `?:` evaluates only the operand it chooses: guarded loads stay
-# expressions (which the lockstep vectoriser merges into vector loads).
-TRAITS = Traits(guarded_expr=True, in_place=True)
+# expressions (which the lockstep vectoriser merges into vector loads). Float division and
+# sqrt are correctly rounded (nvrtc.py: --prec-div, --prec-sqrt), fma rounds once.
+TRAITS = Traits(guarded_expr=True, in_place=True, float_div=True, float_sqrt=True,
+                fused_fma=True, fused_fma_f16_f64=True)
 # the lockstep body evaluates values, conditions and hoisted loads of every invocation
 # ahead of the conditions around them: each access keeps its own index test there
-LOCKSTEP_TRAITS = Traits(guarded_expr=True)
+LOCKSTEP_TRAITS = Traits(guarded_expr=True, float_div=True, float_sqrt=True, fused_fma=True,
+                         fused_fma_f16_f64=True)
 # element types a vectorised access may have (bool storage is excluded)
 ST = ScalarType
 

@@ -206,7 +206,10 @@ class Invocations:
         if isinstance(e, N.Bitcast):
             return numeric.bitcast(self.eval(e.a), e.ty)
         if isinstance(e, N.Native):
-            return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty)
+            # (asserted on the lanes that run it: a definition's slow path, under an `if`,
+            # sees its locals' zeros on the others)
+            return numeric.native(e.op, [self.eval(a) for a in e.args], e.ty, e.args[0].ty,
+                                  self.active)
         if isinstance(e, N.Table):
             return numeric.table(e.values, self.eval(e.index), e.ty)
         if isinstance(e, N.Invoke):

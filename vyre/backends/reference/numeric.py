@@ -438,29 +438,35 @@ def table(values: tuple[float, ...] | tuple[int, ...], index: Array, ty: ScalarT
     return np.asarray(values, dtype=ty.numpy)[i]
 
 
-def native(op: str, args: list[Array], ty: ScalarType, operand_ty: ScalarType) -> Array:
+def native(op: str, args: list[Array], ty: ScalarType, operand_ty: ScalarType,
+           active: Array | bool = True) -> Array:
     """A `Native` node of vyre.lower's core: the target's own operation, which the lowering
-    must only apply inside its domain. The precondition is asserted on every lane (this is
-    how the reference checks a lowering); inside it the result is the IR operation's."""
+    must only apply inside its domain. The precondition is asserted on every lane of
+    `active` (the lanes running it: this is how the reference checks a lowering); inside
+    it the result is the IR operation's."""
     if op in ("div", "rem"):
         a, b = (np.asarray(x) for x in args)
         bad = b == 0
         if operand_ty.is_signed:
             bad = bad | ((a == np.iinfo(operand_ty.numpy).min) & (b == -1))
-        if np.any(bad):
+        if np.any(bad & active):
             raise AssertionError(f"lowering applied native {op} outside its domain "
                                  "(divisor 0 or MIN / -1)")
         return binary(op, a, b, ty, operand_ty)
     if op in ("shl", "shr"):
-        if np.any(np.asarray(args[1]) >= operand_ty.bits):
+        if np.any((np.asarray(args[1]) >= operand_ty.bits) & active):
             raise AssertionError(f"lowering applied native {op} with an amount >= the width")
         return binary(op, args[0], args[1], ty, operand_ty)
     if op == "f2i":
         info = np.iinfo(ty.numpy)
         w = np.trunc(np.asarray(args[0], dtype=np.float64))
         ok = (w >= float(info.min)) & (w < float(int(info.max) + 1))  # NaN: not ok
-        if not np.all(ok):
+        if not np.all(ok | ~np.asarray(active)):
             raise AssertionError("lowering applied native f2i to a float out of the range "
                                  f"of {ty} (or NaN)")
         return cast(args[0], operand_ty, ty)
+    if op == "approx_div":  # an estimate: here correctly rounded, on a device maybe not
+        return binary("div", args[0], args[1], ty, operand_ty)
+    if op == "approx_sqrt":
+        return call("sqrt", args, ty)
     raise NotImplementedError(f"native op {op!r}")

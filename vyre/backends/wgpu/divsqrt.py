@@ -2,7 +2,7 @@
 
 The adapter probe runs the driver's own division and sqrt over these and compares bit for
 bit, to decide whether the WGSL generator may use them or must emit vyre's exact versions
-(render.py, "exact division and sqrt"); the tests use the same cases. The cases cover what
+(vyre/lower/divsqrt.py, chosen through the lowering's Traits); the tests use the same cases. The cases cover what
 drivers are known to get wrong: `x / x` at the limits of the range (a driver computing
 a * (1/b) gives 0 for FLT_MAX / FLT_MAX), small integer quotients (33 / 33), subnormal
 and overflowing quotients, ±0, inf, NaN, and random pairs over the whole exponent range.

@@ -20,10 +20,11 @@ from vyre.errors import InvalidDispatch
 # "1": generate docs/IR.md's f32 flush mode even on a device that keeps subnormals (to get
 # bit-identical results across devices, or to test the mode on lavapipe)
 ENV_FLUSH = "VYRE_WGPU_FLUSH_SUBNORMALS"
-# Tests and scripts/div_bench.py only: "exact" emits vyre's exact f32 division and sqrt even
-# where the driver's are correctly rounded (to test them on lavapipe), "exact-bad-estimate"
-# the same starting from a deliberately worse estimate (to test the correction), "native"
-# the driver's even where they are not (to time the difference); unset: the probe decides.
+# Tests and scripts/div_bench.py only: "exact" emits vyre's exact division and sqrt even
+# where the driver's are correctly rounded (to test them on lavapipe), "native" the
+# driver's even where they are not (to time the difference); unset: the probe decides.
+# (The exact methods' correction of a bad estimate is tested on the reference, with a
+# deliberately worse estimate: tests/test_exact_divsqrt.py.)
 ENV_DIV_SQRT = "VYRE_WGPU_DIV_SQRT"
 # Measurement only (scripts/wgpu_matmul_sweep.py): "all" fences every f32 operand, as vyre
 # did before fences.py decided which ones a driver could fold (both are exact).
@@ -39,7 +40,7 @@ ENV_SHARED = "VYRE_WGPU_SHARED"
 # already compute it (both exact).
 ENV_NATIVE_FLUSH = "VYRE_WGPU_NATIVE_FLUSH"
 
-DIV_SQRT_MODES = ("auto", "native", "exact", "exact-bad-estimate")
+DIV_SQRT_MODES = ("auto", "native", "exact")
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,6 @@ class WgpuOptions:
         if self.div_sqrt not in DIV_SQRT_MODES:
             raise InvalidDispatch(
                 f"WgpuOptions.div_sqrt must be one of {DIV_SQRT_MODES}, got {self.div_sqrt!r:.40}")
-
-    @property
-    def bad_base(self) -> bool:
-        """Tests only: exact division / sqrt start from a deliberately worse estimate."""
-        return self.div_sqrt == "exact-bad-estimate"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WgpuOptions:

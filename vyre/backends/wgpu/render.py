@@ -20,7 +20,7 @@ import math
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vyre import features as F
@@ -135,9 +135,6 @@ class _Ctx:
     tininess: str = F.TININESS_SUBNORMAL_RESULT
     # flush mode's f32 + - * fma left to the device, which computes it (native_flush.py)
     native_flush: bool = False
-    exact_div: bool = False  # f32 division by vyre's exact integer method, not the driver's
-    exact_sqrt: bool = False  # f32 sqrt likewise
-    bad_base: bool = False  # tests only: the exact fast paths start from a worse estimate
     wg_f32_atomic: frozenset[str] = frozenset()  # workgroup arrays with f32 atomics (as u32)
     # fence only the f32 operands a driver could fold (fences.py); False: every one
     minimal: bool = False
@@ -439,200 +436,6 @@ def _isnan(ctx: _Ctx, ty: ScalarType) -> str:
     return _helper(ctx, name, f"fn {name}(x: {wgsl_type(ty)}) -> bool {{ {body} }}")
 
 
-# ------------------------------------------------------------------ exact division and sqrt
-#
-# Vulkan only bounds f32 division and sqrt to 2.5 / 3 ulp, and NVIDIA's driver computes
-# a / b as a * (1 / b) (FLT_MAX / FLT_MAX = 0, 33 / 33 = 0.99999994). Where the adapter
-# probe finds the driver's operation not correctly rounded (adapter._probe_div_sqrt), these
-# compute the IEEE result from the operands' bits with integer arithmetic only: no float
-# operation a driver may approximate, flush, contract or fold, and no need for fma or f64.
-# Both produce the quotient / root to 27 bits plus a sticky bit (the remainder is nonzero),
-# then vy_pack_f32 rounds once to nearest even, subnormal and overflowing results included.
-# f16 division and sqrt use them too (in f32, then rounded once to f16: innocuous).
-# Fast path, where the device has f64 and the operands are in a safe range (everything
-# normal, no overflow): the driver's estimate, one Newton step in f64 (the residual
-# a - q*b, or x - s*s, is exact in f64: products of two f32 are) makes it faithful, and an
-# exact f64 comparison with the midpoint to each neighbour fixes the last bit.
-
-
-def _unpack_f32(ctx: _Ctx) -> None:
-    _helper(
-        ctx, "vy_mant_f32",
-        "// a nonzero finite magnitude's significand, normalised to [2^23, 2^24)\n"
-        "fn vy_mant_f32(x: u32) -> u32 {\n"
-        "    if (x < 0x00800000u) { return x << (countLeadingZeros(x) - 8u); }\n"
-        "    return (x & 0x007fffffu) | 0x00800000u;\n}",
-    )
-    _helper(
-        ctx, "vy_ebits_f32",
-        "// its exponent e: x = vy_mant_f32(x) * 2^(e - 150) (subnormals normalised)\n"
-        "fn vy_ebits_f32(x: u32) -> i32 {\n"
-        "    if (x < 0x00800000u) { return 9i - i32(countLeadingZeros(x)); }\n"
-        "    return i32(x >> 23u);\n}",
-    )
-    _helper(
-        ctx, "vy_pack_f32",
-        "// sign s, value (m + f) * 2^e with m in [2^26, 2^27), f in [0, 1) nonzero iff sticky:\n"
-        "// rounded once to nearest even (subnormal results and overflow to inf included)\n"
-        "fn vy_pack_f32(s: u32, m: u32, e: i32, sticky: bool) -> f32 {\n"
-        "    let ef = e + 153i;  // the biased exponent if the result is normal\n"
-        "    if (ef >= 255i) { return bitcast<f32>(s | 0x7f800000u); }\n"
-        "    let sh = u32(min(3i + max(1i - ef, 0i), 31i));\n"
-        "    let mant = m >> sh;\n"
-        "    let low = m & ((1u << sh) - 1u);\n"
-        "    let half = 1u << (sh - 1u);\n"
-        "    let up = low > half || (low == half && (sticky || (mant & 1u) != 0u));\n"
-        "    let base = select(0u, u32(ef - 1i) << 23u, ef > 0i);  // + mant's leading bit\n"
-        "    return bitcast<f32>(s | (base + mant + select(0u, 1u, up)));\n}",
-    )
-
-
-def _estimate(ctx: _Ctx, fn: str) -> str:
-    """The driver's f32 estimate for a fast path (tests: deliberately off by an ulp more)."""
-    f0 = _fence_fn(ctx, T.F32, 0)
-    if fn == "div":
-        exact, bad = "a / b", "a * (1.0f / b)"
-    else:
-        exact, bad = "sqrt(a)", "a * inverseSqrt(a)"
-    if ctx.bad_base:
-        return f"{f0}(bitcast<f32>(bitcast<u32>({f0}({bad})) ^ 1u))"
-    return f"{f0}({exact})"
-
-
-def _coarse(ctx: _Ctx, text: str) -> str:
-    """The Newton step's factor; in tests (bad_base) cut to 4 significant bits, so that
-    the step leaves about a third of the results for the midpoint test to fix."""
-    f1 = _fence_fn(ctx, T.F32, 1)
-    if ctx.bad_base:
-        return f"bitcast<f32>(bitcast<u32>({f1}({text})) & 0xfff80000u)"
-    return f"{f1}({text})"
-
-
-def _fast_path(ctx: _Ctx, fn: str) -> str:
-    """The f64 fast path of vy_div_f32 / vy_sqrt_f32 (see above): the result's bits."""
-    _helper(
-        ctx, "vy_mids_f32",
-        "// the midpoints between a positive normal f32 and its neighbours, exactly in f64\n"
-        "fn vy_mids_f32(bits: u32) -> vec2<f64> {\n"
-        "    let d = f64(bitcast<f32>(bits));\n"
-        "    return vec2<f64>((d + f64(bitcast<f32>(bits + 1u))) * 0.5lf,"
-        " (d + f64(bitcast<f32>(bits - 1u))) * 0.5lf);\n}",
-    )
-    if fn == "div":  # a / b for a, b in [2^-62, 2^63), both positive
-        name, args, x, y, factor = "vy_div_fast_f32", "a: f32, b: f32", "f64(a)", "f64(b)", "1.0f / b"
-        resid, above, below = "dx - d0 * dy", "dx > m.x * dy", "dx < m.y * dy"
-    else:  # sqrt(a) for a in [2^-60, 2^61)
-        name, args, x, y, factor = "vy_sqrt_fast_f32", "a: f32", "f64(a)", "0.0lf", "0.5f / e0"
-        resid, above, below = "dx - d0 * d0", "dx > m.x * m.x", "dx < m.y * m.y"
-    return _helper(
-        ctx, name,
-        f"fn {name}({args}) -> u32 {{\n"
-        f"    let e0 = {_estimate(ctx, fn)};  // the driver's estimate\n"
-        f"    let dx = {x};\n"
-        f"    let dy = {y};\n"
-        "    let d0 = f64(e0);\n"
-        f"    let r1 = f32(d0 + ({resid}) * f64({_coarse(ctx, factor)}));  // faithful\n"
-        "    let bits = bitcast<u32>(r1);\n"
-        "    let m = vy_mids_f32(bits);\n"
-        f"    if ({above}) {{ return bits + 1u; }}\n"
-        f"    if ({below}) {{ return bits - 1u; }}\n"
-        "    return bits;\n}",
-    )
-
-
-def _exact_div_f32(ctx: _Ctx) -> str:
-    _unpack_f32(ctx)
-    fast = ""
-    if ctx.wide_ok:
-        fast = (
-            "    if ((xa >> 23u) - 65u <= 124u && (xb >> 23u) - 65u <= 124u) {\n"
-            f"        return bitcast<f32>(s | {_fast_path(ctx, 'div')}(bitcast<f32>(xa), bitcast<f32>(xb)));\n"
-            "    }\n"
-        )
-    chunk = (
-        "    r = r << {k}u; d = r / mb; q = (q << {k}u) | d; r = r - d * mb;\n"
-    )
-    return _helper(
-        ctx, "vy_div_f32",
-        "// IEEE f32 a / b from the bits: long division of the significands in u32 chunks\n"
-        "fn vy_div_f32(a: f32, b: f32) -> f32 {\n"
-        "    let ua = bitcast<u32>(a);\n"
-        "    let ub = bitcast<u32>(b);\n"
-        "    let s = (ua ^ ub) & 0x80000000u;\n"
-        "    let xa = ua & 0x7fffffffu;\n"
-        "    let xb = ub & 0x7fffffffu;\n"
-        + fast
-        + "    if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0u || xa == 0x7f800000u))) {\n"
-        "        return bitcast<f32>(0x7fc00000u);  // NaN operand, 0 / 0, inf / inf\n"
-        "    }\n"
-        "    if (xa == 0x7f800000u || xb == 0u) { return bitcast<f32>(s | 0x7f800000u); }\n"
-        "    if (xa == 0u || xb == 0x7f800000u) { return bitcast<f32>(s); }\n"
-        "    let ma = vy_mant_f32(xa);\n"
-        "    let mb = vy_mant_f32(xb);\n"
-        "    var q = select(0u, 1u, ma >= mb);\n"
-        "    var r = ma - q * mb;\n"
-        "    var d = 0u;\n"
-        + chunk.format(k=8) * 3 + chunk.format(k=2)
-        + "    // q = floor(ma * 2^26 / mb) in [2^25, 2^27), r its remainder\n"
-        "    var e = vy_ebits_f32(xa) - vy_ebits_f32(xb) - 26i;\n"
-        "    if (q < 0x04000000u) { q = q << 1u; e = e - 1i; }\n"
-        "    return vy_pack_f32(s, q, e, r != 0u);\n}",
-    )
-
-
-def _exact_sqrt_f32(ctx: _Ctx) -> str:
-    _unpack_f32(ctx)
-    fast = ""
-    if ctx.wide_ok:
-        fast = (
-            "    if ((u >> 23u) - 67u <= 120u) {  // x in [2^-60, 2^61)\n"
-            f"        return bitcast<f32>({_fast_path(ctx, 'sqrt')}(x));\n"
-            "    }\n"
-        )
-    steps = []
-    for j in range(26):  # two radicand bits per step, from the top: m then zeros
-        pair = f"((m >> {24 - 2 * j}u) & 3u)" if j <= 12 else "0u"
-        steps.append(
-            f"    r = (r << 2u) | {pair}; t = (q << 2u) | 1u; "
-            "ge = r >= t; r = select(r, r - t, ge); q = (q << 1u) | select(0u, 1u, ge);\n"
-        )
-    return _helper(
-        ctx, "vy_sqrt_f32",
-        "// IEEE f32 sqrt from the bits: digit-by-digit integer root of the significand\n"
-        "fn vy_sqrt_f32(x: f32) -> f32 {\n"
-        "    let u = bitcast<u32>(x);\n"
-        + fast
-        + ""
-        "    if ((u & 0x7fffffffu) == 0u || u >= 0x7f800000u) {  // +-0, +inf, NaN, negative\n"
-        "        if (u <= 0x7f800000u || u == 0x80000000u) { return x; }\n"
-        "        return bitcast<f32>(0x7fc00000u);\n"
-        "    }\n"
-        "    var m = vy_mant_f32(u);\n"
-        "    var k = vy_ebits_f32(u) - 150i;  // x = m * 2^k\n"
-        "    if ((k & 1i) != 0i) { m = m << 1u; k = k - 1i; }\n"
-        "    // q = floor(sqrt(m * 2^26)) in (2^24, 2^26), r = m * 2^26 - q^2\n"
-        "    var q = 0u;\n    var r = 0u;\n    var t = 0u;\n    var ge = false;\n"
-        + "".join(steps)
-        + "    var e = k / 2i - 13i;\n"
-        # q < 2^25 exactly when m < 2^24 (m * 2^26 < 2^50): test m, not q, so that no branch
-        # depends on the 26 steps' chain. Mesa's lavapipe (22.3) looks for branches on
-        # values computed from uniforms only (to inline them) by walking each condition's
-        # operands without memoising: through the chain that walk is exponential, and a
-        # sqrt of a param never finished compiling.
-        "    if (m < 0x01000000u) { q = q << 2u; e = e - 2i; } else { q = q << 1u; e = e - 1i; }\n"
-        "    return vy_pack_f32(0u, q, e, r != 0u);\n}",
-    )
-
-
-def _div_text(ctx: _Ctx, ct: ScalarType, fa: str, fb: str) -> str:
-    """fa / fb (fenced operands of compute type `ct`), exact where the driver's is not."""
-    if ct is T.F32 and ctx.exact_div:
-        return f"{_exact_div_f32(ctx)}({fa}, {fb})"
-    if ct is T.F64 and ctx.exact_div:
-        return f"{_exact_div_f64(ctx)}({fa}, {fb})"
-    return f"({fa} / {fb})"
-
-
 def _float_minmax(ctx: _Ctx, op: str, ty: ScalarType) -> str:
     t = wgsl_type(ty)
     nan = _isnan(ctx, ty)
@@ -856,218 +659,6 @@ def _sincos_f32(ctx: _Ctx, fn: str) -> str:
         f"    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{"
         f" return vy_bits_f32(0x7fc00000u); }}  // NaN, inf (a bit test: drivers may assume finite)\n"
         f"{body}}}",
-    )
-
-
-def _fma_f32(ctx: _Ctx) -> str:
-    """Single-rounding f32 fma for drivers whose fma rounds twice: the product is exact in
-    f64; the f64 sum is made round-to-odd (TwoSum error term) so the final rounding to f32
-    is correct. Each TwoSum step is fenced: llvmpipe reassociates f64 arithmetic, folding
-    the error term of s = p + c to 0 (fma(-2147483904, 3, 1e-30) then rounded to even)."""
-    f = _fence_fn(ctx, T.F64, 0)
-    return _helper(
-        ctx, "vy_fma_f32",
-        "fn vy_fma_f32(a: f32, b: f32, c: f32) -> f32 {\n"
-        "    let p = f64(a) * f64(b);\n"
-        "    let cd = f64(c);\n"
-        f"    let s = {f}(p + cd);\n"
-        "    var bits = bitcast<u64>(s);\n"
-        "    if ((bits & 0x7ff0000000000000lu) != 0x7ff0000000000000lu) {  // finite\n"
-        f"        let bb = {f}(s - p);\n"
-        f"        let e = {f}(p - {f}(s - bb)) + {f}(cd - bb);\n"
-        "        if (e != 0.0lf && (bits & 1lu) == 0lu) {\n"
-        "            if ((e > 0.0lf) == (s > 0.0lf)) { bits = bits + 1lu; } else { bits = bits - 1lu; }\n"
-        "        }\n"
-        "    }\n"
-        "    return f32(bitcast<f64>(bits));\n}",
-    )
-
-
-_W128 = (
-    "struct VyW128 { hi: u64, lo: u64 }\n"
-    "fn vy_clz64(x: u64) -> u32 {\n"
-    "    let h = u32(x >> 32u);\n"
-    "    return select(countLeadingZeros(h), 32u + countLeadingZeros(u32(x & 0xfffffffflu)),"
-    " h == 0u);\n}\n"
-    "fn vy_clz128(x: VyW128) -> u32 {\n"
-    "    return select(vy_clz64(x.hi), 64u + vy_clz64(x.lo), x.hi == 0lu);\n}\n"
-    "// x << s for s in 0..127 (WGSL shifts by the width or more are not defined)\n"
-    "fn vy_shl128(x: VyW128, s: u32) -> VyW128 {\n"
-    "    if (s == 0u) { return x; }\n"
-    "    if (s >= 64u) { return VyW128(x.lo << (s - 64u), 0lu); }\n"
-    "    return VyW128((x.hi << (s)) | (x.lo >> (64u - s)), x.lo << (s));\n}\n"
-    "// x >> s for any s, the bits shifted out ORed into bit 0 (sticky)\n"
-    "fn vy_shr128_sticky(x: VyW128, s: u32) -> VyW128 {\n"
-    "    if (s == 0u) { return x; }\n"
-    "    if (s >= 128u) { return VyW128(0lu, select(0lu, 1lu, (x.hi | x.lo) != 0lu)); }\n"
-    "    if (s >= 64u) {\n"
-    "        let k = s - 64u;\n"
-    "        if (k == 0u) { return VyW128(0lu, x.hi | select(0lu, 1lu, x.lo != 0lu)); }\n"
-    "        let lost = x.lo != 0lu || (x.hi << (64u - k)) != 0lu;\n"
-    "        return VyW128(0lu, (x.hi >> (k)) | select(0lu, 1lu, lost));\n    }\n"
-    "    let lost = (x.lo << (64u - s)) != 0lu;\n"
-    "    return VyW128(x.hi >> (s), (x.lo >> (s)) | (x.hi << (64u - s))"
-    " | select(0lu, 1lu, lost));\n}\n"
-    "fn vy_add128(x: VyW128, y: VyW128) -> VyW128 {\n"
-    "    let lo = x.lo + y.lo;\n"
-    "    return VyW128(x.hi + y.hi + select(0lu, 1lu, lo < x.lo), lo);\n}\n"
-    "fn vy_sub128(x: VyW128, y: VyW128) -> VyW128 {  // x >= y\n"
-    "    return VyW128(x.hi - y.hi - select(0lu, 1lu, x.lo < y.lo), x.lo - y.lo);\n}\n"
-    "fn vy_ge128(x: VyW128, y: VyW128) -> bool {\n"
-    "    return x.hi > y.hi || (x.hi == y.hi && x.lo >= y.lo);\n}"
-)
-
-
-_ROUND_F64 = (
-    "// r * 2^ex (r != 0; its bits below the 53 kept may end in a sticky bit) rounded once\n"
-    "// to f64, nearest even, the sign bit from sr; subnormal and overflow included\n"
-    "fn vy_round_f64(r: VyW128, ex: i32, sr: u64) -> f64 {\n"
-        "    let t = i32(127u - vy_clz128(r));\n"
-        "    let e = t + ex + 1023i;  // the biased exponent of the exact result\n"
-        "    let shift = max(t - 52i, -1074i - ex);\n"
-        "    var m: u64;\n"
-        "    if (shift <= 0i) { m = vy_shl128(r, u32(-shift)).lo; }\n"
-        "    else {\n"
-        "        let s = u32(shift);\n"
-        "        var low = r;  // the bits below the kept ones, moved to the top\n"
-        "        m = 0lu;\n"
-        "        if (s < 128u) {\n"
-        "            low = vy_shl128(r, 128u - s);\n"
-        "            if (s >= 64u) { m = r.hi >> (s - 64u); }\n"
-        "            else { m = (r.lo >> (s)) | (r.hi << (64u - s)); }\n"
-        "        } else if (s > 128u) { low = VyW128(0lu, 0lu); }  // below half an ulp\n"
-        "        let half = (low.hi >> 63u) != 0lu;\n"
-        "        let below = (low.hi << 1u) != 0lu || low.lo != 0lu;\n"
-        "        if (half && (below || (m & 1lu) != 0lu)) { m = m + 1lu; }\n"
-        "    }\n"
-        "    var bits = m;  // subnormal (the grid is 2^-1074): m is the encoding\n"
-        "    if (shift == t - 52i) { bits = (u64(u32(e - 1i)) << 52u) + m; }\n"
-        "    if (e >= 2047i || bits >= 0x7ff0000000000000lu) { bits = 0x7ff0000000000000lu; }\n"
-        "    return bitcast<f64>(bits | (sr << 63u));\n}"
-)
-
-
-_NORM_F64 = (
-    "// the significand of finite nonzero f64 bits u, shifted so bit 52 is set, and e with\n"
-    "// value = m * 2^e\n"
-    "struct VyM64 { m: u64, e: i32 }\n"
-    "fn vy_norm_f64(u: u64) -> VyM64 {\n"
-    "    let eb = u32(u >> 52u) & 0x7ffu;\n"
-    "    var m = (u & 0xffffffffffffflu) | select(0lu, 1lu << 52u, eb != 0u);\n"
-    "    let k = vy_clz64(m) - 11u;\n"
-    "    return VyM64(m << k, i32(max(eb, 1u)) - 1075i - i32(k));\n}"
-)
-
-
-def _f64_int_helpers(ctx: _Ctx) -> None:
-    _helper(ctx, "VyW128", _W128)
-    _helper(ctx, "vy_round_f64", _ROUND_F64)
-    _helper(ctx, "vy_norm_f64", _NORM_F64)
-
-
-def _exact_div_f64(ctx: _Ctx) -> str:
-    """Correctly rounded f64 division in integers, for a driver whose own is not (NVIDIA's
-    Vulkan driver): 58 quotient bits by restoring division (unrolled: no loop to count
-    against a loop limit), a sticky bit from the remainder, one rounding. Specials, zeros
-    and infinities take the driver's division, exact there."""
-    _f64_int_helpers(ctx)
-    f = _fence_fn(ctx, T.F64, 0)
-    steps = "".join("    q = q << 1u; if (rem >= mb) { rem = rem - mb; q = q | 1lu; }"
-                    " rem = rem << 1u;\n" for _ in range(58))
-    return _helper(
-        ctx, "vy_div_f64",
-        "fn vy_div_f64(a: f64, b: f64) -> f64 {\n"
-        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b);\n"
-        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
-        "    if (ea == 0x7ffu || eb == 0x7ffu || (ua << 1u) == 0lu || (ub << 1u) == 0lu) {\n"
-        f"        return {f}(a) / {f}(b);\n    }}\n"
-        "    let na = vy_norm_f64(ua); let nb = vy_norm_f64(ub);\n"
-        "    let mb = nb.m;\n"
-        "    var rem = na.m; var q = 0lu;\n"
-        f"{steps}"
-        "    let r = VyW128(0lu, (q << 1u) | select(0lu, 1lu, rem != 0lu));\n"
-        "    return vy_round_f64(r, na.e - nb.e - 58i, (ua ^ ub) >> 63u);\n}",
-    )
-
-
-def _exact_sqrt_f64(ctx: _Ctx) -> str:
-    """Correctly rounded f64 sqrt in integers (see _exact_div_f64): the radicand's
-    significand times 2^56, its root digit by digit (56 bits), a sticky bit, one
-    rounding. Negative, zero, inf and NaN take the driver's sqrt, exact there."""
-    _f64_int_helpers(ctx)
-    f = _fence_fn(ctx, T.F64, 0)
-    steps = []
-    for i in range(54, -1, -1):
-        pair = (f"(hi >> {2 * i - 64}u) & 3lu" if i >= 32 else
-                f"(lo >> {2 * i}u) & 3lu" if i < 32 else "")
-        steps.append(f"    rem = (rem << 2u) | ({pair}); t = (root << 2u) | 1lu;"
-                     " root = root << 1u;"
-                     " if (rem >= t) { rem = rem - t; root = root | 1lu; }\n")
-    return _helper(
-        ctx, "vy_sqrt_f64",
-        "fn vy_sqrt_f64(x: f64) -> f64 {\n"
-        "    let u = bitcast<u64>(x);\n"
-        "    if ((u >> 52u) >= 0x7fflu || (u << 1u) == 0lu) {"
-        f" return sqrt({f}(x)); }}  // negative, +-0, inf, NaN\n"
-        "    let n = vy_norm_f64(u);\n"
-        "    var m = n.m; var e = n.e;\n"
-        "    if ((e & 1i) != 0i) { m = m << 1u; e = e - 1i; }\n"
-        "    // the radicand m * 2^56 as hi:lo\n"
-        "    let hi = m >> 8u; let lo = m << 56u;\n"
-        "    var rem = 0lu; var root = 0lu; var t = 0lu;\n"
-        + "".join(steps) +
-        "    let r = VyW128(0lu, (root << 1u) | select(0lu, 1lu, rem != 0lu));\n"
-        "    return vy_round_f64(r, (e - 56i) / 2i - 1i, 0lu);\n}",
-    )
-
-
-def _fma_f64(ctx: _Ctx) -> str:
-    """Single-rounding f64 fma computed in integers (128-bit words of u64): Vulkan lets a
-    driver's f64 fma round twice (lavapipe's does), and there is no wider float to make it
-    exact in. The product's 106 bits and c's 53 are aligned with a sticky bit, added, and
-    rounded once to nearest even (to the subnormal grid below 2^-1022; past the largest
-    double: inf). Specials and zero operands take a*b + c, exact there (c = 0: a*b alone,
-    which keeps the sign of a product that rounds to zero)."""
-    _f64_int_helpers(ctx)
-    f = _fence_fn(ctx, T.F64, 0)
-    return _helper(
-        ctx, "vy_fma_f64",
-        "fn vy_fma_f64(a: f64, b: f64, c: f64) -> f64 {\n"
-        "    let ua = bitcast<u64>(a); let ub = bitcast<u64>(b); let uc = bitcast<u64>(c);\n"
-        "    let ea = u32(ua >> 52u) & 0x7ffu; let eb = u32(ub >> 52u) & 0x7ffu;\n"
-        "    let ec = u32(uc >> 52u) & 0x7ffu;\n"
-        "    if (ea == 0x7ffu || eb == 0x7ffu || ec == 0x7ffu) {\n"
-        "        if (ec == 0x7ffu && ea != 0x7ffu && eb != 0x7ffu) { return c; }\n"
-        f"        return {f}({f}(a) * {f}(b)) + {f}(c);\n    }}\n"
-        "    let frac = 0xfffffffffffffflu >> 4u;  // 52 bits\n"
-        "    let ma = (ua & frac) | select(0lu, 1lu << 52u, ea != 0u);\n"
-        "    let mb = (ub & frac) | select(0lu, 1lu << 52u, eb != 0u);\n"
-        "    let mc = (uc & frac) | select(0lu, 1lu << 52u, ec != 0u);\n"
-        f"    if (ma == 0lu || mb == 0lu) {{ return {f}({f}(a) * {f}(b)) + {f}(c); }}\n"
-        f"    if (mc == 0lu) {{ return {f}(a) * {f}(b); }}\n"
-        "    // the product ma * mb in 128 bits, from 32-bit halves\n"
-        "    let al = ma & 0xfffffffflu; let ah = ma >> 32u;\n"
-        "    let bl = mb & 0xfffffffflu; let bh = mb >> 32u;\n"
-        "    let ll = al * bl; let mid = al * bh + ah * bl;\n"
-        "    let plo = ll + (mid << 32u);\n"
-        "    let p = VyW128(ah * bh + (mid >> 32u) + select(0lu, 1lu, plo < ll), plo);\n"
-        "    // values: p * 2^ep, mc * 2^ecx; both shifted up so the top bit is bit 125\n"
-        "    let sp = 125u - (127u - vy_clz128(p));\n"
-        "    let sc = 125u - (63u - vy_clz64(mc));\n"
-        "    let pn = vy_shl128(p, sp);\n"
-        "    let cn = vy_shl128(VyW128(0lu, mc), sc);\n"
-        "    let ep = i32(max(ea, 1u)) + i32(max(eb, 1u)) - 2150i - i32(sp);\n"
-        "    let ecx = i32(max(ec, 1u)) - 1075i - i32(sc);\n"
-        "    let sgp = (ua ^ ub) >> 63u; let sgc = uc >> 63u;\n"
-        "    var x = pn; var y = cn; var ex = ep; var sx = sgp; var sy = sgc;\n"
-        "    if (ecx > ep) { x = cn; y = pn; ex = ecx; sx = sgc; sy = sgp; }\n"
-        "    y = vy_shr128_sticky(y, u32(ex - select(ecx, ep, ecx > ep)));\n"
-        "    var r: VyW128; var sr = sx;\n"
-        "    if (sx == sy) { r = vy_add128(x, y); }\n"
-        "    else if (vy_ge128(x, y)) { r = vy_sub128(x, y); }\n"
-        "    else { r = vy_sub128(y, x); sr = sy; }\n"
-        "    if ((r.hi | r.lo) == 0lu) { return 0.0lf; }  // exact cancellation: +0\n"
-        "    return vy_round_f64(r, ex, sr);\n}",
     )
 
 
@@ -1382,6 +973,8 @@ def _f32_to_64(ctx: _Ctx, ty: ScalarType) -> str:
 
 def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
     """The core's in-domain operations (vyre.lower guarantees the domain)."""
+    if e.op == "approx_sqrt":  # an estimate (vyre.lower.divsqrt corrects it)
+        return f"sqrt({args[0]})"
     if e.op == "f2i":  # an in-range float: WGSL's truncating conversion is exact
         if e.args[0].ty is T.F32 and e.ty.bits == 64:
             return f"{_f32_to_64(ctx, e.ty)}({args[0]})"
@@ -1394,7 +987,7 @@ def _native(ctx: _Ctx, e: N.Native, args: list[str]) -> str:
                        f"fn vy_srem_{t}(a: {t}, b: {t}) -> {t} {{ return a - (a / b) * b; }}"
                        "  // NVIDIA Vulkan: signed % is wrong")
         return f"{name}({a}, {b})"
-    sym = {"div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
+    sym = {"div": "/", "approx_div": "/", "rem": "%", "shl": "<<", "shr": ">>"}[e.op]
     return f"({a} {sym} {b})"
 
 
@@ -1440,9 +1033,7 @@ def _float_binary(
     fa = a if bare[0] else _fenced(ctx, ty, a, 0)
     fb = b if bare[1] else _fenced(ctx, ty, b, 1)
     ct = _compute_type(ty)
-    if op == "div":
-        return _rounded(ctx, ty, _div_text(ctx, ct, fa, fb))
-    if op in _ARITH_SYM:
+    if op in _ARITH_SYM:  # (division arrives lowered where the driver's is not exact)
         return _rounded(ctx, ty, f"({fa} {_ARITH_SYM[op]} {fb})")
     if op == "rem":
         raise _unlowered(f"rem on {ty}")
@@ -1475,27 +1066,6 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
-
-
-def _fma_f16(ctx: _Ctx) -> str:
-    """f16 fma with one rounding, in f32: a*b is exact (2 x 11 bits); the f32 sum is made
-    round-to-odd (TwoSum error term), so rounding it to f16 is correct (24 >= 11 + 2)."""
-    f0, f1 = _fence_fn(ctx, T.F32, 0), _fence_fn(ctx, T.F32, 1)
-    return _helper(
-        ctx, "vy_fma_f16",
-        "fn vy_fma_f16(a: f32, b: f32, c: f32) -> f16 {\n"
-        f"    let p = {f0}(a * b);\n"
-        f"    let s = {f0}(p + {f1}(c));\n"
-        "    var bits = bitcast<u32>(s);\n"
-        "    if ((bits & 0x7f800000u) != 0x7f800000u) {  // finite\n"
-        f"        let bb = {f0}({f0}(s) - {f1}(p));\n"
-        f"        let e = {f0}({f0}(p) - {f1}({f0}(s) - {f1}(bb))) + {f1}({f0}(c) - {f1}(bb));\n"
-        "        if (e != 0.0f && (bits & 1u) == 0u) {\n"
-        "            if ((e > 0.0f) == (s > 0.0f)) { bits = bits + 1u; } else { bits = bits - 1u; }\n"
-        "        }\n"
-        "    }\n"
-        "    return f16(bitcast<f32>(bits));\n}",
-    )
 
 
 def _asin(ctx: _Ctx, ty: ScalarType) -> str:
@@ -1565,23 +1135,14 @@ def _call(ctx: _Ctx, e: N.Call, args: list[str]) -> str:
         mn = _float_minmax(ctx, "min", ct)
         inner = _fence_fn(ctx, ct, 0)
         r = f"{mn}({inner}({mx}({fa[0]}, {fa[1]})), {fa[2]})"
-    elif fn == "fma" and ty is T.F16:
-        return f"{_fma_f16(ctx)}({', '.join(fa)})"
-    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:
-        if not ctx.wide_ok:
-            raise UnsupportedFeature(
-                "f32 fma", "wgpu",
-                "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
-                "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
-                "a * b + c (two roundings) or use another backend",
-            )
-        r = f"{_fma_f32(ctx)}({', '.join(fa)})"
-    elif fn == "fma" and ty is T.F64:
-        r = f"{_fma_f64(ctx)}({', '.join(fa)})"
-    elif fn == "sqrt" and ct is T.F32 and ctx.exact_sqrt:
-        r = f"{_exact_sqrt_f32(ctx)}({fa[0]})"
-    elif fn == "sqrt" and ct is T.F64 and ctx.exact_sqrt:
-        r = f"{_exact_sqrt_f64(ctx)}({fa[0]})"
+    elif fn == "fma" and ty is T.F32 and not ctx.fma_fused:  # (lowered where wide_ok:
+        # vyre.lower.fma)
+        raise UnsupportedFeature(
+            "f32 fma", "wgpu",
+            "this adapter's fma rounds twice (capabilities().details['fma_rounds_once'] "
+            "is False) and it lacks the i64/f64 support vyre's exact fma needs; write "
+            "a * b + c (two roundings) or use another backend",
+        )
     elif fn in _FN_HOOKS:
         r = f"{_FN_HOOKS[fn](ctx, ct)}({', '.join(fa)})"
     elif fn in ("approx_sin", "approx_cos") and ct is T.F32 and ctx.wide_ok:
@@ -2096,16 +1657,16 @@ def generate(
     the device's own f32 add, sub, mul and fma compute that mode (native_flush.py), so they
     are spelled as outside it; `flush_tininess`: the mode's tininess rule (the device's,
     measured), which narrowing casts spell. `exact_div` /
-    `exact_sqrt`: f32 division / sqrt by vyre's exact method (the driver's is not correctly
-    rounded). `loop_limited`: the driver silently ends long loops; count every loop
-    (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's test and
-    measurement switches (options.py): `bad_base`, the exact fast paths start from a
-    deliberately worse estimate, to test their correction; `all_fences`, fence every f32
+    `exact_sqrt`: division / sqrt by vyre's exact method (the driver's is not correctly
+    rounded; vyre.lower.divsqrt's definitions).
+    `loop_limited`: the driver silently ends long loops; count every loop
+    (loopcount.py) and flag a cut one in a status buffer. `options`: the instance's
+    measurement switches (options.py): `all_fences`, fence every f32
     operand instead of only those fences.py requires; `storage_barriers`, every Barrier also
     a storageBarrier, instead of only where barriers.py finds one observable; `vectors`,
     runs of four adjacent workgroup-array accesses as one vec4 (vectors.py), False keeps
     every access scalar."""
-    bad_base, all_fences = options.bad_base, options.all_fences
+    all_fences = options.all_fences
     storage_barriers, vectors = options.storage_barriers, options.vectors
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     user_hash = program.content_hash  # (the user's Program: cached, and what caches key on)
@@ -2135,21 +1696,21 @@ def generate(
                     "backend-dependent within docs/IR.md's bound) or use the cuda or "
                     "reference backend",
                 )
-    program = lower(program, TRAITS if looped else STRAIGHT_TRAITS)
+    wide_ok = allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types
+    program = lower(program, replace(
+        TRAITS if looped else STRAIGHT_TRAITS, wide=wide_ok, fused_fma=fma_fused,
+        float_div=not exact_div, float_sqrt=not exact_sqrt))
     atomic = atomic_buffers(program) if atomics else frozenset()
     ctx = _Ctx(
         program=program,
         atomic=atomic,
         buffer_slot={b.name: i for i, b in enumerate(program.buffers)},
         arrays={a.name: a for a in program.workgroup_arrays},
-        wide_ok=allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types,
+        wide_ok=wide_ok,
         fma_fused=fma_fused,
         flush=flush_subnormals,
         tininess=flush_tininess,
         native_flush=flush_subnormals and native_flush and not all_fences,
-        exact_div=exact_div,
-        exact_sqrt=exact_sqrt,
-        bad_base=bad_base,
         minimal=not (all_fences or (flush_subnormals and not native_flush)),
         reloaded=reloaded_stores(program.body),
         storage_barrier=storage_barriers or (

@@ -24,7 +24,7 @@ from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, walk_exprs, with_parts
 
-from .build import Builder
+from .build import define
 from .registry import lowered, registered
 
 _LEAVES = frozenset({N.Const, N.Var, N.Param, N.Builtin, N.Length})
@@ -36,7 +36,7 @@ _NEVER = made(N.Binary, op="eq", a=made(N.Builtin, name="num_workgroups", axis=0
               b=N.Const(ty=_U32, value=0), ty=_BOOL)
 
 
-def _opaque(a: N.ExprNode) -> N.ExprNode:
+def opaque(a: N.ExprNode) -> N.ExprNode:
     """`a`, as a value no compiler can fold: select(never, -a, a). A definition called on
     constant arguments is otherwise evaluated by the driver's compiler at compile time:
     lavapipe's LLVM took 448 s over atan2(0, -0) with literal arguments, 0.1 s with
@@ -65,18 +65,7 @@ class _Apply:
             f = lowered(e.fn, e.ty)
             if f is None:
                 return None
-            count = [0]
-
-            def fresh() -> str:
-                count[0] += 1
-                return f"mx.{count[0]}"
-
-            b = Builder(fresh)
-            params = tuple((f"mx.a{j}", a.ty) for j, a in enumerate(e.args))
-            args = tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in params)
-            result = f(b, args)
-            got = made(N.Function, name=f"{e.fn}_{e.ty}", params=params,
-                       body=tuple(b.stmts), result=result.e, ty=e.ty)
+            got = define(f"{e.fn}_{e.ty}", e.ty, tuple(a.ty for a in e.args), f)
             if self.lower_body is not None:
                 got = self.lower_body(got)
             self.functions[key] = got
@@ -92,7 +81,7 @@ class _Apply:
         return made(N.Invoke, fn=fn, args=tuple(map(self.arg, e.args)), ty=e.ty)
 
     def arg(self, a: N.ExprNode) -> N.ExprNode:
-        """`a` as an opaque argument (`_opaque` names it twice: anything but a leaf,
+        """`a` as an opaque argument (`opaque` names it twice: anything but a leaf,
         another call's result above all, is set in a local first, so no printer spells
         it twice)."""
         if type(a) not in _LEAVES:
@@ -100,7 +89,7 @@ class _Apply:
             name = f"mx.{self.count}"
             self.lets.append(made(N.Let, name=name, value=a))
             a = made(N.Var, name=name, ty=a.ty)
-        return _opaque(a)
+        return opaque(a)
 
     def stmt(self, s: N.StmtNode) -> list[N.StmtNode]:
         exprs = stmt_exprs(s)
@@ -150,4 +139,4 @@ def lowered_calls(program: N.Program) -> list[str]:
     return sorted(names)
 
 
-__all__ = ["lower_maths", "lowered_calls"]
+__all__ = ["lower_maths", "lowered_calls", "opaque"]

@@ -224,5 +224,35 @@ class Builder:
             then, self.stmts = tuple(self.stmts), outer
         self.stmts.append(made(N.If, cond=cond.e, then=then, orelse=()))
 
+    def if_else(self, cond: X, then: Callable[[], None], orelse: Callable[[], None]) -> None:
+        """An IR `if` running the statements `then()` makes where `cond` holds and those
+        `orelse()` makes elsewhere (their locals are their own: `assign` a `var`)."""
+        outer = self.stmts
+        blocks = []
+        for part in (then, orelse):
+            self.stmts = []
+            try:
+                part()
+            finally:
+                blocks.append(tuple(self.stmts))
+                self.stmts = outer
+        self.stmts.append(made(N.If, cond=cond.e, then=blocks[0], orelse=blocks[1]))
 
-__all__ = ["Builder", "X"]
+
+def define(name: str, ty: ScalarType, params: tuple[ScalarType, ...],
+           body: Callable[[Builder, tuple[X, ...]], X]) -> N.Function:
+    """The core `Function` `name` of result type `ty`: `body(b, args)`'s statements and
+    result over parameters of types `params` (locals named mx.<n>, parameters mx.a<j>)."""
+    count = [0]
+
+    def fresh() -> str:
+        count[0] += 1
+        return f"mx.{count[0]}"
+
+    b = Builder(fresh)
+    names = tuple((f"mx.a{j}", t) for j, t in enumerate(params))
+    result = body(b, tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in names))
+    return made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e, ty=ty)
+
+
+__all__ = ["Builder", "X", "define"]
