@@ -28,7 +28,8 @@ import numpy as np
 from vyre.tools.function_oracle_trig import TRIG
 
 _PREC = 70
-_FORMATS: dict[type, tuple[int, int, int]] = {np.float32: (24, -126, 128),
+_FORMATS: dict[type, tuple[int, int, int]] = {np.float64: (53, -1022, 1024),
+                                              np.float32: (24, -126, 128),
                                               np.float16: (11, -14, 16)}
 
 
@@ -65,9 +66,9 @@ def _exp(x: float) -> Fraction | float:
         return math.inf
     if x == -math.inf:
         return 0.0
-    if x > 200:
+    if x > 710:  # e^710 > 2^1024: inf in every type
         return math.inf
-    if x < -200:
+    if x < -746:  # e^-746 < 2^-1076: 0 in every type
         return Fraction(0)
     with localcontext() as c:
         c.prec = _PREC
@@ -79,9 +80,9 @@ def _exp2(x: float) -> Fraction | float:
         return math.nan
     if x == math.inf:
         return math.inf
-    if x == -math.inf or x < -300:
+    if x == -math.inf or x < -1080:
         return Fraction(0)
-    if x > 300:
+    if x > 1030:
         return math.inf
     if x == int(x):
         return Fraction(2) ** int(x)
@@ -204,9 +205,9 @@ def _pow(x: float, y: float) -> Fraction | float:
         with localcontext() as c:
             c.prec = _PREC
             ly = _dec(y) * _dec(a).ln()
-            if ly > 400:
+            if ly > 750:  # beyond e^750 > 2^1082 (f64's overflow and underflow included)
                 return -math.inf if neg else math.inf
-            if ly < -400:
+            if ly < -750:
                 return -0.0 if neg else 0.0
             v = Fraction(_dec(a) ** _dec(y))
     return -v if neg else v
@@ -253,18 +254,28 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
 _WINDOW = 2.0**-44  # far above the f64 libraries' error, far below half an f32 ulp
 
 
+# f64 results: the same with NumPy's long double (x86's 80-bit format: the C library's
+# expl, logl, ... within 2 ulp of a 64-bit significand, 2^-62 relative); where the
+# platform's long double is no wider than f64, every argument goes to `correctly_rounded`.
+_WIDE = np.longdouble if np.finfo(np.longdouble).nmant >= 63 else None
+_WINDOW_F64 = 2.0**-59
+
+
 def fast_oracle(fn: str, dtype: type, *arrays: np.ndarray) -> np.ndarray:
     """`oracle`'s answers (correctly rounded fn elementwise, C99 Annex F specials),
-    vectorised: NumPy in f64 where that decides the rounding, `correctly_rounded` where
-    it cannot."""
+    vectorised: NumPy in f64 (for f64 results: in long double) where that decides the
+    rounding, `correctly_rounded` where it cannot."""
+    wide, window = (np.float64, _WINDOW) if dtype is not np.float64 else (_WIDE, _WINDOW_F64)
+    if wide is None:
+        return oracle(fn, dtype, *arrays)
     with np.errstate(all="ignore"):
-        args = [np.asarray(a, dtype).astype(np.float64) for a in arrays]
+        args = [np.asarray(a, dtype).astype(wide) for a in arrays]
         w = _NUMPY[fn](*args)
         if fn == "pow":  # C99: pow(1, y) = pow(x, 0) = 1 even for NaN (NumPy agrees; pin it)
             w = np.where((args[0] == 1) | (args[1] == 0), 1.0, w)
         out: np.ndarray = w.astype(dtype)
-        lo = (w - np.abs(w) * _WINDOW).astype(dtype)
-        hi = (w + np.abs(w) * _WINDOW).astype(dtype)
+        lo = (w - np.abs(w) * window).astype(dtype)
+        hi = (w + np.abs(w) * window).astype(dtype)
     unsure = np.flatnonzero((lo != hi) & np.isfinite(w))
     for j in unsure:
         out[j] = correctly_rounded(fn, dtype, *(float(a[j]) for a in args))

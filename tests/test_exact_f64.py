@@ -1,0 +1,165 @@
+"""f64 exp, exp2, log and log2 have one exact definition (vyre.lower.maths exp64, log64):
+every backend gets the correctly rounded result, bit for bit, checked against an oracle
+that is not vyre's code (vyre/tools/function_oracle.py: Python's decimal at 70 digits,
+rounded exactly).
+
+Arguments: the special values (+-0, +-inf, NaN, subnormals, the overflow and underflow
+thresholds, the subnormal results' ties), cases derived to lie within 2^-100 of a
+rounding midpoint (e^x and 2^x just off 1 + 2^-53, log of 1 + k 2^-52), random bit
+patterns and random arguments over each function's whole range; on the reference, on
+every other available backend (lavapipe here; CUDA on a GPU host), and on the reference
+with every argument forced onto the slow path. CUDA: the generated C compiles with NVRTC
+and spells none of the C library's functions. scripts/exact_functions.py --type f64
+checks millions of random arguments on a GPU.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import ScalarType
+from vyre.backend import BaseBackend
+from vyre.builder import ProgramBuilder, call_fn
+from vyre.ir import nodes as N
+from vyre.tools.function_oracle import oracle
+from vyre.tools.testing import EXACT, tolerance_for
+
+F64 = ScalarType.F64
+FUNCTIONS = ("exp", "exp2", "log", "log2")
+_TINY = 5e-324
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, 3.0, 10.0, -10.0, np.inf, -np.inf, np.nan,
+            _TINY, -_TINY, 2.2250738585072014e-308, 2.225073858507201e-308, 1e-310,
+            1.7976931348623157e308, -1.7976931348623157e308, 1e-17, -1e-17, 2.0**-60,
+            2.0**-61, 0.6931471805599453, 1 - 2.0**-53, 1 + 2.0**-52]
+# exp: overflow above ln(DBL_MAX); subnormal results below ln(2^-1022); 0 below
+# ln(2^-1075) (the tie with the smallest subnormal rounds to 0)
+_EXP = [709.782712893384, 709.7827128933841, 709.78, -708.3964185322641, -708.39641853226,
+        -708.4, -745.1332191019411, -745.1332191019412, -745.13321910194, -744.44007192138,
+        -740.0, 700.0, -700.0, 100.5, 1e-10, -1e-10]
+_EXP2 = [1024.0, 1023.9999999999999, 1023.0, -1022.0, -1022.5, -1074.0, -1074.5, -1075.0,
+         -1075.0000000000002, -1074.9999999999998, -1073.5, -1023.25, 0.015625, -0.0078125,
+         52.5, -1.5]
+
+
+def _near_midpoints(fn: str) -> list[float]:
+    """Arguments whose results lie within about 2^-106 (relative) of a midpoint: e^x and
+    2^x for x within a few ulp of the x that gives 1 + 2^-53 (between 1 and 1 + 2^-52)
+    and 1 - 2^-54, times powers of two for exp2; log and log2 of 1 + k 2^-52 and
+    1 - k 2^-53 (log1p's x - x^2 / 2 lands on the grid's midpoints for some k)."""
+    base = {"exp": 1.0, "exp2": float(1 / np.log(2)), "log": 0.0, "log2": 0.0}[fn]
+    out: list[float] = []
+    if fn in ("exp", "exp2"):
+        for x0 in (2.0**-53 * base, -(2.0**-54) * base, 2.0**-52 * base, 3 * 2.0**-53 * base):
+            x = x0
+            for _ in range(3):
+                out += [x, np.nextafter(x, np.inf), np.nextafter(x, -np.inf)]
+                x = np.nextafter(x, np.inf)
+        if fn == "exp2":
+            out += [k + v for k in (-1000.0, -20.0, 7.0, 1000.0) for v in out[:6]]
+        return out
+    for k in range(1, 40):
+        out += [1 + k * 2.0**-52, 1 - k * 2.0**-53, 2.0 ** (k * 20 - 500) * (1 + k * 2.0**-52)]
+    return out
+
+
+@cache
+def _args(fn: str) -> np.ndarray:
+    rng = np.random.default_rng([64, FUNCTIONS.index(fn)])
+    bits = rng.integers(0, 1 << 64, 1200, dtype=np.uint64).view(np.float64)
+    sub = rng.integers(1, 1 << 52, 100, dtype=np.uint64).view(np.float64)
+    if fn == "exp":
+        ranged = rng.uniform(-750, 712, 1200)
+    elif fn == "exp2":
+        ranged = rng.uniform(-1080, 1030, 1200)
+    else:
+        ranged = np.concatenate([np.exp(rng.uniform(-744, 709, 800)),
+                                 1 + rng.uniform(-2e-3, 2e-3, 400)])
+    extra = {"exp": _EXP, "exp2": _EXP2}.get(fn, [])
+    return np.concatenate([np.array(_SPECIAL + extra + _near_midpoints(fn)), sub, -sub,
+                           bits, ranged])
+
+
+@cache
+def _expected(fn: str) -> np.ndarray:
+    return oracle(fn, np.float64, _args(fn))
+
+
+def _program(fn: str, tag: str = "") -> N.Program:
+    k = ProgramBuilder(f"exact64_{fn}{tag}", workgroup_size=64)
+    a = k.buffer("a", F64)
+    out = k.buffer("out", F64, "write")
+    i = k.let(k.global_linear_id())
+    with k.if_(i < out.length()):
+        out[i] = call_fn(fn, a[i])
+    return k.build()
+
+
+def _run(backend: BaseBackend, prog: N.Program, xs: np.ndarray) -> np.ndarray:
+    n = xs.size
+    got = backend.dispatch(prog, {"a": xs, "out": n}, vyre.DispatchConfig(grid=-(-n // 64)))
+    return np.asarray(got["out"])
+
+
+def _assert_bits(xs: np.ndarray, got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Bit for bit (any NaN equals any NaN: docs/IR.md leaves a NaN's bits open)."""
+    same = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    if bad.size:
+        shown = "; ".join(f"{xs[j]!r} ({xs.view(np.uint64)[j]:#018x}) -> {got[j]!r}, "
+                          f"correctly rounded {want[j]!r}" for j in bad[:6])
+        raise AssertionError(f"{what}: {bad.size} of {got.size} differ: {shown}")
+
+
+def _needs_f64(backend: BaseBackend) -> None:
+    if "f64" not in backend.capabilities().features:
+        pytest.skip(f"{backend.id} has no f64")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_f64_is_correctly_rounded(backend: BaseBackend, fn: str) -> None:
+    _needs_f64(backend)
+    xs = _args(fn)
+    _assert_bits(xs, _run(backend, _program(fn), xs), _expected(fn), f"f64 {fn} on {backend.id}")
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_f64_slow_path_alone(reference: BaseBackend, fn: str,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast paths' error bound set to 2^-8: nearly every argument takes the slow
+    (double-double) path, which must be correctly rounded by itself."""
+    from vyre.lower.maths import exp64, log64
+
+    for module in (exp64, log64):
+        monkeypatch.setattr(module, "FAST_ERR", 2.0**-8)
+    xs = _args(fn)
+    _assert_bits(xs, _run(reference, _program(fn, "_slow"), xs), _expected(fn),
+                 f"f64 {fn}, slow path")
+
+
+def test_f64_calls_are_exact_and_refused_nowhere() -> None:
+    """tolerance_for compares them bit for bit, and wgpu no longer refuses them."""
+    from vyre.backends.wgpu import render as wgsl
+
+    for fn in FUNCTIONS:
+        assert tolerance_for(_program(fn), "wgpu") == EXACT, fn
+        assert fn not in wgsl.NO_F64, fn
+        source = wgsl.generate(_program(fn)).source
+        assert "f64" in source, fn
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_cuda_f64_source_compiles_and_spells_no_library_function(fn: str) -> None:
+    from vyre.backends.cuda import compile_source
+    from vyre.backends.cuda import render as cuda
+
+    src = cuda.generate(_program(fn)).source
+    for spelled in (f" {fn}(", f"({fn}("):
+        assert spelled not in src, (fn, spelled)
+    try:
+        compile_source(src, "sm_90")
+    except vyre.BackendUnavailable as e:  # (no NVRTC library on this host)
+        pytest.skip(f"NVRTC is not available: {e}")
