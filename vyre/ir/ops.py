@@ -177,7 +177,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     CallOp("round", 1, c_f32="rintf", c_f64="rint", wgsl="round"),  # half to even
     _libm("fma", 3, "fma"),
     CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
-    _exact("pow", 2, np.power),
+    _exact("pow", 2, np.power, f64=True),
     _exact("atan2", 2, np.arctan2),
     _exact("asin", 1, np.arcsin, (_ASIN_X,)),
     _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y)),

@@ -173,6 +173,22 @@ def _is_odd_integer(y: float) -> bool:
     return y == int(y) and abs(y) < 2**53 and int(y) % 2 == 1
 
 
+def _exact_power(a: float, y: float) -> Fraction | None:
+    """a^y exactly where it is rational and not beyond every type's range: an integer y
+    (a dyadic a to an integer power) or a half-integer y of a perfect square; decimal's
+    70 digits cannot show an f64 result such as 2^-1075 (a tie) exactly."""
+    if abs(y) > 4096 or y != int(2 * y) / 2:
+        return None
+    if abs(y * math.log2(a)) > 1200:  # beyond 2^+-1200: 0 or inf (decimal decides)
+        return None
+    if y == int(y):
+        return Fraction(a) ** int(y)
+    root = _sqrt_fraction(Fraction(a))
+    if root * root != Fraction(a):
+        return None
+    return root ** int(2 * y)
+
+
 def _pow(x: float, y: float) -> Fraction | float:
     """C99 Annex F pow."""
     if y == 0 or x == 1:
@@ -199,8 +215,9 @@ def _pow(x: float, y: float) -> Fraction | float:
         return math.nan
     neg = x < 0 and odd
     a = abs(x)
-    if y == int(y) and abs(y) <= 64:
-        v = Fraction(a) ** int(y)
+    exact = _exact_power(a, y)
+    if exact is not None:
+        v = exact
     else:
         with localcontext() as c:
             c.prec = _PREC

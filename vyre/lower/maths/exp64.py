@@ -25,6 +25,7 @@ the arithmetic); NaN returns the argument.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -79,16 +80,31 @@ def _slow(b: Builder, tab: dd.DD, t: dd.DD) -> tuple[X, X, X]:
     return dd.sum3(b, tab[0], dd.add_d(b, dd.mul(b, tab, s), tab[1]))
 
 
-def _finish(b: Builder, x: X, kf: X, t: dd.DD) -> X:
-    """2^(kf / 64) e^t rounded once (kf an integer-valued f64), NaN where x is."""
+def pow_e(b: Builder, kf: X, t: dd.DD, slow_t: Callable[[], dd.DD] | None = None,
+          rel_err: float = FAST_ERR, tie_tol: float = 0.0) -> X:
+    """2^(kf / 64) e^t rounded once to f64 (kf an integer-valued f64 in [-69000, 66000],
+    |t| <= ln2 / 128 + 2^-50): the fast path on `t` (relative error <= rel_err, at least
+    FAST_ERR), the slow one on `slow_t()` (default: t itself), a slow value within
+    tie_tol (relative) of a midpoint rounded as that midpoint (rounding64.round_scaled)."""
     k = b.let(b.f2i(kf))
     j = b.let(k.bitcast(T.U32) & 63)
     tab = (b.table(j, [h for h, _ in _TABLE]), b.table(j, [lo for _, lo in _TABLE]))
     hi, lo = _evaluate(b, tab, t, _FAST_DEGREE, _FAST_DD_TERMS)
-    out = finish_f64(b, hi, lo, FAST_ERR,
-                     lambda: _slow(b, tab, t),
-                     b.let(k >> 6))  # (arithmetic shift: floor(k / 64))
-    return b.select(x.ne(x), x, out)
+    return finish_f64(b, hi, lo, rel_err,
+                      lambda: _slow(b, tab, t if slow_t is None else slow_t()),
+                      b.let(k >> 6), tie_tol)  # (arithmetic shift: floor(k / 64))
+
+
+def reduce(b: Builder, z: X, z_lo: X | None = None, kf: X | None = None) -> tuple[X, dd.DD]:
+    """(kf, t) with z + z_lo = kf ln2 / 64 + t, kf an integer-valued f64 (by default z's
+    nearest multiple of ln2 / 64; a given one must be within ln2 / 128 + 2^-50 of it),
+    for z in [-746, 710] (|z_lo| <= 2^-40): t a double-double (module docstring)."""
+    if kf is None:
+        kf = b.let(((z * _INV_STEP) + _ROUND) - _ROUND)
+    r0 = b.let(z - kf * _STEP1)  # exact (module docstring)
+    p, pe = dd.two_prod(b, kf, b.f64(_STEP2))
+    t = dd.add(b, (r0, b.f64(0.0) if z_lo is None else z_lo), (b.let(-p), b.let(-pe)))
+    return kf, dd.add_d(b, t, b.let(-(kf * _STEP3)))
 
 
 def _argument(b: Builder, x: X, lo: float, hi: float) -> X:
@@ -102,13 +118,8 @@ def _argument(b: Builder, x: X, lo: float, hi: float) -> X:
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     # e^-746 < 2^-1076: rounds to 0; e^710 > 2^1024: overflows
-    z = _argument(b, x, -746.0, 710.0)
-    kf = b.let(((z * _INV_STEP) + _ROUND) - _ROUND)
-    r0 = b.let(z - kf * _STEP1)  # exact (module docstring)
-    p, pe = dd.two_prod(b, kf, b.f64(_STEP2))
-    t = dd.add(b, (r0, b.f64(0.0)), (b.let(-p), b.let(-pe)))
-    t = dd.add_d(b, t, b.let(-(kf * _STEP3)))
-    return _finish(b, x, kf, t)
+    kf, t = reduce(b, _argument(b, x, -746.0, 710.0))
+    return b.select(x.ne(x), x, pow_e(b, kf, t))
 
 
 @lowering("exp2", T.F64)
@@ -119,4 +130,4 @@ def exp2(b: Builder, args: tuple[X, ...]) -> X:
     kf = b.let(((z * 64.0) + _ROUND) - _ROUND)
     r = b.let(z - kf * 0.015625)  # exact: a multiple of ulp(z), |r| <= 1/128
     t = dd.mul_d(b, (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1])), r)
-    return _finish(b, x, kf, t)
+    return b.select(x.ne(x), x, pow_e(b, kf, t))

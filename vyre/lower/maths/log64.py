@@ -25,6 +25,7 @@ arguments does; the worst cases of log for f64 in Lefèvre and Muller's search a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -101,24 +102,44 @@ def _table(b: Builder, i: X, values: list[tuple[float, float]]) -> dd.DD:
     return b.table(i, [h for h, _ in values]), b.table(i, [lo for _, lo in values])
 
 
+@dataclass(frozen=True)
+class Reduced:
+    """x = 2^E m', r = m' inv[i] - 1 exactly (a double-double), E as an f64."""
+
+    ef: X
+    i: X
+    r: dd.DD
+
+
+def reduce(b: Builder, v: X) -> Reduced:
+    """The reduction of a positive finite f64 `v` (module docstring)."""
+    ef, i, m = _normalise(b, v)
+    p, pe = dd.two_prod(b, m, b.table(i, _INV))
+    return Reduced(ef, i, dd.fast_two_sum(b, b.let(p - 1.0), pe))  # exact
+
+
+def log_value(b: Builder, red: Reduced, degree: int, dd_terms: int, base2: bool) -> dd.DD:
+    """log(x) (or log2) as a double-double: log1p(r) to `degree`, its first `dd_terms`
+    steps in double-double (FAST / SLOW: the module docstring's paths)."""
+    coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SERIES[:degree]]
+    series = dd.mul(b, dd.horner(b, coeffs, red.r, dd_terms), red.r)  # log1p(r)
+    tab = _table(b, red.i, _LOG2 if base2 else _LOG)
+    if base2:
+        c = (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))
+        return dd.add_d(b, dd.add(b, tab, dd.mul(b, series, c)), red.ef)
+    c = (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1]))
+    return dd.add(b, dd.add(b, dd.mul_d(b, c, red.ef), tab), series)
+
+
+FAST = (_FAST_DEGREE, _FAST_DD_TERMS)
+SLOW = (_SLOW_DEGREE, _SLOW_DD_TERMS)
+
+
 def _log(b: Builder, x: X, base2: bool) -> X:
     ordinary = b.let(x.gt(0.0).land(x.lt(float("inf"))))
-    ef, i, m = _normalise(b, b.let(b.select(ordinary, x, b.f64(1.0))))
-    p, pe = dd.two_prod(b, m, b.table(i, _INV))
-    r = dd.fast_two_sum(b, b.let(p - 1.0), pe)  # exact (module docstring)
-    tab = _table(b, i, _LOG2 if base2 else _LOG)
-
-    def value(degree: int, dd_terms: int) -> dd.DD:
-        coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _SERIES[:degree]]
-        series = dd.mul(b, dd.horner(b, coeffs, r, dd_terms), r)  # log1p(r)
-        if base2:
-            c = (b.f64(_L2E_DD[0]), b.f64(_L2E_DD[1]))
-            return dd.add_d(b, dd.add(b, tab, dd.mul(b, series, c)), ef)
-        c = (b.f64(_LN2_DD[0]), b.f64(_LN2_DD[1]))
-        return dd.add(b, dd.add(b, dd.mul_d(b, c, ef), tab), series)
-
-    hi, lo = value(_FAST_DEGREE, _FAST_DD_TERMS)
-    out = finish_f64(b, hi, lo, FAST_ERR, lambda: value(_SLOW_DEGREE, _SLOW_DD_TERMS))
+    red = reduce(b, b.let(b.select(ordinary, x, b.f64(1.0))))
+    hi, lo = log_value(b, red, *FAST, base2)
+    out = finish_f64(b, hi, lo, FAST_ERR, lambda: log_value(b, red, *SLOW, base2))
     inf = b.f64(float("inf"))
     special = b.select(x.eq(0.0), -inf, b.select(x.gt(0.0), inf, b.f64(float("nan"))))
     special = b.select(x.ne(x), x, special)
