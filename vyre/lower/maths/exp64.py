@@ -81,7 +81,7 @@ def _slow(b: Builder, tab: dd.DD, t: dd.DD) -> tuple[X, X, X]:
 
 
 def pow_e(b: Builder, kf: X, t: dd.DD, slow_t: Callable[[], dd.DD] | None = None,
-          rel_err: float = FAST_ERR, tie_tol: float = 0.0) -> X:
+          rel_err: float = FAST_ERR, tie_tol: float | X = 0.0) -> X:
     """2^(kf / 64) e^t rounded once to f64 (kf an integer-valued f64 in [-69000, 66000],
     |t| <= ln2 / 128 + 2^-50): the fast path on `t` (relative error <= rel_err, at least
     FAST_ERR), the slow one on `slow_t()` (default: t itself), a slow value within

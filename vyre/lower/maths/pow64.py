@@ -6,14 +6,19 @@ in t (exp64.reduce), w clamped to [-746, 710], beyond which the result is 0 or i
 Fast path: log|x| with four double-double steps of its series (relative error < 2^-80,
 so w's absolute error is below 745 * 2^-80 < 2^-70), e^w's fast path (2^-66): relative
 error < 2^-65.5, `FAST_ERR` = 2^-63 with room. Slow path: log64's slow log|x| (< 2^-100
-relative) times y, exp64's slow path: w's absolute error below 745 * 2^-99, the result's
-relative error below 2^-89. Exact results (pow(9, 0.5) = 3, pow(2^-537, 2) = 2^-1074)
-and exact midpoints (pow(2^27 - 1, 2), pow(s^2, 1.5) = s^3 for an 18-bit s) come out
-within that bound of a value of the grid or of a midpoint, so a slow value within
-`_TIE` = 2^-86 (relative) of a midpoint is rounded as that midpoint (to even;
-rounding64.round_scaled): pow's error is below 0.5 ulp + 2^-33 ulp, and it is correctly
-rounded except where the exact value lies within 2^-86 of a midpoint without being on it
-(such argument pairs exist among the 2^128 but none of the tested ones is one; docs/IR.md).
+relative) times y, exp64's slow path: the result's relative error is below |w| 2^-100 +
+2^-102 (kf = 0, |w| < ln2 / 128: 1 + (e^t - 1) is summed exactly, dd.sum3, and the
+bound is |w| 2^-100). Exact midpoints exist (pow(2^27 - 1, 2), pow(s^2, 1.5) = s^3 for
+an 18-bit s, pow(2^86, -12.5) = 2^-1075 between 0 and the smallest subnormal) and a
+double-double cannot show them exactly, so where one can exist (y = n / 2^k, k <= 5,
+and y > 1, or x a power of two: an exact result is (x^(1/2^k))^n, and a midpoint needs
+54 bits from a root of at most 53 / 2^k) a slow value within twice that bound
+(`_TIE_W` |w| + `_TIE_TABLE`) of a midpoint is rounded as the midpoint, to even
+(rounding64.round_scaled). So pow is correctly rounded except where its value lies
+within the slow path's error of a midpoint (below 745 * 2^-98 + 2^-100 < 2^-88 relative)
+without being on it; the error is then below 0.5 ulp + 2^-35 ulp. Pairs that close
+exist among the 2^128 (pow(DBL_MAX, 0.5) lies 2^-109 from one; a double-double gets it
+right there, but no bound says so); none of the tested random pairs is one (docs/IR.md).
 Special values: C99 Annex F, as the f32 pow (pow(x, +-0) = 1 and pow(1, y) = 1 even
 for NaN, pow(-1, +-inf) = 1, a negative x with a non-integer y is NaN, the signs of
 pow(+-0, y) and pow(-inf, y) from y's parity).
@@ -29,7 +34,7 @@ from .registry import lowering
 
 T = ScalarType
 FAST_ERR = 2.0**-63
-_TIE = 2.0**-86
+_TIE_W, _TIE_TABLE = 2.0**-98, 2.0**-100  # (module docstring)
 _INF = float("inf")
 _FAST_LOG = (log64.FAST[0], 4)  # four double-double steps: w's error below 2^-70
 
@@ -53,7 +58,16 @@ def _magnitude(b: Builder, ax: X, y: X) -> X:
         sl = b.let(b.select(clamped, b.f64(0.0), sl))
         return exp64.reduce(b, sh, sl, kf)[1]
 
-    return exp64.pow_e(b, kf, t, slow_t, FAST_ERR, _TIE)
+    # the slow value's error bound, doubled: |w| 2^-100 from log|x|, plus the table
+    # product's 2^-101 where kf != 0 (kf = 0: 1 + (e^t - 1) summed exactly, dd.sum3)
+    tol = zh.abs() * _TIE_W + b.select(kf.eq(0.0), b.f64(0.0), b.f64(_TIE_TABLE))
+    # exact midpoints need y = n / 2^k (k <= 5) and y > 1, or x a power of two (r = 0:
+    # 2^-1075 = pow(2^86, -12.5)); elsewhere no tie tolerance (module docstring)
+    y32 = b.let(y.abs() * 32.0)
+    dyadic = y32.ge(2.0**52).lor(((y32 + 2.0**52) - 2.0**52).eq(y32))
+    ties = dyadic.land(y.gt(1.0).lor(red.r[0].eq(0.0)))
+    tol = b.let(b.select(ties, tol, b.f64(0.0)))
+    return exp64.pow_e(b, kf, t, slow_t, FAST_ERR, tol)
 
 
 @lowering("pow", T.F64)

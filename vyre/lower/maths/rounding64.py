@@ -45,28 +45,29 @@ def scale(b: Builder, v: X, e: X) -> X:
     return (v * _pow2_f32(b, s)) * b.table((q - _Q_MIN).bitcast(T.U32), _POW64)
 
 
-def _near_tie(b: Builder, h: X, lo: X, tie_tol: float) -> X:
-    """RN(h + lo), h > 0 = RN(h + lo), with a value within tie_tol * h of a midpoint
-    rounded as that midpoint: h's neighbour on lo's side is RN(h +- h (2^-53 + 2^-105))
-    (the step lies strictly between half an ulp and an ulp, on both sides of a power of
-    two), half the gap is exact, and h + half rounds a true midpoint to even."""
+def _near_tie(b: Builder, h: X, lo: X, third: X | None, tie_tol: float | X) -> X:
+    """RN(h + lo + third), h > 0 = RN(h + lo), with a value within tie_tol * h of a
+    midpoint rounded as that midpoint: h's neighbour on lo's side is RN(h +- h (2^-53 +
+    2^-105)) (the step lies strictly between half an ulp and an ulp, on both sides of a
+    power of two), half the gap is exact, and h + half rounds a true midpoint to even."""
     c = b.let(h * (2.0**-53 + 2.0**-105))
     half = b.let((b.select(lo.gt(0.0), h + c, h - c) - h) * 0.5)
-    near = (lo - half).abs().le(h * tie_tol)
-    return b.select(near, h + half, h)
+    off = lo - half if third is None else (lo - half) + third
+    near = off.abs().le(h * tie_tol)
+    return b.select(near, h + half, h if third is None else round3(b, h, lo, third))
 
 
 def round_scaled(b: Builder, hi: X, lo: X, e: X, third: X | None = None,
-                 tie_tol: float = 0.0) -> X:
+                 tie_tol: float | X = 0.0) -> X:
     """(hi + lo) * 2^e rounded to nearest even f64, for hi = RN(hi + lo) >= 0 in [0.5, 4)
     (or hi + lo = 0) and i32 e in [-1086, 1087]: hi * 2^e where that is normal (or
     overflows), else the subnormal grid: u = (hi + lo) 2^(e + 1074) rounded to an integer
     t (u + 2^52 - 2^52 rounds hi, the remainder (u - t) + lo 2^(e + 1074) moves it by one
     where it passes a half), times 2^-1074 (exact). `third`: a third term beyond lo
     (dd.sum3), which decides a normal result where hi + lo is exactly a midpoint.
-    `tie_tol` > 0: a value within tie_tol (relative) of a midpoint is rounded as that
-    midpoint, to even (for pow, whose exact midpoint results a double-double cannot hold
-    exactly)."""
+    `tie_tol` > 0 (or an f64 expression): a value within tie_tol (relative) of a
+    midpoint is rounded as that midpoint, to even (for pow, whose exact midpoint results
+    a double-double cannot hold exactly)."""
     s = b.let((e + 1074).min(60))
     p = b.let(_pow2_f32(b, s.max(-120)))
     u = b.let(hi * p)  # exact and normal (s >= -12 for e >= -1086)
@@ -74,20 +75,22 @@ def round_scaled(b: Builder, hi: X, lo: X, e: X, third: X | None = None,
     t = b.let((u + _TWO52) - _TWO52)
     rest = b.let((u - t) + lo * p)
     t1 = t + b.select(rest.gt(0.5), b.f64(1.0), b.select(rest.lt(-0.5), b.f64(-1.0), b.f64(0.0)))
-    if tie_tol:  # a tie at t +- 1/2 (exact in f64) rounded to an even integer
+    ties = isinstance(tie_tol, X) or tie_tol > 0
+    if ties:  # a tie at t +- 1/2 (exact in f64) rounded to an even integer
         tie = b.let(b.select(rest.gt(0.0), t + 0.5, t - 0.5))
         near = (rest.abs() - 0.5).abs().le(u * tie_tol)
         t1 = b.select(near, (tie + _TWO52) - _TWO52, t1)
     tiny = (t1 * 2.0**-537) * 2.0**-537  # exact: an integer <= 2^52 times 2^-1074
-    top = hi if third is None else round3(b, hi, lo, third)
-    if tie_tol:
-        top = _near_tie(b, hi, lo, tie_tol)
+    if ties:
+        top = _near_tie(b, hi, lo, third, tie_tol)
+    else:
+        top = hi if third is None else round3(b, hi, lo, third)
     return b.select(sub, tiny, scale(b, top, e))
 
 
 def finish_f64(b: Builder, hi: X, lo: X, rel_err: float,
                slow: Callable[[], DD | tuple[X, X, X]], e: X | None = None,
-               tie_tol: float = 0.0) -> X:
+               tie_tol: float | X = 0.0) -> X:
     """(hi + lo) * 2^e (the fast path's value, relative error <= rel_err; hi = RN(hi +
     lo)) rounded once to f64, with `slow()` (relative error ~2^-100) deciding where the
     fast one cannot (module docstring); a slow value of three terms (dd.sum3) is rounded
