@@ -6,12 +6,13 @@ of the result (`Fraction(Decimal)`) is then rounded once, exactly, to f64, f32 o
 `round_fraction`. A decimal result this close to a midpoint that is not one would be a
 hard case 10^-55 away, which no f32 or f16 argument of these functions has (their worst
 cases are near 2^-60 relative) and no f64 one is known to (Lefèvre and Muller's worst
-cases for exp and log lie near 2^-118); the exact cases (exp2 of integers, log2 of powers
+cases for exp and log lie near 2^-112 and 2^-117); the exact cases (exp2 of integers, log2 of powers
 of two, hypot of Pythagorean triples) are exact rationals, and so are pow's integer and
 half-integer powers (`_exact_power`: decimal could not show an f64 tie such as 2^-1075).
 Special values follow C99 Annex F. Pure Python: slow (about 20 us a value; f64 up to
-200 us), so tests use it for f16 (65,536 values) and samples of f32 and f64; scripts/exact_functions.py uses it only
-where NumPy's f64 result is too close to an f32 midpoint to decide.
+200 us), so tests use it for f16 (65,536 values) and samples of f32 and f64;
+scripts/exact_functions.py uses it only where NumPy's f64 (for f64: long double) result
+is too close to a midpoint to decide.
 
 It lives in vyre.tools so that `vyre certify` can check an adapter's functions without the
 tests. This module (and function_oracle_trig) must never import vyre's own definitions

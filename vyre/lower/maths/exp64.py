@@ -15,8 +15,9 @@ normal. Slow path: degree 11 (truncation < 2^-119), seven steps in double-double
 relative error below 2^-100 (a dozen double-double operations of a few 2^-106 each), so
 the result (subnormal ones rounded on their own grid, rounding64.round_scaled) is
 correctly rounded unless the exact value lies within 2^-100 (relative) of a rounding
-midpoint; no f64 argument is known to (the worst case of exp for f64 found by Lefèvre and
-Muller's search is about 2^-113 away), and none of the tested ones did. exp2 is exact at
+midpoint; no f64 argument is known to (the worst cases of Lefèvre and Muller's search for
+f64 exp lie near 2^-112: a literature value, not re-derived here), and none of the tested
+ones did. exp2 is exact at
 integers (t = 0). Arguments are clamped to [-746, 710] (exp) / [-1080, 1030] (exp2),
 beyond which results are 0 or inf; |x| < 2^-60 gives 1 exactly (so no subnormal enters
 the arithmetic); NaN returns the argument.

@@ -18,21 +18,21 @@ in double-double: relative error < 2^-66; `FAST_ERR` = 2^-64 with room
 (rounding64.finish_f64). Slow path: degree 16 (truncation < 2^-110), eight steps in
 double-double: relative error below 2^-100, so the result is correctly rounded unless
 the exact value lies within 2^-100 (relative) of a rounding midpoint (none of the tested
-arguments does; the worst cases of log for f64 in Lefèvre and Muller's search are about
-2^-118 away). Exact: log(1) = +0, log2(2^k) = k. Specials (C99 Annex F): log(+-0) =
+arguments does; the worst cases of log for f64 in Lefèvre and Muller's search lie near
+2^-117: a literature value, not re-derived here). Exact: log(1) = +0, log2(2^k) = k. Specials (C99 Annex F): log(+-0) =
 -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN -> NaN.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
+from .log import inverses, ln_exact
 from .registry import lowering
 from .rounding64 import finish_f64
 
@@ -45,30 +45,9 @@ _FAST_DEGREE, _FAST_DD_TERMS = 10, 2
 _SLOW_DEGREE, _SLOW_DD_TERMS = 16, 8
 
 
-def _center(i: int) -> Fraction:
-    if i in (0, _BINS - 1):
-        return Fraction(1)
-    c = 1 + Fraction(2 * i + 1, 2 * _BINS)
-    return c / 2 if i >= _HALVE_FROM else c
-
-
-def _inv(i: int) -> float:
-    """1 / centre rounded to 20 significant bits."""
-    q = 1 / _center(i)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    scale = Fraction(2) ** (19 - e)
-    return float(Fraction(round(q * scale)) / scale)
-
-
-def _ln(q: Fraction) -> Fraction:
-    with localcontext() as c:
-        c.prec = 80
-        return Fraction((Decimal(q.numerator) / Decimal(q.denominator)).ln())
-
-
-_LN2 = _ln(Fraction(2))
-_INV = [_inv(i) for i in range(_BINS)]
-_LOG_INV = [-_ln(Fraction(v)) for v in _INV]  # log(1 / inv) = -log(inv)
+_LN2 = ln_exact(Fraction(2))
+_INV = inverses(_BINS, _HALVE_FROM)
+_LOG_INV = [-ln_exact(Fraction(v)) for v in _INV]  # log(1 / inv) = -log(inv)
 _LOG = [dd.split_const(v) for v in _LOG_INV]
 _LOG2 = [dd.split_const(v / _LN2) for v in _LOG_INV]
 _LN2_DD = dd.split_const(_LN2)

@@ -30,6 +30,7 @@ from vyre.ir.types import ScalarType
 
 from . import dd, exp64, log64
 from .build import Builder, X
+from .pow import annex_f
 from .registry import lowering
 
 T = ScalarType
@@ -85,19 +86,4 @@ def pow_(b: Builder, args: tuple[X, ...]) -> X:
     vy = b.let(b.select(ordinary, y.max(-(2.0**64)).min(2.0**64), b.f64(1.0)))
     flip = b.let(x_neg.land(y_odd))
     m = b.select(ax.eq(1.0), b.f64(1.0), _magnitude(b, vx, vy))  # (-1)^integer: +-1
-    out = b.select(flip, -m, m)
-    nan, inf, zero = b.f64(float("nan")), b.f64(_INF), b.f64(0.0)
-    out = b.select(x_neg.land(y_int.not_()), nan, out)  # negative x, non-integer y
-
-    def signed(v: X) -> X:  # v with x's sign where y is an odd integer
-        return b.select(flip, -v, v)
-
-    y_neg = b.let(y.lt(0.0))
-    # x = +-0: +-inf / +-0 by y's sign; x = +-inf: the other way round
-    out = b.select(ax.eq(0.0), signed(b.select(y_neg, inf, zero)), out)
-    out = b.select(ax.eq(_INF), signed(b.select(y_neg, zero, inf)), out)
-    # y = +-inf: 1 for |x| = 1, else +inf where |x| > 1 and y > 0 or |x| < 1 and y < 0
-    big = b.select(ax.eq(1.0), b.f64(1.0), b.select(ax.gt(1.0).ne(y_neg), inf, zero))
-    out = b.select(ay.eq(_INF), big, out)
-    out = b.select(x.ne(x).lor(y.ne(y)), nan, out)
-    return b.select(x.eq(1.0).lor(y.eq(0.0)), b.f64(1.0), out)
+    return annex_f(b, x, y, x_neg, y_int, flip, b.select(flip, -m, m))
