@@ -1,5 +1,5 @@
-"""f64 exp, exp2, log, log2 and pow have one exact definition (vyre.lower.maths exp64,
-log64, pow64): every backend gets the correctly rounded result (pow: docs/IR.md's bound),
+"""f64 exp, exp2, log, log2, tanh and pow have one exact definition (vyre.lower.maths
+exp64, log64, tanh64, pow64): every backend gets the correctly rounded result (pow: docs/IR.md's bound),
 bit for bit, checked against an oracle that is not vyre's code
 (vyre/tools/function_oracle.py: Python's decimal at 70 digits, exact rationals for the
 exact cases, rounded exactly).
@@ -32,7 +32,7 @@ from vyre.tools.function_oracle import oracle
 from vyre.tools.testing import EXACT, tolerance_for
 
 F64 = ScalarType.F64
-ONE_ARG = ("exp", "exp2", "log", "log2")
+ONE_ARG = ("exp", "exp2", "log", "log2", "tanh")
 FUNCTIONS = (*ONE_ARG, "pow")
 _TINY = 5e-324
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, 3.0, 10.0, -10.0, np.inf, -np.inf, np.nan,
@@ -48,14 +48,27 @@ _EXP2 = [1024.0, 1023.9999999999999, 1023.0, -1022.0, -1022.5, -1074.0, -1074.5,
          -1075.0000000000002, -1074.9999999999998, -1073.5, -1023.25, 0.015625, -0.0078125,
          52.5, -1.5]
 
+# tanh: x itself below 2^-27, the series' border 1/8, 1 from 22 (and where it rounds there)
+_TANH = [2.0**-27, 2.0**-27 * (1 - 2.0**-53), -(2.0**-27), 2.0**-26, 3 * 2.0**-26, 0.125,
+         0.12499999999999999, -0.125, 22.0, 21.999999999999996, 18.7, 19.06, 19.1,
+         0.5493061443340549, 1e-300, -1e-300]
+
 
 def _near_midpoints(fn: str) -> list[float]:
-    """Arguments whose results lie within about 2^-106 (relative) of a midpoint: e^x and
+    """Arguments whose results lie within about 2^-100 (relative) of a midpoint: e^x and
     2^x for x within a few ulp of the x that gives 1 + 2^-53 (between 1 and 1 + 2^-52)
     and 1 - 2^-54, times powers of two for exp2; log and log2 of 1 + k 2^-52 and
-    1 - k 2^-53 (log1p's x - x^2 / 2 lands on the grid's midpoints for some k)."""
-    base = {"exp": 1.0, "exp2": float(1 / np.log(2)), "log": 0.0, "log2": 0.0}[fn]
+    1 - k 2^-53 (log1p's x - x^2 / 2 lands on the grid's midpoints for some k); tanh
+    where 1 - tanh is an odd multiple of 2^-54."""
     out: list[float] = []
+    if fn == "tanh":  # 1 - tanh(a) ~ 2 e^-2a = odd * 2^-54, each ulp of a moves it 2^-101
+        for odd in (1, 3, 5, 7):
+            a = np.log(2.0**55 / odd) / 2
+            for _ in range(4):
+                out += [a, -a]
+                a = np.nextafter(a, np.inf)
+        return out
+    base = {"exp": 1.0, "exp2": float(1 / np.log(2)), "log": 0.0, "log2": 0.0}[fn]
     if fn in ("exp", "exp2"):
         for x0 in (2.0**-53 * base, -(2.0**-54) * base, 2.0**-52 * base, 3 * 2.0**-53 * base):
             x = x0
@@ -103,10 +116,13 @@ def _args(fn: str) -> np.ndarray:
         ranged = rng.uniform(-750, 712, 1200)
     elif fn == "exp2":
         ranged = rng.uniform(-1080, 1030, 1200)
+    elif fn == "tanh":  # both paths (|x| < 1/8: the series), their border, the tails
+        ranged = np.concatenate([rng.uniform(-23, 23, 600), rng.uniform(-0.2, 0.2, 300),
+                                 np.exp(rng.uniform(-19, -2, 300))])
     else:
         ranged = np.concatenate([np.exp(rng.uniform(-744, 709, 800)),
                                  1 + rng.uniform(-2e-3, 2e-3, 400)])
-    extra = {"exp": _EXP, "exp2": _EXP2}.get(fn, [])
+    extra = {"exp": _EXP, "exp2": _EXP2, "tanh": _TANH}.get(fn, [])
     return np.concatenate([np.array(_SPECIAL + extra + _near_midpoints(fn)), sub, -sub,
                            bits, ranged])
 
@@ -186,9 +202,9 @@ def test_f64_slow_path_alone(reference: BaseBackend, fn: str,
                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast paths' error bound set to 2^-8: nearly every argument takes the slow
     (double-double) path, which must be correctly rounded by itself."""
-    from vyre.lower.maths import exp64, log64, pow64
+    from vyre.lower.maths import exp64, log64, pow64, tanh64
 
-    for module in (exp64, log64, pow64):
+    for module in (exp64, log64, pow64, tanh64):
         monkeypatch.setattr(module, "FAST_ERR", 2.0**-8)
     args = _arguments(fn)
     _assert_bits(args[0], _run(reference, _program(fn, "_slow"), args), _expected(fn),

@@ -170,7 +170,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("sin", 1, np.sin),
     _exact("cos", 1, np.cos),
     _exact("tan", 1, np.tan),
-    _exact("tanh", 1, np.tanh),
+    _exact("tanh", 1, np.tanh, f64=True),
     _libm("floor", 1, "floor"),
     _libm("ceil", 1, "ceil"),
     _libm("trunc", 1, "trunc"),

@@ -216,13 +216,14 @@ def sample(fn: str, n: int, seed: int) -> Args:
 
 
 # f64 arguments whose results are neither 0 nor inf (beyond them: the bit patterns)
-_F64_RANGES = {"exp": (-746.0, 710.0), "exp2": (-1076.0, 1025.0)}
+_F64_RANGES = {"exp": (-746.0, 710.0), "exp2": (-1076.0, 1025.0), "tanh": (-20.0, 20.0)}
 
 
 def random_f64(fn: str, count: int, chunk: int, seed: int) -> Iterator[Args]:
     """`count` random f64 arguments for `fn` (pairs for a two-argument one), `chunk` at a
     time: the special values (pairs: their grid) first, then half random bit patterns
-    and half uniform over the range of finite nonzero results (exp, exp2; log, log2:
+    and half uniform over the range of finite nonzero results (exp, exp2; tanh: not
+    +-1; log, log2:
     positive bit patterns; pow: a positive base's bit pattern beside an exponent that
     keeps |y log x| <= 745)."""
     rng = np.random.default_rng([seed, FUNCTIONS.index(fn), 64])

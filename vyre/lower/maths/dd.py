@@ -105,6 +105,20 @@ def round3(b: Builder, h: X, lo: X, m: X) -> X:
     return b.select(mid.land((m * lo).gt(0.0)), nb, h)
 
 
+def div(b: Builder, n: DD, d: DD) -> DD:
+    """n / d for double-doubles with 2^-120 < |d_hi| < 2^120, relative error below 2^-100:
+    q0 = n_hi / d_hi by a Newton reciprocal (tan.reciprocal, 2^-52; no f64 division,
+    which is not exact on every backend), then q0 + (n - d q0) / d_hi with the residual
+    exact to 2^-106 (n_hi - d_hi q0 cancels exactly: Sterbenz)."""
+    from .tan import reciprocal
+
+    y = reciprocal(b, d[0])
+    q0 = b.let(n[0] * y)
+    p, pe = two_prod(b, d[0], q0)
+    r = ((n[0] - p) - pe) + (n[1] - d[1] * q0)
+    return fast_two_sum(b, q0, b.let(r * y))
+
+
 def _tail(b: Builder, coeffs: list[DD], t: X, first: int) -> DD:
     """sum coeffs[n] t^(n - first) for n >= first, in plain f64 (the terms whose f64
     rounding error, times t^first, is already below the double-double's)."""
@@ -133,5 +147,5 @@ def horner_d(b: Builder, coeffs: list[DD], t: X, dd_terms: int | None = None) ->
     return acc
 
 
-__all__ = ["DD", "add", "add_d", "dd_const", "f64_bits", "fast_two_sum", "horner", "horner_d",
+__all__ = ["DD", "add", "add_d", "dd_const", "div", "f64_bits", "fast_two_sum", "horner", "horner_d",
            "mul", "mul_d", "round3", "split_const", "sum3", "two_prod", "two_sum"]

@@ -57,7 +57,12 @@ _LN2_DD = dd.split_const(_LN2)
 _COEFFS = [dd.split_const(Fraction(1, math.factorial(n))) for n in range(12)]
 _FAST_DEGREE, _FAST_DD_TERMS = 7, 2
 _SLOW_DEGREE, _SLOW_DD_TERMS = 11, 7  # terms of degree >= 7: their f64 rounding, times |t|^7 < 2^-52, < 2^-105
-_TABLE = [dd.split_const(_exact("pow2", Fraction(j, 64))) for j in range(64)]
+def pow2_fraction(j: int) -> Fraction:
+    """2^(j / 64) to 80 digits, as an exact rational (table constants)."""
+    return _exact("pow2", Fraction(j, 64))
+
+
+TABLE = [dd.split_const(pow2_fraction(j)) for j in range(64)]
 _STEP = _LN2 / 64
 _STEP1 = float(Fraction(round(_STEP * 2**40), 2**40))  # 35 significant bits
 _STEP2, _STEP3 = dd.split_const(_STEP - Fraction(_STEP1))
@@ -76,9 +81,16 @@ def _slow(b: Builder, tab: dd.DD, t: dd.DD) -> tuple[X, X, X]:
     terms (dd.sum3): for j = 0 (tab = 1, exactly) the value 1 + (e^t - 1) within 2^-104
     of e^t - 1, where a double-double sum would lose e^2^-53 = 1 + 2^-53 + 2^-107's last
     bit; e^t - 1 = t (1 + t / 2 + ...) to degree 11, seven steps in double-double."""
-    coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _COEFFS[1: _SLOW_DEGREE + 1]]
-    s = dd.mul(b, dd.horner(b, coeffs, t, _SLOW_DD_TERMS - 1), t)
+    s = expm1_t(b, t, slow=True)
     return dd.sum3(b, tab[0], dd.add_d(b, dd.mul(b, tab, s), tab[1]))
+
+
+def expm1_t(b: Builder, t: dd.DD, slow: bool) -> dd.DD:
+    """e^t - 1 = t (1 + t / 2 + ...) as a double-double, relative error within the fast
+    (degree 7) or slow (degree 11) path's bound, for |t| <= ln2 / 128 + 2^-50."""
+    degree, dd_terms = (_SLOW_DEGREE, _SLOW_DD_TERMS) if slow else (_FAST_DEGREE, _FAST_DD_TERMS)
+    coeffs = [(b.f64(h), b.f64(lo)) for h, lo in _COEFFS[1: degree + 1]]
+    return dd.mul(b, dd.horner(b, coeffs, t, max(dd_terms - 1, 1)), t)
 
 
 def pow_e(b: Builder, kf: X, t: dd.DD, slow_t: Callable[[], dd.DD] | None = None,
@@ -89,7 +101,7 @@ def pow_e(b: Builder, kf: X, t: dd.DD, slow_t: Callable[[], dd.DD] | None = None
     tie_tol (relative) of a midpoint rounded as that midpoint (rounding64.round_scaled)."""
     k = b.let(b.f2i(kf))
     j = b.let(k.bitcast(T.U32) & 63)
-    tab = (b.table(j, [h for h, _ in _TABLE]), b.table(j, [lo for _, lo in _TABLE]))
+    tab = (b.table(j, [h for h, _ in TABLE]), b.table(j, [lo for _, lo in TABLE]))
     hi, lo = _evaluate(b, tab, t, _FAST_DEGREE, _FAST_DD_TERMS)
     return finish_f64(b, hi, lo, rel_err,
                       lambda: _slow(b, tab, t if slow_t is None else slow_t()),
