@@ -8,8 +8,9 @@ Arguments: the special values (+-0, +-inf, NaN, subnormals, the overflow and und
 thresholds, the subnormal results' ties), cases derived to lie within 2^-100 of a
 rounding midpoint (e^x and 2^x just off 1 + 2^-53, log of 1 + k 2^-52), random bit
 patterns and random arguments over each function's whole range; on the reference, on
-every other available backend (lavapipe here; CUDA on a GPU host), and on the reference
-with every argument forced onto the slow path. CUDA: the generated C compiles with NVRTC
+every other available backend (lavapipe here; CUDA on a GPU host), on wgpu forced into
+flush mode (NVIDIA's Vulkan driver's), and on the reference with every argument forced
+onto the slow path. CUDA: the generated C compiles with NVRTC
 and spells none of the C library's functions. scripts/exact_functions.py --type f64
 checks millions of random arguments on a GPU.
 """
@@ -222,6 +223,29 @@ def test_f64_pow_near_midpoints_a_double_double_cannot_resolve(reference: BaseBa
     ys = np.full(xs.size, 0.5)
     got = _run(reference, _program("pow", "_hard"), [xs, ys])
     _assert_bits(xs, got, oracle("pow", np.float64, xs, ys), "pow near midpoints")
+
+
+def test_f64_in_flush_mode_is_the_oracle_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device whose f32 arithmetic flushes subnormals (NVIDIA's Vulkan driver) runs the
+    same bits: the definitions' f32 operations are casts of normal values only (wgpu
+    forced into flush mode; f64 itself is not flushed, docs/IR.md)."""
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    forced = PROVIDER.create()
+    try:
+        if "f64" not in forced.capabilities().features:
+            pytest.skip(f"{forced.id} has no f64")
+        for fn in FUNCTIONS:  # (one forced device for all: opening one costs seconds)
+            args = [a[:700] for a in _arguments(fn)]
+            _assert_bits(args[0], _run(forced, _program(fn, "_flush"), args),
+                         _expected(fn)[:700], f"f64 {fn} on wgpu in flush mode",
+                         args[1] if fn == "pow" else None)
+    finally:
+        forced.close()
 
 
 def test_f64_calls_are_exact_and_refused_nowhere() -> None:
