@@ -225,27 +225,16 @@ def test_f64_pow_near_midpoints_a_double_double_cannot_resolve(reference: BaseBa
     _assert_bits(xs, got, oracle("pow", np.float64, xs, ys), "pow near midpoints")
 
 
-def test_f64_in_flush_mode_is_the_oracle_s(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_f64_in_flush_mode_is_the_oracle_s(wgpu_in_flush_mode: BaseBackend) -> None:
     """A device whose f32 arithmetic flushes subnormals (NVIDIA's Vulkan driver) runs the
     same bits: the definitions' f32 operations are casts of normal values only (wgpu
     forced into flush mode; f64 itself is not flushed, docs/IR.md)."""
-    from vyre.backends.wgpu import PROVIDER
-
-    avail = PROVIDER.probe()
-    if not avail.available:
-        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
-    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
-    forced = PROVIDER.create()
-    try:
-        if "f64" not in forced.capabilities().features:
-            pytest.skip(f"{forced.id} has no f64")
-        for fn in FUNCTIONS:  # (one forced device for all: opening one costs seconds)
-            args = [a[:700] for a in _arguments(fn)]
-            _assert_bits(args[0], _run(forced, _program(fn, "_flush"), args),
-                         _expected(fn)[:700], f"f64 {fn} on wgpu in flush mode",
-                         args[1] if fn == "pow" else None)
-    finally:
-        forced.close()
+    _needs_f64(wgpu_in_flush_mode)
+    for fn in FUNCTIONS:  # (one forced device for all: opening one costs seconds)
+        args = [a[:700] for a in _arguments(fn)]
+        _assert_bits(args[0], _run(wgpu_in_flush_mode, _program(fn, "_flush"), args),
+                     _expected(fn)[:700], f"f64 {fn} on wgpu in flush mode",
+                     args[1] if fn == "pow" else None)
 
 
 def test_f64_calls_are_exact_and_refused_nowhere() -> None:

@@ -171,23 +171,14 @@ def test_f32_sample_is_correctly_rounded(backend: BaseBackend, reference: BaseBa
 
 @pytest.mark.parametrize("fn", FUNCTIONS)
 def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               wgpu_in_flush_mode: BaseBackend) -> None:
     """In flush mode (docs/IR.md) the definition is the same IR: wgpu forced into flush
     mode equals the reference evaluated in that mode, and a subnormal argument reads as 0."""
-    from vyre.backends.wgpu import PROVIDER
-
-    avail = PROVIDER.probe()
-    if not avail.available:
-        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
-    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
-    forced = PROVIDER.create()
-    try:
-        args = [a[:900] for a in _f32_args(fn)]
-        got = _run(forced, fn, F32, args)
-        want = _run(reference_for(forced, reference), fn, F32, args)
-        _assert_bits(got, want, args, f"{fn} f32 in flush mode, wgpu vs reference")
-    finally:
-        forced.close()
+    forced = wgpu_in_flush_mode
+    args = [a[:900] for a in _f32_args(fn)]
+    got = _run(forced, fn, F32, args)
+    want = _run(reference_for(forced, reference), fn, F32, args)
+    _assert_bits(got, want, args, f"{fn} f32 in flush mode, wgpu vs reference")
     # a subnormal argument is a zero of its sign there: exp(1e-45) = 1, log(1e-45) = -inf
     flushed = np.array([1e-45, -1e-40], np.float32)
     args2 = [flushed] * (2 if fn in TWO_ARGS else 1)
