@@ -7,7 +7,8 @@ exact cases, rounded exactly).
 Arguments: the special values (+-0, +-inf, NaN, subnormals, the overflow and underflow
 thresholds, the subnormal results' ties), cases derived to lie within 2^-100 of a
 rounding midpoint (e^x and 2^x just off 1 + 2^-53, log of 1 + k 2^-52), random bit
-patterns and random arguments over each function's whole range; on the reference, on
+patterns and random arguments over each function's whole range, and the 64 of 2^18 more
+whose value lies nearest a midpoint (within 2^-12 ulp: every one takes the slow path); on the reference, on
 every other available backend (lavapipe here; CUDA on a GPU host), on wgpu forced into
 flush mode (NVIDIA's Vulkan driver's), and on the reference with every argument forced
 onto the slow path. CUDA: the generated C compiles with NVRTC
@@ -108,6 +109,19 @@ def _pairs() -> tuple[np.ndarray, np.ndarray]:
     return _pow_args(np.random.default_rng(2064))
 
 
+def _hard(fn: str, ranged: np.ndarray, count: int = 64) -> np.ndarray:
+    """The `count` arguments of `ranged` whose value (NumPy's long double) lies nearest an
+    f64 rounding midpoint, in ulps: where the fast path hands over to the slow one."""
+    f = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh}[fn]
+    with np.errstate(all="ignore"):
+        w = f(ranged.astype(np.longdouble))
+        r = w.astype(np.float64)
+        ulp = np.abs(np.spacing(r)).astype(np.longdouble)
+        dist = np.abs(np.abs((w - r.astype(np.longdouble)) / ulp) - 0.5)
+    dist[~np.isfinite(dist)] = np.inf
+    return ranged[np.argsort(dist)[:count]]
+
+
 @cache
 def _args(fn: str) -> np.ndarray:
     rng = np.random.default_rng([64, FUNCTIONS.index(fn)])
@@ -124,8 +138,10 @@ def _args(fn: str) -> np.ndarray:
         ranged = np.concatenate([np.exp(rng.uniform(-744, 709, 800)),
                                  1 + rng.uniform(-2e-3, 2e-3, 400)])
     extra = {"exp": _EXP, "exp2": _EXP2, "tanh": _TANH}.get(fn, [])
+    wide = np.concatenate([ranged, rng.permutation(np.resize(ranged, 1 << 18)) *
+                           (1 + rng.uniform(-1e-3, 1e-3, 1 << 18))])
     return np.concatenate([np.array(_SPECIAL + extra + _near_midpoints(fn)), sub, -sub,
-                           bits, ranged])
+                           bits, ranged, _hard(fn, wide)])
 
 
 def _arguments(fn: str) -> list[np.ndarray]:
