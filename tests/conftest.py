@@ -115,6 +115,23 @@ def backend(request: Any, backends: dict[str, BaseBackend]) -> BaseBackend:
     return backends[request.param]
 
 
+@pytest.fixture
+def wgpu_in_flush_mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[BaseBackend]:
+    """A wgpu backend forced into flush mode (VYRE_WGPU_FLUSH_SUBNORMALS=1, docs/IR.md),
+    closed after the test; skipped, saying why, where wgpu is not available."""
+    from vyre.backends.wgpu import PROVIDER
+
+    avail = PROVIDER.probe()
+    if not avail.available:
+        pytest.skip(f"wgpu backend unavailable: {avail.reason}")
+    monkeypatch.setenv("VYRE_WGPU_FLUSH_SUBNORMALS", "1")
+    forced = PROVIDER.create()
+    try:
+        yield forced
+    finally:
+        forced.close()
+
+
 @pytest.fixture(params=[a.name for a in vyre.available_backends() if a.available])
 def be(request: Any) -> Iterator[BaseBackend]:
     """A new instance of each available backend for one test, closed after it (for tests

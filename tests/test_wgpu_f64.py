@@ -15,7 +15,7 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType, UnsupportedFeature
 from vyre.backend import BaseBackend
-from vyre.builder import ceil, exp, floor, fma, round_, sin, sqrt, trunc
+from vyre.builder import ceil, exp, floor, fma, log, round_, sin, sqrt, trunc
 from vyre.tools.conformance import CASES, check_case, unsupported_reason
 from vyre.tools.testing import reference_for
 
@@ -106,21 +106,35 @@ def test_exact_paths_are_the_ones_that_ran(wgpu64: BaseBackend) -> None:
     assert ("vy_fn_exact_1sqrt_1f64(" in src) == exact
 
 
-@pytest.mark.parametrize("fn", [exp, sin])
-def test_f64_transcendental_raises_naming_it(fn: Callable[[Any], Any],
+@pytest.mark.parametrize("name, fn", [("approx_exp", vyre.approx.exp), ("sin", sin)])
+def test_f64_transcendental_raises_naming_it(name: str, fn: Callable[[Any], Any],
                                              wgpu64: BaseBackend) -> None:
-    prog = _program(fn.__name__, lambda x, y, z: fn(x))
+    """The backend's own f64 functions (WGSL has none) are refused by name."""
+    prog = _program(name, lambda x, y, z: fn(x))
     data = {**_data(), "o": N}
-    with pytest.raises(UnsupportedFeature, match=f"f64 {fn.__name__.rstrip('_')}"):
+    with pytest.raises(UnsupportedFeature, match=f"f64 {name}"):
         wgpu64.dispatch(prog, data, DispatchConfig(grid=(N // 64, 1, 1)))
     assert wgpu64.live_buffers() == []
     refused = wgpu64.capabilities().details["refused_calls"]["f64"]
-    assert fn.__name__ in refused and "sqrt" not in refused
+    assert name in refused and "sqrt" not in refused and "exp" not in refused
+
+
+def test_f64_exp_runs_with_the_reference_s_bits(wgpu64: BaseBackend,
+                                                reference: BaseBackend) -> None:
+    """f64 exp and log are vyre's definitions (vyre.lower.maths): they run on wgpu and
+    give the reference's bits (tests/test_exact_f64.py checks them against the oracle)."""
+    prog = _program("exp_log", lambda x, y, z: exp(x) + log(abs(y)))
+    data = {**_data(), "o": N}
+    cfg = DispatchConfig(grid=(N // 64, 1, 1))
+    got, want = wgpu64.dispatch(prog, data, cfg)["o"], reference.dispatch(prog, data, cfg)["o"]
+    same = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), np.flatnonzero(~same)[:8]
 
 
 def test_probe_says_f64_runs(wgpu64: BaseBackend) -> None:
     d = wgpu64.capabilities().details
     assert d["f64_arithmetic"].startswith("yes")
+    assert "exp, exp2, log, log2, tanh, pow (vyre's definitions)" in d["f64_arithmetic"]
     assert "f64" in wgpu64.capabilities().features
 
 

@@ -124,11 +124,13 @@ def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: s
 
 
 def _exact(name: str, arity: int, reference: Callable[..., np.ndarray],
-           samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
-    """A function with one exact definition for f32 and f16 (vyre.lower.maths), never
-    spelled by a printer for them; f64 stays approximate (C's `name`; no WGSL f64 form)."""
+           samples: tuple[tuple[float, ...], ...] = (), f64: bool = False) -> CallOp:
+    """A function with one exact definition for f32 and f16 (and, with `f64`, for f64)
+    in vyre.lower.maths, never spelled by a printer for those types; without `f64` its
+    f64 form stays approximate (C's `name`; no WGSL f64 form)."""
     return CallOp(name, arity, approximate=True, reference=reference, c_f64=name, wgsl=None,
-                  wgsl_f64=False, samples=samples, exact_types=_LOWERED)
+                  wgsl_f64=False, samples=samples,
+                  exact_types=_LOWERED | {"f64"} if f64 else _LOWERED)
 
 
 def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
@@ -161,21 +163,21 @@ def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 CALL_OPS: tuple[CallOp, ...] = (
     CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs"),
     _libm("sqrt", 1, "sqrt"),
-    _exact("exp", 1, np.exp),
-    _exact("exp2", 1, np.exp2),
-    _exact("log", 1, np.log),
-    _exact("log2", 1, np.log2),
+    _exact("exp", 1, np.exp, f64=True),
+    _exact("exp2", 1, np.exp2, f64=True),
+    _exact("log", 1, np.log, f64=True),
+    _exact("log2", 1, np.log2, f64=True),
     _exact("sin", 1, np.sin),
     _exact("cos", 1, np.cos),
     _exact("tan", 1, np.tan),
-    _exact("tanh", 1, np.tanh),
+    _exact("tanh", 1, np.tanh, f64=True),
     _libm("floor", 1, "floor"),
     _libm("ceil", 1, "ceil"),
     _libm("trunc", 1, "trunc"),
     CallOp("round", 1, c_f32="rintf", c_f64="rint", wgsl="round"),  # half to even
     _libm("fma", 3, "fma"),
     CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
-    _exact("pow", 2, np.power),
+    _exact("pow", 2, np.power, f64=True),
     _exact("atan2", 2, np.arctan2),
     _exact("asin", 1, np.arcsin, (_ASIN_X,)),
     _exact("acos", 1, np.arccos, (_ASIN_X,)),

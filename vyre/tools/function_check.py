@@ -1,8 +1,11 @@
 """Checking vyre's exact float functions (vyre.lower.maths) on one backend against the
 correctly rounded oracle (vyre.tools.function_oracle, not vyre's code): every one of the
 2^32 f32 arguments of a one-argument function, random pairs (after a grid of special
-values) of a two-argument one, or a sample of either. scripts/exact_functions.py checks
-exhaustively; `vyre certify` checks a sample (or, with --exhaustive, everything).
+values) of a two-argument one, or a sample of either; for f64 (the functions with an
+exact f64 definition, `f64_functions()`), random arguments (2^64 are not exhaustible):
+half random bit patterns, half uniform over the range where the result is neither 0
+nor inf (`random_f64`). scripts/exact_functions.py checks exhaustively (f64: millions of
+random arguments); `vyre certify` checks a sample (or, with --exhaustive, everything).
 
 Bit for bit, any NaN equal to any NaN (docs/IR.md leaves a NaN's bits open). On a backend
 in flush mode (docs/IR.md: a subnormal argument reads as a zero of its sign, a tiny result
@@ -46,11 +49,11 @@ Args = list[np.ndarray]
 Mismatch = tuple[Args, np.ndarray, np.ndarray]  # the arguments, results, oracle values
 
 
-def check_program(fn: str, arity: int) -> Program:
-    """out[i] = fn(a0[i], ...) in f32, one invocation per element."""
-    k = ProgramBuilder(f"check_{fn}", workgroup_size=WG)
-    ins = [k.buffer(f"a{j}", F32) for j in range(arity)]
-    out = k.buffer("out", F32, "write")
+def check_program(fn: str, arity: int, ty: ScalarType = F32) -> Program:
+    """out[i] = fn(a0[i], ...) in `ty` (f32 or f64), one invocation per element."""
+    k = ProgramBuilder(f"check_{fn}_{ty}", workgroup_size=WG)
+    ins = [k.buffer(f"a{j}", ty) for j in range(arity)]
+    out = k.buffer("out", ty, "write")
     i = k.let(k.global_linear_id())
     with k.if_(i < out.length()):
         out[i] = call_fn(fn, *(b[i] for b in ins))
@@ -72,8 +75,19 @@ def arity(fn: str) -> int:
     return 2 if fn in TWO_ARGS else 1
 
 
+def f64_functions() -> tuple[str, ...]:
+    """The checked functions with an exact f64 definition (docs/IR.md "Calls")."""
+    from vyre.ir.ops import CALLS
+
+    return tuple(f for f in FUNCTIONS if "f64" in CALLS[f].exact_types)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
+
+
 def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    return (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    return (_bits(got) == _bits(want)) | (np.isnan(got) & np.isnan(want))
 
 
 class Report:
@@ -97,7 +111,7 @@ class Report:
         self.max_ulp = max(self.max_ulp, int(ulp_distance(got[finite], want[finite]).max())
                            if finite.size else 1 << 31)  # (a NaN / inf where none belongs)
         for j in bad[: max(0, self.show - len(self.examples))]:
-            a = ", ".join(f"{float(x[j])!r} ({x.view(np.uint32)[j]:#010x})" for x in args)
+            a = ", ".join(f"{float(x[j])!r} ({_bits(x)[j]:#x})" for x in args)
             self.examples.append(f"{self.fn}({a}) = {float(got[j])!r}, correctly rounded "
                                  f"{float(want[j])!r}")
 
@@ -116,33 +130,36 @@ class Report:
 
 def _flush_arguments(args: Args) -> Args:
     """A subnormal argument as a zero of its sign (flush mode's reading of operands)."""
-    tiny = np.finfo(np.float32).tiny
-    return [np.where((a != 0) & (np.abs(a) < tiny), np.copysign(np.float32(0), a), a)
-            .astype(np.float32) for a in args]
+    dt = args[0].dtype.type
+    tiny = np.finfo(dt).tiny
+    return [np.where((a != 0) & (np.abs(a) < tiny), np.copysign(dt(0), a), a).astype(dt)
+            for a in args]
 
 
 def _mismatches(fn: str, args: Args, got: np.ndarray, flush: bool) -> Mismatch:
     """The chunk's arguments, results and oracle values where they differ (a worker
     thread: NumPy releases the GIL, so chunks are checked while the next one runs)."""
-    want = fast_oracle(fn, np.float32, *(_flush_arguments(args) if flush else args))
+    want = fast_oracle(fn, args[0].dtype.type,
+                       *(_flush_arguments(args) if flush else args))
     bad = np.flatnonzero(~_same(got, want))
     return [a[bad] for a in args], got[bad], want[bad]
 
 
 def check(backend: Backend, fn: str, chunks: Iterable[Args], report: Report, *,
           reference: Backend | None = None, workers: int = 1,
-          progress: Any = None) -> Report:
-    """Run `fn` on every chunk of arguments and add each to `report`. A backend in flush
-    mode needs `reference` (a reference backend) for the results the oracle cannot give.
-    `progress(n_done, size, report)`, if given, is called after each chunk is dispatched."""
-    flush = F32 in flushed_types(backend)
+          progress: Any = None, ty: ScalarType = F32) -> Report:
+    """Run `fn` in `ty` (f32 or f64) on every chunk of arguments and add each to
+    `report`. A backend in flush mode needs `reference` (a reference backend) for the
+    results the oracle cannot give. `progress(n_done, size, report)`, if given, is called
+    after each chunk is dispatched."""
+    flush = ty in flushed_types(backend)
     mode_ref = None
     if flush:
         if reference is None:
-            raise ValueError(f"{backend.id} flushes f32 subnormals: checking it needs the "
+            raise ValueError(f"{backend.id} flushes {ty} subnormals: checking it needs the "
                              "reference backend for the IR's flush-mode results")
         mode_ref = reference_for(backend, reference)
-    prog = check_program(fn, arity(fn))
+    prog = check_program(fn, arity(fn), ty)
     pending: deque[tuple[int, Future[Mismatch]]] = deque()
 
     def settle() -> None:
@@ -203,20 +220,61 @@ def sample(fn: str, n: int, seed: int) -> Args:
     return [np.concatenate([grid[0], sub, bits[0]]), np.concatenate([grid[1], -sub, bits[1]])]
 
 
+# f64 arguments whose results are neither 0 nor inf (beyond them: the bit patterns)
+_F64_RANGES = {"exp": (-746.0, 710.0), "exp2": (-1076.0, 1025.0), "tanh": (-20.0, 20.0)}
+
+
+def random_f64(fn: str, count: int, chunk: int, seed: int) -> Iterator[Args]:
+    """`count` random f64 arguments for `fn` (pairs for a two-argument one), `chunk` at a
+    time: the special values (pairs: their grid) first, then half random bit patterns
+    and half uniform over the range of finite nonzero results (exp, exp2; tanh: not
+    +-1; log, log2:
+    positive bit patterns; pow: a positive base's bit pattern beside an exponent that
+    keeps |y log x| <= 745)."""
+    rng = np.random.default_rng([seed, FUNCTIONS.index(fn), 64])
+    sp = np.array(SPECIAL_F64, np.float64)
+    yield [sp] if arity(fn) == 1 else [np.repeat(sp, sp.size), np.tile(sp, sp.size)]
+    for s in range(0, count, chunk):
+        n = min(chunk, count - s)
+        bits = rng.integers(0, 1 << 64, (2, n), dtype=np.uint64).view(np.float64)
+        half = n // 2
+        if fn in _F64_RANGES:
+            bits[0, half:] = rng.uniform(*_F64_RANGES[fn], n - half)
+        elif fn in ("log", "log2"):
+            bits[0, half:] = np.abs(bits[0, half:])
+        elif fn == "pow":
+            x = np.abs(bits[0, half:])
+            with np.errstate(all="ignore"):  # (NaN and inf bases: their own y)
+                lx = np.abs(np.log(np.where(x == 0, 1, x)))
+            bits[0, half:] = x
+            bits[1, half:] = rng.uniform(-745, 745, n - half) / np.maximum(lx, 1e-300)
+        yield [bits[0]] if arity(fn) == 1 else [bits[0], bits[1]]
+
+
+SPECIAL_F64 = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, 3.0, -3.0, 0.25, 1.5, np.inf, -np.inf,
+               np.nan, 5e-324, -5e-324, 2.2250738585072014e-308, 2.225073858507201e-308,
+               1.7976931348623157e308, -1.7976931348623157e308, 1 - 2.0**-53, 1 + 2.0**-52,
+               709.782712893384, -745.1332191019412, -708.3964185322641, 1024.0, -1075.0)
+
+
 def check_function(backend: Backend, fn: str, *, exhaustive: bool = False,
                    sample_size: int = 4096, seed: int = 2026, chunk: int = 1 << 24,
                    start: int = 0, stop: int = 1 << 32, pairs: int = 1 << 28,
                    reference: Backend | None = None, workers: int = 1, show: int = 20,
-                   progress: Any = None) -> Report:
+                   progress: Any = None, ty: ScalarType = F32) -> Report:
     """`fn` on `backend`: a sample (`sample_size` random arguments after the special ones),
     or with `exhaustive` every f32 bit pattern in [start, stop) (one-argument functions)
-    or `pairs` random pairs after the special grid (two-argument ones)."""
+    or `pairs` random pairs after the special grid (two-argument ones). f64 (`ty`):
+    `random_f64`'s `pairs` arguments (`sample_size` without `exhaustive`)."""
     report = Report(fn, show)
-    if not exhaustive:
-        chunks: Iterable[Args] = [sample(fn, sample_size, seed)]
+    if ty is ScalarType.F64:
+        chunks: Iterable[Args] = random_f64(fn, pairs if exhaustive else sample_size,
+                                            chunk, seed)
+    elif not exhaustive:
+        chunks = [sample(fn, sample_size, seed)]
     elif arity(fn) == 1:
         chunks = every_argument(start, stop, chunk)
     else:
         chunks = random_pairs(pairs, chunk, seed)
     return check(backend, fn, chunks, report, reference=reference, workers=workers,
-                 progress=progress)
+                 progress=progress, ty=ty)

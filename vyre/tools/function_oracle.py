@@ -2,14 +2,17 @@
 
 Each function is evaluated exactly or in Python's `decimal` at 60+ significant digits
 (`Decimal.exp`, `ln`, `sqrt` are correctly rounded at that precision), the exact rational
-of the result (`Fraction(Decimal)`) is then rounded once, exactly, to f32 or f16 by
-`round_fraction`. A decimal result this close to an f32 midpoint that is not one would be
-a hard case 10^-55 away, which no f32 or f16 argument of these functions has (their
-worst cases are near 2^-60 relative); the exact cases (exp2 of integers, log2 of powers of
-two, pow with an exact result, hypot of Pythagorean triples) are exact in `decimal` too.
-Special values follow C99 Annex F. Pure Python: slow (about 20 us a value), so tests use
-it for f16 (65,536 values) and samples of f32; scripts/exact_functions.py uses it only
-where NumPy's f64 result is too close to an f32 midpoint to decide.
+of the result (`Fraction(Decimal)`) is then rounded once, exactly, to f64, f32 or f16 by
+`round_fraction`. A decimal result this close to a midpoint that is not one would be a
+hard case 10^-55 away, which no f32 or f16 argument of these functions has (their worst
+cases are near 2^-60 relative) and no f64 one is known to (Lefèvre and Muller's worst
+cases for exp and log lie near 2^-112 and 2^-117); the exact cases (exp2 of integers, log2 of powers
+of two, hypot of Pythagorean triples) are exact rationals, and so are pow's integer and
+half-integer powers (`_exact_power`: decimal could not show an f64 tie such as 2^-1075).
+Special values follow C99 Annex F. Pure Python: slow (about 20 us a value; f64 up to
+200 us), so tests use it for f16 (65,536 values) and samples of f32 and f64;
+scripts/exact_functions.py uses it only where NumPy's f64 (for f64: long double) result
+is too close to a midpoint to decide.
 
 It lives in vyre.tools so that `vyre certify` can check an adapter's functions without the
 tests. This module (and function_oracle_trig) must never import vyre's own definitions
@@ -28,7 +31,8 @@ import numpy as np
 from vyre.tools.function_oracle_trig import TRIG
 
 _PREC = 70
-_FORMATS: dict[type, tuple[int, int, int]] = {np.float32: (24, -126, 128),
+_FORMATS: dict[type, tuple[int, int, int]] = {np.float64: (53, -1022, 1024),
+                                              np.float32: (24, -126, 128),
                                               np.float16: (11, -14, 16)}
 
 
@@ -65,9 +69,9 @@ def _exp(x: float) -> Fraction | float:
         return math.inf
     if x == -math.inf:
         return 0.0
-    if x > 200:
+    if x > 710:  # e^710 > 2^1024: inf in every type
         return math.inf
-    if x < -200:
+    if x < -746:  # e^-746 < 2^-1076: 0 in every type
         return Fraction(0)
     with localcontext() as c:
         c.prec = _PREC
@@ -79,9 +83,9 @@ def _exp2(x: float) -> Fraction | float:
         return math.nan
     if x == math.inf:
         return math.inf
-    if x == -math.inf or x < -300:
+    if x == -math.inf or x < -1080:
         return Fraction(0)
-    if x > 300:
+    if x > 1030:
         return math.inf
     if x == int(x):
         return Fraction(2) ** int(x)
@@ -172,6 +176,22 @@ def _is_odd_integer(y: float) -> bool:
     return y == int(y) and abs(y) < 2**53 and int(y) % 2 == 1
 
 
+def _exact_power(a: float, y: float) -> Fraction | None:
+    """a^y exactly where it is rational and not beyond every type's range: an integer y
+    (a dyadic a to an integer power) or a half-integer y of a perfect square; decimal's
+    70 digits cannot show an f64 result such as 2^-1075 (a tie) exactly."""
+    if abs(y) > 4096 or y != int(2 * y) / 2:
+        return None
+    if abs(y * math.log2(a)) > 1200:  # beyond 2^+-1200: 0 or inf (decimal decides)
+        return None
+    if y == int(y):
+        return Fraction(a) ** int(y)
+    root = _sqrt_fraction(Fraction(a))
+    if root * root != Fraction(a):
+        return None
+    return root ** int(2 * y)
+
+
 def _pow(x: float, y: float) -> Fraction | float:
     """C99 Annex F pow."""
     if y == 0 or x == 1:
@@ -198,15 +218,16 @@ def _pow(x: float, y: float) -> Fraction | float:
         return math.nan
     neg = x < 0 and odd
     a = abs(x)
-    if y == int(y) and abs(y) <= 64:
-        v = Fraction(a) ** int(y)
+    exact = _exact_power(a, y)
+    if exact is not None:
+        v = exact
     else:
         with localcontext() as c:
             c.prec = _PREC
             ly = _dec(y) * _dec(a).ln()
-            if ly > 400:
+            if ly > 750:  # beyond e^750 > 2^1082 (f64's overflow and underflow included)
                 return -math.inf if neg else math.inf
-            if ly < -400:
+            if ly < -750:
                 return -0.0 if neg else 0.0
             v = Fraction(_dec(a) ** _dec(y))
     return -v if neg else v
@@ -253,18 +274,28 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
 _WINDOW = 2.0**-44  # far above the f64 libraries' error, far below half an f32 ulp
 
 
+# f64 results: the same with NumPy's long double (x86's 80-bit format: the C library's
+# expl, logl, ... within 2 ulp of a 64-bit significand, 2^-62 relative); where the
+# platform's long double is no wider than f64, every argument goes to `correctly_rounded`.
+_WIDE = np.longdouble if np.finfo(np.longdouble).nmant >= 63 else None
+_WINDOW_F64 = 2.0**-59
+
+
 def fast_oracle(fn: str, dtype: type, *arrays: np.ndarray) -> np.ndarray:
     """`oracle`'s answers (correctly rounded fn elementwise, C99 Annex F specials),
-    vectorised: NumPy in f64 where that decides the rounding, `correctly_rounded` where
-    it cannot."""
+    vectorised: NumPy in f64 (for f64 results: in long double) where that decides the
+    rounding, `correctly_rounded` where it cannot."""
+    wide, window = (np.float64, _WINDOW) if dtype is not np.float64 else (_WIDE, _WINDOW_F64)
+    if wide is None:
+        return oracle(fn, dtype, *arrays)
     with np.errstate(all="ignore"):
-        args = [np.asarray(a, dtype).astype(np.float64) for a in arrays]
+        args = [np.asarray(a, dtype).astype(wide) for a in arrays]
         w = _NUMPY[fn](*args)
         if fn == "pow":  # C99: pow(1, y) = pow(x, 0) = 1 even for NaN (NumPy agrees; pin it)
             w = np.where((args[0] == 1) | (args[1] == 0), 1.0, w)
         out: np.ndarray = w.astype(dtype)
-        lo = (w - np.abs(w) * _WINDOW).astype(dtype)
-        hi = (w + np.abs(w) * _WINDOW).astype(dtype)
+        lo = (w - np.abs(w) * window).astype(dtype)
+        hi = (w + np.abs(w) * window).astype(dtype)
     unsure = np.flatnonzero((lo != hi) & np.isfinite(w))
     for j in unsure:
         out[j] = correctly_rounded(fn, dtype, *(float(a[j]) for a in args))

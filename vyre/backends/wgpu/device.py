@@ -193,10 +193,12 @@ class WgpuDevice(Device):
                 # calls a Program may not make although their type is supported
                 F.REFUSED_CALLS: ({"f64": sorted(wgsl.NO_F64)}
                                   if F.F64 in self.info.vyre_features else {}),
-                # f64 Programs run where the adapter has shader-f64; its transcendental
-                # functions are refused by name (WGSL has none for f64)
+                # f64 Programs run where the adapter has shader-f64, with the functions
+                # that have an exact f64 definition (vyre.lower.maths); the others are
+                # refused by name (WGSL has no f64 transcendental functions)
                 "f64_arithmetic": (
-                    "yes: exact + - * / sqrt fma, casts and comparisons; f64 "
+                    "yes: exact + - * / sqrt fma, casts and comparisons, and "
+                    f"{', '.join(wgsl.EXACT_F64)} (vyre's definitions); f64 "
                     f"{', '.join(sorted(wgsl.NO_F64))} raise UnsupportedFeature (WGSL has no f64 "
                     "transcendental functions)"
                     if F.F64 in self.info.vyre_features

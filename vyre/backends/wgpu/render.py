@@ -1063,7 +1063,10 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
 # NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
-NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
+# the functions with an exact f64 definition (vyre.lower.maths) never reach the printer
+EXACT_F64 = tuple(op.name for op in ops.CALL_OPS if "f64" in op.exact_types)
+NO_F64 = frozenset(op.name for op in ops.CALL_OPS
+                   if not op.wgsl_f64 and op.name not in EXACT_F64)
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 

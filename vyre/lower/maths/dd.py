@@ -4,7 +4,9 @@ Dekker's and Knuth's error-free transformations in round-to-nearest, with no fma
 rounding is not the same on every backend) and no division: `two_sum`, `fast_two_sum`,
 `two_prod` (Veltkamp splitting: exact while |a|, |b| < 2^996 and the product's error
 stays above the f64 subnormals), `add` / `mul` of double-doubles (relative error a few
-2^-104), Horner evaluation, and constants from exact rationals.
+2^-104), Horner evaluation, constants from exact rationals, and an exact sum of three
+terms (`sum3`) with its correct rounding (`round3`) for a final step a double-double
+cannot hold (1 + 2^-53 + 2^-107 needs 108 bits).
 """
 
 from __future__ import annotations
@@ -84,6 +86,39 @@ def mul_d(b: Builder, x: DD, y: X) -> DD:
     return fast_two_sum(b, p, b.let(e + x[1] * y))
 
 
+def sum3(b: Builder, a: X, y: DD) -> tuple[X, X, X]:
+    """a + y[0] + y[1] exactly, as (h, l, m) with h = RN(h + l), |l| <= ulp(h) / 2 and
+    |m| so small that RN(h + l + m) is h, or h + 2 l where l is exactly half an ulp of h
+    and m has l's sign (`round3`), for |a| >= |y[0]| >= |y[1]| (or zeros)."""
+    s, e1 = two_sum(b, a, y[0])
+    lo, m = two_sum(b, e1, y[1])
+    h, l2 = fast_two_sum(b, s, lo)
+    return h, l2, m
+
+
+def round3(b: Builder, h: X, lo: X, m: X) -> X:
+    """RN(h + lo + m) for a `sum3` result: h, except where lo is exactly half an ulp of h
+    (h + 2 lo is then h's neighbour, exactly) and m pushes past it."""
+    two = b.let(lo * 2.0)
+    nb = b.let(h + two)
+    mid = lo.ne(0.0).land((nb - h).eq(two))
+    return b.select(mid.land((m * lo).gt(0.0)), nb, h)
+
+
+def div(b: Builder, n: DD, d: DD) -> DD:
+    """n / d for double-doubles with 2^-120 < |d_hi| < 2^120, relative error below 2^-100:
+    q0 = n_hi / d_hi by a Newton reciprocal (tan.reciprocal, 2^-52; no f64 division,
+    which is not exact on every backend), then q0 + (n - d q0) / d_hi with the residual
+    exact to 2^-106 (n_hi - d_hi q0 cancels exactly: Sterbenz)."""
+    from .tan import reciprocal
+
+    y = reciprocal(b, d[0])
+    q0 = b.let(n[0] * y)
+    p, pe = two_prod(b, d[0], q0)
+    r = ((n[0] - p) - pe) + (n[1] - d[1] * q0)
+    return fast_two_sum(b, q0, b.let(r * y))
+
+
 def _tail(b: Builder, coeffs: list[DD], t: X, first: int) -> DD:
     """sum coeffs[n] t^(n - first) for n >= first, in plain f64 (the terms whose f64
     rounding error, times t^first, is already below the double-double's)."""
@@ -112,5 +147,5 @@ def horner_d(b: Builder, coeffs: list[DD], t: X, dd_terms: int | None = None) ->
     return acc
 
 
-__all__ = ["DD", "add", "add_d", "dd_const", "f64_bits", "fast_two_sum", "horner", "horner_d",
-           "mul", "mul_d", "split_const", "two_prod", "two_sum"]
+__all__ = ["DD", "add", "add_d", "dd_const", "div", "f64_bits", "fast_two_sum", "horner", "horner_d",
+           "mul", "mul_d", "round3", "split_const", "sum3", "two_prod", "two_sum"]

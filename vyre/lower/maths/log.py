@@ -30,22 +30,28 @@ _FAST_ERR = 2.0**-46
 _HALVE_FROM = 27  # bins of m >= 1 + 27/64 (> sqrt 2) use m / 2 and e + 1
 
 
-def _center(i: int) -> Fraction:
-    if i in (0, 63):
-        return Fraction(1)
-    c = 1 + Fraction(2 * i + 1, 128)
-    return c / 2 if i >= _HALVE_FROM else c
+def inverses(bins: int, halve_from: int) -> list[float]:
+    """inv per bin of m in [1, 2) (`bins` bins; from bin `halve_from` on, m / 2): 1 / the
+    bin's centre rounded to 20 significant bits; 1 for the two bins beside 1 (shared with
+    log64)."""
+
+    def center(i: int) -> Fraction:
+        if i in (0, bins - 1):
+            return Fraction(1)
+        c = 1 + Fraction(2 * i + 1, 2 * bins)
+        return c / 2 if i >= halve_from else c
+
+    def inv(i: int) -> float:
+        q = 1 / center(i)
+        e = q.numerator.bit_length() - q.denominator.bit_length()
+        scale = Fraction(2) ** (19 - e)
+        return float(Fraction(round(q * scale)) / scale)
+
+    return [inv(i) for i in range(bins)]
 
 
-def _inv(i: int) -> float:
-    """1 / center rounded to 20 significant bits."""
-    q = 1 / _center(i)
-    e = q.numerator.bit_length() - q.denominator.bit_length()
-    scale = Fraction(2) ** (19 - e)
-    return float(Fraction(round(q * scale)) / scale)
-
-
-def _ln(q: Fraction) -> Fraction:
+def ln_exact(q: Fraction) -> Fraction:
+    """log(q) to 80 digits, as an exact rational (table constants)."""
     with localcontext() as c:
         c.prec = 80
         return Fraction((Decimal(q.numerator) / Decimal(q.denominator)).ln())
@@ -54,8 +60,8 @@ def _ln(q: Fraction) -> Fraction:
 with localcontext() as _c:
     _c.prec = 80
     _LN2 = Fraction(Decimal(2).ln())
-_INV = [_inv(i) for i in range(64)]
-_LOG_INV = [-_ln(Fraction(v)) for v in _INV]  # log(1 / inv) = -log(inv)
+_INV = inverses(64, _HALVE_FROM)
+_LOG_INV = [-ln_exact(Fraction(v)) for v in _INV]  # log(1 / inv) = -log(inv)
 _LOG = [dd.split_const(v) for v in _LOG_INV]
 _LOG2 = [dd.split_const(v / _LN2) for v in _LOG_INV]
 _LN2_DD = dd.split_const(_LN2)

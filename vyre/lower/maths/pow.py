@@ -70,6 +70,14 @@ def pow_(b: Builder, args: tuple[X, ...]) -> X:
     vy = b.let(b.select(ordinary, dy, b.f64(1.0)))
     flip = b.let(x_neg.land(y_odd))
     out = _magnitude(b, vx, vy, flip, x.ty).cast(T.F64)
+    return annex_f(b, dx, dy, x_neg, y_int, flip, out).cast(x.ty)
+
+
+def annex_f(b: Builder, dx: X, dy: X, x_neg: X, y_int: X, flip: X, out: X) -> X:
+    """pow's special values (C99 Annex F) over `out` (the ordinary arguments' f64 result)
+    for f64 dx, dy: x_neg x's sign bit, y_int / flip whether y is an integer / an odd one
+    beside a negative x (shared with pow64)."""
+    ax, ay = dx.abs(), dy.abs()
     nan, inf, zero = b.f64(float("nan")), b.f64(_INF), b.f64(0.0)
     out = b.select(x_neg.land(y_int.not_()), nan, out)  # negative x, non-integer y
 
@@ -84,5 +92,4 @@ def pow_(b: Builder, args: tuple[X, ...]) -> X:
     big = b.select(ax.eq(1.0), b.f64(1.0), b.select(ax.gt(1.0).ne(y_neg), inf, zero))
     out = b.select(ay.eq(_INF), big, out)
     out = b.select(dx.ne(dx).lor(dy.ne(dy)), nan, out)
-    out = b.select(dx.eq(1.0).lor(dy.eq(0.0)), b.f64(1.0), out)
-    return out.cast(x.ty)
+    return b.select(dx.eq(1.0).lor(dy.eq(0.0)), b.f64(1.0), out)

@@ -25,7 +25,7 @@ _LOWERINGS: dict[tuple[str, ScalarType], Lowering] = {}
 
 # the package's modules that register nothing; every other one is imported on first use
 # (not at import of vyre.lower: they compute constant tables)
-_INFRASTRUCTURE = frozenset({"apply", "build", "dd", "registry", "rounding"})
+_INFRASTRUCTURE = frozenset({"apply", "build", "dd", "registry", "rounding", "rounding64"})
 _loaded = False
 
 
