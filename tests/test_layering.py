@@ -47,6 +47,7 @@ FLOORS: dict[str, int] = {
     "vyre.programs": 6,
     # 7: work over several backends: transfers, device groups
     "vyre.transfers": 7, "vyre.shards": 7, "vyre.group": 7, "vyre.group_sort": 7,
+    "vyre.group_combine": 7,
     # 8: backends in other processes (Ray)
     "vyre.distributed": 8,
     # 9: the package's public face
