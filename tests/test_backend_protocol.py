@@ -20,10 +20,16 @@ from vyre.backend import BaseBackend, Capabilities
 from vyre.backends.cuda.runtime import CudaBackend
 from vyre.backends.reference.runtime import ReferenceBackend
 from vyre.backends.wgpu.runtime import WgpuBackend
+from vyre.distributed import transfer as remote_transfer
 from vyre.distributed.remote import RemoteBackend
 from vyre.interface import Backend
+from vyre.tools import replay as R
+from vyre.tools.shadow import Shadow
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from common_programs import saxpy  # noqa: E402
+
 _DATA = object()  # a protocol member that is a plain attribute
 
 
@@ -139,3 +145,38 @@ def test_a_subclass_overriding_a_hook_from_before_the_parts_is_refused() -> None
 
     with pytest.raises(TypeError, match=r"_allocate -> Allocator.allocate"):
         type("Old", (BaseBackend,), {"_allocate": lambda self, n, label: None})
+
+
+@pytest.mark.parametrize("transfer", [vyre.transfer, remote_transfer],
+                         ids=["vyre.transfer", "vyre.distributed.transfer"])
+def test_transfer_refuses_what_is_not_a_backend_by_the_protocol(
+        reference: BaseBackend, transfer: Any) -> None:
+    """The destination is checked against `Backend` (any implementation, RemoteBackend
+    included), not one base class; what is not a backend is refused naming the fix."""
+    buf = reference.allocate_device_buffer(16)
+    reference.write(buf, np.arange(4, dtype=np.uint32))
+    try:
+        with pytest.raises(vyre.BackendUnavailable,
+                           match="transfer needs a destination backend instance, got dict"):
+            transfer(buf, {"id": "reference:0"})
+        moved = transfer(buf, reference)
+        assert reference.read(moved, dtype=np.uint32).tolist() == [0, 1, 2, 3]
+        reference.free(moved)
+    finally:
+        reference.free(buf)
+
+
+def test_the_tools_take_any_backend_not_only_the_base_class(tmp_path: Path) -> None:
+    """replay and Shadow take a backend instance of any implementation (here a Shadow, a
+    Backend that is no BaseBackend) where they once sent everything but a BaseBackend to
+    the registry as a name."""
+    x = np.arange(64, dtype=np.float32)
+    inputs = {"x": x, "y": np.ones(64, np.float32)}
+    cfg = vyre.DispatchConfig(grid=(1, 1, 1), params={"a": 2.0})
+    with vyre.get_backend("reference") as be, vyre.get_backend("reference") as other:
+        want = R.record_dispatch(tmp_path / "d.zip", be, saxpy("saxpy_protocol"), inputs, cfg)
+        wrapped = Shadow(other, against=be, every=1)
+        res = R.replay(tmp_path / "d.zip", backend=wrapped, against=wrapped)
+        assert res.ok and res.compared_with == other.id
+        assert res.outputs["y"].tobytes() == want["y"].tobytes() == (2 * x + 1).tobytes()
+        assert wrapped.shadowed == 2  # both runs went through the Shadow, on `other`

@@ -34,7 +34,7 @@ FLOORS: dict[str, int] = {
     # the kernel decorator, replay files
     "vyre.buffer": 3, "vyre.interface": 3, "vyre.binding": 3, "vyre.pipeline": 3,
     "vyre.backend": 3, "vyre.kernel": 3, "vyre.replay_file": 3, "vyre.debug": 3,
-    "vyre.exact_sum_plan": 3, "vyre.kernel_ast": 3, "vyre.kernel_flow": 3,
+    "vyre.exact_sum_plan": 3, "vyre.kernel_ast": 3, "vyre.kernel_flow": 3, "vyre.kernel_expr": 3,
     "vyre.kernel_lang": 3, "vyre.kernel_signature": 3,
     "vyre.host_path": 3, "vyre.parts": 3, "vyre.compile_cache": 3,
     "vyre.buffer_registry": 3, "vyre.launch_cache": 3, "vyre.launch_path": 3,
@@ -47,6 +47,7 @@ FLOORS: dict[str, int] = {
     "vyre.programs": 6,
     # 7: work over several backends: transfers, device groups
     "vyre.transfers": 7, "vyre.shards": 7, "vyre.group": 7, "vyre.group_sort": 7,
+    "vyre.group_combine": 7,
     # 8: backends in other processes (Ray)
     "vyre.distributed": 8,
     # 9: the package's public face

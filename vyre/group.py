@@ -13,14 +13,11 @@ A kernel that computes each output row from its own input rows, its halo and rep
 buffers gives the single-backend bits.
 
 `reduce` (sum, min, max) and `scan` combine shards as the single-backend library
-(vyre.programs.reduce / scan) orders the operations: shards start on block boundaries of
-the library's first pass (`LIBRARY_BLOCK` elements), each backend runs that first pass on
-its shard, the per-block values (n / 4096 of them) are concatenated in order and the rest
-of the library's passes run on the first backend; a scan's block offsets go back to each
-backend for the last pass. Every float operation therefore happens in the same order with
-the same operands as on one backend: the result is bit-identical for any number of
-devices. `vyre.distributed.Sharded` is the same class over Ray actors: it replaces the
-three primitives below (`_write_all`, `_read_all`, `_release`) with batched messages.
+(vyre.programs.reduce / scan) orders the operations (vyre.group_combine: shards start on
+block boundaries of the library's first pass, `LIBRARY_BLOCK` elements), so the result is
+bit-identical for any number of devices. `vyre.distributed.Sharded` is the same class over
+Ray actors: it replaces the primitives below (`_write_all`, `_read_all`, `_release`,
+`_copy_all`) with batched messages.
 
 This module must never reorder a float combination, nor move whole shards through the host
 except in `scatter` / `gather`.
@@ -30,44 +27,34 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from vyre.backend import BaseBackend
 from vyre.config import DispatchConfig, Timing
 from vyre.errors import InvalidDispatch
+from vyre.group_combine import LIBRARY_BLOCK as LIBRARY_BLOCK
+from vyre.group_combine import wait_all
 from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType
-from vyre.programs import reduce as _reduce
-from vyre.programs import scan as _scan
-from vyre.programs._common import blocks_grid, ceil_div, identity
 from vyre.shards import Replicated as Replicated
 from vyre.shards import Shard as Shard
 from vyre.shards import ShardedArray as ShardedArray
 from vyre.shards import split as split
 from vyre.transfers import copy_many
 
-#: Shards of arrays given to `reduce` and `scan` start on multiples of this many elements
-#: (one block of the library's first pass); `scatter(..., align=LIBRARY_BLOCK)`.
-LIBRARY_BLOCK = _reduce.WORKGROUP * _reduce.PER_THREAD
-assert LIBRARY_BLOCK == _scan.WORKGROUP * _scan.PER_THREAD
-
-
-def _wait_all(pending: Sequence[Any]) -> list[Timing]:
-    return [p.wait() for p in pending]
-
 
 class DeviceGroup:
     """Backends that data-parallel work is split over (see the module docstring)."""
 
     def __init__(self, backends: Sequence[Backend]) -> None:
-        self.backends = self._checked_backends(backends)
+        self.backends: tuple[Backend, ...] = self._checked_backends(backends)
         # the group's own intermediate buffers, kept between calls (_scratch_buffer)
         self._scratch: dict[tuple[Any, ...], Any] = {}
 
-    def _scratch_buffer(self, backend: Any, key: tuple[Any, ...], nbytes: int) -> Any:
+    def _scratch_buffer(self, backend: Backend, key: tuple[Any, ...], nbytes: int) -> Any:
         """A buffer of `backend` for the group's own intermediate values (per-block
         partials, the head's passes), kept between calls: no allocation (and on CUDA no
         free's implicit device sync) per reduce or scan, and the launches stay bound.
@@ -102,15 +89,17 @@ class DeviceGroup:
     #: later work without a host wait (local backends: their stream/queue order)
     _DEVICE_ORDERED = True
 
-    #: what a member must be, an example of the call, and where other members go
-    _MEMBER: Any = BaseBackend
+    #: what a member must be, an example of the call, and where other members go: a
+    #: backend of this process (BaseBackend, not just any `Backend`: a RemoteBackend's work
+    #: is not ordered on its device as _DEVICE_ORDERED assumes; it goes in Sharded)
+    _MEMBER: type = BaseBackend
     _KIND = "backend"
     _EXAMPLE = "DeviceGroup([vyre.get_backend('cuda:0'), vyre.get_backend('cuda:1')])"
     _ELSEWHERE = ("pass vyre.get_backend(...) instances (Ray actors from "
                   "vyre.distributed.spawn go in vyre.distributed.Sharded)")
 
     @classmethod
-    def _checked_backends(cls, backends: Any) -> tuple[Any, ...]:
+    def _checked_backends(cls, backends: Any) -> tuple[Backend, ...]:
         name, kind = cls.__name__, cls._KIND
         if isinstance(backends, (str, bytes)) or not isinstance(backends, Sequence):
             raise InvalidDispatch(f"{name} takes a list of {kind}s, got "
@@ -299,138 +288,26 @@ class DeviceGroup:
                 {n: pick(a, s.index) for n, a in outputs.items()}, config(s))
             for s in first.shards if s.count
         ]
-        return _wait_all(pending)
+        return wait_all(pending)
 
     # ------------------------------------------------------------ library combinations
-    def _first_pass(self, arr: ShardedArray, what: str) -> tuple[ScalarType, list[tuple[Shard, Any, int]]]:
-        """Check `arr` fits the library's block split; (element type, (shard, buf, blocks))."""
-        if arr.row_shape != () or arr.halo:
-            raise InvalidDispatch(f"{what} works on 1-D arrays without halos; {arr.label!r} "
-                                  f"has rows of {arr.row_shape} and halo {arr.halo}")
-        bad = [s.start for s in arr.shards if s.count and s.start % LIBRARY_BLOCK]
-        if bad:
-            raise InvalidDispatch(
-                f"{what} of {arr.label!r}: shards start at {bad}, not multiples of "
-                f"{LIBRARY_BLOCK} elements, so the combination could not follow the library's "
-                "order; scatter it with align=LIBRARY_BLOCK (vyre.group.LIBRARY_BLOCK)")
-        ty = ScalarType.from_numpy(arr.dtype)
-        return ty, [(s, b, ceil_div(s.count, LIBRARY_BLOCK)) for s, b in arr.live()]
-
-    def _block_pass(self, program: Program, parts: list[tuple[Shard, Any, int]],
-                    ty: ScalarType, label: str, per_element: bool = False,
-                    extra: Mapping[int, Mapping[str, Any]] | None = None,
-                    wait: bool = True, into: Mapping[int, Any] | None = None) -> list[Any]:
-        """`program` ({"src", *extra} -> {"dst"}) over each shard's blocks, all at once; the
-        dst buffers (one value per block, or per element when `per_element`). `wait=False`
-        leaves the passes enqueued: what follows on the same backends (or a `_copy_all`,
-        ordered after their work) sees their results without a host wait in between.
-        `into`: shard index -> the buffer a per-element pass writes (else a new one)."""
-        outs, pending = [], []
-        for s, b, g in parts:
-            if per_element and into is not None:
-                dst = into[s.index]
-            elif per_element:  # the caller's result: its own buffer
-                dst = s.backend.allocate_device_buffer(s.count * ty.byte_size,
-                                                       label=f"{label}[{s.index}]")
-            else:
-                dst = self._scratch_buffer(s.backend, ("blocks", s.index), g * ty.byte_size)
-            outs.append(dst)
-            ins = {"src": b, **((extra or {}).get(s.index, {}))}
-            pending.append(s.backend.dispatch_async(
-                program, ins, {"dst": dst}, blocks_grid(g, _reduce.WORKGROUP, n=s.count)))
-        if wait or not self._DEVICE_ORDERED:
-            _wait_all(pending)
-        return outs
-
-    def _blocks_on_head(self, parts: list[tuple[Shard, Any, int]], bufs: list[Any],
-                        ty: ScalarType, key: str) -> tuple[Any, int]:
-        """Every shard's per-block values, in order, in one buffer of the first backend
-        (copied device to device where the members reach each other; no host round trip);
-        (that buffer, the number of values)."""
-        total = sum(g for _, _, g in parts)
-        head = self.backends[0]
-        if len(parts) == 1 and parts[0][0].backend is head:
-            return bufs[0], total  # already there
-        dst = self._scratch_buffer(head, (key,), total * ty.byte_size)
-        copies, at = [], 0
-        for (_s, _b, g), d in zip(parts, bufs):
-            copies.append((d, dst, 0, at * ty.byte_size, g * ty.byte_size))
-            at += g
-        self._copy_all(copies)
-        return dst, total
-
     def reduce(self, arr: ShardedArray, op: str) -> np.generic:
-        """sum / min / max of a sharded 1-D array: the single-backend library's bits."""
-        if op not in ("sum", "min", "max"):
-            raise InvalidDispatch(f"{type(self).__name__}.reduce supports sum, min and max, not {op!r}")
-        ty, parts = self._first_pass(arr, f"reduce {op}")
-        if not parts:
-            return cast(np.generic, ty.numpy.type(identity(op, ty)))
-        bufs = self._block_pass(_reduce.reduce_program(op, ty), parts, ty, label="partial",
-                                wait=False)
-        # the library's remaining passes, over the partials in order, on the first backend
-        head = self.backends[0]
-        src, total = self._blocks_on_head(parts, bufs, ty, "head_in")
-        out = self._scratch_buffer(head, ("head_out",), ty.byte_size)
-        if total == 1:  # one block in all: the library's first pass is its last
-            return cast(np.generic, head.read(src, 0, ty.byte_size, dtype=ty.numpy)[0])
-        _reduce.reduce_device(head, src, total, op, ty, out, use_pipeline=False)
-        return cast(np.generic, head.read(out, 0, ty.byte_size, dtype=ty.numpy)[0])
+        """sum / min / max of a sharded 1-D array: the single-backend library's bits
+        (vyre.group_combine)."""
+        from vyre.group_combine import reduce
+
+        return reduce(self, arr, op)
 
     def scan(self, arr: ShardedArray, inclusive: bool = True, label: str = "scan",
              out: ShardedArray | None = None) -> ShardedArray:
         """Prefix sum of a sharded 1-D array, left resident in the same layout; the
-        single-backend library's bits. `out` (an earlier scan's result of an array of the
-        same layout, or `group.empty(arr.shards, arr.dtype)`) is written instead of
-        allocating (on CUDA a new result costs an allocation and its free a device wait)."""
-        ty, parts = self._first_pass(arr, "scan")
-        if out is not None:
-            self._check_out(arr, out, "scan")
-        total_blocks = sum(g for _, _, g in parts)
-        if total_blocks <= 1:  # no carry between blocks: the library's one-block program
-            if out is None:
-                out = self.empty(arr.shards, arr.dtype, (), label)
-            for (s, b, _), d in zip(parts, [b for b in out.buffers if b is not None]):
-                _scan.scan_device(s.backend, b, d, s.count, ty, inclusive, use_pipeline=False)
-            return out
-        sums = self._block_pass(_reduce.reduce_program("sum", ty), parts, ty, label="sums",
-                                wait=False)
-        head = self.backends[0]
-        hs, total = self._blocks_on_head(parts, sums, ty, "head_in")
-        ho = self._scratch_buffer(head, ("head_out",), total * ty.byte_size)
-        _scan.scan_device(head, hs, ho, total, ty, inclusive=False, use_pipeline=False)
-        # each shard's slice of the block offsets back to it, device to device
-        extra: dict[int, dict[str, Any]] = {}
-        copies = []
-        first = 0
-        for s, _, g in parts:
-            ob = self._scratch_buffer(s.backend, ("offsets", s.index), g * ty.byte_size)
-            extra[s.index] = {"offsets": ob}
-            copies.append((ho, ob, first * ty.byte_size, 0, g * ty.byte_size))
-            first += g
-        self._copy_all(copies)
-        prog = _scan.scan_block_program(ty, inclusive, _scan.WORKGROUP, _scan.PER_THREAD,
-                                        carry_in=True)
-        into = None if out is None else {s.index: d for s, d in out.live()}
-        dsts = iter(self._block_pass(prog, parts, ty, label, per_element=True, extra=extra,
-                                     into=into))
-        bufs = [next(dsts) if s.count else None for s in arr.shards]
-        return out if out is not None else ShardedArray(self, arr.shards, bufs, arr.dtype, (),
-                                                        label)
+        single-backend library's bits (vyre.group_combine). `out` (an earlier scan's result
+        of an array of the same layout, or `group.empty(arr.shards, arr.dtype)`) is written
+        instead of allocating (on CUDA a new result costs an allocation and its free a
+        device wait)."""
+        from vyre.group_combine import scan
 
-    def _check_out(self, arr: ShardedArray, out: Any, what: str) -> None:
-        """`out` can take a result of `arr`'s layout and type (else InvalidDispatch)."""
-        same = (isinstance(out, ShardedArray) and out.group is self and out.dtype == arr.dtype
-                and out.row_shape == arr.row_shape and out.halo == 0
-                and [(s.backend, s.start, s.count) for s in out.shards]
-                == [(s.backend, s.start, s.count) for s in arr.shards]
-                and all(b is None or not b.freed for b in out.buffers))
-        if not same:
-            raise InvalidDispatch(
-                f"{what}: out must be a live ShardedArray of this group with {arr.label!r}'s "
-                f"shards and dtype {arr.dtype} (no halo); pass an earlier {what}'s result or "
-                f"group.empty({arr.label}.shards, {arr.label}.dtype)")
-
+        return scan(self, arr, inclusive, label, out)
 
     def sort(self, arr: ShardedArray, label: str = "sorted") -> ShardedArray:
         """The sorted keys (u32, i32 or f32; the library radix sort's order) of a sharded

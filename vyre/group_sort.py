@@ -26,6 +26,7 @@ import numpy as np
 from vyre.builder import ProgramBuilder, select
 from vyre.config import DispatchConfig
 from vyre.errors import InvalidDispatch
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType, f32, i32, u32
 from vyre.programs import radix_sort
@@ -120,14 +121,14 @@ def _partition_program(p: int, scatter: bool) -> Program:
     return k.build()
 
 
-def _map(backend: Any, ty: ScalarType, src: Any, dst: Any, n: int, to_bits: bool) -> None:
+def _map(backend: Backend, ty: ScalarType, src: Any, dst: Any, n: int, to_bits: bool) -> None:
     prog = radix_sort.key_map_program(ty, to_bits)
     backend.dispatch_with_device_buffers(
         prog, {"x0": src}, {"out": dst},
         DispatchConfig.for_elements(n, prog.workgroup_size[0], params={"n": n}))
 
 
-def _partition(backend: Any, prog: Program, ins: dict[str, Any], outs: dict[str, Any],
+def _partition(backend: Backend, prog: Program, ins: dict[str, Any], outs: dict[str, Any],
                n: int) -> None:
     blocks = ceil_div(n, PARTITION_WORKGROUP * PARTITION_PER_THREAD)
     backend.dispatch_with_device_buffers(prog, ins, outs,
@@ -149,7 +150,7 @@ def sample_sort(group: ShardGroup, arr: ShardedArray, label: str) -> ShardedArra
     made: list[Any] = []     # this call's temporaries, released at the end
     results: list[Any] = []  # the result's buffers (released only if the call fails)
 
-    def alloc(backend: Any, count: int, name: str, into: list[Any]) -> Any:
+    def alloc(backend: Backend, count: int, name: str, into: list[Any]) -> Any:
         buf = backend.allocate_device_buffer(max(count, 1) * 4, label=name)
         into.append(buf)
         return buf

@@ -11,8 +11,9 @@
     saxpy.launch(gpu, vyre.IndirectGrid(buffer=g), xb, yb, a=2.0)  # grid read on the device
 
 The function's source is compiled (vyre/kernel_ast.py rewrites its AST into calls of
-vyre/kernel_flow.py) and the result is called once with proxy values (the builder's `Value`
-and `BufferRef`); every operation on them records IR through a `ProgramBuilder`.
+vyre/kernel_flow.py and vyre/kernel_expr.py) and the result is called once with proxy values
+(the builder's `Value` and `BufferRef`); every operation on them records IR through a
+`ProgramBuilder`.
 Consequences, stated plainly (docs/guide.md, "Control flow"):
 
 - `if`/`elif`/`else`, `while`, `for v in range(...)`, `break`, `continue`, `return`,

@@ -21,7 +21,7 @@ from vyre.programs._common import ceil_div
 class ShardGroup(Protocol):
     """What sharded arrays and the sample sort ask of their group (module docstring)."""
 
-    backends: tuple[Any, ...]
+    backends: tuple[Backend, ...]
 
     def _write_all(self, items: Sequence[tuple[Any, Any, np.ndarray, int]]) -> None: ...
 
@@ -32,7 +32,7 @@ class ShardGroup(Protocol):
 
     def _release(self, buffer: Any) -> None: ...
 
-    def _scratch_buffer(self, backend: Any, key: tuple[Any, ...], nbytes: int) -> Any: ...
+    def _scratch_buffer(self, backend: Backend, key: tuple[Any, ...], nbytes: int) -> Any: ...
 
 
 def split(n: int, parts: int, align: int = 1) -> list[tuple[int, int]]:
@@ -56,7 +56,7 @@ class Shard:
     """Rows [start, start + count) of a sharded array, on `backend`."""
 
     index: int
-    backend: Backend  # a BaseBackend here; a RemoteBackend in vyre.distributed.Sharded
+    backend: Backend  # a local backend in DeviceGroup; a RemoteBackend in Sharded
     start: int
     count: int
 

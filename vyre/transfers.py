@@ -23,6 +23,7 @@ from .backend import BaseBackend
 from .binding import owned_buffer
 from .buffer import BufferBase, DeviceBuffer, check_label
 from .errors import BackendUnavailable, BufferOwnershipError, InvalidDispatch
+from .interface import Backend
 
 
 def _owner(buffer: Any, role: str) -> BaseBackend:
@@ -133,8 +134,8 @@ def _remote(obj: object) -> bool:
     return type(obj).__module__.startswith("vyre.distributed.")
 
 
-def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = None, *,
-             out: DeviceBuffer | None = None) -> BufferBase:
+def transfer(buffer: DeviceBuffer, backend: Backend, label: str | None = None, *,
+             out: DeviceBuffer | None = None) -> DeviceBuffer:
     """Copy a whole buffer explicitly to another backend: a new buffer there, or `out` (a
     buffer of `backend` at least as long, made once and reused: no allocation per copy).
     Device to device where `backend` reaches the source's device (module docstring)."""
@@ -148,7 +149,7 @@ def transfer(buffer: DeviceBuffer, backend: BaseBackend, label: str | None = Non
                 "ray", "transfer to or from a Ray actor needs vyre.distributed, which did "
                 "not finish importing; import vyre.distributed and look at its error")
         return REMOTE_TRANSFER[0](buffer, backend, label)
-    if not isinstance(backend, BaseBackend):
+    if not isinstance(backend, Backend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "
             f"{type(backend).__name__}; create one with vyre.get_backend()",

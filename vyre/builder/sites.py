@@ -34,7 +34,7 @@ class BuildError(InvalidProgram):
 # package, the kernel decorator's and vyre.shapes (each path as imported and absolute).
 _PACKAGE_DIRS = {os.path.dirname(__file__), os.path.dirname(os.path.abspath(__file__))}
 _KERNEL_FILES = ("kernel.py", "kernel_lang.py", "kernel_signature.py", "kernel_flow.py",
-                 "kernel_ast.py", "shapes.py")
+                 "kernel_expr.py", "kernel_ast.py", "shapes.py")
 _INTERNAL_FILES = frozenset({
     str(contextlib.__file__),
     *(os.path.join(d, f) for d in _PACKAGE_DIRS for f in os.listdir(d or ".")

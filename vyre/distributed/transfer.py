@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vyre.backend import BaseBackend
 from vyre.buffer import BufferBase, check_label
 from vyre.errors import BackendUnavailable, BufferOwnershipError
+from vyre.interface import Backend
 from vyre.transfers import REMOTE_TRANSFER
 from vyre.transfers import transfer as local_transfer
 
@@ -22,13 +22,13 @@ from .handle import RemoteBuffer
 from .remote import RemoteBackend
 
 
-def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
+def transfer(buffer: Any, backend: Backend,
              label: str | None = None) -> Any:
     """Copy `buffer` (a RemoteBuffer or a local buffer) into a new buffer on `backend`.
 
     All or nothing: when reading the source or writing the destination fails (a dead source
     actor, a full device), the new buffer is freed before the error is raised."""
-    if not isinstance(backend, (RemoteBackend, BaseBackend)):
+    if not isinstance(backend, Backend):
         raise BackendUnavailable(
             repr(backend)[:40], f"transfer needs a destination backend instance, got "
             f"{type(backend).__name__}; create one with vyre.get_backend() or "
@@ -64,13 +64,13 @@ def transfer(buffer: Any, backend: RemoteBackend | BaseBackend,
         return _filled(backend, buffer.byte_len, name, data)
     if isinstance(backend, RemoteBackend):
         owner = buffer.owner
-        if not isinstance(owner, BaseBackend):
+        if not isinstance(owner, Backend):
             raise BufferOwnershipError(f"{buffer!r} has no vyre backend owner to read it from")
         return _filled(backend, buffer.byte_len, name, owner.read(buffer))
     return local_transfer(buffer, backend, label)
 
 
-def _filled(backend: RemoteBackend | BaseBackend, byte_len: int, label: str | None,
+def _filled(backend: Backend, byte_len: int, label: str | None,
             data: Any) -> Any:
     """A new buffer on `backend` holding `data`, or nothing left behind on failure."""
     out = backend.allocate_device_buffer(byte_len, label=label)

@@ -41,7 +41,6 @@ from typing import Any, TextIO, TypeVar
 import numpy as np
 
 from vyre import __version__, registry
-from vyre.backend import BaseBackend
 from vyre.errors import UnsupportedFeature
 from vyre.interface import Backend
 
@@ -133,7 +132,7 @@ def functions_part(backend: Backend, reference: Backend, functions: Sequence[str
     return part
 
 
-def kernels_part(backend: BaseBackend, reference: BaseBackend, names: Sequence[str] | None
+def kernels_part(backend: Backend, reference: Backend, names: Sequence[str] | None
                  ) -> Part:
     from vyre.tools.realkernels.check import GCC, check_kernel, missing_features
     from vyre.tools.realkernels.suite import KERNELS
@@ -204,7 +203,7 @@ def adapter_description(backend: Backend, availability: registry.Availability | 
     }
 
 
-def certify(backend: BaseBackend, reference: BaseBackend, *, availability: registry.Availability |
+def certify(backend: Backend, reference: Backend, *, availability: registry.Availability |
             None = None, parts: Sequence[str] = PARTS, functions: Sequence[str] | None = None,
             sample_size: int = 4096, exhaustive: bool = False, pairs: int = 1 << 28,
             seed: int = 2026, workers: int = 1, cases: Sequence[str] | None = None,

@@ -27,10 +27,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from vyre.backend import BaseBackend
 from vyre.backends.reference.checked import CheckWarning
 from vyre.config import DispatchConfig
 from vyre.errors import DispatchError
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.serialize import from_json
 from vyre.replay_file import (
@@ -69,7 +69,7 @@ class SavedDispatch:
         return DispatchConfig(grid=self.grid, params=self.params)
 
 
-def record_dispatch(path: str | Path, backend: BaseBackend, program: Program,
+def record_dispatch(path: str | Path, backend: Backend, program: Program,
                     inputs: Mapping[str, Any], config: DispatchConfig,
                     note: str = "") -> dict[str, np.ndarray]:
     """`backend.dispatch(program, inputs, config)`, saved with its outputs; returns them."""
@@ -191,8 +191,8 @@ def _pair(got: Any, want: Any, got_bits: Any, want_bits: Any) -> str:
     return f"{a} vs {b}"
 
 
-def backend_for(spec: str | BaseBackend | None, saved_on: Mapping[str, Any],
-                check: bool) -> tuple[BaseBackend, bool]:
+def backend_for(spec: str | Backend | None, saved_on: Mapping[str, Any],
+                check: bool) -> tuple[Backend, bool]:
     """The backend a replay runs on: `spec`, else the kind the file was saved from (the
     reference with `check`); and whether we made it and must close it."""
     if spec is None:
@@ -219,16 +219,16 @@ def collect_findings(run: Callable[[], T], check: bool) -> tuple[T, str]:
     return out, "\n".join(found)
 
 
-def failed_rerun(backend: BaseBackend, exc: DispatchError, seconds: float) -> ReplayResult:
+def failed_rerun(backend: Backend, exc: DispatchError, seconds: float) -> ReplayResult:
     """The result of a rerun that raised DispatchError (nothing to compare: the error is
     what the file reproduces)."""
     return ReplayResult(backend.id, "nothing (the rerun raised)", {}, [], seconds,
                         f"the rerun raised {type(exc).__name__}: {exc}")
 
 
-def _backend(spec: str | BaseBackend, check: bool = False) -> tuple[BaseBackend, bool]:
+def _backend(spec: str | Backend, check: bool = False) -> tuple[Backend, bool]:
     """(instance, whether we made it and must close it)."""
-    if isinstance(spec, BaseBackend):
+    if not isinstance(spec, str):
         return spec, False
     from vyre.registry import get_backend
 
@@ -240,8 +240,8 @@ def _backend(spec: str | BaseBackend, check: bool = False) -> tuple[BaseBackend,
     return get_backend(spec), True
 
 
-def replay(source: str | Path | SavedDispatch, backend: str | BaseBackend | None = None,
-           against: str | BaseBackend | None = None, check: bool = False) -> ReplayResult:
+def replay(source: str | Path | SavedDispatch, backend: str | Backend | None = None,
+           against: str | Backend | None = None, check: bool = False) -> ReplayResult:
     """Rerun a saved dispatch on `backend` (default: the kind it was saved from, the
     reference with `check`) and compare bit for bit with `against`'s results when given,
     else with the saved outputs, else with the reference's. With `check`, the reference

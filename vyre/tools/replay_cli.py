@@ -11,8 +11,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TextIO
 
-from vyre.backend import BaseBackend
 from vyre.errors import BackendError
+from vyre.interface import Backend
 
 from .replay import SavedDispatch, collect_findings, file_kind, load_dispatch, replay
 
@@ -44,7 +44,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def _dispatch_saved(backend: BaseBackend, saved: SavedDispatch) -> object:
+def _dispatch_saved(backend: Backend, saved: SavedDispatch) -> object:
     return backend.dispatch(saved.program, saved.inputs, saved.config)
 
 
@@ -62,7 +62,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         if file_kind(args.file) == "pipeline":
             doc, bufs, _ = load_recorded(args.file)
             what = f"the pipeline of {len(doc['steps'])} step(s) in {args.file}"
-            run: Callable[[BaseBackend], object] = partial(run_recorded, doc=doc, bufs=bufs)
+            run: Callable[[Backend], object] = partial(run_recorded, doc=doc, bufs=bufs)
         else:
             saved = load_dispatch(args.file)
             what = f"program {saved.program.name!r}"

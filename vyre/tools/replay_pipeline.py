@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
 from vyre.binding import BoundDispatch
 from vyre.buffer import BufferBase
 from vyre.config import DispatchConfig, IndirectGrid
 from vyre.debug.instrument import without_debug
 from vyre.errors import DispatchError
+from vyre.interface import Backend
 from vyre.ir.serialize import from_json, to_json
 from vyre.pipeline import ReadRange, Step, as_read_range
 from vyre.replay_file import PIPELINE_MANIFEST, refuse_other_version, vyre_version
@@ -75,12 +75,12 @@ class PipelineRecord:
     buffers: list[BufferBase]
     repeat: int
 
-    def manifest(self, backend: BaseBackend) -> dict[str, Any]:
+    def manifest(self, backend: Backend) -> dict[str, Any]:
         return {"format": PIPELINE_FORMAT, "version": FORMAT_VERSION,
                 "vyre_version": vyre_version(), "backend": describe_backend(backend),
                 "repeat": self.repeat, "steps": self.steps, "reads": self.reads}
 
-    def before(self, backend: BaseBackend) -> list[np.ndarray]:
+    def before(self, backend: Backend) -> list[np.ndarray]:
         """Every buffer's bytes now (before the run)."""
         return backend.read_many([ReadRange(b, 0, None, np.uint8) for b in self.buffers])
 
@@ -130,7 +130,7 @@ def write_pipeline_file(path: str | Path, doc: Mapping[str, Any],
     return p
 
 
-def record_pipeline(path: str | Path, backend: BaseBackend,
+def record_pipeline(path: str | Path, backend: Backend,
                     steps: Sequence[Step | BoundDispatch], repeat: int = 1,
                     read: Sequence[Any] = ()) -> list[np.ndarray]:
     """Run the pipeline on `backend` and save it (with the buffers' contents before the run
@@ -164,7 +164,7 @@ def load_recorded(path: str | Path) -> tuple[dict[str, Any], list[np.ndarray], l
     return doc, bufs, reads
 
 
-def run_recorded(backend: BaseBackend, doc: Mapping[str, Any], bufs: Sequence[np.ndarray],
+def run_recorded(backend: Backend, doc: Mapping[str, Any], bufs: Sequence[np.ndarray],
                  quiet: bool = False) -> list[np.ndarray]:
     """Run a recorded pipeline (`doc`, the buffers' bytes before it) on `backend`; its
     reads. `quiet`: the steps without their vyre.print / vyre.assert_ (a shadow run)."""
@@ -189,8 +189,8 @@ def run_recorded(backend: BaseBackend, doc: Mapping[str, Any], bufs: Sequence[np
             backend.free(d)
 
 
-def replay_pipeline(path: str | Path, backend: str | BaseBackend | None = None,
-                    against: str | BaseBackend | None = None,
+def replay_pipeline(path: str | Path, backend: str | Backend | None = None,
+                    against: str | Backend | None = None,
                     check: bool = False) -> ReplayResult:
     """Rerun a recorded pipeline on `backend` (default: the kind it was recorded on, the
     reference with `check`) and compare its reads bit for bit with the saved ones, or with
@@ -211,7 +211,7 @@ def replay_pipeline(path: str | Path, backend: str | BaseBackend | None = None,
         if against is None:
             want, what = saved, f"the saved reads (from {doc['backend'].get('id')})"
         else:
-            other = against if isinstance(against, BaseBackend) else get_backend(against)
+            other = get_backend(against) if isinstance(against, str) else against
             if other is not against:
                 made.append(other)
             want, what = run_recorded(other, doc, bufs), other.id

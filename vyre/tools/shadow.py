@@ -34,14 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend, Pending
+from vyre.backend import Pending
 from vyre.binding import BoundDispatch
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
 from vyre.config import DispatchConfig, Timing
 from vyre.debug.instrument import without_debug
 from vyre.errors import BackendError, DispatchError
+from vyre.interface import Backend, PendingWork, RecordedPipeline
 from vyre.ir.nodes import Program
-from vyre.pipeline import Pipeline, PipelineResult, ReadRange, Step
+from vyre.pipeline import PipelineResult, ReadRange, Step
 from vyre.replay_file import replay_dir, save_dispatch
 
 from .replay import compare_bits
@@ -57,7 +58,7 @@ class ShadowDifference(DispatchError):
 class Shadow:
     """`backend` with a sample of its dispatches rerun on `against` and compared."""
 
-    def __init__(self, backend: BaseBackend, against: str | BaseBackend = "reference", *,
+    def __init__(self, backend: Backend, against: str | Backend = "reference", *,
                  rate: float | None = None, every: int | None = None,
                  on_difference: str = "raise", replay_dir: str | Path | None = None,
                  seed: int | None = None) -> None:
@@ -75,12 +76,13 @@ class Shadow:
             raise BackendError(f"Shadow: on_difference={on_difference!r}; use 'raise' or "
                                "'log'")
         self.backend = backend
-        if isinstance(against, BaseBackend):
-            self.against, self._owns = against, False
-        else:
+        self.against: Backend
+        if isinstance(against, str):
             from vyre.registry import get_backend
 
             self.against, self._owns = get_backend(against), True
+        else:
+            self.against, self._owns = against, False
         self.rate, self.every, self.on_difference = rate, every, on_difference
         self.replay_dir = Path(replay_dir) if replay_dir is not None else None
         self._rng = random.Random(seed)
@@ -124,7 +126,7 @@ class Shadow:
         return timing
 
     def dispatch_async(self, program: Program | BoundDispatch, inputs: Any = (),
-                       outputs: Any = (), config: DispatchConfig | None = None) -> Pending:
+                       outputs: Any = (), config: DispatchConfig | None = None) -> PendingWork:
         if not self._sampled():
             return self.backend.dispatch_async(program, inputs, outputs, config)
         finish = self._resident(program, inputs, outputs, config)
@@ -147,6 +149,7 @@ class Shadow:
                   config: DispatchConfig | None) -> Callable[[], None]:
         """Read a sampled resident dispatch's buffers now; the returned call (once it is
         done) reads its outputs and compares them with the shadow's run."""
+        named: dict[str, DeviceBuffer]
         if isinstance(program, BoundDispatch):
             bound = program
             named = dict(zip((d.name for d in bound.program.buffers), bound.buffers))
@@ -199,7 +202,7 @@ class ShadowPipeline:
     compared bit for bit (every other attribute is the Pipeline's own)."""
 
     def __init__(self, shadow: Shadow, steps: tuple[Step | BoundDispatch, ...],
-                 pipeline: Pipeline) -> None:
+                 pipeline: RecordedPipeline) -> None:
         self.shadow = shadow
         self.pipeline = pipeline
         self._steps = steps
@@ -238,8 +241,8 @@ def _host_copy(program: Program, inputs: Mapping[str, Any] | Any) -> dict[str, A
     return {k: (v if isinstance(v, int) else np.array(v, copy=True)) for k, v in inputs.items()}
 
 
-def _named(program: Program, inputs: Any, outputs: Any) -> dict[str, BufferBase]:
-    out: dict[str, BufferBase] = {}
+def _named(program: Program, inputs: Any, outputs: Any) -> dict[str, DeviceBuffer]:
+    out: dict[str, DeviceBuffer] = {}
     for group, decls in ((inputs, program.inputs), (outputs, program.outputs)):
         if isinstance(group, Mapping):
             out.update(group)

@@ -27,6 +27,7 @@ import numpy as np
 
 import vyre
 from vyre import DispatchConfig, ProgramBuilder
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 from vyre.ir.types import ScalarType as ST
 
@@ -65,7 +66,7 @@ def _median_us(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(times) / 1e3
 
 
-def _costs(backend: Any, prefix: str, reps: int) -> dict[str, float]:
+def _costs(backend: Backend, prefix: str, reps: int) -> dict[str, float]:
     """Per-dispatch wall time on `backend` (local or remote: the same API)."""
     prog, cfg = tiny_program(), DispatchConfig(grid=1)
     buf = backend.allocate_device_buffer(256)

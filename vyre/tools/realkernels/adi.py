@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -74,7 +74,7 @@ def row_program() -> Program:
     return _sweep("polybench_adi_row", column=False)
 
 
-def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, tsteps: int, n: int) -> list[np.ndarray]:
     i, j = np.indices((n, n))
     u0 = (i + n - j).astype(F) / F(n)  # (DATA_TYPE)(i + n-j) / n
     params = {"n": n, **coefficients(tsteps, n)}

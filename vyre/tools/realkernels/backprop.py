@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import exp, select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -89,7 +89,7 @@ def adjust_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, layer_size: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, layer_size: int, seed: int) -> list[np.ndarray]:
     n_in = layer_size
     rng = Lcg(seed)
     input_weights = rng.unit((n_in + 1) * (HIDDEN + 1)) * F(2.0) - F(1.0)  # dpn1()

@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import Lcg, groups, resident
@@ -57,7 +57,7 @@ def promote_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, nodes: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, nodes: int, seed: int) -> list[np.ndarray]:
     lcg = Lcg(seed)
     degree = lcg.ints(nodes, 6) + 1
     starting = (np.cumsum(degree) - degree).astype(np.int32)

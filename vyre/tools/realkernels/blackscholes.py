@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import abs_, exp, log, select, sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -53,7 +53,7 @@ def program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, options: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, options: int, seed: int) -> list[np.ndarray]:
     t = Lcg(seed).unit(3 * options).reshape(options, 3)  # RandFloat(): (1 - t) low + t high
 
     def rand_float(col: int, low: float, high: float) -> np.ndarray:

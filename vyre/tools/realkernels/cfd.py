@@ -12,8 +12,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import BufferRef, Value, sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -190,7 +190,7 @@ def far_field() -> tuple[np.ndarray, dict[str, np.float32]]:
     return np.array([density, *mom, energy], np.float32), params
 
 
-def run(backend: BaseBackend, nel: int, iterations: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, nel: int, iterations: int, seed: int) -> list[np.ndarray]:
     lcg = Lcg(seed)
     areas = np.empty(nel, np.float32)
     nbs = np.empty((NNB, nel), np.int32)

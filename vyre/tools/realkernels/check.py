@@ -23,11 +23,9 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
-from vyre.backend import BaseBackend
 from vyre.interface import Backend
 from vyre.tools.testing import flushed_types, reference_for
 
@@ -52,8 +50,8 @@ def missing_features(kernel: Kernel, backend: Backend) -> list[str]:
     return sorted(need - backend.capabilities().features)
 
 
-def check_kernel(kernel: Kernel, backend: BaseBackend, large: bool = False,
-                 reference: BaseBackend | None = None) -> KernelCheck:
+def check_kernel(kernel: Kernel, backend: Backend, large: bool = False,
+                 reference: Backend | None = None) -> KernelCheck:
     """The kernel's port on `backend` against the C (see the module docstring); `reference`
     (a reference backend) is needed only for a backend in flush mode."""
     got = kernel.port(backend, large)
@@ -64,7 +62,7 @@ def check_kernel(kernel: Kernel, backend: BaseBackend, large: bool = False,
         raise ValueError(f"{kernel.name}: {backend.id} flushes subnormals and "
                          f"{against_gcc.disagreements} outputs differ from gcc's IEEE bits; "
                          "pass a reference backend to compare them with the IR's flush mode")
-    want = kernel.port(cast(BaseBackend, reference_for(backend, reference)), large)
+    want = kernel.port(reference_for(backend, reference), large)
     return KernelCheck(compare(got, want), FLUSH_REFERENCE, against_gcc.disagreements)
 
 

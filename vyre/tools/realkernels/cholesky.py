@@ -12,8 +12,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -62,7 +62,7 @@ def column_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     with resident(backend) as dev:
         buf = dev.put(spd_matrix(n), "A")
         p = {"n": n}

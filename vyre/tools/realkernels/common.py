@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from vyre import DispatchConfig, Step
-from vyre.backend import BaseBackend
-from vyre.buffer import BufferBase
+from vyre.buffer import DeviceBuffer
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 HERE = Path(__file__).resolve().parent
@@ -80,11 +80,11 @@ def output_bytes(arrays: Sequence[np.ndarray]) -> bytes:
 class Resident:
     """Buffers on one backend for a multi-pass host driver; all freed on exit."""
 
-    def __init__(self, backend: BaseBackend) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._bufs: list[BufferBase] = []
+        self._bufs: list[DeviceBuffer] = []
 
-    def put(self, data: np.ndarray, label: str) -> BufferBase:
+    def put(self, data: np.ndarray, label: str) -> DeviceBuffer:
         buf = self.backend.allocate_device_buffer(max(data.nbytes, 4), label=label)
         self._bufs.append(buf)
         if data.nbytes:
@@ -94,8 +94,8 @@ class Resident:
     def run(
         self,
         program: Program,
-        inputs: Mapping[str, BufferBase],
-        outputs: Mapping[str, BufferBase],
+        inputs: Mapping[str, DeviceBuffer],
+        outputs: Mapping[str, DeviceBuffer],
         grid: int | tuple[int, ...],
         params: Mapping[str, Any] | None = None,
     ) -> None:
@@ -105,8 +105,8 @@ class Resident:
     def step(
         self,
         program: Program,
-        inputs: Mapping[str, BufferBase],
-        outputs: Mapping[str, BufferBase],
+        inputs: Mapping[str, DeviceBuffer],
+        outputs: Mapping[str, DeviceBuffer],
         grid: int | tuple[int, ...],
         params: Mapping[str, Any] | None = None,
         index: str | None = None,
@@ -119,7 +119,7 @@ class Resident:
         """Run `steps` in order, `rounds` times, as one pipeline (one host synchronisation)."""
         self.backend.pipeline(list(steps)).run(repeat=rounds)
 
-    def get(self, buf: BufferBase, dtype: Any, n: int) -> np.ndarray:
+    def get(self, buf: DeviceBuffer, dtype: Any, n: int) -> np.ndarray:
         return self.backend.read(buf, 0, n * np.dtype(dtype).itemsize, dtype)
 
     def free(self) -> None:
@@ -131,7 +131,7 @@ class Resident:
 
 
 @contextmanager
-def resident(backend: BaseBackend) -> Iterator[Resident]:
+def resident(backend: Backend) -> Iterator[Resident]:
     r = Resident(backend)
     try:
         yield r

@@ -12,8 +12,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import select, sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -79,7 +79,7 @@ def corr_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, m: int, n: int) -> list[np.ndarray]:
     i, j = np.indices((n, m))
     data = (i * j).astype(F) / F(m) + i.astype(F)  # (DATA_TYPE)(i*j)/M + i
     p = {"m": m, "n": n, "float_n": F(n)}

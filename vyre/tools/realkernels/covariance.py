@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -64,7 +64,7 @@ def cov_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, m: int, n: int) -> list[np.ndarray]:
     i, j = np.indices((n, m))
     data = (i.astype(F) * j.astype(F)) / F(m)  # ((DATA_TYPE) i*j) / M
     p = {"m": m, "n": n, "float_n": F(n)}

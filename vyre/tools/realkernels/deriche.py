@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import exp, pow_
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -89,7 +89,7 @@ def sum_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, w: int, h: int) -> list[np.ndarray]:
+def run(backend: Backend, w: int, h: int) -> list[np.ndarray]:
     i, j = np.indices((w, h))
     img_in = ((313 * i + 991 * j) % 65536).astype(F) / F(65535.0)
     n = w * h

@@ -11,7 +11,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -62,7 +62,7 @@ def copy_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     r = (n + 1 - np.arange(n)).astype(F)  # r[i] = (n+1-i)
     y = np.zeros(n, F)
     y[0] = -r[0]

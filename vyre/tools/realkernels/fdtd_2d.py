@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -61,7 +61,7 @@ def hz_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, tmax: int, nx: int, ny: int) -> list[np.ndarray]:
+def run(backend: Backend, tmax: int, nx: int, ny: int) -> list[np.ndarray]:
     i, j = np.indices((nx, ny))
     fi = i.astype(F)
     ex0 = (fi * (j + 1).astype(F)) / F(nx)  # ((DATA_TYPE) i*(j+1)) / nx

@@ -11,8 +11,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import exp, select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -36,7 +36,7 @@ def program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, samples: int, bins: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, samples: int, bins: int, seed: int) -> list[np.ndarray]:
     rng = Lcg(seed)
     x = rng.unit(samples)
     sign = rng.ints(samples, 2)

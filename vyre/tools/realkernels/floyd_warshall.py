@@ -11,8 +11,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, i32
-from vyre.backend import BaseBackend
 from vyre.builder import select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import groups, resident
@@ -33,7 +33,7 @@ def relax_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     i, j = np.indices((n, n))
     path = (i * j % 7 + 1).astype(np.int32)
     path[((i + j) % 13 == 0) | ((i + j) % 7 == 0) | ((i + j) % 11 == 0)] = 999

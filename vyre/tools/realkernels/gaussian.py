@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -64,7 +64,7 @@ def backsub_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, size: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, size: int, seed: int) -> list[np.ndarray]:
     lcg = Lcg(seed)
     a = lcg.unit(size * size)
     a[:: size + 1] += F(size)

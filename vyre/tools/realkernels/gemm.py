@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -45,7 +45,7 @@ def build(alpha_last: bool = False) -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, ni: int, nj: int, nk: int) -> list[np.ndarray]:
+def run(backend: Backend, ni: int, nj: int, nk: int) -> list[np.ndarray]:
     def init(rows: int, cols: int, f: Callable[[Any, Any], Any], div: int) -> np.ndarray:
         i, j = np.indices((rows, cols))
         return np.asarray(f(i, j)).astype(F) / F(div)

@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -75,7 +75,7 @@ def w_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     fn = F(n)
     q = (np.arange(1, n + 1, dtype=F) / fn).astype(np.float64)  # (i+1)/fn, a float quotient
     vec = {"u1": np.arange(n, dtype=F), "u2": (q / 2.0).astype(F), "v1": (q / 4.0).astype(F),

@@ -11,8 +11,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -63,7 +63,7 @@ def project_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, m: int, n: int) -> list[np.ndarray]:
     i, j = np.indices((m, n))
     a = ((((i * j) % m).astype(F) / F(m)) * F(100)) + F(10)
     with resident(backend) as dev:

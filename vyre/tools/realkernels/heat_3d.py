@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -38,7 +38,7 @@ def step_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, tsteps: int, n: int) -> list[np.ndarray]:
     i, j, k = np.indices((n, n, n))
     init = (i + j + (n - k)).astype(F) * F(10) / F(n)  # (DATA_TYPE)(i + j + (n-k))* 10 / (n)
     with resident(backend) as dev:

@@ -10,8 +10,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import Value
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -95,7 +95,7 @@ def constants(row: int, col: int) -> dict[str, np.float32]:
             "amb_temp": F(80.0)}
 
 
-def run(backend: BaseBackend, rows: int, cols: int, iterations: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, rows: int, cols: int, iterations: int, seed: int) -> list[np.ndarray]:
     lcg = Lcg(seed)
     temp = F(320.0) + F(20.0) * lcg.unit(rows * cols)
     power = F(0.5) * lcg.unit(rows * cols)

@@ -9,8 +9,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -63,7 +63,7 @@ def constants(n: int, layers: int) -> dict[str, np.float32]:
             "Cap": cap, "amb_temp": F(80.0)}
 
 
-def run(backend: BaseBackend, n: int, layers: int, iterations: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int, layers: int, iterations: int, seed: int) -> list[np.ndarray]:
     lcg = Lcg(seed)
     size = n * n * layers
     power = F(0.01) * lcg.unit(size)

@@ -10,7 +10,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f64
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import groups, resident
@@ -29,7 +29,7 @@ def sweep_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, tsteps: int, n: int) -> list[np.ndarray]:
     a0 = (np.arange(n, dtype=np.float64) + 2) / n  # ((DATA_TYPE) i + 2) / n
     b0 = (np.arange(n, dtype=np.float64) + 3) / n
     with resident(backend) as dev:

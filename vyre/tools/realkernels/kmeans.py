@@ -11,7 +11,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -69,7 +69,7 @@ def centre_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, npoints: int, nfeatures: int, nclusters: int,
+def run(backend: Backend, npoints: int, nfeatures: int, nclusters: int,
         seed: int) -> list[np.ndarray]:
     feature = F(10.0) * Lcg(seed).unit(npoints * nfeatures)
     sizes = {"npoints": npoints, "nfeatures": nfeatures, "nclusters": nclusters}

@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import exp
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -77,7 +77,7 @@ def box_table(boxes1d: int) -> np.ndarray:
     return np.array(rows, np.int32).ravel()
 
 
-def run(backend: BaseBackend, boxes1d: int, par_per_box: int, seed: int
+def run(backend: Backend, boxes1d: int, par_per_box: int, seed: int
         ) -> list[np.ndarray]:
     n = boxes1d**3 * par_per_box
     rng = Lcg(seed)

@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -46,7 +46,7 @@ def col_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, size: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, size: int, seed: int) -> list[np.ndarray]:
     a = Lcg(seed).unit(size * size)
     a[:: size + 1] += F(size)
     with resident(backend) as dev:

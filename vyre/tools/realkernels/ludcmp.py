@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .cholesky import spd_matrix
@@ -80,7 +80,7 @@ def backward_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     fn = F(n)
     # b[i] = (i+1)/fn/2.0 + 4: a float quotient, then double arithmetic, stored as float
     b = ((np.arange(1, n + 1, dtype=F) / fn).astype(np.float64) / 2.0 + 4).astype(F)

@@ -9,8 +9,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import sqrt
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -54,7 +54,7 @@ def select_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, nrecords: int, k: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, nrecords: int, k: int, seed: int) -> list[np.ndarray]:
     u = Lcg(seed).unit(2 * nrecords)
     lat = F(7.0) + F(56.0) * u[0::2]
     lng = F(62.0) + F(102.0) * u[1::2]

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from vyre import ProgramBuilder, i32
-from vyre.backend import BaseBackend
 from vyre.builder import Value, select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import groups, resident
@@ -59,7 +59,7 @@ def diagonal_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     seq = ((np.arange(n) + 1) % 4).astype(np.int32)  # (base)((i+1)%4), promoted to int
     with resident(backend) as dev:
         sb = dev.put(seq, "seq")

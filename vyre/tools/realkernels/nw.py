@@ -9,8 +9,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, i32
-from vyre.backend import BaseBackend
 from vyre.builder import Value, select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import Lcg, groups, resident
@@ -75,7 +75,7 @@ def program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int, penalty: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int, penalty: int, seed: int) -> list[np.ndarray]:
     mc = n + 1
     lcg = Lcg(seed)
     side = lcg.ints(n, 10) + 1  # input_itemsets[i * max_cols], i = 1 .. n

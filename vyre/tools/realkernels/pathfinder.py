@@ -9,8 +9,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, i32
-from vyre.backend import BaseBackend
 from vyre.builder import Value, select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import Lcg, groups, resident
@@ -41,7 +41,7 @@ def program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, cols: int, rows: int, seed: int) -> list[np.ndarray]:
+def run(backend: Backend, cols: int, rows: int, seed: int) -> list[np.ndarray]:
     wall = Lcg(seed).ints(rows * cols, 10)
     with resident(backend) as dev:
         w = dev.put(wall, "wall")

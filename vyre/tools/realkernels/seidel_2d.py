@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -39,7 +39,7 @@ def wave_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, tsteps: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, tsteps: int, n: int) -> list[np.ndarray]:
     i, j = np.indices((n, n))
     a = (i.astype(F) * (j + 2).astype(F) + F(2)) / F(n)  # ((DATA_TYPE) i*(j+2) + 2) / n
     rounds = 3 * (n - 2) + 4 * (tsteps - 1) - 3 + 1  # s from 3 to 3(n-2) + 4(tsteps-1)

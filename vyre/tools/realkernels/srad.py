@@ -10,8 +10,8 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
 from vyre.builder import select
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, Lcg, groups, resident
@@ -94,7 +94,7 @@ def update_program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, rows: int, cols: int, r1: int, r2: int, c1: int, c2: int,
+def run(backend: Backend, rows: int, cols: int, r1: int, r2: int, c1: int, c2: int,
         lambda_milli: int, niter: int, seed: int) -> list[np.ndarray]:
     lam = F(lambda_milli) / F(1000.0)
     image = F(1.0) + F(1.7182817) * Lcg(seed).unit(rows * cols)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import DATA_DIR, read_output
@@ -93,7 +93,7 @@ class Kernel:
     def expected(self) -> list[np.ndarray]:
         return read_output(DATA_DIR / f"{self.name}.bin")
 
-    def port(self, backend: BaseBackend, large: bool = False) -> list[np.ndarray]:
+    def port(self, backend: Backend, large: bool = False) -> list[np.ndarray]:
         return self.run(backend, **self.arguments(large))
 
 

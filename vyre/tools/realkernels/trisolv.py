@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, ScalarType, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, resident
@@ -35,11 +35,11 @@ def build(ty: ScalarType) -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     return solve(backend, n, row_program(), F)
 
 
-def solve(backend: BaseBackend, n: int, program: Program, dt: type) -> list[np.ndarray]:
+def solve(backend: Backend, n: int, program: Program, dt: type) -> list[np.ndarray]:
     lmat: np.ndarray = np.zeros((n, n), dt)
     for i in range(n):
         j = np.arange(i + 1)

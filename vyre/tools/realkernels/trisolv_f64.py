@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from vyre import f64
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from . import trisolv
@@ -22,5 +22,5 @@ def row_program() -> Program:
     return trisolv.build(f64)
 
 
-def run(backend: BaseBackend, n: int) -> list[np.ndarray]:
+def run(backend: Backend, n: int) -> list[np.ndarray]:
     return trisolv.solve(backend, n, row_program(), np.float64)

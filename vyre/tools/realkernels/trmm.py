@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from vyre import ProgramBuilder, f32, i32
-from vyre.backend import BaseBackend
+from vyre.interface import Backend
 from vyre.ir.nodes import Program
 
 from .common import F, groups, resident
@@ -34,7 +34,7 @@ def program() -> Program:
     return k.build()
 
 
-def run(backend: BaseBackend, m: int, n: int) -> list[np.ndarray]:
+def run(backend: Backend, m: int, n: int) -> list[np.ndarray]:
     ia, ja = np.indices((m, m))
     a0 = np.where(ja < ia, ((ia + ja) % m).astype(F) / F(m), F(0)).astype(F)
     np.fill_diagonal(a0, F(1.0))  # the upper triangle is never read (calloc'd zeros in C)
