@@ -12,8 +12,9 @@ store, if). A printer subclasses `Printer` and supplies only spellings:
 - `EXPRESSIONS`: every other expression kind, `spell(printer, node) -> text`; a spelling
   asks for its operands' text with `operands(node)` (or `expr` on one operand, where it
   must print something before them);
-- `STATEMENTS`: the statement kinds the skeleton does not spell itself (loops, jumps,
-  barriers, atomics), `spell(printer, node, depth) -> None`, emitting lines;
+- `STATEMENTS`: the statement kinds the skeleton does not spell itself (all but let,
+  assign, store and if: loops, jumps, barriers, atomics), `spell(printer, node, depth)
+  -> None`, emitting lines;
 - the hooks below (naming, scopes, the value of a binding or store, the if's text),
   whose defaults fit a printer that needs nothing more.
 
@@ -160,22 +161,21 @@ class Printer:
             self.assign(s, depth)  # type: ignore[arg-type]
         elif t is N.If:
             self.if_(s, depth)  # type: ignore[arg-type]
+        elif t is N.RawStore or t is N.Store:
+            self.store(s, depth)  # type: ignore[arg-type]
         else:
             spell = self.STATEMENTS.get(t) or _nearest(self.STATEMENTS, t)
-            if spell is not None:
-                spell(self, s, depth)
-            elif isinstance(s, N.Store):
-                self.store(s, depth)
-            else:
+            if spell is None:
                 raise InvalidProgram(f"unknown statement {t.__name__}")
+            spell(self, s, depth)
 
     def let(self, s: N.Let, depth: int) -> None:
         value = self.bound_value(s.value)
-        self.emit(depth, self.let_text(self.declare(s.name, s.value), s.value.ty, value))
+        self.emit(depth, self.let_text(self.bind(s.name, s.value), s.value.ty, value))
 
     def assign(self, s: N.Assign, depth: int) -> None:
         value = self.bound_value(s.value)
-        self.emit(depth, f"{self.reassign(s.name, s.value)} = {value}{self.END_STATEMENT}")
+        self.emit(depth, f"{self.rebind(s.name, s.value)} = {value}{self.END_STATEMENT}")
 
     def store(self, s: N.Store, depth: int) -> None:
         index = self.store_index(s.index)
@@ -207,11 +207,11 @@ class Printer:
     def store_text(self, s: N.Store, index: str, value: str) -> str:
         raise NotImplementedError
 
-    def declare(self, name: str, value: N.ExprNode) -> str:
+    def bind(self, name: str, value: N.ExprNode) -> str:
         """The target's name of a new local `name` bound to `value`."""
         raise NotImplementedError
 
-    def reassign(self, name: str, value: N.ExprNode) -> str:
+    def rebind(self, name: str, value: N.ExprNode) -> str:
         """The target's name of local `name`, assigned `value`."""
         raise NotImplementedError
 

@@ -332,10 +332,10 @@ class CudaPrinter(Printer):
     def let_text(self, name: str, ty: ScalarType, value: str) -> str:
         return f"{CTYPE[ty]} {name} = {value};"
 
-    def declare(self, name: str, value: N.ExprNode) -> str:
+    def bind(self, name: str, value: N.ExprNode) -> str:
         return self.name_of(name)
 
-    def reassign(self, name: str, value: N.ExprNode) -> str:
+    def rebind(self, name: str, value: N.ExprNode) -> str:
         return self.name_of(name)
 
     def store_text(self, s: N.Store, index: str, value: str) -> str:

@@ -66,7 +66,6 @@ def mangle(prefix: str, name: str) -> str:
     return f"{prefix}_{lower_names.mangle(name)}"
 
 
-
 def _float_literal(value: float, ty: ScalarType) -> str:
     if ty is ST.F16:
         bits = int(np.array(value, dtype=np.float16).view(np.uint16))
