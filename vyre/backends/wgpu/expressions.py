@@ -180,17 +180,18 @@ LEAVES: dict[type, Callable[[_Ctx, Any, bool], str]] = {
 # ------------------------------------------------------------------ each kind's spelling
 
 
-def _binary_node(ctx: _Ctx, e: N.Binary) -> str:
-    a, b = ctx.operands(e)
-    return _binary(ctx, e, a, b)
+def _on_operands(spell: Callable[..., str]) -> Callable[[_Ctx, Any], str]:
+    """The spelling of a kind whose `spell(ctx, e, *operand_texts)` takes its operands' text."""
+    def spelled(ctx: _Ctx, e: Any) -> str:
+        return spell(ctx, e, *ctx.operands(e))
+    return spelled
 
 
-def _unary_node(ctx: _Ctx, e: N.Unary) -> str:
-    return _unary(ctx, e, ctx.operands(e)[0])
-
-
-def _load_node(ctx: _Ctx, e: N.Load) -> str:
-    return _raw_load(ctx, e, ctx.operands(e)[0])
+def _on_operand_list(spell: Callable[[_Ctx, Any, list[str]], str]) -> Callable[[_Ctx, Any], str]:
+    """The spelling of a kind whose `spell(ctx, e, operand_texts)` takes them as one list."""
+    def spelled(ctx: _Ctx, e: Any) -> str:
+        return spell(ctx, e, ctx.operands(e))
+    return spelled
 
 
 def _guarded_node(ctx: _Ctx, e: N.Guarded) -> str:
@@ -202,10 +203,6 @@ def _guarded_node(ctx: _Ctx, e: N.Guarded) -> str:
 def _select_node(ctx: _Ctx, e: N.Select) -> str:
     cond, a, b = ctx.operands(e)
     return f"select({b}, {a}, {cond})"
-
-
-def _call_node(ctx: _Ctx, e: N.Call) -> str:
-    return _call(ctx, e, ctx.operands(e))
 
 
 def _cast_node(ctx: _Ctx, e: N.Cast) -> str:
@@ -221,21 +218,9 @@ def _bitcast_node(ctx: _Ctx, e: N.Bitcast) -> str:
     return f"bitcast<{wgsl_type(e.ty)}>({a})"
 
 
-def _native_node(ctx: _Ctx, e: N.Native) -> str:
-    return _native(ctx, e, ctx.operands(e))
-
-
-def _table_node(ctx: _Ctx, e: N.Table) -> str:
-    return _table(ctx, e, ctx.operands(e)[0])
-
-
 def _invoke_node(ctx: _Ctx, e: N.Invoke) -> str:
     args = ctx.operands(e)
     return f"{_function(ctx, e.fn)}({', '.join(args)})"
-
-
-def _subgroup_node(ctx: _Ctx, e: N.Subgroup) -> str:
-    return _subgroup(ctx, e, ctx.operands(e))
 
 
 def _function(ctx: _Ctx, fn: N.Function) -> str:
@@ -581,8 +566,9 @@ def _cast(ctx: _Ctx, src: ScalarType, dst: ScalarType, a: str) -> str:
 
 
 EXPRESSIONS: dict[type, Callable[[_Ctx, Any], str]] = {
-    N.Binary: _binary_node, N.Load: _load_node, N.Guarded: _guarded_node, N.Unary: _unary_node,
-    N.Call: _call_node, N.Select: _select_node, N.Cast: _cast_node, N.Bitcast: _bitcast_node,
-    N.Native: _native_node, N.Table: _table_node, N.Invoke: _invoke_node,
-    N.Subgroup: _subgroup_node,
+    N.Binary: _on_operands(_binary), N.Load: _on_operands(_raw_load),
+    N.Guarded: _guarded_node, N.Unary: _on_operands(_unary), N.Call: _on_operand_list(_call),
+    N.Select: _select_node, N.Cast: _cast_node, N.Bitcast: _bitcast_node,
+    N.Native: _on_operand_list(_native), N.Table: _on_operands(_table),
+    N.Invoke: _invoke_node, N.Subgroup: _on_operand_list(_subgroup),
 }
