@@ -3,7 +3,7 @@ generators' output byte-identical:
 
     python scripts/source_digests.py [--fuzz N] [--out FILE]
 
-Run it on two checkouts and diff the outputs (`--out`): one line per (program, printer
+Run it on two checkouts (each digests its own vyre) and diff the outputs (`--out`): one line per (program, printer
 variant) with the sha256 of the program's wire format and of the generated source (or the
 error a printer raised), then one digest of everything. The corpus: the standard library
 (vyre/programs) over its parameters, the bench programs, the saved regression cases, the
@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
+
+# the checkout this script is in, not an installed vyre (an editable install of another
+# checkout would be digested instead, and two checkouts would compare equal)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vyre
 from vyre.ir import nodes as N
