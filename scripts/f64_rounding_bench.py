@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What vyre's f64 trunc and round cost on this wgpu adapter, against the driver's own.
 
-vyre spells f64 trunc / round itself on every device with i64 (render.py, `_integral_f64`:
+vyre spells f64 trunc / round itself on every device with i64 (wgpu/maths.py, `_integral_f64`:
 lavapipe's own are wrong on a host without AVX-512). This runs, per operation, a kernel of
 8 roundings per element (of x + 0, x + 0.25, ..., x + 1.75, summed) with vyre's spelling
 and with the driver's WGSL builtin (the printer's helper swapped for one that calls it:
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType
-from vyre.backends.wgpu import render
+from vyre.backends.wgpu import expressions, spelling
 from vyre.builder import floor, round_, trunc
 
 F64 = ScalarType.F64
@@ -73,16 +73,16 @@ def main() -> None:
              "trunc (vyre)": kernel("trunc", trunc), "round (vyre)": kernel("round", round_)}
     for p in progs.values():
         run(p)  # compiled with vyre's spelling
-    mine = render._integral_f64
+    mine = expressions._integral_f64  # (the name _call reads)
     try:  # the driver's builtins, compiled now (a pipeline is made at its first dispatch)
-        render._integral_f64 = lambda ctx, fn: render._helper(
+        expressions._integral_f64 = lambda ctx, fn: spelling._helper(
             ctx, DRIVER[fn].split()[1].split("(")[0], DRIVER[fn])
         for name, fn in (("trunc", trunc), ("round", round_)):
             progs[f"{name} (driver)"] = p = kernel(f"{name}_driver", fn)
             run(p)
             assert f"return {name}(x)" in be.source(p)
     finally:
-        render._integral_f64 = mine
+        expressions._integral_f64 = mine
     wall = dict.fromkeys(progs, float("inf"))
     cpu = dict.fromkeys(progs, float("inf"))
     for _ in range(args.repeat):

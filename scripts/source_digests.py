@@ -3,13 +3,14 @@ generators' output byte-identical:
 
     python scripts/source_digests.py [--fuzz N] [--out FILE]
 
-Run it on two checkouts and diff the outputs (`--out`): one line per (program, printer
+Run it on two checkouts (each digests its own vyre) and diff the outputs (`--out`): one line per (program, printer
 variant) with the sha256 of the program's wire format and of the generated source (or the
 error a printer raised), then one digest of everything. The corpus: the standard library
 (vyre/programs) over its parameters, the bench programs, the saved regression cases, the
 operator sweep and N derandomized fuzz programs (vyre.tools.fuzz). The printers: the WGSL
 printer under each of its options, the live wgpu backend's `source` where an adapter is
-present, and the CUDA printer (restrict, aliased, coarsened); neither needs a GPU.
+present, the CUDA printer (restrict, aliased, coarsened) and the reference listing (of the
+Program as written and as lowered for the CUDA printer); none needs a GPU.
 This is a measurement tool: it must never change what it digests.
 """
 
@@ -23,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
+
+# the checkout this script is in, not an installed vyre (an editable install of another
+# checkout would be digested instead, and two checkouts would compare equal)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vyre
 from vyre.ir import nodes as N
@@ -152,6 +157,7 @@ def fuzzed(n: int) -> Iterator[tuple[str, N.Program]]:
 
 def printers() -> dict[str, Printer]:
     from vyre.backends.cuda import render as cuda
+    from vyre.backends.reference.render import listing
     from vyre.backends.wgpu import render as wgsl
     from vyre.backends.wgpu.options import WgpuOptions
 
@@ -174,6 +180,8 @@ def printers() -> dict[str, Printer]:
         "cuda": lambda p: cuda.generate(p).source,
         "cuda aliased": lambda p: cuda.generate(p, restrict=False).source,
         "cuda coarsen 4": lambda p: cuda.generate(p, coarsen=4).source,
+        "reference": listing,
+        "reference lowered": lambda p: listing(vyre.lower.lower(p, cuda.TRAITS)),
     }
     try:
         b = vyre.get_backend("wgpu")

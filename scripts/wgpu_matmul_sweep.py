@@ -15,7 +15,7 @@ Variants (each on its own backend instance, so each compiles its own WGSL):
 - "all-fence"  vec4 with every f32 operand fenced (VYRE_WGPU_FENCES=all), --all-tiles;
 - "unsplit"    vec4 without matmul's split edge loads (its `split` knob), --unsplit-tiles;
 - "bare-fma"   MEASUREMENT ONLY, NOT EXACT IN GENERAL: the matmul's fma chain with no fence
-               at all (render._fma_minimal patched in this process), --bare-tiles: an upper
+               at all (expressions._fma_minimal patched in this process), --bare-tiles: an upper
                bound on what fences cost. Its bits are reported, never counted as a failure.
 
 Exactness: the fma order over k is fixed, so every exact variant must return the same bits.
@@ -49,7 +49,7 @@ import numpy as np
 import vyre
 from vyre import features as F
 from vyre.backend import BaseBackend
-from vyre.backends.wgpu import render
+from vyre.backends.wgpu import expressions
 from vyre.programs._common import upload
 from vyre.programs.matmul import (
     Side,
@@ -121,12 +121,12 @@ def _bare_fma(on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    saved = render._fma_minimal
-    render._fma_minimal = lambda ctx, e, args: f"fma({', '.join(args)})"
+    saved = expressions._fma_minimal
+    expressions._fma_minimal = lambda ctx, e, args: f"fma({', '.join(args)})"
     try:
         yield
     finally:
-        render._fma_minimal = saved
+        expressions._fma_minimal = saved
 
 
 WARMUP_S = 0.3  # of back-to-back runs before timing: the GPU's clocks drop while it idles

@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 
 import vyre
 from vyre.backend import BaseBackend
-from vyre.backends.wgpu import fences, uniforms
+from vyre.backends.wgpu import expressions, fences, uniforms
 from vyre.backends.wgpu import render as wgsl
+from vyre.backends.wgpu.printer import WgslPrinter
 from vyre.ir import analysis, digest, visit
 from vyre.ir import nodes as N
 from vyre.lower import Traits, lower, mangle
@@ -277,7 +278,7 @@ def test_reloaded_stores_in_loops_and_branches() -> None:
 
 
 def _plain_invariant(e: N.ExprNode) -> int:
-    """render._invariant as a plain recursion (no memo, no shortcut by type)."""
+    """expressions._invariant as a plain recursion (no memo, no shortcut by type)."""
     if isinstance(e, (N.Builtin, N.Const)):
         return 1
     kids = visit.children(e)
@@ -291,10 +292,10 @@ def _plain_invariant(e: N.ExprNode) -> int:
 @given(programs(), programs(GenOptions(subgroup_multiple=32)))
 def test_printer_shortcuts_by_class_are_the_isinstance_answers(p: N.Program,
                                                                q: N.Program) -> None:
-    """FenceFlow.kinds by exact class is its isinstance chain; render._invariant is the
+    """FenceFlow.kinds by exact class is its isinstance chain; expressions._invariant is the
     plain recursion; on the nodes of lowered random Programs, with f32 locals of every
     kind in scope."""
-    ctx = wgsl._Ctx(program=p, atomic=frozenset(), buffer_slot={}, arrays={})
+    ctx = WgslPrinter(program=p, atomic=frozenset(), buffer_slot={}, arrays={})
     for x in (p, q):
         for traits in (wgsl.TRAITS, wgsl.STRAIGHT_TRAITS):
             nodes = _nodes(lower(x, traits))
@@ -304,7 +305,7 @@ def test_printer_shortcuts_by_class_are_the_isinstance_answers(p: N.Program,
                 flow.declare(n.name, kinds[i % len(kinds)])
             for e in (n for n in nodes if not isinstance(n, N.STMT_TYPES)):
                 assert flow.kinds(e) == flow._kinds(e)
-                assert wgsl._invariant(ctx, e) == _plain_invariant(e)
+                assert expressions._invariant(ctx, e) == _plain_invariant(e)
 
 
 def test_captured_wgpu_log_reuses_its_handler_and_keeps_captures_apart() -> None:

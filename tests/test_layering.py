@@ -30,6 +30,8 @@ FLOORS: dict[str, int] = {
     "vyre.lower": 2, "vyre.builder": 2, "vyre.config": 2, "vyre.hostarrays": 2,
     "vyre.subgroups": 2, "vyre.shapes": 2,
     "vyre.debug.instrument": 2, "vyre.debug.log": 2,  # (vyre.print / assert_ as IR rewrites)
+    # the printer skeleton every backend's printer fills in (IR in, text out)
+    "vyre.backends.printer": 2,
     # 3: the runtime core: buffers, the Backend protocol, binding, pipelines, the base class,
     # the kernel decorator, replay files
     "vyre.buffer": 3, "vyre.interface": 3, "vyre.binding": 3, "vyre.pipeline": 3,
@@ -74,8 +76,12 @@ def floor(module: str) -> int:
 
 
 def backend_of(module: str) -> str | None:
+    """The backend a module is part of: its folder under vyre/backends (a module directly
+    there, the printer skeleton, is shared by all and part of none)."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "backends" else None
+    if len(parts) > 2 and parts[1] == "backends" and (PACKAGE / "backends" / parts[2]).is_dir():
+        return parts[2]
+    return None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import vyre
 from vyre import Buffer, Output, f16, f32, f64
 from vyre.backend import BaseBackend
 from vyre.backends.cuda import render as cuda
+from vyre.backends.wgpu import expressions as wgsl_expressions
 from vyre.backends.wgpu import render as wgsl
 from vyre.builder import BuildError, ProgramBuilder, call_fn
 from vyre.ir import nodes as N
@@ -56,9 +57,9 @@ def test_every_call_is_exported_built_and_printed(op: ops.CallOp) -> None:
         assert f"{op.c_f32}(" in c
     # WGSL: the builtin, or a hook (some builtins also have adapter-dependent helpers), or
     # an exact definition (vyre.lower.maths) that no printer spells
-    assert (op.wgsl or op.name in wgsl._FN_HOOKS or op.name in ("abs", "clamp")
+    assert (op.wgsl or op.name in wgsl_expressions._FN_HOOKS or op.name in ("abs", "clamp")
             or "f32" in op.exact_types)
-    if op.name in wgsl._FN_HOOKS:
+    if op.name in wgsl_expressions._FN_HOOKS:
         assert f"vy_{op.name}_f32(" in w
     if op.approximate:
         assert op.reference is not None and op.name in N.APPROX_FNS

@@ -2,8 +2,10 @@
 adapter (Mesa's lavapipe on a CPU-only machine).
 
 Modules, one job each: `adapter` (choose an adapter, open a device, probe features),
-`render` (Program -> WGSL; `fences`, `vectors`, `barriers`, `loopcount`, `divsqrt`,
-`native_flush`, `packed`, `uniforms` serve it), the four parts of an instance (`device`,
+`render` (Program -> WGSL: the module around the body `printer` prints, `state` what
+it tracks, `expressions`, `memory`, `atomics`, `loops`, `spelling`, `float_fences` and
+`maths` its spellings; `fences`, `vectors`, `barriers`, `loopcount`, `divsqrt`, `native_flush`,
+`packed`, `uniforms` serve it), the four parts of an instance (`device`,
 `allocator`, `compiler`, `queue`; `bindings` the bind groups they share, `encoding` how
 recorded dispatches are encoded, `trusted` naga's bounds checks, `queue_wait` how the
 host waits), `runtime` (the BaseBackend facade over the parts) and `options` (the

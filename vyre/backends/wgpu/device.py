@@ -124,7 +124,7 @@ class WgpuDevice(Device):
         # 'f64' where the adapter has shader-f64: the arithmetic is exact (fenced like f32;
         # division and sqrt exact where the driver's are not); WGSL has no f64
         # exp/log/sin/..., so a Program calling one raises UnsupportedFeature naming it
-        # (render._call) until vyre.lower writes that function in exact operations.
+        # (expressions._call) until vyre.lower writes that function in exact operations.
         feats = set(self.info.vyre_features)
         feats |= {F.RESIDENT, F.ASYNC, F.PIPELINE, F.INDIRECT_DISPATCH}
         if self.timestamps:

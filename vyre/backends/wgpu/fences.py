@@ -151,9 +151,9 @@ class FenceFlow:
         if isinstance(e, (N.Load, N.Param)):
             return OPAQUE
         if isinstance(e, N.Unary) and e.op == "neg":
-            return OPAQUE  # an integer sign flip of the fenced bits (wgsl._unary)
+            return OPAQUE  # an integer sign flip of the fenced bits (expressions._unary)
         if isinstance(e, N.Call) and e.fn == "abs":
-            return OPAQUE  # likewise (wgsl._float_abs)
+            return OPAQUE  # likewise (maths._float_abs)
         if isinstance(e, N.Guarded):  # a guarded load: its 0 is fenced where printed
             both = self.kinds(e.a) | self.bound_kinds(e.b)
             return OPAQUE if both == OPAQUE else VISIBLE

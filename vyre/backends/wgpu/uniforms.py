@@ -102,7 +102,7 @@ def _layout(program: Program, mangled_params: tuple[str, ...]) -> UniformLayout:
     for j, (p, m) in enumerate(zip(program.params, mangled_params)):
         fmt, size, wt = _FIELD[p.ty]
         items.append((size, n_counts + j, param_field(m), wt, fmt))
-    # always 0 at run time, but unknown to the driver's compiler (see wgsl._fence)
+    # always 0 at run time, but unknown to the driver's compiler (see float_fences._fence_code)
     for k, zf in enumerate(ZERO_FIELDS):
         items.append((4, n_counts + len(program.params) + k, zf, "u32", "I"))
     # 8-byte fields first (stable within each class): no padding anywhere.
