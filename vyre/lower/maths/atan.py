@@ -29,10 +29,10 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
+from .dd import reciprocal
 from .pio2 import PIO2
 from .registry import lowering
 from .rounding import finish
-from .tan import reciprocal
 
 T = ScalarType
 FAST_ERR = 2.0**-48

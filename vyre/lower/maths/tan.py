@@ -18,22 +18,13 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
+from .dd import reciprocal
 from .registry import lowering
 from .rounding import finish
 from .sincos import nan_of, reduce, sin_cos_fast, sin_cos_slow
 
 T = ScalarType
 FAST_ERR = 2.0**-48
-
-
-def reciprocal(b: Builder, d: X, steps: int = 5) -> X:
-    """1/d for an f64 `d` with 2^-120 < |d| < 2^120, within about 2^-52 (relative) after
-    five Newton steps (2^-24 after three)."""
-    # f32 reciprocal estimate from the bits (0x7ef311c7 - bits: within 12.5%), then Newton
-    r = b.let((b.u32(0x7EF311C7) - d.cast(T.F32).bitcast(T.U32)).bitcast(T.F32).cast(T.F64))
-    for _ in range(steps):
-        r = b.let(r * (2.0 - d * r))
-    return r
 
 
 @lowering("tan", T.F32, T.F16)
