@@ -124,11 +124,13 @@ def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: s
 
 
 def _exact(name: str, arity: int, reference: Callable[..., np.ndarray],
-           samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
-    """A function with one exact definition for f32 and f16 (vyre.lower.maths), never
-    spelled by a printer for them; f64 stays approximate (C's `name`; no WGSL f64 form)."""
+           samples: tuple[tuple[float, ...], ...] = (), f64: bool = False) -> CallOp:
+    """A function with one exact definition for f32 and f16 (vyre.lower.maths), and for
+    f64 too where `f64`, never spelled by a printer for those types; an f64 without one
+    stays approximate (C's `name`; no WGSL f64 form)."""
     return CallOp(name, arity, approximate=True, reference=reference, c_f64=name, wgsl=None,
-                  wgsl_f64=False, samples=samples, exact_types=_LOWERED)
+                  wgsl_f64=False, samples=samples,
+                  exact_types=_LOWERED | {"f64"} if f64 else _LOWERED)
 
 
 def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
@@ -165,8 +167,8 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("exp2", 1, np.exp2),
     _exact("log", 1, np.log),
     _exact("log2", 1, np.log2),
-    _exact("sin", 1, np.sin),
-    _exact("cos", 1, np.cos),
+    _exact("sin", 1, np.sin, f64=True),
+    _exact("cos", 1, np.cos, f64=True),
     _exact("tan", 1, np.tan),
     _exact("tanh", 1, np.tanh),
     _libm("floor", 1, "floor"),

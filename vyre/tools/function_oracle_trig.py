@@ -1,13 +1,15 @@
 """The correctly rounded oracle's trigonometric functions (sin, cos, tan, asin, atan2),
 independent of vyre's code: exact rational arguments, Python's `decimal`, series.
 
-pi comes from Machin's formula summed in `decimal` at 300 digits; a huge argument is
-reduced by pi/2 at 300 digits (an f32 is below 2^128, 39 digits, so r keeps 250 correct
-digits, and no f32 lies within 10^-40 of a multiple of pi/2), then sin and cos are
+pi comes from Machin's formula summed in `decimal` at 440 digits; a huge argument is
+reduced by pi/2 at 430 digits (an f64 is below 2^1024, 309 digits, so r keeps 120 correct
+digits, and no f64 lies within 10^-19 of a multiple of pi/2: Muller's worst case of
+binary64 is 2^-60.9 away; an f32, below 2^128, keeps 390), then sin and cos are
 Taylor series at 90 digits, asin(x) = atan(x / sqrt(1 - x^2)) and atan(t) halves its
 argument (atan t = 2 atan(t / (1 + sqrt(1 + t^2)))) to below 1/16 before its series.
 The results go back as exact `Fraction`s of 80+ correct digits (function_oracle rounds
-them once); every exact case (sin(+-0), asin(+-0), atan2 of zeros and infinities) is
+them once to f32 / f16; `float()` of one is the correctly rounded f64, as CPython's
+integer true division rounds correctly); every exact case (sin(+-0), asin(+-0), atan2 of zeros and infinities) is
 returned as the exact value, and no other f32 or f16 argument has a rational result.
 """
 
@@ -18,18 +20,20 @@ from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
+import numpy as np
+
 _PREC = 90
 
 
 def _machin_pi() -> Decimal:
     with localcontext() as c:
-        c.prec = 310
+        c.prec = 440
 
         def atan_inv(n: int) -> Decimal:
             x = Decimal(1) / n
             x2 = x * x
             total, term, k = Decimal(0), x, 1
-            while abs(term) > Decimal(10) ** -305:
+            while abs(term) > Decimal(10) ** -435:
                 total += term / k
                 term = -term * x2
                 k += 2
@@ -58,9 +62,9 @@ def _sin_cos_series(r: Decimal) -> tuple[Decimal, Decimal]:
 
 
 def _reduced(x: float) -> tuple[int, Decimal]:
-    """(n mod 4, r) with x = n pi/2 + r, |r| <= pi/4, r to 250+ digits."""
+    """(n mod 4, r) with x = n pi/2 + r, |r| <= pi/4, r to 100+ digits."""
     with localcontext() as c:
-        c.prec = 300
+        c.prec = 430
         half_pi = _PI / 2
         d = Decimal(x)
         n = int((d / half_pi).to_integral_value())
@@ -161,3 +165,34 @@ def _atan2(y: float, x: float) -> Fraction | float:
 
 TRIG: dict[str, Callable[..., Fraction | float]] = {
     "sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin, "atan2": _atan2}
+
+
+def correctly_rounded64(fn: str, *args: float) -> float:
+    """fn(*args) correctly rounded to f64 (C99 Annex F specials): `float()` of the exact
+    `Fraction` (CPython's integer true division rounds once, to nearest even)."""
+    v = TRIG[fn](*args)
+    return float(v)
+
+
+# the C library's long double functions (x87: 64-bit significands) are within a few of
+# their ulps, 2^-63; a result that far from an f64 rounding boundary decides it
+_WINDOW64 = 2.0**-58
+_LONG = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2}
+
+
+def fast_oracle64(fn: str, *arrays: np.ndarray) -> np.ndarray:
+    """`correctly_rounded64` elementwise, vectorised: NumPy's long double function where
+    it decides the rounding to f64 (needs a long double of 64+ bits: x86's x87 format),
+    the decimal evaluation where it cannot."""
+    args = [np.asarray(a, np.float64) for a in arrays]
+    assert np.finfo(np.longdouble).nmant >= 63, "fast_oracle64 needs an 80-bit long double"
+    with np.errstate(all="ignore"):
+        w = _LONG[fn](*(a.astype(np.longdouble) for a in args))
+        out: np.ndarray = w.astype(np.float64)
+        lo = (w - np.abs(w) * _WINDOW64).astype(np.float64)
+        hi = (w + np.abs(w) * _WINDOW64).astype(np.float64)
+    # undecided, or a zero / subnormal result (the relative window says nothing there)
+    unsure = np.flatnonzero((lo != hi) | ~np.isfinite(w) | (np.abs(w) < 2.0**-1000))
+    for j in unsure:
+        out[j] = correctly_rounded64(fn, *(float(a[j]) for a in args))
+    return out

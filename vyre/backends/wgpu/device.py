@@ -196,7 +196,8 @@ class WgpuDevice(Device):
                 # f64 Programs run where the adapter has shader-f64; its transcendental
                 # functions are refused by name (WGSL has none for f64)
                 "f64_arithmetic": (
-                    "yes: exact + - * / sqrt fma, casts and comparisons; f64 "
+                    "yes: exact + - * / sqrt fma, casts and comparisons; "
+                    f"{', '.join(wgsl.F64_DEFINED)} by their exact definitions; f64 "
                     f"{', '.join(sorted(wgsl.NO_F64))} raise UnsupportedFeature (WGSL has no f64 "
                     "transcendental functions)"
                     if F.F64 in self.info.vyre_features

@@ -1471,8 +1471,11 @@ def _binary(ctx: _Ctx, e: N.Binary, a: str, b: str) -> str:
 
 
 # GLSL.std.450 (what naga lowers these to) defines them for 16- and 32-bit floats only;
-# NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them.
-NO_F64 = frozenset(op.name for op in ops.CALL_OPS if not op.wgsl_f64)
+# NVIDIA returns garbage for f64 (exp2(0.0) -> 0) or crashes compiling them. Those with an
+# exact f64 definition (vyre.lower.maths) never reach the printer.
+NO_F64 = frozenset(op.name for op in ops.CALL_OPS
+                   if not op.wgsl_f64 and "f64" not in op.exact_types)
+F64_DEFINED = tuple(sorted(op.name for op in ops.CALL_OPS if "f64" in op.exact_types))
 # results that are one of the (flushed) operands or integral: never a new subnormal
 _NO_ROUNDING = frozenset({"min", "max", "clamp", "floor", "ceil", "trunc", "round"})
 

@@ -1,0 +1,134 @@
+"""f64 sin and cos are one definition (vyre.lower.maths sincos64.py): every backend runs it
+(wgpu too, which has no f64 transcendental of its own), the same bits everywhere, and they
+are the correctly rounded result on every argument tested.
+
+Checked bit for bit against vyre/tools/function_oracle_trig.py (Python's decimal with
+exact rational arguments, not vyre's code): specials, subnormals, the arguments around
+2^-27 (where the definition answers x or 1 directly) and 1/2 (where the reduction
+starts), the f64 closest to a multiple of pi/2 (Muller's worst case), the f64 next to k
+pi/2 for k up to 2^1000, random bit patterns and ranges; the reference on a larger
+sample than the other backends (lavapipe interprets f64 in software). CUDA: the
+generated C spells no libm function and NVRTC compiles it.
+scripts/exact_functions.py --f64 checks millions of random arguments on a GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vyre
+from vyre import DispatchConfig, ScalarType
+from vyre.backend import BaseBackend
+from vyre.builder import ProgramBuilder
+from vyre.tools.function_oracle_trig import correctly_rounded64, fast_oracle64
+
+T = ScalarType
+FNS = ("sin", "cos")
+# 6381956970095103 * 2^797: the f64 closest to a multiple of pi/2 (2^-60.9 away; Muller,
+# "Elementary Functions", table of worst cases for the reduction)
+WORST_REDUCTION = 6381956970095103 * 2.0**797
+
+
+def _sample(n: int, seed: int) -> np.ndarray:
+    f64 = np.float64
+    info = np.finfo(f64)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, np.pi / 4, np.pi / 2,
+                np.pi, 2 * np.pi, info.max, -info.max, info.tiny, -info.tiny,
+                info.smallest_subnormal, -info.smallest_subnormal, 1e-310, 2.0**-27,
+                2.0**-28, 2.0**1023, 2.0**-1022 * 3, WORST_REDUCTION, -WORST_REDUCTION,
+                1e22, 1e300, 2.0**52, 2.0**53, 2.0**64 - 2048, 2.0**64, 1e-8]
+    edges = np.array([2.0**-27, 0.5, 2.0**64, 2.0**128, 2.0**256, 2.0**512], f64)
+    edges = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf)])
+    rng = np.random.default_rng(seed)
+    # the f64 next to k pi/2 for k up to 2^1000, and their neighbours
+    k = np.concatenate([np.arange(1, 100), 2.0 ** rng.uniform(7, 1000, n // 8)])
+    near = np.floor(k) * (np.pi / 2)
+    near = np.concatenate([near, np.nextafter(near, np.inf), np.nextafter(near, 0)])
+    bits = rng.integers(0, 2**64, n, dtype=np.uint64).view(f64)
+    ranges = np.concatenate([rng.uniform(-4, 4, n // 2), rng.uniform(-1e6, 1e6, n // 4),
+                             2.0 ** rng.uniform(-40, 0, n // 4)])
+    return np.concatenate([np.array(specials, f64), edges, near, -near, bits, ranges])
+
+
+REFERENCE_SAMPLE = _sample(8000, 64)
+DEVICE_SAMPLE = _sample(800, 65)
+
+
+def _program(fn: str) -> vyre.Program:
+    k = ProgramBuilder(f"exact_{fn}_f64", workgroup_size=64)
+    x = k.buffer("x", T.F64)
+    y = k.buffer("y", T.F64, "write")
+    i = k.global_linear_id()
+    with k.if_(i < y.length()):
+        y[i] = getattr(vyre, fn)(x[i])
+    return k.build()
+
+
+def _run(be: BaseBackend, fn: str, xs: np.ndarray) -> np.ndarray:
+    out = be.dispatch(_program(fn), {"x": xs, "y": np.zeros_like(xs)},
+                      DispatchConfig.for_elements(len(xs), 64))
+    return np.asarray(out["y"])
+
+
+def _assert_same(xs: np.ndarray, got: np.ndarray, want: np.ndarray, what: str) -> None:
+    nan = np.isnan(got) & np.isnan(want)
+    bad = ~(nan | (got.view(np.uint64) == want.view(np.uint64)))
+    assert not bad.any(), (
+        f"{what}: {int(bad.sum())} of {len(xs)} differ, e.g. x = "
+        f"{[x.hex() for x in xs[bad][:4]]}: got {[g.hex() for g in got[bad][:4]]}, "
+        f"want {[w.hex() for w in want[bad][:4]]}")
+
+
+def _f64(be: BaseBackend) -> BaseBackend:
+    if not be.supports("f64"):
+        pytest.skip(f"{be.id} has no f64 (capabilities().features)")
+    return be
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_reference_against_the_oracle(reference: BaseBackend, fn: str) -> None:
+    xs = REFERENCE_SAMPLE
+    _assert_same(xs, _run(reference, fn, xs), fast_oracle64(fn, xs), f"reference f64 {fn}")
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_every_backend_against_the_oracle(backend: BaseBackend, fn: str) -> None:
+    """Each backend (wgpu: lavapipe here, NVIDIA's Vulkan driver on the GPU machine) gets
+    the oracle's bits, so the same bits as the reference."""
+    xs = DEVICE_SAMPLE
+    _assert_same(xs, _run(_f64(backend), fn, xs), fast_oracle64(fn, xs),
+                 f"{backend.kind} f64 {fn}")
+
+
+def test_the_fast_oracle_is_the_decimal_one() -> None:
+    """fast_oracle64 (long double where it decides) agrees with the decimal evaluation."""
+    xs = DEVICE_SAMPLE[:600]
+    for fn in FNS:
+        want = np.array([correctly_rounded64(fn, float(x)) for x in xs])
+        _assert_same(xs, fast_oracle64(fn, xs), want, f"fast_oracle64 {fn}")
+
+
+def test_special_values(reference: BaseBackend) -> None:
+    """C99 F.9.1.6/7: sin(+-0) = +-0, cos(+-0) = 1, NaN for infinities and NaN; a
+    subnormal argument is its own sine."""
+    xs = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324])
+    s, c = _run(reference, "sin", xs), _run(reference, "cos", xs)
+    assert list(np.signbit(s[:2])) == [False, True] and s[0] == 0 and s[1] == 0
+    assert np.isnan(s[2:5]).all() and np.isnan(c[2:5]).all()
+    assert list(c[[0, 1, 5, 6]]) == [1.0] * 4 and list(s[5:]) == [5e-324, -5e-324]
+
+
+def test_cuda_source_spells_no_libm_and_compiles() -> None:
+    """CUDA prints the definition, not the C library's sin / cos, and NVRTC compiles it."""
+    cuda: Any = pytest.importorskip("vyre.backends.cuda")
+    for fn in FNS:
+        src = cuda.generate(_program(fn)).source
+        assert f" {fn}(" not in src and f"({fn}(" not in src, fn
+    try:
+        for fn in FNS:
+            cuda.compile_program(_program(fn), "sm_90")
+    except vyre.BackendError as e:  # no NVRTC here
+        pytest.skip(f"NVRTC is not usable here: {e}")
