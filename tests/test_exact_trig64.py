@@ -1,4 +1,5 @@
-"""f64 sin and cos are one definition (vyre.lower.maths sincos64.py): every backend runs it
+"""f64 sin, cos and tan are one definition each (vyre.lower.maths sincos64.py, tan64.py):
+every backend runs them
 (wgpu too, which has no f64 transcendental of its own), the same bits everywhere, and they
 are the correctly rounded result on every argument tested.
 
@@ -26,7 +27,7 @@ from vyre.builder import ProgramBuilder
 from vyre.tools.function_oracle_trig import correctly_rounded64, fast_oracle64
 
 T = ScalarType
-FNS = ("sin", "cos")
+FNS = ("sin", "cos", "tan")
 # 6381956970095103 * 2^797: the f64 closest to a multiple of pi/2 (2^-60.9 away; Muller,
 # "Elementary Functions", table of worst cases for the reduction)
 WORST_REDUCTION = 6381956970095103 * 2.0**797
@@ -112,17 +113,20 @@ def test_the_fast_oracle_is_the_decimal_one() -> None:
 
 
 def test_special_values(reference: BaseBackend) -> None:
-    """C99 F.9.1.6/7: sin(+-0) = +-0, cos(+-0) = 1, NaN for infinities and NaN; a
-    subnormal argument is its own sine."""
+    """C99 F.9.1.6/7: sin(+-0) = +-0, tan(+-0) = +-0, cos(+-0) = 1, NaN for infinities
+    and NaN; a subnormal argument is its own sine and tangent."""
     xs = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324])
-    s, c = _run(reference, "sin", xs), _run(reference, "cos", xs)
-    assert list(np.signbit(s[:2])) == [False, True] and s[0] == 0 and s[1] == 0
-    assert np.isnan(s[2:5]).all() and np.isnan(c[2:5]).all()
-    assert list(c[[0, 1, 5, 6]]) == [1.0] * 4 and list(s[5:]) == [5e-324, -5e-324]
+    c = _run(reference, "cos", xs)
+    for fn in ("sin", "tan"):
+        s = _run(reference, fn, xs)
+        assert list(np.signbit(s[:2])) == [False, True] and s[0] == 0 and s[1] == 0, fn
+        assert np.isnan(s[2:5]).all() and list(s[5:]) == [5e-324, -5e-324], fn
+    assert np.isnan(c[2:5]).all() and list(c[[0, 1, 5, 6]]) == [1.0] * 4
 
 
 def test_cuda_source_spells_no_libm_and_compiles() -> None:
-    """CUDA prints the definition, not the C library's sin / cos, and NVRTC compiles it."""
+    """CUDA prints the definitions, not the C library's sin / cos / tan, and NVRTC
+    compiles them."""
     cuda: Any = pytest.importorskip("vyre.backends.cuda")
     for fn in FNS:
         src = cuda.generate(_program(fn)).source

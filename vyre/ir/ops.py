@@ -169,7 +169,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("log2", 1, np.log2),
     _exact("sin", 1, np.sin, f64=True),
     _exact("cos", 1, np.cos, f64=True),
-    _exact("tan", 1, np.tan),
+    _exact("tan", 1, np.tan, f64=True),
     _exact("tanh", 1, np.tanh),
     _libm("floor", 1, "floor"),
     _libm("ceil", 1, "ceil"),
