@@ -1,14 +1,16 @@
-"""f64 sin, cos and tan are one definition each (vyre.lower.maths sincos64.py, tan64.py):
-every backend runs them
-(wgpu too, which has no f64 transcendental of its own), the same bits everywhere, and they
-are the correctly rounded result on every argument tested.
+"""f64 sin, cos, tan and hypot are one definition each (vyre.lower.maths sincos64.py,
+tan64.py, hypot64.py): every backend runs them (wgpu too, which has no f64
+transcendental of its own), the same bits everywhere, and they are the correctly
+rounded result on every argument tested.
 
 Checked bit for bit against vyre/tools/function_oracle_trig.py (Python's decimal with
 exact rational arguments, not vyre's code): specials, subnormals, the arguments around
 2^-27 (where the definition answers x or 1 directly) and 1/2 (where the reduction
 starts), the f64 closest to a multiple of pi/2 (Muller's worst case), the f64 next to k
 pi/2 for k up to 2^1000, random bit patterns and ranges; the reference on a larger
-sample than the other backends (lavapipe interprets f64 in software). CUDA: the
+sample than the other backends (lavapipe interprets f64 in software). hypot: against
+an exact integer-root oracle, on exact ties (Pythagorean triples with a 54-bit odd
+hypotenuse, in every binade), subnormal pairs, random and near-equal operands. CUDA: the
 generated C spells no libm function and NVRTC compiles it.
 scripts/exact_functions.py --f64 checks millions of random arguments on a GPU.
 """
@@ -24,7 +26,7 @@ import vyre
 from vyre import DispatchConfig, ScalarType
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder
-from vyre.tools.function_oracle_trig import correctly_rounded64, fast_oracle64
+from vyre.tools.function_oracle_trig import correctly_rounded64, fast_oracle64, hypot64
 
 T = ScalarType
 FNS = ("sin", "cos", "tan")
@@ -131,8 +133,67 @@ def test_cuda_source_spells_no_libm_and_compiles() -> None:
     for fn in FNS:
         src = cuda.generate(_program(fn)).source
         assert f" {fn}(" not in src and f"({fn}(" not in src, fn
+    assert "hypot(" not in cuda.generate(_hypot_program()).source
     try:
-        for fn in FNS:
-            cuda.compile_program(_program(fn), "sm_90")
+        for prog in (*map(_program, FNS), _hypot_program()):
+            cuda.compile_program(prog, "sm_90")
     except vyre.BackendError as e:  # no NVRTC here
         pytest.skip(f"NVRTC is not usable here: {e}")
+
+
+def _hypot_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of specials, random bit patterns, operands of every magnitude within a
+    factor 2^-70 of each other, subnormal pairs, and exact ties: Pythagorean triples
+    (a^2 - b^2, 2ab, a^2 + b^2) whose hypotenuse is an odd 54-bit integer (the middle of
+    two f64), scaled into every binade, the subnormals included."""
+    info = np.finfo(np.float64)
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -3.0, 4.0, 0.1, info.max,
+                   info.tiny, info.smallest_subnormal, 1e-310, 1e300, 1e-300, 2.0**-537])
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**64, (2, n), dtype=np.uint64).view(np.float64)
+    near = 2.0 ** rng.uniform(-1074, 1024, n)
+    sub = 2.0 ** rng.uniform(-1074, -1000, n // 4)
+    ties: list[tuple[float, float]] = []
+    while len(ties) < n // 8:
+        a = int(rng.integers(2**26, 2**27))
+        c = int(rng.integers(2**25, a))
+        if 2**53 <= a * a + c * c < 2**54 and (a + c) % 2 and a * a - c * c < 2**53:
+            scale = 2.0 ** int(rng.integers(-1126, 970))
+            ties.append((float(a * a - c * c) * scale, float(2 * a * c) * scale))
+    tie_x, tie_y = np.array(ties).T
+    return (np.concatenate([np.repeat(sp, sp.size), bits[0], near, sub, tie_x]),
+            np.concatenate([np.tile(sp, sp.size), bits[1],
+                            -near * 2.0 ** rng.uniform(-70, 0, n),
+                            sub * rng.uniform(0, 1, n // 4), -tie_y]))
+
+
+def _hypot_program() -> vyre.Program:
+    k = ProgramBuilder("exact_hypot_f64", workgroup_size=64)
+    x, y = k.buffer("x", T.F64), k.buffer("y", T.F64)
+    out = k.buffer("out", T.F64, "write")
+    i = k.global_linear_id()
+    with k.if_(i < out.length()):
+        out[i] = vyre.hypot(x[i], y[i])
+    return k.build()
+
+
+def _hypot(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    got = be.dispatch(_hypot_program(), {"x": xs, "y": ys, "out": np.zeros_like(xs)},
+                      DispatchConfig.for_elements(len(xs), 64))["out"]
+    return np.asarray(got)
+
+
+def _check_hypot(be: BaseBackend, n: int) -> None:
+    xs, ys = _hypot_pairs(n, 32)
+    want = np.array([hypot64(float(x), float(y)) for x, y in zip(xs, ys, strict=True)])
+    _assert_same(xs, _hypot(_f64(be), xs, ys), want, f"{be.kind} f64 hypot")
+
+
+def test_hypot_reference_against_the_exact_oracle(reference: BaseBackend) -> None:
+    """hypot is correctly rounded, exact ties (to even) and subnormal results included,
+    C99's specials: the exact integer-root oracle (function_oracle_trig.hypot64)."""
+    _check_hypot(reference, 4000)
+
+
+def test_hypot_every_backend_against_the_exact_oracle(backend: BaseBackend) -> None:
+    _check_hypot(backend, 400)

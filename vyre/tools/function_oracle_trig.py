@@ -196,3 +196,28 @@ def fast_oracle64(fn: str, *arrays: np.ndarray) -> np.ndarray:
     for j in unsure:
         out[j] = correctly_rounded64(fn, *(float(a[j]) for a in args))
     return out
+
+
+def hypot64(x: float, y: float) -> float:
+    """hypot(x, y) correctly rounded to f64, exactly (ties included: sqrt of an exact
+    rational by an integer square root): C99 F.9.4.3's specials (+inf beside a NaN)."""
+    if math.isinf(x) or math.isinf(y):
+        return math.inf
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    s = Fraction(x) ** 2 + Fraction(y) ** 2  # denominator a power of two
+    if s == 0:
+        return 0.0
+    k = s.denominator.bit_length() - 1
+    n = s.numerator << (k & 1)
+    k += k & 1
+    j = max(0, 64 - n.bit_length() // 2)  # a root of 64+ bits: no f64 midpoint inside
+    q = math.isqrt(n << (2 * j))
+    exact = q * q == n << (2 * j)
+    # the root lies in [q, q + 1) units of 2^-(k / 2 + j); an inexact one rounds as the
+    # middle of that open interval does (every f64 midpoint there is a whole unit)
+    v = Fraction(q, 1 << (k // 2 + j)) if exact else Fraction(2 * q + 1, 2 << (k // 2 + j))
+    try:
+        return float(v)
+    except OverflowError:  # rounds past the largest f64
+        return math.inf
