@@ -1,5 +1,5 @@
-"""f64 sin, cos, tan and hypot are one definition each (vyre.lower.maths sincos64.py,
-tan64.py, hypot64.py): every backend runs them (wgpu too, which has no f64
+"""f64 sin, cos, tan, asin, atan2 and hypot are one definition each (vyre.lower.maths
+sincos64.py, tan64.py, atan64.py, hypot64.py): every backend runs them (wgpu too, which has no f64
 transcendental of its own), the same bits everywhere, and they are the correctly
 rounded result on every argument tested.
 
@@ -7,7 +7,9 @@ Checked bit for bit against vyre/tools/function_oracle_trig.py (Python's decimal
 exact rational arguments, not vyre's code): specials, subnormals, the arguments around
 2^-27 (where the definition answers x or 1 directly) and 1/2 (where the reduction
 starts), the f64 closest to a multiple of pi/2 (Muller's worst case), the f64 next to k
-pi/2 for k up to 2^1000, random bit patterns and ranges; the reference on a larger
+pi/2 for k up to 2^1000, random bit patterns and ranges (asin: [-1, 1], its ends and
+tiny arguments; atan2: every pair of specials, operands of every magnitude, ratios
+next to the table's i/16); the reference on a larger
 sample than the other backends (lavapipe interprets f64 in software). hypot: against
 an exact integer-root oracle, on exact ties (Pythagorean triples with a 54-bit odd
 hypotenuse, in every binade), subnormal pairs, random and near-equal operands. CUDA: the
@@ -29,7 +31,6 @@ from vyre.builder import ProgramBuilder
 from vyre.tools.function_oracle_trig import correctly_rounded64, fast_oracle64, hypot64
 
 T = ScalarType
-FNS = ("sin", "cos", "tan")
 # 6381956970095103 * 2^797: the f64 closest to a multiple of pi/2 (2^-60.9 away; Muller,
 # "Elementary Functions", table of worst cases for the reduction)
 WORST_REDUCTION = 6381956970095103 * 2.0**797
@@ -56,8 +57,19 @@ def _sample(n: int, seed: int) -> np.ndarray:
     return np.concatenate([np.array(specials, f64), edges, near, -near, bits, ranges])
 
 
-REFERENCE_SAMPLE = _sample(8000, 64)
-DEVICE_SAMPLE = _sample(800, 65)
+def _unit_sample(n: int, seed: int) -> np.ndarray:
+    """asin's arguments: [-1, 1], its ends 1 - 2^-k, tiny ones, and the rest's sample."""
+    rng = np.random.default_rng(seed)
+    ends = 1 - 2.0 ** -rng.uniform(1, 53, n // 4)
+    return np.concatenate([rng.uniform(-1, 1, n), ends, -ends, 2.0 ** rng.uniform(-1074, 0, n // 4),
+                           [1.0, -1.0, np.nextafter(1.0, 0), 1 + 2.0**-52], _sample(n // 4, seed)])
+
+
+FNS = ("sin", "cos", "tan", "asin")
+REFERENCE_SAMPLE = {fn: _unit_sample(6000, 64) if fn == "asin" else _sample(8000, 64)
+                    for fn in FNS}
+DEVICE_SAMPLE = {fn: _unit_sample(600, 65) if fn == "asin" else _sample(800, 65)
+                 for fn in FNS}
 
 
 def _program(fn: str) -> vyre.Program:
@@ -93,7 +105,7 @@ def _f64(be: BaseBackend) -> BaseBackend:
 
 @pytest.mark.parametrize("fn", FNS)
 def test_reference_against_the_oracle(reference: BaseBackend, fn: str) -> None:
-    xs = REFERENCE_SAMPLE
+    xs = REFERENCE_SAMPLE[fn]
     _assert_same(xs, _run(reference, fn, xs), fast_oracle64(fn, xs), f"reference f64 {fn}")
 
 
@@ -101,15 +113,15 @@ def test_reference_against_the_oracle(reference: BaseBackend, fn: str) -> None:
 def test_every_backend_against_the_oracle(backend: BaseBackend, fn: str) -> None:
     """Each backend (wgpu: lavapipe here, NVIDIA's Vulkan driver on the GPU machine) gets
     the oracle's bits, so the same bits as the reference."""
-    xs = DEVICE_SAMPLE
+    xs = DEVICE_SAMPLE[fn]
     _assert_same(xs, _run(_f64(backend), fn, xs), fast_oracle64(fn, xs),
                  f"{backend.kind} f64 {fn}")
 
 
 def test_the_fast_oracle_is_the_decimal_one() -> None:
     """fast_oracle64 (long double where it decides) agrees with the decimal evaluation."""
-    xs = DEVICE_SAMPLE[:600]
     for fn in FNS:
+        xs = DEVICE_SAMPLE[fn][:600]
         want = np.array([correctly_rounded64(fn, float(x)) for x in xs])
         _assert_same(xs, fast_oracle64(fn, xs), want, f"fast_oracle64 {fn}")
 
@@ -127,15 +139,16 @@ def test_special_values(reference: BaseBackend) -> None:
 
 
 def test_cuda_source_spells_no_libm_and_compiles() -> None:
-    """CUDA prints the definitions, not the C library's sin / cos / tan, and NVRTC
-    compiles them."""
+    """CUDA prints the definitions, not the C library's functions, and NVRTC compiles
+    them."""
     cuda: Any = pytest.importorskip("vyre.backends.cuda")
     for fn in FNS:
         src = cuda.generate(_program(fn)).source
         assert f" {fn}(" not in src and f"({fn}(" not in src, fn
     assert "hypot(" not in cuda.generate(_hypot_program()).source
+    assert "atan2(" not in cuda.generate(_atan2_program()).source
     try:
-        for prog in (*map(_program, FNS), _hypot_program()):
+        for prog in (*map(_program, FNS), _hypot_program(), _atan2_program()):
             cuda.compile_program(prog, "sm_90")
     except vyre.BackendError as e:  # no NVRTC here
         pytest.skip(f"NVRTC is not usable here: {e}")
@@ -197,3 +210,45 @@ def test_hypot_reference_against_the_exact_oracle(reference: BaseBackend) -> Non
 
 def test_hypot_every_backend_against_the_exact_oracle(backend: BaseBackend) -> None:
     _check_hypot(backend, 400)
+
+
+def _atan2_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(y, x): every pair of specials (C99 F.9.1.4), random bit patterns, operands of
+    every magnitude and sign (ratios down to the subnormal results), ratios next to the
+    table's points i/16 and y next to x."""
+    info = np.finfo(np.float64)
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -0.25, info.max,
+                   -info.max, info.tiny, info.smallest_subnormal, -info.smallest_subnormal])
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**64, (2, n), dtype=np.uint64).view(np.float64)
+    mags = 2.0 ** rng.uniform(-1074, 1024, (2, n)) * np.where(rng.random((2, n)) < 0.5, -1, 1)
+    x = rng.uniform(-4, 4, n)
+    ratio = rng.integers(0, 33, n) / 16 * (1 + rng.uniform(-2**-20, 2**-20, n))
+    return (np.concatenate([np.repeat(sp, sp.size), bits[0], mags[0], x * ratio,
+                            np.nextafter(x, np.inf)]),
+            np.concatenate([np.tile(sp, sp.size), bits[1], mags[1], x, x]))
+
+
+def _atan2_program() -> vyre.Program:
+    k = ProgramBuilder("exact_atan2_f64", workgroup_size=64)
+    y, x = k.buffer("y", T.F64), k.buffer("x", T.F64)
+    out = k.buffer("out", T.F64, "write")
+    i = k.global_linear_id()
+    with k.if_(i < out.length()):
+        out[i] = vyre.atan2(y[i], x[i])
+    return k.build()
+
+
+def _check_atan2(be: BaseBackend, n: int) -> None:
+    ys, xs = _atan2_pairs(n, 16)
+    got = be.dispatch(_atan2_program(), {"y": ys, "x": xs, "out": np.zeros_like(xs)},
+                      DispatchConfig.for_elements(len(xs), 64))["out"]
+    _assert_same(ys, np.asarray(got), fast_oracle64("atan2", ys, xs), f"{be.kind} f64 atan2")
+
+
+def test_atan2_reference_against_the_oracle(reference: BaseBackend) -> None:
+    _check_atan2(reference, 6000)
+
+
+def test_atan2_every_backend_against_the_oracle(backend: BaseBackend) -> None:
+    _check_atan2(_f64(backend), 500)

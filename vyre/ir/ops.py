@@ -178,8 +178,8 @@ CALL_OPS: tuple[CallOp, ...] = (
     _libm("fma", 3, "fma"),
     CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
     _exact("pow", 2, np.power),
-    _exact("atan2", 2, np.arctan2),
-    _exact("asin", 1, np.arcsin, (_ASIN_X,)),
+    _exact("atan2", 2, np.arctan2, f64=True),
+    _exact("asin", 1, np.arcsin, (_ASIN_X,), f64=True),
     _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y), f64=True),
     _native("exp", 1, np.exp, "exp"),
     _native("exp2", 1, np.exp2, "exp2"),

@@ -62,7 +62,7 @@ def _atan_table() -> list[tuple[float, float]]:
 _ATAN = _atan_table()
 
 
-def _table(b: Builder, i: X) -> dd.DD:
+def atan_table(b: Builder, i: X) -> dd.DD:
     """atan(i / 16) for u32 i in 0..16, a double-double."""
     return b.let(b.table(i, [h for h, _ in _ATAN])), b.let(b.table(i, [lo for _, lo in _ATAN]))
 
@@ -96,7 +96,7 @@ def atan_ratio(b: Builder, ty: ScalarType, a: dd.DD, bb: dd.DD, k: dd.DD, flip: 
     u = b.let((num[0] + num[1]) * inv)
     z = b.let(u * u)
     p = u + u * z * _horner(z, _FAST_TERMS)
-    at = _table(b, i)
+    at = atan_table(b, i)
     sgn = b.let(b.select(flip, b.f64(-1.0), b.f64(1.0)))
     y = (k[0] + sgn * at[0]) + (k[1] + sgn * (at[1] + p))
     y = b.let(y)
@@ -155,7 +155,7 @@ def atan2(b: Builder, args: tuple[X, ...]) -> X:
     return b.select(isnan, _nan(b, ty), out)
 
 
-def _sqrt_dd(b: Builder, w: dd.DD) -> dd.DD:
+def sqrt_dd(b: Builder, w: dd.DD) -> dd.DD:
     """sqrt(w) for a double-double 2^-60 < w <= 1: an f32 1/sqrt estimate (within 3.5%),
     five Newton steps y (3 - w y^2) / 2, s = w y and s + (w - s^2) y / 2."""
     wh = w[0]
@@ -181,7 +181,7 @@ def asin(b: Builder, args: tuple[X, ...]) -> X:
     a = b.let(b.select(bad.lor(one), b.f64(0.5), ax))  # stand-in for the special ones
     sq = dd.two_prod(b, a, a)
     w = dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1]))  # 1 - a^2 >= 2^-23
-    out = atan2_dd(b, ty, (a, b.f64(0.0)), _sqrt_dd(b, w), b.const(T.BOOL, False), neg)
+    out = atan2_dd(b, ty, (a, b.f64(0.0)), sqrt_dd(b, w), b.const(T.BOOL, False), neg)
     pio2 = b.u32(0x3FC90FDB).bitcast(T.F32)  # f32(pi/2), correctly rounded
     half_pi = b.select(neg, -pio2, pio2).cast(ty)
     return b.select(bad, _nan(b, ty), b.select(one, half_pi, out))

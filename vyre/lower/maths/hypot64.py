@@ -39,7 +39,7 @@ _NEAR = 2.0**-97  # rh + rl within this of a midpoint (relative): the exact test
 _K = 5  # SumK's passes: error below 2^-241 for eight terms of sum <= 32
 
 
-def _scaled(b: Builder, big: X, small: X, sub: X) -> tuple[X, X, X, list[tuple[X, float]]]:
+def scale_pair(b: Builder, big: X, small: X, sub: X) -> tuple[X, X, X, list[tuple[X, float]]]:
     """(big, small) scaled exactly (big into [1, 2), or both by 2^1074 where `sub`) and
     what undoes it: 2^ef (i32 ef) after the (condition, power of two) factors of the
     subnormal scaling, then the coarse ones, last first."""
@@ -127,7 +127,7 @@ def hypot(b: Builder, args: tuple[X, ...]) -> X:
     sub = b.let(big.lt(_SUB))
     # a small below big 2^-60 changes nothing (module docstring); 0 keeps the scaling exact
     small = b.let(b.select(sub.not_().land(small.lt(big * 2.0**-60)), b.f64(0.0), small))
-    bs, ss, ef, undo = _scaled(b, big, small, sub)
+    bs, ss, ef, undo = scale_pair(b, big, small, sub)
     r = _root(b, bs, ss, sub)
     for cond, factor in undo[:2]:  # the subnormal scaling: exact (the grid's integers)
         r = b.let(b.select(cond, r * factor, r))
