@@ -19,6 +19,7 @@ scripts/exact_functions.py --f64 checks millions of random arguments on a GPU.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -215,7 +216,7 @@ def test_hypot_every_backend_against_the_exact_oracle(backend: BaseBackend) -> N
 def _atan2_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(y, x): every pair of specials (C99 F.9.1.4), random bit patterns, operands of
     every magnitude and sign (ratios down to the subnormal results), ratios next to the
-    table's points i/16 and y next to x."""
+    table's points i/16, y next to x, and subnormal results whose y / x is a tie."""
     info = np.finfo(np.float64)
     sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -0.25, info.max,
                    -info.max, info.tiny, info.smallest_subnormal, -info.smallest_subnormal])
@@ -224,9 +225,15 @@ def _atan2_pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     mags = 2.0 ** rng.uniform(-1074, 1024, (2, n)) * np.where(rng.random((2, n)) < 0.5, -1, 1)
     x = rng.uniform(-4, 4, n)
     ratio = rng.integers(0, 33, n) / 16 * (1 + rng.uniform(-2**-20, 2**-20, n))
+    # y / x exactly halfway between two subnormals (atan2 is then the one below): y = m
+    # 2^(s - 1075) for an odd m < 2^53, x = 2^s
+    s = rng.integers(1, 1000, n // 8)
+    m = rng.integers(0, 2**52, n // 8) * 2 + 1
+    tie_y = np.array([float(Fraction(int(a)) * Fraction(2) ** int(e - 1075))
+                      for a, e in zip(m, s, strict=True)])
     return (np.concatenate([np.repeat(sp, sp.size), bits[0], mags[0], x * ratio,
-                            np.nextafter(x, np.inf)]),
-            np.concatenate([np.tile(sp, sp.size), bits[1], mags[1], x, x]))
+                            np.nextafter(x, np.inf), tie_y, -tie_y]),
+            np.concatenate([np.tile(sp, sp.size), bits[1], mags[1], x, x, 2.0**s, 2.0**s]))
 
 
 def _atan2_program() -> vyre.Program:

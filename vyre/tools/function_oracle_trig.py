@@ -157,6 +157,12 @@ def _atan2(y: float, x: float) -> Fraction | float:
             v = pi
         elif x == 0:
             v = pi / 2
+        elif x > 0 and abs(y) < x * 2.0**-100:
+            # atan(t) = t - t^3/3 (+ below 2^-500 t) exactly: at _PREC digits t itself
+            # would be rounded, and a t exactly halfway between two subnormals must come
+            # out a little below it
+            t = abs(Fraction(y)) / Fraction(x)
+            return -(t - t**3 / 3) if neg else t - t**3 / 3
         else:
             a = _atan_dec(abs(Decimal(y)) / abs(Decimal(x)))
             v = a if x > 0 else pi - a

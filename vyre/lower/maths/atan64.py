@@ -17,9 +17,9 @@ series' and the sums' few 2^-104 (K + s atan(a/b) cancels at most one bit: pi/2 
 atan(<= 1) >= pi/4): within 2^-98, of which the result is the nearest f64.
 A ratio a/b below 2^-60 has atan(a/b) = a/b (1 - < 2^-120): the series is skipped; where
 K = 0 and a/b < 2^-1000 (results near and below the f64 subnormals) the result is IR
-division's correctly rounded a / b, which is the correctly rounded atan unless a / b is
-exactly the middle of two subnormals (atan(a/b) is a little below a/b, so the one
-toward zero is right, the division gives the even one: 1 ulp; `_tiny_quotient`).
+division's correctly rounded a / b, one subnormal lower where a / b is exactly the
+middle of two subnormals (atan(a/b) is a little below a/b; `_tiny_quotient` tests the
+tie exactly).
 |x| < 2^-27 gives asin(x) = x (x^2/6 below a quarter ulp); asin(+-1) = +-pi/2 rounded,
 |x| > 1 and NaN give NaN.
 """
@@ -35,6 +35,7 @@ from vyre.ir.types import ScalarType
 from . import dd
 from .atan import atan_table, sqrt_dd
 from .build import Builder, X
+from .exp import power_of_two
 from .hypot64 import scale_pair
 from .pio2_64 import PIO2
 from .registry import lowering
@@ -82,12 +83,49 @@ def _sign(b: Builder, v: X) -> X:
     return (v.cast(T.F32).bitcast(T.U32) >> 31).eq(1)
 
 
+def _binade(b: Builder, v: X) -> tuple[X, X]:
+    """(E, v 2^-E) for a finite f64 v > 0: 2^E <= v < 2^(E + 1) (i32 E), v scaled into
+    [1, 2) exactly (steps of 2^+-512 .. 2^+-64 into [2^-64, 2^64), then the f32
+    exponent of that, one down where the conversion rounded up)."""
+    w, off = v, b.i32(0)
+    for s in (512, 256, 128, 64):
+        down = b.let(w.ge(2.0**s))
+        w = b.let(b.select(down, w * 2.0**-s, w))
+        off = b.let(off + b.select(down, b.i32(s), b.i32(0)))
+    for s in (512, 512, 256, 128, 64):  # (twice 512: from 2^-1074)
+        up = b.let(w.lt(2.0**-s))
+        w = b.let(b.select(up, w * 2.0**s, w))
+        off = b.let(off - b.select(up, b.i32(s), b.i32(0)))
+    ef = b.let(((w.cast(T.F32).bitcast(T.U32) >> 23).bitcast(T.I32)) - 127)
+    ef = b.let(ef - b.select(power_of_two(b, ef).gt(w), b.i32(1), b.i32(0)))
+    return b.let(off + ef), b.let(w * power_of_two(b, -ef))
+
+
 def _tiny_quotient(b: Builder, a: X, bb: X) -> X:
-    """atan(a / bb) for 0 <= a < bb 2^-1000: IR division's a / bb, correctly rounded on
-    every backend (atan(a/b) = a/b (1 - < 2^-2000) rounds the same, as a / bb lies at
-    least 2^-106 (relative) from a midpoint of the normal f64, unless it is exactly the
-    middle of two subnormals: there the even one, 1 ulp above the correctly rounded)."""
-    return b.wrap(made(N.Binary, op="div", a=a.e, b=bb.e, ty=T.F64))
+    """atan(a / bb) for 0 <= a < bb 2^-1000 (atan(a/b) = a/b (1 - < 2^-2000)): IR
+    division's q = a / bb (correctly rounded on every backend), which is the correctly
+    rounded atan too (a / bb lies at least 2^-106, relatively, from a midpoint of the
+    normal f64) unless a / bb is exactly the middle of two subnormals (or of the largest
+    subnormal and 2^-1022) and q the upper one: then the one below (atan is a little
+    smaller). Such a tie is a 2^1075 = m bb for the odd m = 2 q 2^1074 - 1 < 2^53; with
+    bb = B 2^E (B in [1, 2)), a 2^(1075 - E) = m B: both sides exact (a scaled up by the
+    bits of 1075 - E, a rising product; m B by Veltkamp)."""
+    q = b.let(b.wrap(made(N.Binary, op="div", a=a.e, b=bb.e, ty=T.F64)))
+    out = b.var(q)
+    with b.when(q.le(2.0**-1022).land(a.gt(0.0))):
+        e, big = _binade(b, bb)
+        k = b.let(b.i32(1075) - e)  # in [52, 2149]
+        scaled = a
+        for bit in (1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1):
+            on = b.let((k & bit).ne(0))
+            factor = 2.0 ** min(bit, 512)
+            for _ in range(bit // 512 if bit > 512 else 1):
+                scaled = b.let(b.select(on, scaled * factor, scaled))
+        m = b.let((q * 2.0**538) * 2.0**537 - 1.0)  # 2 q 2^1074 - 1, exact
+        p = dd.two_prod(b, m, big)
+        tie = (scaled - p[0]).eq(p[1])  # (exact where they are close, module docstring)
+        b.assign(out, b.select(tie, q - 2.0**-1074, q))
+    return out
 
 
 @lowering("atan2", T.F64)
