@@ -35,7 +35,7 @@ from . import dd
 from .build import Builder, X
 from .pio2_64 import reduce_pio2_f64
 from .registry import lowering
-from .sincos import nan_of
+from .sincos import nan_of, quadrant
 
 T = ScalarType
 TINY = 2.0**-27  # below it sin x -> x, tan x -> x, cos x -> 1 (module docstring)
@@ -103,13 +103,9 @@ def sin_or_cos64(b: Builder, r: Reduced64, odd: X) -> dd.DD:
 
 def _sincos(b: Builder, x: X, is_cos: bool) -> X:
     r = reduce64(b, x)
-    q = r.k + 1 if is_cos else r.k
-    odd = b.let((q & 1).eq(1))
-    flip = (q >> 1) & 1
-    if not is_cos:
-        flip = flip ^ b.select(x.lt(0.0), b.u32(1), b.u32(0))
+    odd, neg = quadrant(b, r.k, is_cos, b.select(x.lt(0.0), b.u32(1), b.u32(0)))
     hi, _ = sin_or_cos64(b, r, odd)  # hi: the f64 nearest the double-double
-    y = b.select(flip.eq(1), -hi, hi)
+    y = b.select(neg, -hi, hi)
     y = b.select(r.tiny, b.f64(1.0) if is_cos else x, y)
     return b.select(r.special, nan_of(b, T.F64), y)  # inf, NaN -> NaN
 
