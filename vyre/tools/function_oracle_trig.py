@@ -1,5 +1,7 @@
 """The correctly rounded oracle's trigonometric functions (sin, cos, tan, asin, atan2),
-independent of vyre's code: exact rational arguments, Python's `decimal`, series.
+independent of vyre's code: exact rational arguments, Python's `decimal`, series; and
+their f64 forms with f64 hypot (`correctly_rounded64`, vectorised by `fast_oracle64`:
+the C library's long double where it decides the rounding, these where it cannot).
 
 pi comes from Machin's formula summed in `decimal` at 440 digits; a huge argument is
 reduced by pi/2 at 430 digits (an f64 is below 2^1024, 309 digits, so r keeps 120 correct
@@ -9,8 +11,11 @@ Taylor series at 90 digits, asin(x) = atan(x / sqrt(1 - x^2)) and atan(t) halves
 argument (atan t = 2 atan(t / (1 + sqrt(1 + t^2)))) to below 1/16 before its series.
 The results go back as exact `Fraction`s of 80+ correct digits (function_oracle rounds
 them once to f32 / f16; `float()` of one is the correctly rounded f64, as CPython's
-integer true division rounds correctly); every exact case (sin(+-0), asin(+-0), atan2 of zeros and infinities) is
-returned as the exact value, and no other f32 or f16 argument has a rational result.
+integer true division rounds correctly); every exact case (sin(+-0), asin(+-0), atan2
+of zeros and infinities) is returned as the exact value, and no other f32 or f16
+argument has a rational result. atan2 of a ratio below 2^-100 (x > 0) is t - t^3/3
+exactly (an f64 ratio may lie exactly halfway between two subnormals, where 90 digits
+of t could round either way). f64 hypot is exact: an integer square root.
 """
 
 from __future__ import annotations
@@ -175,7 +180,10 @@ TRIG: dict[str, Callable[..., Fraction | float]] = {
 
 def correctly_rounded64(fn: str, *args: float) -> float:
     """fn(*args) correctly rounded to f64 (C99 Annex F specials): `float()` of the exact
-    `Fraction` (CPython's integer true division rounds once, to nearest even)."""
+    `Fraction` (CPython's integer true division rounds once, to nearest even); hypot by
+    `hypot64`."""
+    if fn == "hypot":
+        return hypot64(*args)
     v = TRIG[fn](*args)
     return float(v)
 
@@ -183,7 +191,8 @@ def correctly_rounded64(fn: str, *args: float) -> float:
 # the C library's long double functions (x87: 64-bit significands) are within a few of
 # their ulps, 2^-63; a result that far from an f64 rounding boundary decides it
 _WINDOW64 = 2.0**-58
-_LONG = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2}
+_LONG = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2,
+         "hypot": np.hypot}
 
 
 def fast_oracle64(fn: str, *arrays: np.ndarray) -> np.ndarray:
