@@ -14,7 +14,7 @@ sample than the other backends (lavapipe interprets f64 in software). hypot: aga
 an exact integer-root oracle, on exact ties (Pythagorean triples with a 54-bit odd
 hypotenuse, in every binade), subnormal pairs, random and near-equal operands. CUDA: the
 generated C spells no libm function and NVRTC compiles it.
-scripts/exact_functions.py --f64 checks millions of random arguments on a GPU.
+scripts/exact_functions.py --type f64 (with the f64 mode) checks millions on a GPU.
 """
 
 from __future__ import annotations
