@@ -75,10 +75,17 @@ def _sel(c: N.ExprNode, a: N.ExprNode, b: N.ExprNode) -> N.Select:
     return made(N.Select, cond=c, a=a, b=b, ty=a.ty)
 
 
+def _plain(e: N.ExprNode) -> N.ExprNode:
+    return e
+
+
 class _Lowering:
-    def __init__(self, program: N.Program, traits: Traits) -> None:
+    def __init__(self, program: N.Program, traits: Traits, in_function: bool = False) -> None:
         self.t = traits
         self.program = program
+        # lowering a Function's body: its code cannot read builtins (a WGSL helper function
+        # sees none of main's), and its values come from the caller's opaque arguments
+        self.in_function = in_function
         self.defined: dict[str, N.Function] = {}  # the exact definitions called, lowered
         self.count = 0
         self.pending: list[N.StmtNode] = []
@@ -177,11 +184,13 @@ class _Lowering:
     def invoke(self, fn: N.Function, args: tuple[N.ExprNode, ...]) -> N.ExprNode:
         """A call of definition `fn` (lowered for the target once per program) on opaque
         arguments (as the functions' definitions, vyre.lower.maths.apply.opaque: a
-        driver must not evaluate the definition at compile time)."""
+        driver must not evaluate the definition at compile time; plain inside a Function's
+        body: opaque reads a builtin, and the body's values come from opaque arguments)."""
         got = self.defined.get(fn.name)
         if got is None:
             got = self.defined[fn.name] = _lower_function(self.program, fn, self.t)
-        return made(N.Invoke, fn=got, args=tuple(opaque(self.once(x)) for x in args), ty=fn.ty)
+        wrap = _plain if self.in_function else opaque
+        return made(N.Invoke, fn=got, args=tuple(wrap(self.once(x)) for x in args), ty=fn.ty)
 
     def float_op(self, op: str, a: N.ExprNode, b: N.ExprNode) -> N.ExprNode:
         """`a op b` on floats, with the f16 rule applied when the target needs it."""
@@ -352,14 +361,14 @@ def _lower_function(program: N.Program, fn: N.Function, traits: Traits) -> N.Fun
     """`fn` with its body and result lowered as the program's own code would be (its
     result through a final local, whose value the lowering may have rewritten)."""
     body = (*fn.body, made(N.Let, name=_RESULT, value=fn.result))
-    lowered = _lower_body(program.model_copy(update={"body": body}), traits).body
+    lowered = _lower_body(program.model_copy(update={"body": body}), traits, True).body
     last = lowered[-1]
     assert isinstance(last, N.Let) and last.name == _RESULT, last
     return fn.model_copy(update={"body": lowered[:-1], "result": last.value})
 
 
-def _lower_body(program: N.Program, traits: Traits) -> N.Program:
-    lw = _Lowering(program, traits)
+def _lower_body(program: N.Program, traits: Traits, in_function: bool = False) -> N.Program:
+    lw = _Lowering(program, traits, in_function)
     facts = lw.memory is not None and lw.memory.facts is not None
     body = lw.block(program.body) if facts else map_block(program.body, lw.stmt)
     if len(body) == len(program.body) and all(a is b for a, b in zip(body, program.body)):

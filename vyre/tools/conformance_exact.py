@@ -612,23 +612,36 @@ def bitcast_case(width: int) -> Case:
 
 
 def approx_case(ty: ScalarType) -> Case:
-    """Approximate functions (docs/IR.md: within 4 ulp) on ordinary arguments, against
-    Python's math library."""
+    """The functions on ordinary arguments: f32 / f16 against Python's math library
+    rounded once (exact definitions: the f64 value rounded to the type is the correctly
+    rounded one but for near-midpoint arguments, which these are not); f64, where every
+    one is an exact definition too, against the correctly rounded oracle
+    (vyre.tools.function_oracle: math's own f64 results are not correctly rounded)."""
     def data(rng: np.random.Generator) -> Arrays:
         x = np.concatenate([[0.1, 0.5, 1.0, 2.0, 3.0], rng.uniform(0.05, 3.0, 120)])
         y = np.concatenate([[0.1, 0.5, 1.0, 2.0, 3.0], rng.uniform(-3.0, 3.0, 120)])
         return {"x": to_type(x, ty), "y": to_type(y, ty)}
 
-    def un(ir: Callable[[Value], Any], py: Callable[[float], float]) -> tuple[IrFn, PyFn]:
-        return (lambda r: ir(r["x"]), lambda c: [py(v) for v in c["x"].tolist()])
+    def rounded(name: str, py: Callable[..., float]) -> Callable[..., float]:
+        if ty is not ScalarType.F64:
+            return py
+        from vyre.tools.function_oracle import correctly_rounded
+        return lambda *a: correctly_rounded(name, np.float64, *a)
 
-    fns = [un(exp, math.exp), un(exp2, lambda v: 2.0**v), un(log, math.log),
-           un(log2, math.log2), un(sin, math.sin), un(cos, math.cos), un(tan, math.tan),
-           un(tanh, math.tanh),
+    def un(ir: Callable[[Value], Any], name: str, py: Callable[[float], float]
+           ) -> tuple[IrFn, PyFn]:
+        f = rounded(name, py)
+        return (lambda r: ir(r["x"]), lambda c: [f(v) for v in c["x"].tolist()])
+
+    pw = rounded("pow", lambda x, y: x**y)
+    at = rounded("atan2", math.atan2)
+    fns = [un(exp, "exp", math.exp), un(exp2, "exp2", lambda v: 2.0**v),
+           un(log, "log", math.log), un(log2, "log2", math.log2), un(sin, "sin", math.sin),
+           un(cos, "cos", math.cos), un(tan, "tan", math.tan), un(tanh, "tanh", math.tanh),
            (lambda r: pow_(r["x"], r["y"]),
-            lambda c: [x**y for x, y in zip(c["x"].tolist(), c["y"].tolist())]),
+            lambda c: [pw(x, y) for x, y in zip(c["x"].tolist(), c["y"].tolist())]),
            (lambda r: atan2(r["y"], r["x"]),
-            lambda c: [math.atan2(y, x) for x, y in zip(c["x"].tolist(), c["y"].tolist())])]
+            lambda c: [at(y, x) for x, y in zip(c["x"].tolist(), c["y"].tolist())])]
     return elementwise_case(f"ir_approx_{ty}", {"x": ty, "y": ty}, [("out", ty, fns)], data)
 
 
