@@ -49,7 +49,9 @@ class PipelineQueue(Protocol):
 class PipelineCompiler(Protocol):
     """The compiler part of the backend (vyre.parts.Compiler): a step's compile key."""
 
-    def specialisation(self, bound: BoundDispatch) -> Any: ...
+    def specialisation(self, bound: BoundDispatch) -> Any:
+        """What a step's compiled form depends on beyond its Program (its compile key)."""
+        ...
 
 
 class PipelineBackend(exact_sum_plan.PlanBackend, Protocol):
