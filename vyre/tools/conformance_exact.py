@@ -48,6 +48,7 @@ from vyre.builder import (
     trunc,
 )
 from vyre.ir import ops
+from vyre.tools.function_oracle import correctly_rounded
 from vyre.tools.testing import random_array
 
 if TYPE_CHECKING:
@@ -625,7 +626,6 @@ def approx_case(ty: ScalarType) -> Case:
     def rounded(name: str, py: Callable[..., float]) -> Callable[..., float]:
         if ty is not ScalarType.F64:
             return py
-        from vyre.tools.function_oracle import correctly_rounded
         return lambda *a: correctly_rounded(name, np.float64, *a)
 
     def un(ir: Callable[[Value], Any], name: str, py: Callable[[float], float]
