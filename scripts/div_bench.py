@@ -95,6 +95,13 @@ def measure(be: vyre.backend.BaseBackend, prog: vyre.Program, n: int, repeat: in
             buf.free()
 
 
+def _auto_mode(d: dict) -> str:
+    """What the default ("auto") mode picks from the probe (the native backend's details
+    say what that backend, forced native, runs)."""
+    return ", ".join(f"{op} {'driver' if d[f'{op}_correctly_rounded'] else 'exact (vyre)'}"
+                     for op in ("div", "sqrt"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=0, help="elements (default: by adapter type)")
@@ -109,7 +116,8 @@ def main() -> int:
         print(f"adapter: {d['adapter']} ({d['backend_type']}, {d['adapter_type']}); "
               f"probe: div_correctly_rounded={d['div_correctly_rounded']}, "
               f"sqrt_correctly_rounded={d['sqrt_correctly_rounded']}; "
-              f"production uses: {d['f32_div_sqrt']}")
+              f"auto mode uses: {_auto_mode(d)}; exact mode's division fast path: "
+              f"{'f32 with fma' if exact.capabilities().details['fma_rounds_once'] else 'f64'}")
         print(f"n = {n} elements, best of 5 rounds of {repeat} dispatches\n")
         print(f"{'kernel':<12} {'native':>14} {'exact':>14} {'exact/native':>13}  wrong(native)")
         deadline = time.perf_counter() + 24.0

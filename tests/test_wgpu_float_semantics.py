@@ -274,7 +274,14 @@ def _check_div_sqrt(be: BaseBackend, xs: np.ndarray, ys: np.ndarray) -> None:
 # the WGSL functions of vyre.lower.divsqrt's definitions (mangled names), and their forms
 # with the f64 fast path
 _EXACT_FNS = ("vy_fn_exact_1div_1f32", "vy_fn_exact_1sqrt_1f32")
-_FAST_FNS = tuple(f"{f}_1wide(" for f in _EXACT_FNS)
+
+
+def _fast_fns(be: BaseBackend) -> tuple[str, str]:
+    """The exact division's and sqrt's fast-path functions this adapter's source names:
+    division in f32 alone where its fma rounds once, else (as sqrt) in f64."""
+    d = be.capabilities().details
+    div = "_1fused(" if d["fma_rounds_once"] else "_1wide("
+    return (f"{_EXACT_FNS[0]}{div}", f"{_EXACT_FNS[1]}_1wide(")
 
 
 @pytest.mark.parametrize("flush", [False, True], ids=["ieee", "flush"])
@@ -293,8 +300,11 @@ def test_exact_division_and_sqrt_forced(
     try:
         src = be.source(div_sqrt_program(F32))  # type: ignore[attr-defined]
         assert all(f in src for f in _EXACT_FNS)
-        wide = bool(be.capabilities().details["f64_arithmetic"])  # the fast path is there
-        assert all((f in src) == wide for f in _FAST_FNS)
+        details = be.capabilities().details
+        wide = bool(details["f64_arithmetic"])
+        div_fn, sqrt_fn = _fast_fns(be)  # the fast paths are there
+        assert (div_fn in src) == (wide or details["fma_rounds_once"])
+        assert (sqrt_fn in src) == wide
         assert be.capabilities().details["f32_div_sqrt"] == "div exact (vyre), sqrt exact (vyre)"
         xs, ys = _random_pairs(1 << 16)
         _check_div_sqrt(be, xs, ys)
