@@ -24,8 +24,6 @@ from vyre.tools import conformance_exact
 from vyre.tools.conformance import check_case
 from vyre.tools.testing import assert_agree, tolerance_for
 
-_BUILDER_NAMES = {"abs": "abs_", "round": "round_", "pow": "pow_"}
-
 
 def _call_program(op: ops.CallOp, ty: vyre.ScalarType) -> N.Program:
     """out[i] = op(a0[i], ...) in `ty`, or in the op's own types where it fixes them."""
@@ -42,11 +40,14 @@ def _call_program(op: ops.CallOp, ty: vyre.ScalarType) -> N.Program:
 @pytest.mark.parametrize("op", ops.CALL_OPS, ids=lambda o: o.name)
 def test_every_call_is_exported_built_and_printed(op: ops.CallOp) -> None:
     if op.name.startswith("approx_"):  # the backends' own, by name only (vyre.approx)
-        helper = getattr(vyre.approx, op.name.removeprefix("approx_"))
-        assert helper.__module__ == "vyre.approx"
-    else:
-        helper = getattr(vyre, _BUILDER_NAMES.get(op.name, op.name))
-        assert helper.__module__ == "vyre.builder.functions"  # (the kernel functions)
+        helper = getattr(vyre.approx, op.py_name)
+        assert helper.__module__ == "vyre.builder.calls_approx"
+        assert op.py_name in vyre.approx.__all__
+    else:  # generated from the record (vyre.tools.gen_calls), or written by hand
+        helper = getattr(vyre, op.py_name)
+        assert helper is getattr(vyre.builder, op.py_name)
+        assert helper.__module__ in ("vyre.builder.calls", "vyre.builder.functions")
+        assert op.py_name in vyre.__all__ and op.py_name in vyre.builder.__all__
     prog = _call_program(op, f32)
     assert isinstance(prog.body, tuple)
     c = cuda.generate(prog).source  # raises on a function a printer cannot spell

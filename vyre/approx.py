@@ -6,58 +6,13 @@ docs/IR.md's bound for approximate functions (4 ulp plus 1e-6 near zero, which
 `vyre.tools.testing.tolerance_for` applies to them) for normal arguments, and unbounded
 for a subnormal one (drivers may flush it: lavapipe's log of one is about -88);
 `vyre.exp` is the exact one, the same bits everywhere. f64 forms: CUDA and the reference
-(WGSL has none).
+(WGSL has none). One function per `approx_` record of vyre.ir.ops.CALL_OPS, generated
+into vyre/builder/calls_approx.py (vyre.tools.gen_calls).
 """
 
 from __future__ import annotations
 
-from .builder import Value
-from .builder.functions import _fn
+from .builder import calls_approx as _calls
+from .builder.calls_approx import *  # noqa: F403  (one per approx_ record of vyre.ir.ops, generated)
 
-
-def exp(x: Value) -> Value:
-    """e**x, the backend's own (not the same bits on every backend)."""
-    return _fn("approx_exp", x)
-
-
-def exp2(x: Value) -> Value:
-    """2**x, the backend's own (not the same bits on every backend)."""
-    return _fn("approx_exp2", x)
-
-
-def log(x: Value) -> Value:
-    """Natural logarithm, the backend's own (not the same bits on every backend)."""
-    return _fn("approx_log", x)
-
-
-def log2(x: Value) -> Value:
-    """Base-2 logarithm, the backend's own (not the same bits on every backend)."""
-    return _fn("approx_log2", x)
-
-
-def sin(x: Value) -> Value:
-    """Sine (radians), the backend's own (not the same bits on every backend)."""
-    return _fn("approx_sin", x)
-
-
-def cos(x: Value) -> Value:
-    """Cosine (radians), the backend's own (not the same bits on every backend)."""
-    return _fn("approx_cos", x)
-
-
-def tan(x: Value) -> Value:
-    """Tangent (radians), the backend's own (not the same bits on every backend)."""
-    return _fn("approx_tan", x)
-
-
-def atan2(y: Value, x: Value) -> Value:
-    """atan2(y, x), the backend's own (not the same bits on every backend)."""
-    return _fn("approx_atan2", y, x)
-
-
-def asin(x: Value) -> Value:
-    """Arcsine, the backend's own (not the same bits on every backend)."""
-    return _fn("approx_asin", x)
-
-
-__all__ = ["asin", "atan2", "cos", "exp", "exp2", "log", "log2", "sin", "tan"]
+__all__ = list(_calls.__all__)

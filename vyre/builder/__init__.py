@@ -17,47 +17,29 @@ its low bits (docs/IR.md "Narrow integers"), so a kernel value is never 8 or 16 
 This package is the builder's public face: every name of the DSL is importable from here
 (`vyre.builder.X`). Its modules, bottom-up: sites (BuildError, the user's line), rules
 (typing), values (Value, Variable), buffers (BufferRef), control (blocks not yet entered),
-functions (vyre.sqrt & co), then ProgramBuilder in three layers: declarations, statements
-and program (control flow, build). It must never evaluate a kernel or know about backends.
+functions (the hand-written ones: vyre.select & co, and `_fn`), calls (vyre.sqrt & co,
+generated from the op registry by vyre.tools.gen_calls), then ProgramBuilder in three
+layers: declarations, statements and program (control flow, build). It must never evaluate a kernel or know about backends.
 """
 
 from __future__ import annotations
 
+from . import calls as _calls
 from .buffers import BufferRef
+from .calls import *  # noqa: F403  (the registry's functions: vyre.sqrt & co, generated)
 from .functions import (
-    abs_,
-    acos,
-    asin,
-    atan2,
     call_fn,
-    ceil,
     ceil_div,
-    clamp,
-    cos,
     dot4_i8,
     dot4_u8,
-    exp,
-    exp2,
-    floor,
-    fma,
-    hypot,
-    log,
-    log2,
     max_,
     min_,
-    pow_,
-    round_,
     select,
-    sin,
-    sqrt,
     subgroup_broadcast,
     subgroup_exclusive_scan,
     subgroup_inclusive_scan,
     subgroup_reduce,
     subgroup_shuffle,
-    tan,
-    tanh,
-    trunc,
 )
 from .program import ProgramBuilder
 from .rules import BOOL, U32
@@ -73,39 +55,19 @@ __all__ = [
     "ProgramBuilder",
     "Value",
     "Variable",
-    "abs_",
-    "acos",
-    "asin",
-    "atan2",
     "call_fn",
-    "ceil",
     "ceil_div",
-    "clamp",
-    "cos",
     "dot4_i8",
     "dot4_u8",
-    "exp",
-    "exp2",
-    "floor",
-    "fma",
-    "hypot",
-    "log",
-    "log2",
     "max_",
     "min_",
-    "pow_",
-    "round_",
     "select",
-    "sin",
-    "sqrt",
     "subgroup_broadcast",
     "subgroup_exclusive_scan",
     "subgroup_inclusive_scan",
     "subgroup_reduce",
     "subgroup_shuffle",
-    "tan",
-    "tanh",
-    "trunc",
     "user_name",
     "user_site",
 ]
+__all__ += _calls.__all__  # (so a new registry function needs no edit here)

@@ -1,6 +1,9 @@
-"""The kernel's functions (vyre.sqrt, vyre.exp, vyre.select, the subgroup operations,
-...): each builds the IR call of one operation over kernel values and literals, typed by
-the IR's rules.
+"""The kernel's functions written by hand (vyre.select, vyre.min_, the subgroup operations,
+the packed dot products, ...) and `_fn`, the call of a registry function that the
+generated ones (calls.py: vyre.sqrt, vyre.exp, ...; vyre.tools.gen_calls) are made of:
+each builds the IR call of one operation over kernel values and literals, typed by the
+IR's rules. A registry function written here keeps this helper: the generator leaves it
+out of calls.py (only one with a special signature belongs here).
 
 This module must never emit a statement or evaluate a function on the host.
 """
@@ -42,106 +45,10 @@ def _fn(fn: str, *xs: Any) -> Value:
 
 def call_fn(fn: str, *xs: Any) -> Value:
     """The registry function `fn` (vyre.ir.ops.CALLS) of `xs`, by name: for code generic
-    over functions (the conformance suite); programs use the named helpers below."""
+    over functions (the conformance suite); programs use the named ones (vyre.sqrt, ...)."""
     if fn not in ops.CALLS:
         raise BuildError(f"unknown function {fn!r}; the functions are {sorted(ops.CALLS)}")
     return _fn(fn, *xs)
-
-
-def sqrt(x: Value) -> Value:
-    """Square root (correctly rounded)."""
-    return _fn("sqrt", x)
-
-def exp(x: Value) -> Value:
-    """e**x (f32 / f16: correctly rounded, the same bits on every backend; vyre.approx.exp
-    is the device's own)."""
-    return _fn("exp", x)
-
-def exp2(x: Value) -> Value:
-    """2**x (f32 / f16: correctly rounded, the same bits on every backend)."""
-    return _fn("exp2", x)
-
-def log(x: Value) -> Value:
-    """Natural logarithm (f32 / f16: correctly rounded, the same bits on every backend)."""
-    return _fn("log", x)
-
-def log2(x: Value) -> Value:
-    """Base-2 logarithm (f32 / f16: correctly rounded, the same bits on every backend)."""
-    return _fn("log2", x)
-
-def sin(x: Value) -> Value:
-    """Sine (radians; f32 / f16: correctly rounded for every argument, the same bits
-    on every backend; vyre.approx.sin is the device's own)."""
-    return _fn("sin", x)
-
-def cos(x: Value) -> Value:
-    """Cosine (radians; f32 / f16: correctly rounded for every argument, the same bits
-    on every backend; vyre.approx.cos is the device's own)."""
-    return _fn("cos", x)
-
-def tan(x: Value) -> Value:
-    """Tangent (radians; f32 / f16: correctly rounded for every argument, the same bits
-    on every backend; vyre.approx.tan is the device's own)."""
-    return _fn("tan", x)
-
-def tanh(x: Value) -> Value:
-    """Hyperbolic tangent."""
-    return _fn("tanh", x)
-
-def floor(x: Value) -> Value:
-    """Round toward -inf."""
-    return _fn("floor", x)
-
-def ceil(x: Value) -> Value:
-    """Round toward +inf."""
-    return _fn("ceil", x)
-
-def trunc(x: Value) -> Value:
-    """Round toward zero."""
-    return _fn("trunc", x)
-
-def round_(x: Value) -> Value:
-    """Round to nearest, ties to even."""
-    return _fn("round", x)
-
-def abs_(x: Value) -> Value:
-    """Absolute value (ints wrap: abs(INT_MIN) is INT_MIN)."""
-    return _fn("abs", x)
-
-def pow_(x: Any, y: Any) -> Value:
-    """x**y (floats)."""
-    return _fn("pow", x, y)
-
-def atan2(y: Any, x: Any) -> Value:
-    """The angle of (x, y), in radians, C99's atan2 (f32 / f16: correctly rounded, the
-    same bits on every backend; vyre.approx.atan2 is the device's own)."""
-    return _fn("atan2", y, x)
-
-def asin(x: Value) -> Value:
-    """Arc sine in [-pi/2, pi/2]; NaN outside [-1, 1] (f32 / f16: correctly rounded, the
-    same bits on every backend; vyre.approx.asin is the device's own)."""
-    return _fn("asin", x)
-
-
-def acos(x: Value) -> Value:
-    """Arc cosine in [0, pi]; NaN outside [-1, 1] (f32 / f16: correctly rounded, the
-    same bits on every backend)."""
-    return _fn("acos", x)
-
-
-def hypot(x: Any, y: Any) -> Value:
-    """sqrt(x^2 + y^2) without intermediate overflow or underflow (approximate); +inf if
-    either is infinite, even beside a NaN."""
-    return _fn("hypot", x, y)
-
-
-def fma(a: Any, b: Any, c: Any) -> Value:
-    """a * b + c rounded once."""
-    return _fn("fma", a, b, c)
-
-def clamp(x: Any, lo: Any, hi: Any) -> Value:
-    """min(max(x, lo), hi)."""
-    return _fn("clamp", x, lo, hi)
 
 
 def dot4_i8(a: Any, b: Any, acc: Any = 0) -> Value:
@@ -155,7 +62,6 @@ def dot4_u8(a: Any, b: Any, acc: Any = 0) -> Value:
     """acc + the dot product of the four unsigned bytes packed in u32 `a` and `b`, as u32;
     the final addition wraps (CUDA `__dp4a` on unsigned, WGSL `dot4U8Packed`)."""
     return _fn("dot4_u8", a, b, acc)
-
 
 
 def min_(a: Any, b: Any) -> Value:

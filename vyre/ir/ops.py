@@ -4,15 +4,34 @@ Everything that says what an op is (its name, arity, operand and result type rul
 class, the reference's NumPy semantics for approximate functions, the C and WGSL spellings,
 the conformance sample arguments) is written here once; `ir/nodes.py` (the `CallFn`
 Literal and the per-class sets), the validator, the reference, both printers' tables, the
-conformance suite and the fuzzer derive theirs from it (the Warp `add_builtin` idea). To add
-a function: a `CallOp` here, its builder helper and export, and a WGSL hook where WGSL has
-no builtin for it (docs/IR.md documents the semantics).
+conformance suite and the fuzzer derive theirs from it (the Warp `add_builtin` idea), and
+so do the kernel's functions: `vyre.<py_name>` = `vyre.builder.<py_name>` (vyre.approx's for
+an `approx_` record) is generated from the record into vyre/builder/calls.py
+(calls_approx.py), whose `__all__` vyre.builder, vyre and vyre.approx extend theirs by.
+
+To add a function (an exact one, the usual case), edit three files: its `CallOp` in
+CALL_OPS here (the builder function's `doc` included); its one exact definition,
+vyre/lower/maths/<name>.py (`@lowering`, found by that package's registry); its correctly
+rounded oracle in vyre/tools/function_oracle.py (FUNCTIONS, _NUMPY; the trigonometric
+family's in function_oracle_trig.py). Then `python -m vyre.tools.gen_calls --write`
+regenerates vyre/builder/calls.py (tests/test_gen_calls.py fails, naming that command,
+until it has run); docs/IR.md "Calls" states the semantics. Everything else (validator,
+reference, printers, conformance, fuzzer, the exhaustive checker's list, the exports)
+follows from the record. A function the targets spell instead (its C / WGSL names in the
+record) has no definition and no oracle, only a WGSL hook where no WGSL builtin meets
+docs/IR.md's bound (its helper in vyre/backends/wgpu/maths.py, named in expressions.py's
+`_FN_HOOKS`). A helper with a special
+signature (a default argument, extra checks: the packed dot products) is written by hand
+in vyre/builder/functions.py, which the generator then leaves out, and exported by name
+in vyre/builder/__init__.py and vyre/__init__.py.
 
 Spellings are data, not printing: this module must never import a backend or print source.
 """
 
 from __future__ import annotations
 
+import builtins
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -68,7 +87,10 @@ class CallOp:
     agree with `reference` within the approximate tolerance; () for functions the
     conformance suite covers by hand.
     `signature`: for a function whose operands do not share the result's type, the operand
-    types and then the result type (the packed dot products); None: one shared type."""
+    types and then the result type (the packed dot products); None: one shared type.
+    `doc`: the docstring of its builder function (vyre.<py_name>, generated into
+    vyre/builder/calls.py); `params`: that function's parameter names, () for the usual
+    ones (x; x, y; a, b, c). Unused where functions.py writes the helper by hand."""
 
     name: str
     arity: int
@@ -86,11 +108,27 @@ class CallOp:
         """Whether a call of this function with result type `ty` is approximate."""
         return self.approximate and ty not in self.exact_types
     signature: tuple[tuple[ScalarType, ...], ScalarType] | None = None
+    doc: str = ""
+    params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert not self.approximate or self.reference is not None, self.name
         assert not self.samples or len(self.samples) == self.arity, self.name
         assert self.signature is None or len(self.signature[0]) == self.arity, self.name
+        assert not self.params or len(self.params) == self.arity, self.name
+
+    @property
+    def py_name(self) -> str:
+        """Its builder function's name: vyre.<py_name>, or vyre.approx.<py_name> for an
+        `approx_` one; a trailing _ where the name is Python's own (abs_, pow_, round_)."""
+        name = self.name.removeprefix("approx_")
+        return f"{name}_" if hasattr(builtins, name) or keyword.iskeyword(name) else name
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Its builder function's parameter names (`params`, or x / x, y / a, b, c)."""
+        return self.params or {1: ("x",), 2: ("x", "y")}.get(
+            self.arity, tuple("abcdefgh"[:self.arity]))
 
 
 def _dot4(name: str, acc: ScalarType, c_cast: str, wgsl: str) -> CallOp:
@@ -111,9 +149,11 @@ DOT4_I8 = _dot4("dot4_i8", ScalarType.I32, "(int)", "dot4I8Packed")
 DOT4_U8 = _dot4("dot4_u8", ScalarType.U32, "(unsigned)", "dot4U8Packed")
 
 
-def _libm(name: str, arity: int, wgsl: str | None) -> CallOp:
+def _libm(name: str, arity: int, wgsl: str | None, doc: str,
+          params: tuple[str, ...] = ()) -> CallOp:
     """An exact float function spelled `namef` / `name` in C."""
-    return CallOp(name, arity, c_f32=f"{name}f", c_f64=name, wgsl=wgsl)
+    return CallOp(name, arity, c_f32=f"{name}f", c_f64=name, wgsl=wgsl, doc=doc,
+                  params=params)
 
 
 def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
@@ -123,23 +163,27 @@ def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: s
                   c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
 
 
-def _exact(name: str, arity: int, reference: Callable[..., np.ndarray],
-           samples: tuple[tuple[float, ...], ...] = (), f64: bool = False) -> CallOp:
+def _exact(name: str, arity: int, reference: Callable[..., np.ndarray], doc: str,
+           samples: tuple[tuple[float, ...], ...] = (), f64: bool = False,
+           params: tuple[str, ...] = ()) -> CallOp:
     """A function with one exact definition for f32 and f16 (and, with `f64`, for f64)
     in vyre.lower.maths, never spelled by a printer for those types; without `f64` its
     f64 form stays approximate (C's `name`; no WGSL f64 form)."""
     return CallOp(name, arity, approximate=True, reference=reference, c_f64=name, wgsl=None,
                   wgsl_f64=False, samples=samples,
-                  exact_types=_LOWERED | {"f64"} if f64 else _LOWERED)
+                  exact_types=_LOWERED | {"f64"} if f64 else _LOWERED, doc=doc, params=params)
 
 
 def _native(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
-            samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
+            what: str, samples: tuple[tuple[float, ...], ...] = (),
+            params: tuple[str, ...] = ()) -> CallOp:
     """`approx_<name>`: the backend's own function (C's `namef` / `name`, WGSL's builtin,
     or where that misses the bound a WGSL hook), reached only by this name (vyre.approx);
-    backend-dependent within docs/IR.md's bound."""
+    backend-dependent within docs/IR.md's bound. `what` opens its docstring."""
     return CallOp(f"approx_{name}", arity, approximate=True, reference=reference,
-                  c_f32=f"{name}f", c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
+                  c_f32=f"{name}f", c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples,
+                  doc=f"{what}, the backend's own (not the same bits on every backend).",
+                  params=params)
 
 
 _LOWERED = frozenset({"f32", "f16"})
@@ -160,40 +204,52 @@ def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(np.isinf(x) | np.isinf(y), np.inf, np.hypot(x, y))
 
 
+# the docstrings' recurring clauses
+_CR = "f32 / f16: correctly rounded, the same bits on every backend"
+_TRIG = "radians; f32 / f16: correctly rounded for every argument, the same bits on every backend"
+
 CALL_OPS: tuple[CallOp, ...] = (
-    CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs"),
-    _libm("sqrt", 1, "sqrt"),
-    _exact("exp", 1, np.exp, f64=True),
-    _exact("exp2", 1, np.exp2, f64=True),
-    _exact("log", 1, np.log, f64=True),
-    _exact("log2", 1, np.log2, f64=True),
-    _exact("sin", 1, np.sin),
-    _exact("cos", 1, np.cos),
-    _exact("tan", 1, np.tan),
-    _exact("tanh", 1, np.tanh, f64=True),
-    _libm("floor", 1, "floor"),
-    _libm("ceil", 1, "ceil"),
-    _libm("trunc", 1, "trunc"),
-    CallOp("round", 1, c_f32="rintf", c_f64="rint", wgsl="round"),  # half to even
-    _libm("fma", 3, "fma"),
-    CallOp("clamp", 3, float_only=False),  # min(max(x, lo), hi): spelled by each printer
-    _exact("pow", 2, np.power, f64=True),
-    _exact("atan2", 2, np.arctan2),
-    _exact("asin", 1, np.arcsin, (_ASIN_X,)),
-    _exact("acos", 1, np.arccos, (_ASIN_X,)),
-    _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y)),
-    _native("exp", 1, np.exp, "exp"),
-    _native("exp2", 1, np.exp2, "exp2"),
-    _native("log", 1, np.log, "log"),
-    _native("log2", 1, np.log2, "log2"),
-    _native("sin", 1, np.sin, "sin"),
-    _native("cos", 1, np.cos, "cos"),
-    _native("tan", 1, np.tan, "tan"),
+    CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs",
+           doc="Absolute value (ints wrap: abs(INT_MIN) is INT_MIN)."),
+    _libm("sqrt", 1, "sqrt", "Square root (correctly rounded)."),
+    _exact("exp", 1, np.exp, f"e**x ({_CR}; vyre.approx.exp is the device's own).", f64=True),
+    _exact("exp2", 1, np.exp2, f"2**x ({_CR}).", f64=True),
+    _exact("log", 1, np.log, f"Natural logarithm ({_CR}).", f64=True),
+    _exact("log2", 1, np.log2, f"Base-2 logarithm ({_CR}).", f64=True),
+    _exact("sin", 1, np.sin, f"Sine ({_TRIG}; vyre.approx.sin is the device's own)."),
+    _exact("cos", 1, np.cos, f"Cosine ({_TRIG}; vyre.approx.cos is the device's own)."),
+    _exact("tan", 1, np.tan, f"Tangent ({_TRIG}; vyre.approx.tan is the device's own)."),
+    _exact("tanh", 1, np.tanh, "Hyperbolic tangent.", f64=True),
+    _libm("floor", 1, "floor", "Round toward -inf."),
+    _libm("ceil", 1, "ceil", "Round toward +inf."),
+    _libm("trunc", 1, "trunc", "Round toward zero."),
+    CallOp("round", 1, c_f32="rintf", c_f64="rint", wgsl="round",  # half to even
+           doc="Round to nearest, ties to even."),
+    _libm("fma", 3, "fma", "a * b + c rounded once."),
+    CallOp("clamp", 3, float_only=False,  # min(max(x, lo), hi): spelled by each printer
+           doc="min(max(x, lo), hi).", params=("x", "lo", "hi")),
+    _exact("pow", 2, np.power, "x**y (floats).", f64=True),
+    _exact("atan2", 2, np.arctan2, "The angle of (x, y), in radians, C99's atan2 "
+           f"({_CR}; vyre.approx.atan2 is the device's own).", params=("y", "x")),
+    _exact("asin", 1, np.arcsin, "Arc sine in [-pi/2, pi/2]; NaN outside [-1, 1] "
+           f"({_CR}; vyre.approx.asin is the device's own).", (_ASIN_X,)),
+    _exact("acos", 1, np.arccos, f"Arc cosine in [0, pi]; NaN outside [-1, 1] ({_CR}).",
+           (_ASIN_X,)),
+    _exact("hypot", 2, _hypot, "sqrt(x^2 + y^2) without intermediate overflow or underflow "
+           f"({_CR}; f64: approximate); +inf if either is infinite, even beside a NaN.",
+           (_HYPOT_X, _HYPOT_Y)),
+    _native("exp", 1, np.exp, "exp", "e**x"),
+    _native("exp2", 1, np.exp2, "exp2", "2**x"),
+    _native("log", 1, np.log, "log", "Natural logarithm"),
+    _native("log2", 1, np.log2, "log2", "Base-2 logarithm"),
+    _native("sin", 1, np.sin, "sin", "Sine (radians)"),
+    _native("cos", 1, np.cos, "cos", "Cosine (radians)"),
+    _native("tan", 1, np.tan, "tan", "Tangent (radians)"),
     # WGSL's atan2 and asin inherit atan's 4096 ulp bound (llvmpipe's is ~20 ulp off):
     # hooks with Cephes' polynomials instead
-    _native("atan2", 2, np.arctan2, None),
-    _native("asin", 1, np.arcsin, None, (_ASIN_X,)),
-    DOT4_I8,
+    _native("atan2", 2, np.arctan2, None, "atan2(y, x)", params=("y", "x")),
+    _native("asin", 1, np.arcsin, None, "Arcsine", (_ASIN_X,)),
+    DOT4_I8,  # (their builder functions are written by hand: acc defaults to 0)
     DOT4_U8,
 )
 
