@@ -134,7 +134,8 @@ def test_f64_exp_runs_with_the_reference_s_bits(wgpu64: BaseBackend,
 def test_probe_says_f64_runs(wgpu64: BaseBackend) -> None:
     d = wgpu64.capabilities().details
     assert d["f64_arithmetic"].startswith("yes")
-    assert "exp, exp2, log, log2, tanh, pow (vyre's definitions)" in d["f64_arithmetic"]
+    assert ("exp, exp2, log, log2, sin, cos, tan, tanh, pow, atan2, asin, hypot "
+            "(vyre's definitions)") in d["f64_arithmetic"]
     assert "f64" in wgpu64.capabilities().features
 
 
