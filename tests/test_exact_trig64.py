@@ -1,4 +1,4 @@
-"""f64 sin, cos, tan, asin, atan2 and hypot are one definition each (vyre.lower.maths
+"""f64 sin, cos, tan, asin, acos, atan2 and hypot are one definition each (vyre.lower.maths
 sincos64.py, tan64.py, atan64.py, hypot64.py): every backend runs them (wgpu too, which has no f64
 transcendental of its own), the same bits everywhere, and they are the correctly
 rounded result on every argument tested.
@@ -7,7 +7,7 @@ Checked bit for bit against vyre/tools/function_oracle_trig.py (Python's decimal
 exact rational arguments, not vyre's code): specials, subnormals, the arguments around
 2^-27 (where the definition answers x or 1 directly) and 1/2 (where the reduction
 starts), the f64 closest to a multiple of pi/2 (Muller's worst case), the f64 next to k
-pi/2 for k up to 2^1000, random bit patterns and ranges (asin: [-1, 1], its ends and
+pi/2 for k up to 2^1000, random bit patterns and ranges (asin, acos: [-1, 1], their ends and
 tiny arguments; atan2: every pair of specials, operands of every magnitude, ratios
 next to the table's i/16); the reference on a larger
 sample than the other backends (lavapipe interprets f64 in software). hypot: against
@@ -66,10 +66,10 @@ def _unit_sample(n: int, seed: int) -> np.ndarray:
                            [1.0, -1.0, np.nextafter(1.0, 0), 1 + 2.0**-52], _sample(n // 4, seed)])
 
 
-FNS = ("sin", "cos", "tan", "asin")
-REFERENCE_SAMPLE = {fn: _unit_sample(6000, 64) if fn == "asin" else _sample(8000, 64)
+FNS = ("sin", "cos", "tan", "asin", "acos")
+REFERENCE_SAMPLE = {fn: _unit_sample(6000, 64) if fn in ("asin", "acos") else _sample(8000, 64)
                     for fn in FNS}
-DEVICE_SAMPLE = {fn: _unit_sample(600, 65) if fn == "asin" else _sample(800, 65)
+DEVICE_SAMPLE = {fn: _unit_sample(600, 65) if fn in ("asin", "acos") else _sample(800, 65)
                  for fn in FNS}
 
 

@@ -180,7 +180,7 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("pow", 2, np.power, f64=True),
     _exact("atan2", 2, np.arctan2, f64=True),
     _exact("asin", 1, np.arcsin, (_ASIN_X,), f64=True),
-    _exact("acos", 1, np.arccos, (_ASIN_X,)),
+    _exact("acos", 1, np.arccos, (_ASIN_X,), f64=True),
     _exact("hypot", 2, _hypot, (_HYPOT_X, _HYPOT_Y), f64=True),
     _native("exp", 1, np.exp, "exp"),
     _native("exp2", 1, np.exp2, "exp2"),

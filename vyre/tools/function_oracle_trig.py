@@ -208,8 +208,8 @@ def correctly_rounded64(fn: str, *args: float) -> float:
 # the C library's long double functions (x87: 64-bit significands) are within a few of
 # their ulps, 2^-63; a result that far from an f64 rounding boundary decides it
 _WINDOW64 = 2.0**-58
-_LONG = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "atan2": np.arctan2,
-         "hypot": np.hypot}
+_LONG = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+         "atan2": np.arctan2, "hypot": np.hypot}
 
 
 def fast_oracle64(fn: str, *arrays: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""atan2 and asin of f64, in double-double on one arctangent of a quotient: below 1 ulp,
+"""atan2, asin and acos of f64, in double-double on one arctangent of a quotient: below 1 ulp,
 and correctly rounded unless the exact value lies within 2^-98 (relative) of the middle
 of two f64 (docs/IR.md says so).
 
@@ -179,4 +179,30 @@ def asin(b: Builder, args: tuple[X, ...]) -> X:
     r = _atan_quotient(b, lo, hi, k, flip, b.const(T.BOOL, False))[0]
     r = b.select(one, b.f64(float(PIO2)), b.select(small, ax, r))
     r = b.select(_sign(b, x), -r, r)
+    return b.select(bad, nan_of(b, T.F64), r)
+
+
+@lowering("acos", T.F64)
+def acos(b: Builder, args: tuple[X, ...]) -> X:
+    """acos(x) = atan2(sqrt(1 - x^2), x): atan2's quadrants on (root, |x|) with x's sign
+    (K = pi/2 where root > |x|, else 0 or pi), the root as asin's. max(root, |x|) is in
+    [0.7, 1] (no scaling); their ratio is at least 2^-27 but where x is near 0, where the
+    series is skipped below 2^-60 as in atan2; K = 0 only for x > 0.7, whose acos is far
+    above the subnormals. acos(1) = +0, acos(-1) = pi rounded, |x| > 1 and NaN give NaN."""
+    (x,) = args
+    ax = b.let(x.abs())
+    bad = b.let(ax.gt(1.0).lor(x.ne(x)))  # |x| > 1 or NaN
+    one = b.let(ax.eq(1.0))
+    a = b.let(b.select(bad.lor(one), b.f64(0.5), ax))  # stand-in
+    xneg = b.let(_sign(b, x))
+    sq = dd.two_prod(b, a, a)
+    w = dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1]))  # 1 - a^2 >= 2^-53, exact
+    root = sqrt_dd(b, w)
+    swap = b.let(root[0].gt(a))
+    lo = (b.let(b.select(swap, a, root[0])), b.let(b.select(swap, b.f64(0.0), root[1])))
+    hi = (b.let(b.select(swap, root[0], a)), b.let(b.select(swap, root[1], b.f64(0.0))))
+    k, flip = _quadrant(b, swap, xneg)
+    tiny = b.let(lo[0].lt(hi[0] * _TINY_RATIO))
+    r = _atan_quotient(b, lo, hi, k, flip, tiny)[0]
+    r = b.select(one, b.select(xneg, b.f64(float(2 * PIO2)), b.f64(0.0)), r)
     return b.select(bad, nan_of(b, T.F64), r)
