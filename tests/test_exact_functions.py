@@ -188,8 +188,10 @@ def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
                  f"{fn} of flushed subnormals")
 
 
-# the functions with an exact f64 definition too (tests/test_exact_f64.py checks them)
-EXACT_F64 = frozenset({"exp", "exp2", "log", "log2", "tanh", "pow"})
+# the functions with an exact f64 definition too (tests/test_exact_f64.py and
+# tests/test_exact_trig64.py check them)
+EXACT_F64 = frozenset({"exp", "exp2", "log", "log2", "tanh", "pow", "sin", "cos", "tan",
+                       "asin", "acos", "atan2", "hypot"})
 
 
 def test_the_functions_are_exact_for_f32_and_f16_and_f64_where_defined() -> None:

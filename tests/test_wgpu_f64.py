@@ -15,9 +15,9 @@ import pytest
 import vyre
 from vyre import DispatchConfig, ProgramBuilder, ScalarType, UnsupportedFeature
 from vyre.backend import BaseBackend
-from vyre.builder import ceil, exp, floor, fma, log, round_, sin, sqrt, trunc
+from vyre.builder import call_fn, ceil, cos, exp, floor, fma, log, round_, sin, sqrt, trunc
 from vyre.tools.conformance import CASES, check_case, unsupported_reason
-from vyre.tools.testing import reference_for
+from vyre.tools.testing import assert_agree, reference_for
 
 F64, F32, I64, U32 = ScalarType.F64, ScalarType.F32, ScalarType.I64, ScalarType.U32
 N = 1 << 14
@@ -106,17 +106,32 @@ def test_exact_paths_are_the_ones_that_ran(wgpu64: BaseBackend) -> None:
     assert ("vy_fn_exact_1sqrt_1f64(" in src) == exact
 
 
-@pytest.mark.parametrize("name, fn", [("approx_exp", vyre.approx.exp), ("sin", sin)])
-def test_f64_transcendental_raises_naming_it(name: str, fn: Callable[[Any], Any],
-                                             wgpu64: BaseBackend) -> None:
-    """The backend's own f64 functions (WGSL has none) are refused by name."""
-    prog = _program(name, lambda x, y, z: fn(x))
+@pytest.mark.parametrize("fn", ["approx_sin", "approx_exp"])
+def test_f64_transcendental_raises_naming_it(fn: str, wgpu64: BaseBackend) -> None:
+    """The backends' own f64 functions (vyre.approx) have no WGSL form."""
+    prog = _program(fn, lambda x, y, z: call_fn(fn, x))
     data = {**_data(), "o": N}
-    with pytest.raises(UnsupportedFeature, match=f"f64 {name}"):
+    with pytest.raises(UnsupportedFeature, match=f"f64 {fn}"):
         wgpu64.dispatch(prog, data, DispatchConfig(grid=(N // 64, 1, 1)))
     assert wgpu64.live_buffers() == []
     refused = wgpu64.capabilities().details["refused_calls"]["f64"]
-    assert name in refused and "sqrt" not in refused and "exp" not in refused
+    assert fn in refused and "sqrt" not in refused
+
+
+@pytest.mark.parametrize("fn", [sin, cos])
+def test_f64_function_with_a_definition_runs(fn: Callable[[Any], Any], wgpu64: BaseBackend,
+                                             reference: BaseBackend) -> None:
+    """f64 sin and cos are vyre's definitions (vyre.lower.maths), so wgpu runs them, bit
+    for bit with the reference, and neither refuses nor names them as refused."""
+    prog = _program(fn.__name__, lambda x, y, z: fn(x * 1e3) + fn(y))
+    data = {**_data(), "o": N}
+    cfg = DispatchConfig(grid=(N // 64, 1, 1))
+    got = wgpu64.dispatch(prog, data, cfg)["o"]
+    want = reference_for(wgpu64, reference).dispatch(prog, data, cfg)["o"]
+    assert_agree(got, want, what=f"f64 {fn.__name__}")  # bits, any NaN for a NaN (docs/IR.md)
+    assert fn.__name__ not in wgpu64.capabilities().details["refused_calls"]["f64"]
+    said = wgpu64.capabilities().details["f64_arithmetic"]
+    assert fn.__name__ in said.split(" (vyre's definitions)")[0].split("and ")[-1].split(", ")
 
 
 def test_f64_exp_runs_with_the_reference_s_bits(wgpu64: BaseBackend,
@@ -134,7 +149,8 @@ def test_f64_exp_runs_with_the_reference_s_bits(wgpu64: BaseBackend,
 def test_probe_says_f64_runs(wgpu64: BaseBackend) -> None:
     d = wgpu64.capabilities().details
     assert d["f64_arithmetic"].startswith("yes")
-    assert "exp, exp2, log, log2, tanh, pow (vyre's definitions)" in d["f64_arithmetic"]
+    assert ("exp, exp2, log, log2, sin, cos, tan, tanh, pow, atan2, asin, acos, hypot "
+            "(vyre's definitions)") in d["f64_arithmetic"]
     assert "f64" in wgpu64.capabilities().features
 
 

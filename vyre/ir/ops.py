@@ -205,8 +205,9 @@ def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # the docstrings' recurring clauses
-_CR = "f32 / f16: correctly rounded, the same bits on every backend"
-_TRIG = "radians; f32 / f16: correctly rounded for every argument, the same bits on every backend"
+_CR = ("the same bits on every backend in f32, f16 and f64; correctly rounded (f64: on every "
+       "argument tested, docs/IR.md)")
+_TRIG = f"radians; {_CR}"
 
 CALL_OPS: tuple[CallOp, ...] = (
     CallOp("abs", 1, float_only=False, c_f32="fabsf", c_f64="fabs",
@@ -216,10 +217,10 @@ CALL_OPS: tuple[CallOp, ...] = (
     _exact("exp2", 1, np.exp2, f"2**x ({_CR}).", f64=True),
     _exact("log", 1, np.log, f"Natural logarithm ({_CR}).", f64=True),
     _exact("log2", 1, np.log2, f"Base-2 logarithm ({_CR}).", f64=True),
-    _exact("sin", 1, np.sin, f"Sine ({_TRIG}; vyre.approx.sin is the device's own)."),
-    _exact("cos", 1, np.cos, f"Cosine ({_TRIG}; vyre.approx.cos is the device's own)."),
-    _exact("tan", 1, np.tan, f"Tangent ({_TRIG}; vyre.approx.tan is the device's own)."),
-    _exact("tanh", 1, np.tanh, "Hyperbolic tangent.", f64=True),
+    _exact("sin", 1, np.sin, f"Sine ({_TRIG}; vyre.approx.sin is the device's own).", f64=True),
+    _exact("cos", 1, np.cos, f"Cosine ({_TRIG}; vyre.approx.cos is the device's own).", f64=True),
+    _exact("tan", 1, np.tan, f"Tangent ({_TRIG}; vyre.approx.tan is the device's own).", f64=True),
+    _exact("tanh", 1, np.tanh, f"Hyperbolic tangent ({_CR}).", f64=True),
     _libm("floor", 1, "floor", "Round toward -inf."),
     _libm("ceil", 1, "ceil", "Round toward +inf."),
     _libm("trunc", 1, "trunc", "Round toward zero."),
@@ -228,16 +229,16 @@ CALL_OPS: tuple[CallOp, ...] = (
     _libm("fma", 3, "fma", "a * b + c rounded once."),
     CallOp("clamp", 3, float_only=False,  # min(max(x, lo), hi): spelled by each printer
            doc="min(max(x, lo), hi).", params=("x", "lo", "hi")),
-    _exact("pow", 2, np.power, "x**y (floats).", f64=True),
+    _exact("pow", 2, np.power, f"x**y, C99's pow ({_CR}).", f64=True),
     _exact("atan2", 2, np.arctan2, "The angle of (x, y), in radians, C99's atan2 "
-           f"({_CR}; vyre.approx.atan2 is the device's own).", params=("y", "x")),
+           f"({_CR}; vyre.approx.atan2 is the device's own).", params=("y", "x"), f64=True),
     _exact("asin", 1, np.arcsin, "Arc sine in [-pi/2, pi/2]; NaN outside [-1, 1] "
-           f"({_CR}; vyre.approx.asin is the device's own).", (_ASIN_X,)),
+           f"({_CR}; vyre.approx.asin is the device's own).", (_ASIN_X,), f64=True),
     _exact("acos", 1, np.arccos, f"Arc cosine in [0, pi]; NaN outside [-1, 1] ({_CR}).",
-           (_ASIN_X,)),
+           (_ASIN_X,), f64=True),
     _exact("hypot", 2, _hypot, "sqrt(x^2 + y^2) without intermediate overflow or underflow "
-           f"({_CR}; f64: approximate); +inf if either is infinite, even beside a NaN.",
-           (_HYPOT_X, _HYPOT_Y)),
+           f"({_CR}); +inf if either is infinite, even beside a NaN.",
+           (_HYPOT_X, _HYPOT_Y), f64=True),
     _native("exp", 1, np.exp, "exp", "e**x"),
     _native("exp2", 1, np.exp2, "exp2", "2**x"),
     _native("log", 1, np.log, "log", "Natural logarithm"),

@@ -62,7 +62,7 @@ def _atan_table() -> list[tuple[float, float]]:
 _ATAN = _atan_table()
 
 
-def _table(b: Builder, i: X) -> dd.DD:
+def atan_table(b: Builder, i: X) -> dd.DD:
     """atan(i / 16) for u32 i in 0..16, a double-double."""
     return b.let(b.table(i, [h for h, _ in _ATAN])), b.let(b.table(i, [lo for _, lo in _ATAN]))
 
@@ -96,7 +96,7 @@ def atan_ratio(b: Builder, ty: ScalarType, a: dd.DD, bb: dd.DD, k: dd.DD, flip: 
     u = b.let((num[0] + num[1]) * inv)
     z = b.let(u * u)
     p = u + u * z * _horner(z, _FAST_TERMS)
-    at = _table(b, i)
+    at = atan_table(b, i)
     sgn = b.let(b.select(flip, b.f64(-1.0), b.f64(1.0)))
     y = (k[0] + sgn * at[0]) + (k[1] + sgn * (at[1] + p))
     y = b.let(y)

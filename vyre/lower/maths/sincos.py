@@ -135,14 +135,20 @@ def nan_of(b: Builder, ty: ScalarType) -> X:
     return b.u32(0x7FC00000).bitcast(T.F32).cast(ty)
 
 
-def _sincos(b: Builder, x: X, is_cos: bool) -> X:
-    r = reduce(b, x)
-    q = r.k + 1 if is_cos else r.k
-    odd = b.let((q & 1).eq(1))
+def quadrant(b: Builder, k: X, is_cos: bool, sign: X) -> tuple[X, X]:
+    """(odd, neg) for the quadrant k (u32) of an argument of sign bit `sign` (u32 0 / 1):
+    sin or cos of x is cos(r) where odd (else sin(r)), negated where neg (cos(x) =
+    sin(x + pi/2): quadrant k + 1; sin is odd, cos even)."""
+    q = k + 1 if is_cos else k
     flip = (q >> 1) & 1
     if not is_cos:
-        flip = flip ^ (r.bits >> 31)
-    neg = b.let(flip.eq(1))
+        flip = flip ^ sign
+    return b.let((q & 1).eq(1)), b.let(flip.eq(1))
+
+
+def _sincos(b: Builder, x: X, is_cos: bool) -> X:
+    r = reduce(b, x)
+    odd, neg = quadrant(b, r.k, is_cos, r.bits >> 31)
     s, c = sin_cos_fast(b, r)
     y = b.let(b.select(odd, c, s))
     y = b.select(neg, -y, y)
