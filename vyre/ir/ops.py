@@ -156,13 +156,6 @@ def _libm(name: str, arity: int, wgsl: str | None, doc: str,
                   params=params)
 
 
-def _approx(name: str, arity: int, reference: Callable[..., np.ndarray], wgsl: str | None,
-            samples: tuple[tuple[float, ...], ...] = ()) -> CallOp:
-    """An approximate function spelled `namef` / `name` in C, with no f64 form in WGSL."""
-    return CallOp(name, arity, approximate=True, reference=reference, c_f32=f"{name}f",
-                  c_f64=name, wgsl=wgsl, wgsl_f64=False, samples=samples)
-
-
 def _exact(name: str, arity: int, reference: Callable[..., np.ndarray], doc: str,
            samples: tuple[tuple[float, ...], ...] = (), f64: bool = False,
            params: tuple[str, ...] = ()) -> CallOp:
