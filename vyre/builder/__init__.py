@@ -19,7 +19,8 @@ This package is the builder's public face: every name of the DSL is importable f
 (typing), values (Value, Variable), buffers (BufferRef), control (blocks not yet entered),
 functions (the hand-written ones: vyre.select & co, and `_fn`), calls (vyre.sqrt & co,
 generated from the op registry by vyre.tools.gen_calls), then ProgramBuilder in three
-layers: declarations, statements and program (control flow, build). It must never evaluate a kernel or know about backends.
+layers: declarations, statements and program (control flow, build). It must never
+evaluate a kernel or know about backends.
 """
 
 from __future__ import annotations

@@ -26,52 +26,52 @@ def sqrt(x: Value) -> Value:
 
 
 def exp(x: Value) -> Value:
-    """e**x (the same bits on every backend in f32, f16 and f64; correctly rounded (f64: on
-    every argument tested, docs/IR.md); vyre.approx.exp is the device's own)."""
+    """e**x (the same bits on every backend in f32, f16 and f64; correctly rounded, f64 on
+    every argument tested: docs/IR.md; vyre.approx.exp is the device's own)."""
     return _fn("exp", x)
 
 
 def exp2(x: Value) -> Value:
-    """2**x (the same bits on every backend in f32, f16 and f64; correctly rounded (f64: on
-    every argument tested, docs/IR.md))."""
+    """2**x (the same bits on every backend in f32, f16 and f64; correctly rounded, f64 on
+    every argument tested: docs/IR.md)."""
     return _fn("exp2", x)
 
 
 def log(x: Value) -> Value:
     """Natural logarithm (the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md))."""
+    rounded, f64 on every argument tested: docs/IR.md)."""
     return _fn("log", x)
 
 
 def log2(x: Value) -> Value:
     """Base-2 logarithm (the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md))."""
+    rounded, f64 on every argument tested: docs/IR.md)."""
     return _fn("log2", x)
 
 
 def sin(x: Value) -> Value:
-    """Sine (radians; the same bits on every backend in f32, f16 and f64; correctly rounded
-    (f64: on every argument tested, docs/IR.md); vyre.approx.sin is the device's own)."""
+    """Sine (radians; the same bits on every backend in f32, f16 and f64; correctly rounded,
+    f64 on every argument tested: docs/IR.md; vyre.approx.sin is the device's own)."""
     return _fn("sin", x)
 
 
 def cos(x: Value) -> Value:
     """Cosine (radians; the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md); vyre.approx.cos is the device's
+    rounded, f64 on every argument tested: docs/IR.md; vyre.approx.cos is the device's
     own)."""
     return _fn("cos", x)
 
 
 def tan(x: Value) -> Value:
     """Tangent (radians; the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md); vyre.approx.tan is the device's
+    rounded, f64 on every argument tested: docs/IR.md; vyre.approx.tan is the device's
     own)."""
     return _fn("tan", x)
 
 
 def tanh(x: Value) -> Value:
     """Hyperbolic tangent (the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md))."""
+    rounded, f64 on every argument tested: docs/IR.md)."""
     return _fn("tanh", x)
 
 
@@ -107,34 +107,34 @@ def clamp(x: Any, lo: Any, hi: Any) -> Value:
 
 def pow_(x: Any, y: Any) -> Value:
     """x**y, C99's pow (the same bits on every backend in f32, f16 and f64; correctly
-    rounded (f64: on every argument tested, docs/IR.md))."""
+    rounded, f64 on every argument tested: docs/IR.md)."""
     return _fn("pow", x, y)
 
 
 def atan2(y: Any, x: Any) -> Value:
     """The angle of (x, y), in radians, C99's atan2 (the same bits on every backend in f32,
-    f16 and f64; correctly rounded (f64: on every argument tested, docs/IR.md);
+    f16 and f64; correctly rounded, f64 on every argument tested: docs/IR.md;
     vyre.approx.atan2 is the device's own)."""
     return _fn("atan2", y, x)
 
 
 def asin(x: Value) -> Value:
     """Arc sine in [-pi/2, pi/2]; NaN outside [-1, 1] (the same bits on every backend in
-    f32, f16 and f64; correctly rounded (f64: on every argument tested, docs/IR.md);
+    f32, f16 and f64; correctly rounded, f64 on every argument tested: docs/IR.md;
     vyre.approx.asin is the device's own)."""
     return _fn("asin", x)
 
 
 def acos(x: Value) -> Value:
     """Arc cosine in [0, pi]; NaN outside [-1, 1] (the same bits on every backend in f32,
-    f16 and f64; correctly rounded (f64: on every argument tested, docs/IR.md))."""
+    f16 and f64; correctly rounded, f64 on every argument tested: docs/IR.md)."""
     return _fn("acos", x)
 
 
 def hypot(x: Any, y: Any) -> Value:
     """sqrt(x^2 + y^2) without intermediate overflow or underflow (the same bits on every
-    backend in f32, f16 and f64; correctly rounded (f64: on every argument tested,
-    docs/IR.md)); +inf if either is infinite, even beside a NaN."""
+    backend in f32, f16 and f64; correctly rounded, f64 on every argument tested:
+    docs/IR.md); +inf if either is infinite, even beside a NaN."""
     return _fn("hypot", x, y)
 
 

@@ -198,8 +198,8 @@ def _hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # the docstrings' recurring clauses
-_CR = ("the same bits on every backend in f32, f16 and f64; correctly rounded (f64: on every "
-       "argument tested, docs/IR.md)")
+_CR = ("the same bits on every backend in f32, f16 and f64; correctly rounded, f64 on every "
+       "argument tested: docs/IR.md")
 _TRIG = f"radians; {_CR}"
 
 CALL_OPS: tuple[CallOp, ...] = (

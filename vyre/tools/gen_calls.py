@@ -101,23 +101,23 @@ def targets() -> dict[Path, str]:
     return {_BUILDER / "calls.py": exact_module(), _BUILDER / "calls_approx.py": approx_module()}
 
 
-def stale() -> list[Path]:
-    """The generated files that differ from what the registry gives now."""
-    return [p for p, text in targets().items()
-            if not p.exists() or p.read_text(encoding="utf-8") != text]
+def stale() -> dict[Path, str]:
+    """The generated files that differ from what the registry gives now, and the text
+    each must hold."""
+    return {p: text for p, text in targets().items()
+            if not p.exists() or p.read_text(encoding="utf-8") != text}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--write", action="store_true", help="rewrite the stale files")
     args = p.parse_args(argv)
-    if args.write:
-        for path, text in targets().items():
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
-                print(f"wrote {path}")
-        return 0
     old = stale()
+    if args.write:
+        for path, text in old.items():
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+        return 0
     for path in old:
         print(f"{path} is stale: run `{COMMAND}`", file=sys.stderr)
     return 1 if old else 0

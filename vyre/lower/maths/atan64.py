@@ -128,6 +128,13 @@ def _tiny_quotient(b: Builder, a: X, bb: X) -> X:
     return out
 
 
+def _unit_root(b: Builder, a: X) -> dd.DD:
+    """sqrt(1 - a^2) for 0 <= a < 1, a double-double: 1 - a^2 exact (a^2 by Veltkamp;
+    it is >= 2^-53), its root atan.sqrt_dd's (within 2^-100). asin's and acos's."""
+    sq = dd.two_prod(b, a, a)
+    return sqrt_dd(b, dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1])))
+
+
 @lowering("atan2", T.F64)
 def atan2(b: Builder, args: tuple[X, ...]) -> X:
     y, x = args
@@ -168,9 +175,7 @@ def asin(b: Builder, args: tuple[X, ...]) -> X:
     one = b.let(ax.eq(1.0))
     small = b.let(ax.lt(2.0**-27))
     a = b.let(b.select(bad.lor(one).lor(small), b.f64(0.5), ax))  # stand-in
-    sq = dd.two_prod(b, a, a)
-    w = dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1]))  # 1 - a^2 >= 2^-53, exact
-    root = sqrt_dd(b, w)
+    root = _unit_root(b, a)
     swap = b.let(a.gt(root[0]))
     lo = (b.let(b.select(swap, root[0], a)), b.let(b.select(swap, root[1], b.f64(0.0))))
     hi = (b.let(b.select(swap, a, root[0])), b.let(b.select(swap, b.f64(0.0), root[1])))
@@ -195,9 +200,7 @@ def acos(b: Builder, args: tuple[X, ...]) -> X:
     one = b.let(ax.eq(1.0))
     a = b.let(b.select(bad.lor(one), b.f64(0.5), ax))  # stand-in
     xneg = b.let(_sign(b, x))
-    sq = dd.two_prod(b, a, a)
-    w = dd.add(b, (b.f64(1.0), b.f64(0.0)), (-sq[0], -sq[1]))  # 1 - a^2 >= 2^-53, exact
-    root = sqrt_dd(b, w)
+    root = _unit_root(b, a)
     swap = b.let(root[0].gt(a))
     lo = (b.let(b.select(swap, a, root[0])), b.let(b.select(swap, b.f64(0.0), root[1])))
     hi = (b.let(b.select(swap, root[0], a)), b.let(b.select(swap, root[1], b.f64(0.0))))
