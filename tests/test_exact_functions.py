@@ -14,7 +14,10 @@ arguments on a GPU.
 
 from __future__ import annotations
 
+import sys
+from contextlib import closing
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +27,12 @@ from vyre import ScalarType, UnsupportedFeature
 from vyre.backend import BaseBackend
 from vyre.builder import ProgramBuilder, call_fn
 from vyre.ir import nodes as N
+from vyre.lower import Traits
 from vyre.tools.function_oracle import fast_oracle
 from vyre.tools.testing import EXACT, flushed_types, reference_for, tolerance_for
+
+sys.path.insert(0, str(Path(__file__).parent))
+from lowering_cases import LoweredReference
 
 F32, F16, F64 = ScalarType.F32, ScalarType.F16, ScalarType.F64
 ONE_ARG = ("exp", "exp2", "log", "log2", "tanh")
@@ -186,6 +193,41 @@ def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
     ref = reference_for(forced, reference)
     _assert_bits(_run(ref, fn, F32, args2), fast_oracle(fn, np.float32, *zeros), args2,
                  f"{fn} of flushed subnormals")
+
+
+def _fast_range_edges(fn: str) -> np.ndarray:
+    """Every f32 within 2^12 ulps of the ends of exp32's fast range, and of 0."""
+    from vyre.lower.maths.exp32 import FAST_RANGE
+
+    edges = np.array([*FAST_RANGE[fn], 0.0], np.float32).view(np.int32).astype(np.int64)
+    steps = np.arange(-(1 << 12), 1 << 12)
+    bits = (edges[:, None] + steps[None, :]).ravel()
+    return np.unique(bits[(bits >= 0) & (bits < 1 << 32)].astype(np.uint32).view(np.float32))
+
+
+# the targets of exp's f32 definitions: exp32's path in f32 alone with the target's fma,
+# with vyre.lower.fma's exact one (an fma that rounds twice), and the f64 path (wgpu's)
+_EXP_TARGETS = {"indexed_tables": Traits(indexed_tables=True, fused_fma=True, wide=True),
+                "indexed_tables_no_fma": Traits(indexed_tables=True, wide=True),
+                "select_tables": Traits(fused_fma=True, wide=True)}
+
+
+@pytest.mark.parametrize("target", list(_EXP_TARGETS))
+@pytest.mark.parametrize("fn", ["exp", "exp2"])
+def test_each_definition_is_correctly_rounded(fn: str, target: str) -> None:
+    """exp's f32 definition has two common paths, chosen by the target's
+    `Traits.indexed_tables` (CUDA: exp32's, in f32 alone; wgpu: the f64 one): each,
+    lowered for such a target and run on the reference, gives the oracle's bits on the
+    sample, on every argument near the f32 path's range ends and on 2^16 consecutive
+    arguments from 1.0 down."""
+    ones = (np.float32(1.0).view(np.uint32) - np.arange(1 << 16, dtype=np.uint32)).view(
+        np.float32)
+    xs = np.concatenate([_f32_args(fn)[0], _fast_range_edges(fn), ones, -ones])
+    n = xs.size
+    cfg = vyre.DispatchConfig(grid=-(-n // 64))
+    with closing(LoweredReference(_EXP_TARGETS[target])) as low:
+        got = np.asarray(low.dispatch(_program(fn, F32), {"a0": xs, "out": n}, cfg)["out"])
+    _assert_bits(got, fast_oracle(fn, np.float32, xs), [xs], f"{fn} f32 ({target})")
 
 
 # the functions with an exact f64 definition too (tests/test_exact_f64.py and

@@ -350,7 +350,7 @@ def _blocks(s: N.StmtNode) -> list[tuple[N.StmtNode, ...]]:
 
 def lower(program: N.Program, traits: Traits) -> N.Program:
     """`program` rewritten into the core for a target with `traits` (same declarations)."""
-    program = lower_maths(program, lambda fn: _lower_function(program, fn, traits))
+    program = lower_maths(program, lambda fn: _lower_function(program, fn, traits), traits)
     return _lower_body(program, traits)
 
 

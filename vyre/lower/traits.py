@@ -57,16 +57,22 @@ class Traits:
     # f16 and f64 fma round once (False: vyre's exact ones, f16's through f32, f64's in
     # 64-bit integers; Vulkan lets both round twice)
     fused_fma_f16_f64: bool = False
+    # a constant table (the core's N.Table) read at a runtime index costs one memory read
+    # (CUDA: a __device__ array through L1); False: the printer spells it as a tree of
+    # selects (WGSL), and the function definitions take their paths with small tables
+    # (vyre.lower.maths: exp32)
+    indexed_tables: bool = False
 
 
 ALL_NATIVE = Traits(**{f.name: True for f in fields(Traits)})  # the reference: nothing to do
 NOTHING_NATIVE = Traits()  # C-like targets (CUDA C, WGSL): every rule lowered
 
 # the traits of operations vyre replaces by exact methods of its own (vyre.lower.divsqrt,
-# vyre.lower.fma)
+# vyre.lower.fma) or that choose among a function's exact definitions (indexed_tables),
 # and the rules whose rewrites make such an operation (float rem divides; f16 arithmetic
 # divides and takes roots in f32)
-_EXACT_OPS = ("float_div", "float_sqrt", "wide", "fused_fma", "fused_fma_f16_f64")
+_EXACT_OPS = ("float_div", "float_sqrt", "wide", "fused_fma", "fused_fma_f16_f64",
+              "indexed_tables")
 _MAKING_EXACT_OPS = ("float_rem", "f16_arith")
 
 

@@ -49,11 +49,11 @@ KERNEL_NAME = "vyre_main"
 # expressions (which the lockstep vectoriser merges into vector loads). Float division and
 # sqrt are correctly rounded (nvrtc.py: --prec-div, --prec-sqrt), fma rounds once.
 TRAITS = Traits(guarded_expr=True, in_place=True, float_div=True, float_sqrt=True,
-                fused_fma=True, fused_fma_f16_f64=True)
+                fused_fma=True, fused_fma_f16_f64=True, indexed_tables=True)
 # the lockstep body evaluates values, conditions and hoisted loads of every invocation
 # ahead of the conditions around them: each access keeps its own index test there
 LOCKSTEP_TRAITS = Traits(guarded_expr=True, float_div=True, float_sqrt=True, fused_fma=True,
-                         fused_fma_f16_f64=True)
+                         fused_fma_f16_f64=True, indexed_tables=True)
 
 @dataclass(frozen=True)
 class KernelSignature:

@@ -23,6 +23,7 @@ from vyre.ir import nodes as N
 from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, walk_exprs, with_parts
+from vyre.lower.traits import ALL_NATIVE, Traits
 
 from .build import define
 from .registry import lowered, registered
@@ -50,8 +51,9 @@ BodyLowering = Callable[[N.Function], N.Function] | None
 
 
 class _Apply:
-    def __init__(self, lower_body: BodyLowering) -> None:
+    def __init__(self, lower_body: BodyLowering, traits: Traits) -> None:
         self.map = ExprMap(self.rewrite, kept=_LEAVES)
+        self.traits = traits
         self.functions: dict[tuple[str, ScalarType], N.Function] = {}
         self.lower_body = lower_body
         self.lets: list[N.StmtNode] = []  # the arguments set in locals, per statement
@@ -65,7 +67,7 @@ class _Apply:
             f = lowered(e.fn, e.ty)
             if f is None:
                 return None
-            got = define(f"{e.fn}_{e.ty}", e.ty, tuple(a.ty for a in e.args), f)
+            got = define(f"{e.fn}_{e.ty}", e.ty, tuple(a.ty for a in e.args), f, self.traits)
             if self.lower_body is not None:
                 got = self.lower_body(got)
             self.functions[key] = got
@@ -112,13 +114,16 @@ class _Apply:
         return [*lets, with_parts(s, new, child_blocks(s))]
 
 
-def lower_maths(program: N.Program, lower_body: BodyLowering = None) -> N.Program:
+def lower_maths(program: N.Program, lower_body: BodyLowering = None,
+                traits: Traits = ALL_NATIVE) -> N.Program:
     """`program` with every call of a registered function replaced by an `Invoke` of its
     definition, one `Function` per function and type (the same object when it has
-    none); `lower_body` lowers each Function's body for the target, once."""
+    none), chosen for a target with `traits` (every choice gives the same bits; the
+    reference's ALL_NATIVE takes CUDA's); `lower_body` lowers each Function's body for
+    the target, once."""
     if not lowered_calls(program):
         return program
-    body = map_block(program.body, _Apply(lower_body).stmt)
+    body = map_block(program.body, _Apply(lower_body, traits).stmt)
     return program.model_copy(update={"body": body})
 
 

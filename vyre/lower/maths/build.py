@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from vyre.ir import nodes as N
 from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
+from vyre.lower.traits import ALL_NATIVE, Traits
 
 T = ScalarType
 
@@ -139,10 +140,12 @@ class X:
 
 class Builder:
     """Makes constants, selects and locals; collects the statements a lowering needs
-    before the statement that held the call (`stmts`)."""
+    before the statement that held the call (`stmts`). `traits`: the target's, for a
+    lowering that chooses among its exact paths by cost (every path gives the same bits)."""
 
-    def __init__(self, fresh: Callable[[], str]) -> None:
+    def __init__(self, fresh: Callable[[], str], traits: Traits = ALL_NATIVE) -> None:
         self.fresh = fresh
+        self.traits = traits
         self.stmts: list[N.StmtNode] = []
 
     # ------------------------------------------------------------ constants
@@ -188,6 +191,12 @@ class Builder:
         assert i.ty is T.U32, i.ty
         vals = tuple(float(v) for v in values) if ty.is_float else tuple(int(v) for v in values)
         return X(self, made(N.Table, values=vals, index=i.e, ty=ty))
+
+    def fma(self, x: X, y: X | float, z: X | float) -> X:
+        """x * y + z rounded once (f32: the target's own where `traits.fused_fma`, else
+        vyre.lower.fma's exact one, so the same bits everywhere)."""
+        assert x.ty is T.F32, x.ty
+        return X(self, made(N.Call, fn="fma", args=(x.e, x._o(y), x._o(z)), ty=T.F32))
 
     def f2i(self, x: X, ty: ScalarType = T.I32) -> X:
         """The truncation of float `x` to int `ty`, for an `x` the caller keeps inside
@@ -240,16 +249,18 @@ class Builder:
 
 
 def define(name: str, ty: ScalarType, params: tuple[ScalarType, ...],
-           body: Callable[[Builder, tuple[X, ...]], X]) -> N.Function:
+           body: Callable[[Builder, tuple[X, ...]], X],
+           traits: Traits = ALL_NATIVE) -> N.Function:
     """The core `Function` `name` of result type `ty`: `body(b, args)`'s statements and
-    result over parameters of types `params` (locals named mx.<n>, parameters mx.a<j>)."""
+    result over parameters of types `params` (locals named mx.<n>, parameters mx.a<j>),
+    for a target with `traits`."""
     count = [0]
 
     def fresh() -> str:
         count[0] += 1
         return f"mx.{count[0]}"
 
-    b = Builder(fresh)
+    b = Builder(fresh, traits)
     names = tuple((f"mx.a{j}", t) for j, t in enumerate(params))
     result = body(b, tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in names))
     return made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e, ty=ty)

@@ -1,4 +1,6 @@
-"""exp and exp2 (f32, f16): correctly rounded, evaluated in f64 (Tang's table method).
+"""exp and exp2 (f32, f16): correctly rounded, evaluated in f64 (Tang's table method); on a
+target with cheap tables (`Traits.indexed_tables`) f32's common path is exp32's, in f32
+alone, with this one as its slow path.
 
 2^z with z = x (exp2) or x log2(e) (exp): k = round(16 z), z = k / 16 + r with |r| <= 1/32
 (+ 2^-19 for exp), 2^z = 2^(k >> 4) * 2^((k & 15) / 16) * 2^r. The table 2^(i / 16) is an
@@ -31,6 +33,7 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
+from .exp32 import exp_f32
 from .registry import lowering
 from .rounding import finish
 
@@ -131,6 +134,12 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
 @lowering("exp2", T.F32, T.F16)
 def exp2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
+    if x.ty is T.F32 and b.traits.indexed_tables:
+        return exp_f32(b, x, "exp2", lambda: _exp2(b, x))
+    return _exp2(b, x)
+
+
+def _exp2(b: Builder, x: X) -> X:
     # clamped in x's type (the bounds are exact there, so this is the f64 clamp of x's
     # value; two f32 min / max instead of f64 compares and selects)
     z = b.let(x.max(-151.0).min(129.0).cast(T.F64))  # (NaN -> -151: selected below)
@@ -143,6 +152,12 @@ def exp2(b: Builder, args: tuple[X, ...]) -> X:
 @lowering("exp", T.F32, T.F16)
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
+    if x.ty is T.F32 and b.traits.indexed_tables:
+        return exp_f32(b, x, "exp", lambda: _exp(b, x))
+    return _exp(b, x)
+
+
+def _exp(b: Builder, x: X) -> X:
     # e^-105 < 2^-151, e^90 > 2^129; clamped in x's type as exp2's (NaN: below)
     z = b.let(x.max(-105.0).min(90.0).cast(T.F64))
     zh = b.let(z * _L2E_HI)  # exact
