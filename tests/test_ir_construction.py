@@ -82,3 +82,22 @@ def test_a_lowered_program_round_trips_like_a_built_one(traits: Any) -> None:
     again = N.Program.model_validate_json(lowered.model_dump_json())
     assert again == lowered and again.model_dump() == lowered.model_dump()
     assert again.content_hash == lowered.content_hash
+
+
+def test_the_fast_construction_matches_pydantic_and_falls_back_where_unplanned() -> None:
+    """vyre.ir.construct: a planned node class builds and copies as pydantic does; a model
+    whose construction does more (a default factory) is left to pydantic."""
+    from pydantic import BaseModel, Field
+
+    from vyre.ir import construct
+
+    node = made(N.Binary, op="add", a=X, b=X, ty=T.U32)
+    assert construct._PLANS[N.Binary] is not None
+    _same(node, N.Binary.model_construct(op="add", a=X, b=X, ty=T.U32))
+    _same(copied(node, {"op": "sub"}), N.Binary(op="sub", a=X, b=X, ty=T.U32))
+
+    class Listed(BaseModel):
+        items: list[int] = Field(default_factory=list)
+
+    got = construct.construct(Listed, {})
+    assert construct._PLANS[Listed] is None and got.items == [] and got.model_fields_set == set()

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import InvalidProgram
 from . import ops
+from .construct import construct, copy_with
 from .digest import (
     _const_key,
     _dag_digest_iterative,
@@ -620,8 +621,9 @@ def install_derivations(*, expr_facts: Callable[[Program], ExprFacts],
 def copied(node: NodeT, update: Mapping[str, Any]) -> NodeT:
     """`node.model_copy(update=update)`: the lowering rebuilds a node over new operands with
     it; like model_copy it does not validate `update` (tests/test_ir_construction.py shows
-    such a node compares, hashes and serialises like a validated one)."""
-    return node.model_copy(update=update)
+    such a node compares, hashes and serialises like a validated one). By
+    vyre.ir.construct: pydantic's copy without its per-call lookups."""
+    return copy_with(node, update)
 
 
 def made(cls: type[NodeT], **values: Any) -> NodeT:
@@ -629,8 +631,9 @@ def made(cls: type[NodeT], **values: Any) -> NodeT:
     for it), for the lowering's hot paths. Only for a class without validators of its own
     (not Const, not Program) and values that already have their fields' types (nodes,
     tuples of nodes, ScalarType, str, int, None), which validation would pass through
-    unchanged; tests/test_ir_construction.py holds such a node equal to the validated one."""
-    return cls.model_construct(**values)
+    unchanged; tests/test_ir_construction.py holds such a node equal to the validated one.
+    By vyre.ir.construct: the same object, without pydantic's per-call lookups."""
+    return construct(cls, values)
 
 
 

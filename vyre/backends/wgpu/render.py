@@ -56,6 +56,22 @@ __all__ = ["EXACT_F64", "LOOP_LIMIT_FLAG", "LOOP_SENTINEL_ITERATIONS", "NO_F64",
 # _fence_f16) is what NVIDIA's compiler cannot drop the rounding of.
 TRAITS = Traits(f16_arith=True, in_place=True)
 STRAIGHT_TRAITS = Traits(f16_arith=True, guarded_expr=True, in_place=True)
+# the traits of each (looped, wide, fused fma, native div, native sqrt): made once, as
+# dataclasses.replace costs a few us a compile (Traits is frozen, so sharing one is safe)
+_TRAITS_OF: dict[tuple[bool, bool, bool, bool, bool], Traits] = {}
+
+
+def _traits(looped: bool, wide: bool, fused_fma: bool, float_div: bool,
+            float_sqrt: bool) -> Traits:
+    """The lowering's traits for a program (`looped`: it has a loop) on a device."""
+    key = (looped, wide, fused_fma, float_div, float_sqrt)
+    t = _TRAITS_OF.get(key)
+    if t is None:
+        t = _TRAITS_OF[key] = replace(TRAITS if looped else STRAIGHT_TRAITS, wide=wide,
+                                      fused_fma=fused_fma, float_div=float_div,
+                                      float_sqrt=float_sqrt)
+    return t
+
 
 @dataclass(frozen=True)
 class WgslModule:
@@ -185,9 +201,8 @@ def generate(
                     "reference backend",
                 )
     wide_ok = allowed_types is None or {T.I64, T.U64, T.F64} <= allowed_types
-    program = lower(program, replace(
-        TRAITS if looped else STRAIGHT_TRAITS, wide=wide_ok, fused_fma=fma_fused,
-        float_div=not exact_div, float_sqrt=not exact_sqrt))
+    program = lower(program, _traits(looped, wide_ok, fma_fused, not exact_div,
+                                     not exact_sqrt))
     atomic = atomic_buffers(program) if atomics else frozenset()
     ctx = WgslPrinter(
         program=program,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from operator import is_not
 
 from vyre.ir import nodes as N
+from vyre.ir.analysis import has_any
 from vyre.ir.nodes import made
 from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, walk_exprs, with_parts
@@ -128,7 +129,13 @@ def lower_maths(program: N.Program, lower_body: BodyLowering = None,
 
 
 def lowered_calls(program: N.Program) -> list[str]:
-    """The names of the registered functions `program` calls (for error messages)."""
+    """The names of the registered functions `program` calls (for error messages).
+
+    [] without walking when `program` has no Call node at all (its cached expression
+    facts say so: the content hash found them, so a cold compile of a program without
+    calls does not walk every expression once more only to find none)."""
+    if not has_any(program, (N.Call,)):
+        return []
     keys = registered()
     names: set[str] = set()
 
