@@ -29,7 +29,6 @@ from vyre.ir import nodes as N
 from vyre.ir.analysis import uses_subgroups
 from vyre.ir.validate import validate
 from vyre.lower import Traits, lower
-from vyre.lower.maths import lowered_calls
 from vyre.subgroups import check_fits
 
 from .lockstep import LockstepPrinter
@@ -250,11 +249,11 @@ def generate(program: N.Program, restrict: bool = True, coarsen: int = 1,
     validate(program)  # every printer refuses a bad Program the same way: InvalidProgram
     check_fits(program, SUBGROUP_SIZE, "cuda")
     written, program = program, lower(program, TRAITS)
-    # not where a function's exact definition (vyre.lower.maths) was inlined: its code is
-    # hundreds of operations per call, which coarsening would copy k times (compute-bound
-    # anyway, so there is little to gain; NVRTC took minutes over a 1.7 MB kernel)
-    k = coarsen if coarsening_allowed(program, coarsen) and not lowered_calls(written) \
-        and not indirect else 1
+    # a function's exact definition (vyre.lower.maths) is one __device__ function however
+    # many invocations call it, so coarsening copies calls, not its hundreds of operations
+    # (H200, 2^26-element maps with k = 4: exp 1,698 -> 2,220 GB/s, log 1,678 -> 1,869;
+    # sin, pow and the chains unchanged; docs/perf-notes.md "Session 26")
+    k = coarsen if coarsening_allowed(program, coarsen) and not indirect else 1
     wx, wy, wz = program.workgroup_size
     bx = wx // k
     merge = 1
