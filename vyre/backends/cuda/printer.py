@@ -160,9 +160,10 @@ class CudaPrinter(Printer):
     def table_decls(self) -> str:
         """The core's constant tables (vyre.lower.maths), in global memory: read through
         the L1 cache, where lanes that read different entries cost one cache line each
-        (a `__constant__` array would serialise them)."""
+        (a `__constant__` array would serialise them). Aligned to 16 bytes, so reads of
+        entries 2j and 2j + 1 (exp32's pairs) are one 8-byte load."""
         return "".join(
-            f"__device__ const {CTYPE[ty]} {name}[{len(values)}] = "
+            f"__device__ __align__(16) const {CTYPE[ty]} {name}[{len(values)}] = "
             f"{{{', '.join(literal(v, ty) for v in values)}}};\n"
             for (ty, values), name in self.tables.items())
 
