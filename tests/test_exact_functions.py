@@ -196,7 +196,25 @@ def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
 
 
 def _fast_range_edges(fn: str) -> np.ndarray:
-    """Every f32 within 2^12 ulps of the ends of exp32's fast range, and of 0."""
+    """exp, exp2: every f32 within 2^12 ulps of the ends of exp32's fast range, and of 0.
+    log, log2: every f32 within 2^12 ulps of the smallest normal and the largest finite
+    f32, within 64 ulps of every power of two, and within 8 of each of log32's bin ends
+    (bits(x) = OFF + (i << 16) + (k << 23): k in -1, 0, 1 and at the exponent range's
+    ends); 2^16 consecutive f32 up from 1.0 (those down from it are every test's)."""
+    if fn in ("log", "log2"):
+        from vyre.lower.maths.log32 import BINS, OFF
+
+        ends = np.arange(BINS + 1, dtype=np.int64) << 16
+        scales = np.array([-1, 0, 1, -126, -125, 127, 128], np.int64) << 23
+        edges = np.concatenate([[0x00800000, 0x7F7FFFFF], np.arange(1, 255) << 23,
+                                (OFF + ends[None, :] + scales[:, None]).ravel()])
+        steps = [np.arange(-(1 << 12), 1 << 12)] * 2 + [np.arange(-64, 64)] * 254
+        near = [e + st for e, st in zip(edges[:256], steps)]
+        near.append((edges[256:, None] + np.arange(-8, 8)[None, :]).ravel())
+        near.append(0x3F800000 + np.arange(1 << 16))
+        bits = np.concatenate(near)
+        bits = bits[(bits >= 0) & (bits < 0x7F800000)]
+        return np.unique(bits.astype(np.uint32).view(np.float32))
     from vyre.lower.maths.exp32 import FAST_RANGE
 
     edges = np.array([*FAST_RANGE[fn], 0.0], np.float32).view(np.int32).astype(np.int64)
@@ -205,24 +223,27 @@ def _fast_range_edges(fn: str) -> np.ndarray:
     return np.unique(bits[(bits >= 0) & (bits < 1 << 32)].astype(np.uint32).view(np.float32))
 
 
-# the targets of exp's f32 definitions: exp32's path in f32 alone with the target's fma,
-# with vyre.lower.fma's exact one (an fma that rounds twice), and the f64 path (wgpu's)
+# the targets of exp's and log's f32 definitions: exp32's / log32's path in f32 alone with
+# the target's fma, with vyre.lower.fma's exact one (an fma that rounds twice), and the f64
+# path (wgpu's)
 _EXP_TARGETS = {"indexed_tables": Traits(indexed_tables=True, fused_fma=True, wide=True),
                 "indexed_tables_no_fma": Traits(indexed_tables=True, wide=True),
                 "select_tables": Traits(fused_fma=True, wide=True)}
 
 
 @pytest.mark.parametrize("target", list(_EXP_TARGETS))
-@pytest.mark.parametrize("fn", ["exp", "exp2"])
+@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2"])
 def test_each_definition_is_correctly_rounded(fn: str, target: str) -> None:
-    """exp's f32 definition has two common paths, chosen by the target's
-    `Traits.indexed_tables` (CUDA: exp32's, in f32 alone; wgpu: the f64 one): each,
-    lowered for such a target and run on the reference, gives the oracle's bits on the
-    sample, on every argument near the f32 path's range ends and on 2^16 consecutive
-    arguments from 1.0 down."""
+    """exp's and log's f32 definitions have two common paths each, chosen by the target's
+    `Traits.indexed_tables` (CUDA: exp32's / log32's, in f32 alone; wgpu: the f64 one):
+    each, lowered for such a target and run on the reference, gives the oracle's bits on
+    the sample, on every argument near the f32 path's range ends and hard spots
+    (`_fast_range_edges`) and on 2^16 consecutive arguments from 1.0 down (exp: and their
+    negatives)."""
     ones = (np.float32(1.0).view(np.uint32) - np.arange(1 << 16, dtype=np.uint32)).view(
         np.float32)
-    xs = np.concatenate([_f32_args(fn)[0], _fast_range_edges(fn), ones, -ones])
+    signed = [ones] if fn in ("log", "log2") else [ones, -ones]
+    xs = np.concatenate([_f32_args(fn)[0], _fast_range_edges(fn), *signed])
     n = xs.size
     cfg = vyre.DispatchConfig(grid=-(-n // 64))
     with closing(LoweredReference(_EXP_TARGETS[target])) as low:

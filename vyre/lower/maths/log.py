@@ -1,4 +1,6 @@
-"""log and log2 (f32, f16): correctly rounded, evaluated in f64 (a table method).
+"""log and log2 (f32, f16): correctly rounded, evaluated in f64 (a table method); on a
+target with cheap tables (`Traits.indexed_tables`) f32's common path is log32's, in f32
+alone, with this one as its slow path.
 
 x = 2^e * m' with m' in [0.71875, 1.4375) (a subnormal argument is first scaled by 2^64,
 exactly); the top 6 bits of m's mantissa pick c = 1 / inv (inv a 20-bit constant, so
@@ -22,6 +24,7 @@ from vyre.ir.types import ScalarType
 
 from . import dd
 from .build import Builder, X
+from .log32 import log_f32
 from .registry import lowering
 from .rounding import finish
 
@@ -138,9 +141,15 @@ def _log(b: Builder, x: X, base2: bool) -> X:
 
 @lowering("log", T.F32, T.F16)
 def log(b: Builder, args: tuple[X, ...]) -> X:
-    return _log(b, args[0], base2=False)
+    (x,) = args
+    if x.ty is T.F32 and b.traits.indexed_tables:
+        return log_f32(b, x, "log", lambda: _log(b, x, base2=False))
+    return _log(b, x, base2=False)
 
 
 @lowering("log2", T.F32, T.F16)
 def log2(b: Builder, args: tuple[X, ...]) -> X:
-    return _log(b, args[0], base2=True)
+    (x,) = args
+    if x.ty is T.F32 and b.traits.indexed_tables:
+        return log_f32(b, x, "log2", lambda: _log(b, x, base2=True))
+    return _log(b, x, base2=True)
