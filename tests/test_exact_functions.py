@@ -98,13 +98,13 @@ def _hard_f32(fn: str, n: int, count: int) -> np.ndarray:
     """The `count` arguments among n random ones whose f64 result is nearest an f32
     midpoint (in f32 ulps): where the fast path hands over to the slow one."""
     rng = np.random.default_rng(sum(map(ord, fn)))
-    lo, hi = {"exp": (-103.9, 88.7), "exp2": (-149.9, 127.9), "tanh": (-9.0, 9.0)}.get(
-        fn, (1e-30, 1e30))
+    lo, hi = {"exp": (-103.9, 88.7), "exp2": (-149.9, 127.9), "tanh": (-9.0, 9.0),
+              "sin": (-400.0, 400.0), "cos": (-400.0, 400.0)}.get(fn, (1e-30, 1e30))
     xs = (rng.uniform(lo, hi, n) if fn not in ("log", "log2") else
           rng.integers(1, 0x7F800000, n, dtype=np.uint32).view(np.float32)).astype(np.float32)
     with np.errstate(all="ignore"):
         w = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-             "tanh": np.tanh}[fn](xs.astype(np.float64))
+             "tanh": np.tanh, "sin": np.sin, "cos": np.cos}[fn](xs.astype(np.float64))
     r = w.astype(np.float32).astype(np.float64)
     ulp = np.abs(np.spacing(w.astype(np.float32)).astype(np.float64))
     dist = np.abs(np.abs(w - r) / ulp - 0.5)  # 0: on a midpoint
@@ -201,6 +201,23 @@ def _fast_range_edges(fn: str) -> np.ndarray:
     f32, within 64 ulps of every power of two, and within 8 of each of log32's bin ends
     (bits(x) = OFF + (i << 16) + (k << 23): k in -1, 0, 1 and at the exponent range's
     ends); 2^16 consecutive f32 up from 1.0 (those down from it are every test's)."""
+    if fn in ("sin", "cos"):
+        from vyre.lower.maths.sincos32 import FAST_RANGE
+
+        rng = np.random.default_rng(128)
+        ends = np.array(FAST_RANGE, np.float32).view(np.int32).astype(np.int64)
+        k = np.arange(-16300, 16300)
+        zeros = (k[::64] * (np.pi / 128)).astype(np.float32).view(np.int32)  # k pi / 2
+        bins = ((k + 0.5) * (np.pi / 128)).astype(np.float32).view(np.int32)  # where k flips
+        pos = [(ends[:, None] + np.arange(-(1 << 12), 1 << 12)).ravel(),
+               (np.abs(zeros).astype(np.int64)[:, None] + np.arange(-8, 8)).ravel(),
+               (np.abs(bins).astype(np.int64)[::7, None] + np.arange(-2, 2)).ravel()]
+        bits = np.concatenate(pos)
+        xs = bits[(bits > 0) & (bits < 0x7F800000)].astype(np.uint32).view(np.float32)
+        xs = np.concatenate([xs, -xs, rng.uniform(-400, 400, 20000).astype(np.float32),
+                             np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-40,
+                                       2.0**-126], np.float32), _hard_f32(fn, 1 << 18, 64)])
+        return np.unique(xs)
     if fn in ("log", "log2"):
         from vyre.lower.maths.log32 import BINS, OFF
 
@@ -232,18 +249,19 @@ _EXP_TARGETS = {"indexed_tables": Traits(indexed_tables=True, fused_fma=True, wi
 
 
 @pytest.mark.parametrize("target", list(_EXP_TARGETS))
-@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2"])
+@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2", "sin", "cos"])
 def test_each_definition_is_correctly_rounded(fn: str, target: str) -> None:
-    """exp's and log's f32 definitions have two common paths each, chosen by the target's
-    `Traits.indexed_tables` (CUDA: exp32's / log32's, in f32 alone; wgpu: the f64 one):
-    each, lowered for such a target and run on the reference, gives the oracle's bits on
-    the sample, on every argument near the f32 path's range ends and hard spots
-    (`_fast_range_edges`) and on 2^16 consecutive arguments from 1.0 down (exp: and their
-    negatives)."""
+    """exp's, log's, sin's and cos's f32 definitions have two common paths each, chosen by
+    the target's `Traits.indexed_tables` (CUDA: exp32's / log32's / sincos32's, in f32
+    alone; wgpu: the f64 one): each, lowered for such a target and run on the reference,
+    gives the oracle's bits on the sample, on every argument near the f32 path's range
+    ends and hard spots (`_fast_range_edges`; sin, cos: zeros, table bins) and on 2^16
+    consecutive arguments from 1.0 down (exp, sin, cos: and their negatives)."""
     ones = (np.float32(1.0).view(np.uint32) - np.arange(1 << 16, dtype=np.uint32)).view(
         np.float32)
     signed = [ones] if fn in ("log", "log2") else [ones, -ones]
-    xs = np.concatenate([_f32_args(fn)[0], _fast_range_edges(fn), *signed])
+    sample = [] if fn in ("sin", "cos") else [_f32_args(fn)[0]]
+    xs = np.concatenate([*sample, _fast_range_edges(fn), *signed])
     n = xs.size
     cfg = vyre.DispatchConfig(grid=-(-n // 64))
     with closing(LoweredReference(_EXP_TARGETS[target])) as low:

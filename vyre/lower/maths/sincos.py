@@ -1,4 +1,6 @@
-"""sin and cos of f32 and f16, correctly rounded, from the reductions of pio2.py.
+"""sin and cos of f32 and f16, correctly rounded, from the reductions of pio2.py (on a target
+with cheap tables, `Traits.indexed_tables`, f32's common path is sincos32's, in f32 alone,
+with this one as its slow path).
 
 |x| = k * pi/2 + r exactly enough (|r| <= pi/4 as a double-double within 2^-70; |x| <
 pi/4 is r = x, k = 0; below 2^19 Cody and Waite's reduction, above it, under an `if`,
@@ -34,6 +36,7 @@ from .build import Builder, X
 from .pio2 import CODY_WAITE_BITS, reduce_cody_waite, reduce_pio2
 from .registry import lowering
 from .rounding import finish
+from .sincos32 import sincos_f32
 
 T = ScalarType
 FAST_ERR = 2.0**-50
@@ -163,9 +166,17 @@ def _sincos(b: Builder, x: X, is_cos: bool) -> X:
 
 @lowering("sin", T.F32, T.F16)
 def sin(b: Builder, args: tuple[X, ...]) -> X:
-    return _sincos(b, args[0], is_cos=False)
+    return _dispatch(b, args[0], is_cos=False)
 
 
 @lowering("cos", T.F32, T.F16)
 def cos(b: Builder, args: tuple[X, ...]) -> X:
-    return _sincos(b, args[0], is_cos=True)
+    return _dispatch(b, args[0], is_cos=True)
+
+
+def _dispatch(b: Builder, x: X, is_cos: bool) -> X:
+    """f32 on a target with cheap tables: sincos32's path in f32 alone, this module's as
+    its slow path (the same bits); otherwise this module's."""
+    if x.ty is T.F32 and b.traits.indexed_tables:
+        return sincos_f32(b, x, is_cos, lambda: _sincos(b, x, is_cos))
+    return _sincos(b, x, is_cos)
