@@ -17,12 +17,14 @@ quarter turn on, as cos(x) = sin(x + pi / 2)) from one table of f32 pairs (hi, l
 (Fast2Sum: |S| >= sin(pi / 128) > |C rh|, or S = 0) with C rh's fma residual in the tail,
 the small terms summed first and S cR last (one rounding of that 2^-13.7 |S| term).
 Error of s + tail: within 2^-36.1 |S| where S != 0, 2^-37 of the result where S = 0
-(measured on 2^22 arguments over [-100, 100] and more over [-400, 400] and down to
-2^-60, scripts/sinf_error.py, exhaustive there), so the margin is
+(scripts/sinf_error.py, an emulation over every argument of the range: sin's largest
+error is 0.506 of the margin), so the margin is
 m = 2^-35 |S| + 2^-36 |s| + 2^-52 (the last for the reduction's absolute error, which
 matters only next to a zero of the function, where the result is tiny); the result is
-RN(s + (tail + m)) where that equals RN(s + (tail - m)), else (about 0.1% of arguments,
-4% of 32-lane groups) and outside the range (NaN, infinities, |x| > 400, |x| < 2^-60)
+RN(s + (tail + m)) where that equals RN(s + (tail - m)), else (about 0.1% of arguments
+in [-100, 100], 4% of 32-lane groups; and every |x| below about 2^-26, whose ulp the
+margin's absolute part exceeds: rare in use, though half the f32 of the range by count)
+and outside the range (NaN, infinities, |x| > 400, |x| < 2^-60)
 the caller's slow path, the f64 definition: every result correctly rounded either way.
 sin and cos of a nonzero f32 are never an f32 midpoint (Niven). Every intermediate is
 normal or negligible (a flushed subnormal moves the tail by <= 2^-126 against a margin
