@@ -69,12 +69,6 @@ class X:
     def __rmul__(self, o: float | int) -> X:
         return self._bin("mul", o, swap=True)
 
-    def __truediv__(self, o: X | float) -> X:
-        """Division (f32 only: correctly rounded on every backend, the target's own or
-        vyre.lower.divsqrt's; f64 division is not, the package docstring says)."""
-        assert self.ty is T.F32, self.ty
-        return self._bin("div", o)
-
     def __neg__(self) -> X:
         return X(self.b, made(N.Unary, op="neg", a=self.e, ty=self.ty))
 
