@@ -46,9 +46,9 @@ _SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -2.0, -0.5, 3.0, -3.0, 0.25, 1.5, 10
             9.010913, 20.0, 1e-8, -1e-8, 0.6931472, 16777216.0, 16777215.0, 66049.0, 4.0]
 
 
-def _program(fn: str, ty: ScalarType) -> N.Program:
+def _program(fn: str, ty: ScalarType, workgroup: int = 64) -> N.Program:
     arity = 2 if fn in TWO_ARGS else 1
-    k = ProgramBuilder(f"exact_{fn}_{ty}", workgroup_size=64)
+    k = ProgramBuilder(f"exact_{fn}_{ty}", workgroup_size=workgroup)
     ins = [k.buffer(f"a{j}", ty) for j in range(arity)]
     out = k.buffer("out", ty, "write")
     i = k.let(k.global_linear_id())
@@ -304,13 +304,20 @@ def test_the_native_function_is_reached_by_name_only(backend: BaseBackend, fn: s
 
 @pytest.mark.parametrize("fn", FUNCTIONS)
 def test_cuda_source_compiles_and_spells_no_library_function(fn: str) -> None:
+    """Plain and coarsened (a kernel that calls a definition is coarsened like any other:
+    4 invocations per thread, each calling the one __device__ definition)."""
     from vyre.backends.cuda import compile_source
     from vyre.backends.cuda import render as cuda
 
-    for ty in (F32, F16):
-        src = cuda.generate(_program(fn, ty)).source
+    for ty, coarsen in ((F32, 1), (F16, 1), (F32, 4)):
+        src = cuda.generate(_program(fn, ty, 64 * coarsen), coarsen=coarsen).source
         for spelled in (f"{fn}f(", f" {fn}(", f"({fn}("):
             assert spelled not in src, (fn, ty, spelled)
+        if coarsen > 1:
+            assert f"{coarsen} invocations per thread" in src, fn
+            # one definition, called by each of the thread's invocations
+            assert src.count(f"float vy_fn_{fn}_1f32(") == 1, fn
+            assert src.count(f"vy_fn_{fn}_1f32(") >= 1 + coarsen, fn
         try:
             compile_source(src, "sm_90")
         except vyre.BackendUnavailable as e:  # (no NVRTC library on this host)
