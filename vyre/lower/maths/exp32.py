@@ -16,7 +16,7 @@ residual). Then c r = rh + rl, |rh| <= 2^-7.5, |rl| <= 2^-18, and
 (i = k mod 64, |Tl| <= 2^-24 Th): y = s + small, s + e1 = Th + Th rh exactly (an fma
 residual and Fast2Sum), small = e1 + (Th rh - RN(Th rh)) + Th t + Tl (1 + rh) in f32.
 Absolute error of y in [0.99, 2): below 2^-35.2 by the roundings' bounds (measured
-2^-37.6 over every argument of the fast range, scripts/expf_error.py), so `_MARGIN` =
+2^-37.3 over every argument of exp's fast range, scripts/expf_error.py), so `_MARGIN` =
 2^-35. y's rounding is RN(s + (small + m)) where that equals RN(s + (small - m))
 (rounding is monotonic, so every value between rounds the same; neither end is a
 midpoint that matters: exp is never one but at 0, and exp2's exact results have t = 0);
