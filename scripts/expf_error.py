@@ -25,7 +25,7 @@ from vyre.lower.maths import exp32
 
 f32, ld = np.float32, np.longdouble
 _PAIRS = np.array(exp32._PAIRS, f32).reshape(-1, 2)
-_M = f32(exp32._MAGIC)
+_M = f32(exp32.MAGIC)
 
 
 def approx(x: np.ndarray, fn: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from vyre.lower.maths import sincos32 as M
 
 f32, ld = np.float32, np.longdouble
 _T = np.array(M.PAIRS, f32).reshape(-1, 2)
-_MAGIC = f32(M._MAGIC)
+_MAGIC = f32(M.MAGIC)
 
 
 def approx(x: np.ndarray, is_cos: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

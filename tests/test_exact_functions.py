@@ -196,8 +196,10 @@ def test_flush_mode_gives_the_reference_s_bits(reference: BaseBackend, fn: str,
 
 
 def _fast_range_edges(fn: str) -> np.ndarray:
-    """exp, exp2: every f32 within 2^12 ulps of the ends of exp32's fast range, and of 0.
-    log, log2: every f32 within 2^12 ulps of the smallest normal and the largest finite
+    """sin, cos: every f32 within 2^12 ulps of sincos32's fast range's ends, within 8 of
+    every f32 nearest k pi / 2 and within 2 of every seventh table-bin edge, both signs,
+    with uniform ones, specials and the hard cases. exp, exp2: every f32 within 2^12 ulps
+    of the ends of exp32's fast range, and of 0. log, log2: every f32 within 2^12 ulps of the smallest normal and the largest finite
     f32, within 64 ulps of every power of two, and within 8 of each of log32's bin ends
     (bits(x) = OFF + (i << 16) + (k << 23): k in -1, 0, 1 and at the exponent range's
     ends); 2^16 consecutive f32 up from 1.0 (those down from it are every test's)."""

@@ -60,7 +60,7 @@ class Traits:
     # a constant table (the core's N.Table) read at a runtime index costs one memory read
     # (CUDA: a __device__ array through L1); False: the printer spells it as a tree of
     # selects (WGSL), and the function definitions take their paths with small tables
-    # (vyre.lower.maths: exp32, log32)
+    # (vyre.lower.maths: exp32, log32, sincos32)
     indexed_tables: bool = False
 
 

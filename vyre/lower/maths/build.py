@@ -192,6 +192,12 @@ class Builder:
         vals = tuple(float(v) for v in values) if ty.is_float else tuple(int(v) for v in values)
         return X(self, made(N.Table, values=vals, index=i.e, ty=ty))
 
+    def f32_path(self, x: X) -> bool:
+        """Whether a definition takes its common path in f32 alone (exp32, log32,
+        sincos32) for `x`: an f32 argument on a target whose constant tables are cheap
+        (`Traits.indexed_tables`); its f64 path is then the slow one."""
+        return x.ty is T.F32 and self.traits.indexed_tables
+
     def fma(self, x: X, y: X | float, z: X | float) -> X:
         """x * y + z rounded once (f32: the target's own where `traits.fused_fma`, else
         vyre.lower.fma's exact one, so the same bits everywhere)."""

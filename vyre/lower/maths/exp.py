@@ -134,7 +134,7 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
 @lowering("exp2", T.F32, T.F16)
 def exp2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    if x.ty is T.F32 and b.traits.indexed_tables:
+    if b.f32_path(x):
         return exp_f32(b, x, "exp2", lambda: _exp2(b, x))
     return _exp2(b, x)
 
@@ -152,7 +152,7 @@ def _exp2(b: Builder, x: X) -> X:
 @lowering("exp", T.F32, T.F16)
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    if x.ty is T.F32 and b.traits.indexed_tables:
+    if b.f32_path(x):
         return exp_f32(b, x, "exp", lambda: _exp(b, x))
     return _exp(b, x)
 

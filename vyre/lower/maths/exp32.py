@@ -40,22 +40,27 @@ from vyre.ir.types import ScalarType
 from .build import Builder, X
 
 T = ScalarType
-_MAGIC = 12582912.0  # 1.5 * 2^23
+MAGIC = 12582912.0  # 1.5 * 2^23: v + MAGIC rounds |v| < 2^22 to an integer, held in its low bits
 _MARGIN = 2.0**-35
 #: where the fast path's result is normal and k / 64 in [-125, 126] (module docstring)
 FAST_RANGE = {"exp": (-86.0, 88.0), "exp2": (-125.0, 126.0)}
 
 
-def f32_nearest(v: Fraction) -> float:
-    """The f32 nearest the exact value `v` (ties to even; a normal f32's range)."""
+def round_bits(v: Fraction, bits: int) -> Fraction:
+    """`v` rounded to `bits` significant bits (ties to even; no exponent range)."""
     if v == 0:
-        return 0.0
+        return Fraction(0)
     a = abs(v)
     e = a.numerator.bit_length() - a.denominator.bit_length()
     if Fraction(2) ** e > a:
         e -= 1
-    n = round(a / Fraction(2) ** (e - 23))  # 24 bits, half to even
-    return float(n * Fraction(2) ** (e - 23)) * (1 if v > 0 else -1)
+    scale = Fraction(2) ** (bits - 1 - e)
+    return Fraction(round(a * scale)) / scale * (1 if v > 0 else -1)
+
+
+def f32_nearest(v: Fraction) -> float:
+    """The f32 nearest the exact value `v` (ties to even; a normal f32's range)."""
+    return float(round_bits(v, 24))
 
 
 def split32(v: Fraction) -> tuple[float, float]:
@@ -85,13 +90,13 @@ def exp_f32(b: Builder, x: X, fn: str, slow: Callable[[], X]) -> X:
     # outside the fast range (NaN too) the values below are garbage, unused: the table
     # index is masked into range, and the test sends those arguments to `slow`
     if fn == "exp":
-        t = b.let(b.fma(x, _C, _MAGIC))  # MAGIC + k
-        kf = b.let(t - _MAGIC)  # exact
+        t = b.let(b.fma(x, _C, MAGIC))  # MAGIC + k
+        kf = b.let(t - MAGIC)  # exact
         rh = b.let(b.fma(kf, -_L1, x))  # exact
         rl = b.let(kf * -_L2)
     else:
-        t = b.let(x * 64.0 + _MAGIC)  # (x * 64 is exact)
-        kf = b.let(t - _MAGIC)
+        t = b.let(x * 64.0 + MAGIC)  # (x * 64 is exact)
+        kf = b.let(t - MAGIC)
         r0 = b.let(b.fma(kf, -1.0 / 64, x))  # exact
         rh = b.let(r0 * _LN2_HI)
         rl = b.let(b.fma(r0, _LN2_LO, b.fma(r0, _LN2_HI, -rh)))
@@ -121,4 +126,4 @@ def exp_f32(b: Builder, x: X, fn: str, slow: Callable[[], X]) -> X:
     return r
 
 
-__all__ = ["FAST_RANGE", "exp_f32", "f32_nearest", "split32"]
+__all__ = ["FAST_RANGE", "MAGIC", "exp_f32", "f32_nearest", "round_bits", "split32"]

@@ -142,7 +142,7 @@ def _log(b: Builder, x: X, base2: bool) -> X:
 @lowering("log", T.F32, T.F16)
 def log(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    if x.ty is T.F32 and b.traits.indexed_tables:
+    if b.f32_path(x):
         return log_f32(b, x, "log", lambda: _log(b, x, base2=False))
     return _log(b, x, base2=False)
 
@@ -150,6 +150,6 @@ def log(b: Builder, args: tuple[X, ...]) -> X:
 @lowering("log2", T.F32, T.F16)
 def log2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
-    if x.ty is T.F32 and b.traits.indexed_tables:
+    if b.f32_path(x):
         return log_f32(b, x, "log2", lambda: _log(b, x, base2=True))
     return _log(b, x, base2=True)

@@ -43,10 +43,9 @@ from fractions import Fraction
 from vyre.ir.types import ScalarType
 
 from .build import Builder, X
-from .exp32 import f32_nearest, split32
+from .exp32 import MAGIC, f32_nearest, round_bits, split32
 
 T = ScalarType
-_MAGIC = 12582912.0  # 1.5 * 2^23
 OFF = 0x3F330000  # z = x / 2^k in [bits(OFF), 2 bits(OFF)) = [0.69921875, 1.3984375)
 BINS = 128  # by bits 16..22 of bits(x) - OFF: 2^16 consecutive f32 each
 C_BITS = 8  # significant bits of each bin's c (so r = z c - 1 is exact: 9 would not be)
@@ -68,19 +67,11 @@ def bin_bounds(i: int) -> tuple[Fraction, Fraction]:
     return _f32_of_bits(OFF + (i << 16)), _f32_of_bits(OFF + ((i + 1) << 16))
 
 
-def _round_bits(v: Fraction, bits: int) -> Fraction:
-    e = v.numerator.bit_length() - v.denominator.bit_length()
-    if Fraction(2) ** e > v:
-        e -= 1
-    scale = Fraction(2) ** (bits - 1 - e)
-    return Fraction(round(v * scale)) / scale
-
-
 def _c(i: int) -> Fraction:
     lo, hi = bin_bounds(i)
     if lo == 1 or hi == 1:  # the bins beside 1: r = z - 1, exact, and log(x) = log1p(r)
         return Fraction(1)
-    return _round_bits(2 / (lo + hi), C_BITS)
+    return round_bits(2 / (lo + hi), C_BITS)
 
 
 _LN2 = _ln(Fraction(2))
@@ -97,7 +88,7 @@ def _table(vals: list[Fraction]) -> list[float]:
 
 
 TABLE = {"log": _table(_NEG_LOG), "log2": _table([v / _LN2 for v in _NEG_LOG])}
-L2H = float(_round_bits(_LN2, 17))  # k L2H is exact for |k| <= 128
+L2H = float(round_bits(_LN2, 17))  # k L2H is exact for |k| <= 128
 L2L = f32_nearest(_LN2 - Fraction(L2H))
 L2EH, L2EL = split32(1 / _LN2)
 #: P(r) ~ 1/3 - r/4 + r^2/5 (log1p(r) = r - r^2/2 + r^3 P(r)): a minimax fit of r^2 P(r)
@@ -114,7 +105,7 @@ def log_f32(b: Builder, x: X, fn: str, slow: Callable[[], X]) -> X:
     u = b.let(x.bitcast(T.U32))
     tmp = b.let(u - OFF)
     k = (tmp.bitcast(T.I32) >> 23) + 0x4B400000  # the bits of MAGIC + k (|k| <= 128)
-    kf = b.let(k.bitcast(T.F32) - _MAGIC)  # k, exact
+    kf = b.let(k.bitcast(T.F32) - MAGIC)  # k, exact
     z = b.let((u - (tmp & 0xFF800000)).bitcast(T.F32))  # x / 2^k, exact
     tab = TABLE[fn]
     j = b.let((tmp >> 14) & 0x1FC)  # 4 (bits(x) - OFF) >> 16, mod 128

@@ -40,12 +40,11 @@ from fractions import Fraction
 from vyre.ir.types import ScalarType
 
 from .build import Builder, X
-from .exp32 import f32_nearest, split32
+from .exp32 import MAGIC, f32_nearest, split32
 from .pio2 import _PI as PI
 
 T = ScalarType
 _N = 128  # table steps per half turn
-_MAGIC = 12582912.0  # 1.5 * 2^23
 FAST_RANGE = (2.0**-60, 400.0)  # |x|
 _E_TABLE, _E_RESULT, _E_ABS = 2.0**-35, 2.0**-36, 2.0**-52
 
@@ -82,8 +81,8 @@ def sincos_f32(b: Builder, x: X, is_cos: bool, slow: Callable[[], X]) -> X:
     """sin(x) (or cos(x)) of f32 `x`, correctly rounded: the f32 path (module docstring)
     and `slow()` (made under an `if`) wherever it cannot decide."""
     # outside the fast range the values below are garbage, unused (indices are masked)
-    t = b.let(b.fma(x, _C, _MAGIC))  # MAGIC + k
-    kf = b.let(t - _MAGIC)  # exact
+    t = b.let(b.fma(x, _C, MAGIC))  # MAGIC + k
+    kf = b.let(t - MAGIC)  # exact
     a = b.let(b.fma(kf, -_P1, x))  # exact
     qh = b.let(kf * _P2)
     ql = b.fma(kf, _P2, -qh)  # exact: k P2 - qh
