@@ -3,10 +3,12 @@ NumPy emulation of its operations in the same order (f32 arithmetic, the fma exa
 scripts/logf_error.py's), against sin / cos in long double, measured against the path's
 margin m = 2^-35 |S| + 2^-36 |s| + 2^-52 (S the table's sine, s the head).
 
-    python scripts/sinf_error.py            # sin and cos, every x in [2^-60, 400]
+    python scripts/sinf_error.py            # sin, cos, tan: every x in [2^-60, 400]
     python scripts/sinf_error.py --sample   # 2^22 arguments in [-100, 100] (seconds)
+    python scripts/sinf_error.py tan        # one function
 
-It prints the largest error / m (below 1: every fast result correctly rounded; the path's
+It prints the largest error / m (tan: the quotient's error / (M |1 / s2|), tan_f32's
+docstring; below 1: every fast result correctly rounded; the path's
 negation symmetry makes the positive half enough) and the share of arguments the margin
 test sends to the slow path, per argument and per 32-lane group.
 """
@@ -69,13 +71,39 @@ def study(x: np.ndarray, is_cos: bool) -> tuple[float, int, int]:
     return float((err / m.astype(ld)).max()), int(slow.sum()), int(groups.sum())
 
 
+def study_tan(x: np.ndarray) -> tuple[float, int, int]:
+    """study's figures for sincos32.tan_f32: the quotient's error against M |1 / s2|."""
+    parts = []
+    for is_cos in (False, True):
+        s, tail, s_abs = approx(x, is_cos)
+        m = fma(s_abs, M._E_TABLE, fma(np.abs(s), M._E_RESULT, M._E_ABS))
+        hi = s + tail
+        parts.append((hi, tail - (hi - s), m))
+    (s1, t1, m1), (s2, t2, m2) = parts
+    with np.errstate(all="ignore"):
+        inv = f32(1) / s2
+        q = s1 * inv
+        c = fma(-q, t2, fma(-q, s2, s1) + t1)
+        big = fma(np.abs(q), m2, m1)
+        up, down = q + (c + big) * inv, q + (c - big) * inv
+        want = np.tan(x.astype(ld))
+        err = np.abs(q.astype(ld) + c.astype(ld) * inv.astype(ld) - want)
+        bound = big.astype(ld) * np.abs(inv.astype(ld))
+        ok = np.isfinite(bound) & (bound > 0)
+    slow = up != down
+    groups = slow[: slow.size // 32 * 32].reshape(-1, 32).any(axis=1)
+    return float((err[ok] / bound[ok]).max()), int(slow.sum()), int(groups.sum())
+
+
 def main() -> None:
     lo, hi = M.FAST_RANGE
-    for is_cos in (False, True):
-        name = "cos" if is_cos else "sin"
+    names = [a for a in sys.argv[1:] if not a.startswith("-")] or ["sin", "cos", "tan"]
+    for name in names:
+        is_cos = name == "cos"
+        run = study_tan if name == "tan" else lambda v, c=is_cos: study(v, c)
         if "--sample" in sys.argv:
             x = np.random.default_rng(12).uniform(-100, 100, 1 << 22).astype(f32)
-            worst, slow, groups = study(x, is_cos)
+            worst, slow, groups = run(x)
             count = x.size
         else:
             worst, slow, groups, count = 0.0, 0, 0, 0
@@ -83,7 +111,7 @@ def main() -> None:
             stop = int(np.float32(hi).view(np.uint32)) + 1
             for b in range(start, stop, 1 << 24):
                 x = np.arange(b, min(b + (1 << 24), stop), dtype=np.uint32).view(f32)
-                w, sl, g = study(x, is_cos)
+                w, sl, g = run(x)
                 worst, slow, groups, count = max(worst, w), slow + sl, groups + g, count + x.size
         print(f"{name}: {count} arguments; max error / margin {worst:.3f}; slow path "
               f"{slow / count:.2e} of arguments, {32 * groups / count:.2e} of 32-lane groups",

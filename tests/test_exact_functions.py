@@ -99,12 +99,14 @@ def _hard_f32(fn: str, n: int, count: int) -> np.ndarray:
     midpoint (in f32 ulps): where the fast path hands over to the slow one."""
     rng = np.random.default_rng(sum(map(ord, fn)))
     lo, hi = {"exp": (-103.9, 88.7), "exp2": (-149.9, 127.9), "tanh": (-9.0, 9.0),
-              "sin": (-400.0, 400.0), "cos": (-400.0, 400.0)}.get(fn, (1e-30, 1e30))
+              "sin": (-400.0, 400.0), "cos": (-400.0, 400.0), "tan": (-400.0, 400.0)}.get(
+        fn, (1e-30, 1e30))
     xs = (rng.uniform(lo, hi, n) if fn not in ("log", "log2") else
           rng.integers(1, 0x7F800000, n, dtype=np.uint32).view(np.float32)).astype(np.float32)
     with np.errstate(all="ignore"):
         w = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-             "tanh": np.tanh, "sin": np.sin, "cos": np.cos}[fn](xs.astype(np.float64))
+             "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan}[fn](
+            xs.astype(np.float64))
     r = w.astype(np.float32).astype(np.float64)
     ulp = np.abs(np.spacing(w.astype(np.float32)).astype(np.float64))
     dist = np.abs(np.abs(w - r) / ulp - 0.5)  # 0: on a midpoint
@@ -203,7 +205,7 @@ def _fast_range_edges(fn: str) -> np.ndarray:
     f32, within 64 ulps of every power of two, and within 8 of each of log32's bin ends
     (bits(x) = OFF + (i << 16) + (k << 23): k in -1, 0, 1 and at the exponent range's
     ends); 2^16 consecutive f32 up from 1.0 (those down from it are every test's)."""
-    if fn in ("sin", "cos"):
+    if fn in ("sin", "cos", "tan"):
         from vyre.lower.maths.sincos32 import FAST_RANGE
 
         rng = np.random.default_rng(128)
@@ -251,7 +253,7 @@ _EXP_TARGETS = {"indexed_tables": Traits(indexed_tables=True, fused_fma=True, wi
 
 
 @pytest.mark.parametrize("target", list(_EXP_TARGETS))
-@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2", "sin", "cos"])
+@pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2", "sin", "cos", "tan"])
 def test_each_definition_is_correctly_rounded(fn: str, target: str) -> None:
     """exp's, log's, sin's and cos's f32 definitions have two common paths each, chosen by
     the target's `Traits.indexed_tables` (CUDA: exp32's / log32's / sincos32's, in f32
@@ -262,7 +264,7 @@ def test_each_definition_is_correctly_rounded(fn: str, target: str) -> None:
     ones = (np.float32(1.0).view(np.uint32) - np.arange(1 << 16, dtype=np.uint32)).view(
         np.float32)
     signed = [ones] if fn in ("log", "log2") else [ones, -ones]
-    sample = [] if fn in ("sin", "cos") else [_f32_args(fn)[0]]
+    sample = [] if fn in ("sin", "cos", "tan") else [_f32_args(fn)[0]]
     xs = np.concatenate([*sample, _fast_range_edges(fn), *signed])
     n = xs.size
     cfg = vyre.DispatchConfig(grid=-(-n // 64))

@@ -408,7 +408,9 @@ class Function(Node):
     """Internal (vyre.lower only): a function of the lowered core, called by `Invoke`:
     `params` (name, type) bound to the arguments, `body` run (statements that never
     return, store or loop), then `result` is the value. `name` is unique per program
-    (one per function and type, e.g. "exp_f32")."""
+    (one per function and type, e.g. "exp_f32"). `cold`: called only on a rare path (a
+    definition's slow path, `Builder.outlined`), so a printer keeps it out of line: the
+    same bits either way."""
 
     kind: Literal["function"] = "function"
     name: str
@@ -416,6 +418,7 @@ class Function(Node):
     body: tuple[Stmt, ...]
     result: Expr
     ty: ScalarType
+    cold: bool = False
 
 
 class RawStore(Store):

@@ -20,12 +20,13 @@ from vyre.config import IndirectGrid
 from vyre.debug.instrument import debug_program
 from vyre.interrupts import interrupt_safe
 from vyre.ir.nodes import Program
+from vyre.lower.maths.apply import lowered_calls
 from vyre.parts import Compiler
 
 from .device import CudaDevice
 from .nvrtc import DiskCache, compile_program
 from .options import CudaOptions
-from .render import KERNEL_NAME, Generated, generate
+from .render import KERNEL_NAME, Generated, generate, lockstep_allowed
 
 COARSEN_MIN_INVOCATIONS = 1 << 20
 
@@ -53,12 +54,14 @@ class CudaCompiler(Compiler):
     options: CudaOptions
 
     def __init__(self, device: CudaDevice, arch: str, disk: DiskCache, coarsen: int,
-                 options: CudaOptions) -> None:
+                 options: CudaOptions, calls_coarsen: int | None = None) -> None:
         super().__init__(device, options)
         self.arch = arch
         self.disk = disk
         # invocations per CUDA thread for barrier-free programs (see render.coarsening_allowed)
         self.coarsen = coarsen
+        # the factor for a kernel that calls an exact function (runtime.DEFAULT_CALLS_COARSEN)
+        self.calls_coarsen = coarsen if calls_coarsen is None else calls_coarsen
         self.coarsen_min_invocations = COARSEN_MIN_INVOCATIONS
         # compile(program): the kernel with one element per invocation (see CudaBackend.compile)
         self.plain_key = (arch, True, 1, False)
@@ -74,6 +77,11 @@ class CudaCompiler(Compiler):
             total = grid[0] * grid[1] * grid[2] * bound.program.invocations_per_workgroup
             if total >= self.coarsen_min_invocations:
                 k = self.coarsen
+                # a straight-line kernel calling an exact function: more invocations per
+                # thread (one with a loop, a chain of calls, is latency-bound: fewer threads
+                # ran it slower, exp's chain 707 -> 673 Gexp/s at 8)
+                if lowered_calls(bound.program) and lockstep_allowed(bound.program):
+                    k = self.calls_coarsen
         return (self.arch, not bound.aliased, k, isinstance(grid, IndirectGrid))
 
     @interrupt_safe

@@ -30,6 +30,17 @@ class LockstepPrinter(CudaPrinter):
         self.cur_j: int | None = None
         self.var_stride: dict[str, int] = {}
         self.hoisted: dict[N.ExprNode, list[str]] = {}  # guarded loads -> lane values
+        # masks of bounds tests (`if i < len(b)`), under which total values are computed
+        # for every lane (speculated) and only their effect is masked
+        self.bounds_masks: set[str] = set()
+
+    def speculated(self, m: str | None, *exprs: N.ExprNode) -> bool:
+        """Whether the values `exprs` under mask `m` are computed for every lane: `m` a
+        bounds mask, the values total (CudaOptions.speculate). A masked-off lane is past
+        its buffer's end, so nothing is lost, and the k computations become one basic
+        block the compiler interleaves (exp's map 2,819 -> 3,071 GB/s on the H200)."""
+        return (m is not None and m in self.bounds_masks and self.options.speculate
+                and all(map(_total, exprs)))
 
     def intercept(self, e: N.ExprNode) -> str | None:
         """A guarded load hoisted for the statement being printed: the current lane's value."""
@@ -207,8 +218,10 @@ class LockstepPrinter(CudaPrinter):
                 self.per(j)
                 name, val = self.name_of(s.name), self.expr(s.value)
                 decl = f"{CTYPE[s.value.ty]} " if isinstance(s, N.Let) else ""
-                if m is None:
+                if m is None or (decl and self.speculated(m, s.value)):
                     self.emit(d, f"{decl}{name} = {val};")
+                elif self.speculated(m, s.value):
+                    self.emit(d, f"{name} = {m} ? {val} : {name};")
                 else:
                     if decl:
                         self.emit(d, f"{decl}{name}{{}};")
@@ -233,6 +246,9 @@ class LockstepPrinter(CudaPrinter):
             mt = [self.fresh("vy_m") for _ in range(k)]
             for name, expr_ in zip(mt, then):
                 self.emit(d, f"const bool {name} = {expr_};")
+            if _bounds_test(s.cond):
+                self.bounds_masks.update(
+                    t for t, m in zip(mt, masks) if m is None or m in self.bounds_masks)
             self.emit(d, "{")
             self.ls_block(s.then, d + 1, list(mt))
             self.emit(d, "}")
@@ -274,6 +290,9 @@ class LockstepPrinter(CudaPrinter):
             idx, val = self.expr(s.index), self.expr(s.value)
             if m is None:
                 self.emit(d, f"const unsigned {si} = {idx}; const {CTYPE[ty]} {sv} = {val};")
+            elif self.speculated(m, s.index, s.value):
+                self.emit(d, f"const unsigned {si} = {m} ? {idx} : 0u; "
+                             f"const {CTYPE[ty]} {sv} = {val};")
             else:
                 self.emit(d, f"unsigned {si} = 0u; {CTYPE[ty]} {sv}{{}};")
                 self.emit(d, f"if ({m}) {{ {si} = {idx}; {sv} = {val}; }}")
@@ -304,3 +323,31 @@ class LockstepPrinter(CudaPrinter):
             if v:
                 self.emit(d, "}")
 
+
+
+_ORDER = frozenset({"lt", "le", "gt", "ge"})
+
+
+def _bounds_test(e: N.ExprNode) -> bool:
+    """Whether `e` is a bounds test: an order comparison with a buffer's length (or a
+    logical and of tests one of which is)."""
+    if isinstance(e, N.Binary):
+        if e.op in _ORDER:
+            return isinstance(e.a, N.Length) or isinstance(e.b, N.Length)
+        if e.op == "logical_and":
+            return _bounds_test(e.a) or _bounds_test(e.b)
+    return False
+
+
+def _total(e: N.ExprNode) -> bool:
+    """Whether `e` may be evaluated where its statement's mask is off: no unchecked read
+    (a RawLoad outside the operand a Guarded protects), no Native (whose domain a
+    surrounding test may be what guarantees), no subgroup operation; a core function's
+    body is total by construction, so an Invoke only needs total arguments."""
+    if isinstance(e, N.Guarded):
+        return _total(e.cond) and _total(e.b)  # (its `a` runs only where cond holds)
+    if isinstance(e, (N.RawLoad, N.Native, N.Subgroup)):
+        return False
+    from vyre.ir.visit import children
+
+    return all(map(_total, children(e)))

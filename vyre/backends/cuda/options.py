@@ -23,12 +23,15 @@ class CudaOptions:
     lockstep: bool = True  # coarsened straight-line bodies run their invocations statement by statement
     vectorise: bool = True  # lockstep bodies load / store consecutive elements as one vector
     vector_runs: bool = True  # runs of loads of consecutive elements become one vector load
+    # lockstep bodies compute total values under a bounds test for every invocation, only
+    # their effect masked, so the k computations interleave
+    speculate: bool = True
     # lockstep kernels run several (independent, barrier-free) workgroups per CUDA block, so a
     # block has this many threads however far coarsening shrank one workgroup (0: off)
     merge_threads: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("lockstep", "vectorise", "vector_runs"):
+        for name in ("lockstep", "vectorise", "vector_runs", "speculate"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidDispatch(
                     f"CudaOptions.{name} must be True or False, got {getattr(self, name)!r:.40}")

@@ -16,6 +16,7 @@ from typing import Any
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir import ops
+from vyre.ir.analysis import walk_stmts
 from vyre.ir.types import ScalarType
 from vyre.lower import guarded_load
 from vyre.subgroups import identity as sg_identity
@@ -37,6 +38,11 @@ from .spelling import (
     literal,
     mangle,
 )
+
+# a core function of at most this many statements is inlined at every call: a definition's
+# common path with its slow path outlined (Builder.outlined) has 17-36 (hypot's 34); the
+# f64 paths and the slow paths have hundreds
+INLINE_STATEMENTS = 100
 
 
 class CudaPrinter(Printer):
@@ -62,7 +68,9 @@ class CudaPrinter(Printer):
         self.arr = {a.name: a for a in program.workgroup_arrays}
         # the core's constant tables (N.Table), one array each: (type, values) -> name
         self.tables: dict[tuple[ScalarType, tuple[float, ...] | tuple[int, ...]], str] = {}
-        # the core's functions (N.Function): name -> [C text (None while printing), calls]
+        # the core's functions (N.Function): name -> [C text (None while printing), calls,
+        # its inlining where fixed by the function alone], in the order their text was
+        # finished (a function's callees before it)
         self.functions: dict[str, list[Any]] = {}
 
     # ------------------------------------------------------------ expressions
@@ -136,7 +144,7 @@ class CudaPrinter(Printer):
         if got is not None:
             got[1] += 1
             return name
-        self.functions[fn.name] = [None, 1]
+        self.functions[fn.name] = [None, 1, None]
 
         def write() -> None:
             self.block(fn.body, 1)
@@ -144,18 +152,23 @@ class CudaPrinter(Printer):
 
         body = self.capture(write)
         params = ", ".join(f"{CTYPE[t]} {self.name_of(p)}" for p, t in fn.params)
-        self.functions[fn.name][0] = "\n".join(
-            [f"{CTYPE[fn.ty]} {name}({params}) {{", *body, "}"])
+        entry = self.functions.pop(fn.name)  # (re-entered after the callees it printed)
+        entry[0] = "\n".join([f"{CTYPE[fn.ty]} {name}({params}) {{", *body, "}"])
+        entry[2] = "__noinline__" if fn.cold else "__forceinline__" if sum(
+            1 for _ in walk_stmts(fn.body)) <= INLINE_STATEMENTS else None  # (None: decided by the calls)
+        self.functions[fn.name] = entry
         return name
 
     def function_decls(self) -> str:
         """The core's functions (vyre.lower.maths' definitions), each once: called once,
-        NVRTC inlines it as it would the code in place; called more often, it stays one
-        function (`__noinline__`), so the kernel's size and compile time do not grow
-        with the calls (a call costs a few instructions, docs/perf-notes.md)."""
+        or small (a definition's common path, whose slow path is a cold function of its
+        own), NVRTC inlines it as it would the code in place, so coarsened invocations
+        interleave; a large one called more often, and a cold one, stays one function
+        (`__noinline__`), so the kernel's size and compile time do not grow with the
+        calls (a call costs a few instructions, docs/perf-notes.md)."""
         return "".join(
-            f"__device__ {'__noinline__' if calls > 1 else '__forceinline__'} {text}\n"
-            for text, calls in self.functions.values())
+            f"__device__ {how or ('__noinline__' if calls > 1 else '__forceinline__')} {text}\n"
+            for text, calls, how in self.functions.values())
 
     def table_decls(self) -> str:
         """The core's constant tables (vyre.lower.maths), in global memory: read through
@@ -218,10 +231,12 @@ class CudaPrinter(Printer):
         a, b = self.expr(e.a), self.expr(e.b)
         if op in CMP and t is not ST.F16:
             return f"({a} {CMP[op]} {b})"
+        # both sides are always evaluated (docs/IR.md), so the non-short-circuit forms
+        # (as WGSL's): && would make NVRTC branch around a costly right side
         if op == "logical_and":
-            return f"({a} && {b})"
+            return f"((bool)({a} & {b}))"
         if op == "logical_or":
-            return f"({a} || {b})"
+            return f"((bool)({a} | {b}))"
         if op in ("shl", "shr"):
             raise self.unlowered(f"{op} on {t}")
         if op in BITS:

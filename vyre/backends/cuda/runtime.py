@@ -42,6 +42,11 @@ from .queue import CudaQueue, LaunchRecord
 from .render import SUBGROUP_SIZE
 
 DEFAULT_COARSEN = 4  # measured on H100: saxpy 2.50 TB/s vs 2.38 at 1 (8 was slower)
+# the default for a straight-line kernel that calls an exact function (more work per
+# invocation; CudaCompiler.specialisation): maps
+# of sin / log / tan on the H200 2,657 / 2,951 / 1,714 GB/s at 4, 2,869 / 3,203 / 1,774
+# at 8, 1,926 / 1,726 / 1,262 at 16 (docs/perf-notes.md, session 27)
+DEFAULT_CALLS_COARSEN = 8
 ENV_COARSEN = "VYRE_CUDA_COARSEN"
 MAX_COARSEN = 64
 
@@ -158,13 +163,16 @@ class CudaBackend(BaseBackend):
                 f"options must be a vyre.backends.cuda.CudaOptions, got "
                 f"{type(options).__name__}; e.g. CudaBackend(0, options=CudaOptions(...))")
         factor = _coarsen_setting(coarsen, device)
+        # a factor the user chose holds for every kernel; the default is per kind of kernel
+        chosen = coarsen is not None or ENV_COARSEN in os.environ
         dev = CudaDevice(ordinal)
         dev.caps = probe_capabilities(dev)
         memory = CudaAllocator(dev)
         # the printer's debug / measurement switches (options.py): fixed for this instance,
         # passed to every generate (and, as BaseBackend.options, in every compile-cache key)
         compiler = CudaCompiler(dev, dev.caps.details["arch"], DiskCache(cache_dir), factor,
-                                options or DEFAULT_OPTIONS)
+                                options or DEFAULT_OPTIONS,
+                                factor if chosen else DEFAULT_CALLS_COARSEN)
         super().__init__(dev, memory, compiler, CudaQueue(dev, memory))
 
     # ------------------------------------------------------------ compile

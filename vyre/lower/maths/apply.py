@@ -6,8 +6,9 @@ same bits. Each (function, type) a program calls becomes one `Function` of the l
 core (its definition, the lowering's statements and result over the parameters), and each
 call an `Invoke` of it, so a printer spells the definition once however many calls there
 are (a CUDA `__device__` function, a WGSL `fn`: source size and compile time no longer
-grow with the calls, docs/perf-notes.md). An argument that is not a leaf is set in a
-local just before the statement (the opaque select names it twice); a `while` whose
+grow with the calls, docs/perf-notes.md). An argument that may be a constant (runtime.py
+says which are not) is made opaque, and if it is not a leaf set in a local just before
+the statement (the opaque select names it twice); a `while` whose
 condition holds a call becomes `while true { lets; if !cond { break } ... }`.
 `vyre.lower.lower` hands each Function's body to the rest of its passes (`lower_body`),
 so the target's rules apply to it as to the user's own code; the reference interprets
@@ -16,7 +17,6 @@ it as written. Rewrites are memoised per statement only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from operator import is_not
 
 from vyre.ir import nodes as N
@@ -26,8 +26,9 @@ from vyre.ir.types import ScalarType
 from vyre.ir.visit import ExprMap, child_blocks, map_block, stmt_exprs, walk_exprs, with_parts
 from vyre.lower.traits import ALL_NATIVE, Traits
 
-from .build import define
+from .build import BodyLowering, define
 from .registry import lowered, registered
+from .runtime import is_runtime, runtime_locals
 
 _LEAVES = frozenset({N.Const, N.Var, N.Param, N.Builtin, N.Length})
 
@@ -47,14 +48,14 @@ def opaque(a: N.ExprNode) -> N.ExprNode:
     return made(N.Select, cond=_NEVER, a=made(N.Unary, op="neg", a=a, ty=a.ty), b=a, ty=a.ty)
 
 
-#: lowers a function's body for the target (vyre.lower.lower's passes), or None
-BodyLowering = Callable[[N.Function], N.Function] | None
 
 
 class _Apply:
-    def __init__(self, lower_body: BodyLowering, traits: Traits) -> None:
+    def __init__(self, lower_body: BodyLowering, traits: Traits,
+                 runtime: frozenset[str]) -> None:
         self.map = ExprMap(self.rewrite, kept=_LEAVES)
         self.traits = traits
+        self.runtime = runtime  # the program's runtime locals (runtime.py)
         self.functions: dict[tuple[str, ScalarType], N.Function] = {}
         self.lower_body = lower_body
         self.lets: list[N.StmtNode] = []  # the arguments set in locals, per statement
@@ -68,7 +69,8 @@ class _Apply:
             f = lowered(e.fn, e.ty)
             if f is None:
                 return None
-            got = define(f"{e.fn}_{e.ty}", e.ty, tuple(a.ty for a in e.args), f, self.traits)
+            got = define(f"{e.fn}_{e.ty}", e.ty, tuple(a.ty for a in e.args), f, self.traits,
+                         self.lower_body)
             if self.lower_body is not None:
                 got = self.lower_body(got)
             self.functions[key] = got
@@ -84,9 +86,12 @@ class _Apply:
         return made(N.Invoke, fn=fn, args=tuple(map(self.arg, e.args)), ty=e.ty)
 
     def arg(self, a: N.ExprNode) -> N.ExprNode:
-        """`a` as an opaque argument (`opaque` names it twice: anything but a leaf,
-        another call's result above all, is set in a local first, so no printer spells
-        it twice)."""
+        """`a` as an argument: as it is where it is a runtime value (runtime.py: no
+        compiler can fold the call), else opaque (`opaque` names it twice: anything but a
+        leaf, another call's result above all, is set in a local first, so no printer
+        spells it twice)."""
+        if is_runtime(a, self.runtime):
+            return a
         if type(a) not in _LEAVES:
             self.count += 1
             name = f"mx.{self.count}"
@@ -124,7 +129,8 @@ def lower_maths(program: N.Program, lower_body: BodyLowering = None,
     the target, once."""
     if not lowered_calls(program):
         return program
-    body = map_block(program.body, _Apply(lower_body, traits).stmt)
+    apply = _Apply(lower_body, traits, runtime_locals(program.body))
+    body = map_block(program.body, apply.stmt)
     return program.model_copy(update={"body": body})
 
 

@@ -23,6 +23,8 @@ from vyre.ir.types import ScalarType
 from vyre.lower.traits import ALL_NATIVE, Traits
 
 T = ScalarType
+#: lowers a Function's body for the target (vyre.lower.lower's passes), or None
+BodyLowering = Callable[[N.Function], N.Function] | None
 
 
 class X:
@@ -68,6 +70,12 @@ class X:
 
     def __rmul__(self, o: float | int) -> X:
         return self._bin("mul", o, swap=True)
+
+    def __truediv__(self, o: X | float) -> X:
+        """Division (f32 only: correctly rounded on every backend, the target's own or
+        vyre.lower.divsqrt's; f64 division is not, the package docstring says)."""
+        assert self.ty is T.F32, self.ty
+        return self._bin("div", o)
 
     def __neg__(self) -> X:
         return X(self.b, made(N.Unary, op="neg", a=self.e, ty=self.ty))
@@ -143,9 +151,12 @@ class Builder:
     before the statement that held the call (`stmts`). `traits`: the target's, for a
     lowering that chooses among its exact paths by cost (every path gives the same bits)."""
 
-    def __init__(self, fresh: Callable[[], str], traits: Traits = ALL_NATIVE) -> None:
+    def __init__(self, fresh: Callable[[], str], traits: Traits = ALL_NATIVE,
+                 name: str = "fn", lower_body: BodyLowering = None) -> None:
         self.fresh = fresh
         self.traits = traits
+        self.name = name  # the Function being defined (`outlined` names its parts after it)
+        self.lower_body = lower_body
         self.stmts: list[N.StmtNode] = []
 
     # ------------------------------------------------------------ constants
@@ -211,6 +222,16 @@ class Builder:
         compares and a branch on CUDA)."""
         return X(self, made(N.Native, op="f2i", args=(x.e,), ty=ty))
 
+    def outlined(self, part: str, ty: ScalarType, args: tuple[X, ...],
+                 body: Callable[[Builder, tuple[X, ...]], X]) -> X:
+        """`body(b, args)` as a call of a Function of its own, `cold` (a definition's slow
+        path: a printer keeps it out of line, so the common path stays small enough to
+        inline at every call, and the slow one is spelled once), lowered for the target
+        like the definition that calls it."""
+        fn = define(f"{self.name}.{part}", ty, tuple(a.ty for a in args), body, self.traits,
+                    self.lower_body, cold=True)
+        return X(self, made(N.Invoke, fn=fn, args=tuple(a.e for a in args), ty=ty))
+
     # ------------------------------------------------------------ locals and statements
     def let(self, v: X) -> X:
         """`v` evaluated once, into a new local (constants and locals as they are)."""
@@ -256,20 +277,24 @@ class Builder:
 
 def define(name: str, ty: ScalarType, params: tuple[ScalarType, ...],
            body: Callable[[Builder, tuple[X, ...]], X],
-           traits: Traits = ALL_NATIVE) -> N.Function:
+           traits: Traits = ALL_NATIVE, lower_body: BodyLowering = None,
+           cold: bool = False) -> N.Function:
     """The core `Function` `name` of result type `ty`: `body(b, args)`'s statements and
     result over parameters of types `params` (locals named mx.<n>, parameters mx.a<j>),
-    for a target with `traits`."""
+    for a target with `traits`; the Functions it outlines (`Builder.outlined`) lowered
+    by `lower_body` (the caller lowers this one)."""
     count = [0]
 
     def fresh() -> str:
         count[0] += 1
         return f"mx.{count[0]}"
 
-    b = Builder(fresh, traits)
+    b = Builder(fresh, traits, name, lower_body)
     names = tuple((f"mx.a{j}", t) for j, t in enumerate(params))
     result = body(b, tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in names))
-    return made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e, ty=ty)
+    fn = made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e, ty=ty,
+              cold=cold)
+    return fn if not cold or lower_body is None else lower_body(fn)
 
 
 __all__ = ["Builder", "X", "define"]

@@ -135,7 +135,8 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
 def exp2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return exp_f32(b, x, "exp2", lambda: _exp2(b, x))
+        return exp_f32(b, x, "exp2", lambda: b.outlined(
+            "slow", x.ty, (x,), lambda c, a: _exp2(c, a[0])))
     return _exp2(b, x)
 
 
@@ -153,7 +154,8 @@ def _exp2(b: Builder, x: X) -> X:
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return exp_f32(b, x, "exp", lambda: _exp(b, x))
+        return exp_f32(b, x, "exp", lambda: b.outlined(
+            "slow", x.ty, (x,), lambda c, a: _exp(c, a[0])))
     return _exp(b, x)
 
 

@@ -143,7 +143,8 @@ def _log(b: Builder, x: X, base2: bool) -> X:
 def log(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return log_f32(b, x, "log", lambda: _log(b, x, base2=False))
+        return log_f32(b, x, "log", lambda: b.outlined(
+            "slow", x.ty, (x,), lambda c, a: _log(c, a[0], base2=False)))
     return _log(b, x, base2=False)
 
 
@@ -151,5 +152,6 @@ def log(b: Builder, args: tuple[X, ...]) -> X:
 def log2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return log_f32(b, x, "log2", lambda: _log(b, x, base2=True))
+        return log_f32(b, x, "log2", lambda: b.outlined(
+            "slow", x.ty, (x,), lambda c, a: _log(c, a[0], base2=True)))
     return _log(b, x, base2=True)

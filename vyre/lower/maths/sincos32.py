@@ -8,7 +8,8 @@ k P1 are multiples of 2^-29 and |a| < 2^-6, 23 bits; for |k| = 1 Sterbenz; k = 0
 then r = rh + rl = a - k P2 - k P3 (pi / 128 = P1 + P2 + P3, k P2 by an fma residual and
 rh by TwoSum, so rh + rl is within ~2^-54 absolute), |r| <= pi / 256. With
 S = sin(j pi / 128) and C = cos(j pi / 128) (j = k mod 256; cos reads the table a
-quarter turn on, as cos(x) = sin(x + pi / 2)) from one table of f32 pairs (hi, lo),
+quarter turn on, as cos(x) = sin(x + pi / 2)) as f32 pairs (hi, lo) from one row of a
+table whose row j holds sin's pairs at j and j + 64 (one 16-byte read on CUDA),
 
     sin(x) = S cos r + C sin r = S + C rh + [S cR + C sR + C rl - S rh rl + Sl (1 + cR)
              + Cl rh],  cR = -r^2 / 2 + r^4 / 24,  sR = -r^3 / 6 + r^5 / 120
@@ -62,14 +63,19 @@ def _sin(v: Fraction) -> Fraction:
         return Fraction(total)
 
 
-def _pair(i: int) -> tuple[float, float]:
+def _table_pair(i: int) -> tuple[float, float]:
     """sin(i pi / 128) as an f32 pair; a part below 10^-60 is the series' residue of an
     exact value (0 at the zeros, a lo of 0 at +-1), so 0."""
     hi, lo = (0.0, 0.0) if i % _N == 0 else split32(_sin(i * PI / _N))
     return hi, 0.0 if abs(lo) < 1e-60 else lo
 
 
-PAIRS = [v for i in range(2 * _N) for v in _pair(i)]
+PAIRS = [v for i in range(2 * _N) for v in _table_pair(i)]
+# a half turn on is the negation, exactly (tan_f32 reads cos's pairs that way)
+assert all(PAIRS[2 * (i + _N) + h] == -PAIRS[2 * i + h] for i in range(_N) for h in (0, 1))
+# row j: sin's pair at j and at j + 64 (a quarter turn on: cos's at j)
+QUADS = [v for j in range(2 * _N) for k in (j, (j + _N // 2) % (2 * _N))
+         for v in PAIRS[2 * k: 2 * k + 2]]
 _C = f32_nearest(_N / PI)
 _P1 = f32_nearest(PI / _N)
 _P2 = f32_nearest(PI / _N - Fraction(_P1))
@@ -77,10 +83,9 @@ _P3 = f32_nearest(PI / _N - Fraction(_P1) - Fraction(_P2))
 _K6, _K24, _K120 = (f32_nearest(Fraction(1, d)) for d in (6, 24, 120))
 
 
-def sincos_f32(b: Builder, x: X, is_cos: bool, slow: Callable[[], X]) -> X:
-    """sin(x) (or cos(x)) of f32 `x`, correctly rounded: the f32 path (module docstring)
-    and `slow()` (made under an `if`) wherever it cannot decide."""
-    # outside the fast range the values below are garbage, unused (indices are masked)
+def _reduce(b: Builder, x: X) -> tuple[X, X, X]:
+    """(rh, rl, bits of MAGIC + k): x = k pi / 128 + rh + rl (module docstring)."""
+    # outside the fast range the values are garbage, unused (indices are masked)
     t = b.let(b.fma(x, _C, MAGIC))  # MAGIC + k
     kf = b.let(t - MAGIC)  # exact
     a = b.let(b.fma(kf, -_P1, x))  # exact
@@ -90,30 +95,44 @@ def sincos_f32(b: Builder, x: X, is_cos: bool, slow: Callable[[], X]) -> X:
     bb = b.let(rh - a)
     e = (a - (rh - bb)) + (-qh - bb)
     rl = b.let(b.fma(kf, -_P3, e - ql))
-    tbits = b.let(t.bitcast(T.U32))
-    quarter = _N // 2
-    js = (tbits + quarter) if is_cos else tbits
-    ic = b.let(((js + quarter) << 1) & (4 * _N - 2))
-    i_s = b.let((js << 1) & (4 * _N - 2))
-    s_hi = b.let(b.table(i_s, PAIRS, T.F32))
-    s_lo = b.table(i_s | 1, PAIRS, T.F32)
-    c_hi = b.let(b.table(ic, PAIRS, T.F32))
-    c_lo = b.table(ic | 1, PAIRS, T.F32)
-    r2 = b.let(rh * rh)
-    s_r = (rh * r2) * b.fma(r2, _K120, -_K6)  # sin r - r
+    return rh, rl, b.let(t.bitcast(T.U32))
+
+
+def _quad(b: Builder, j: X) -> tuple[X, X, X, X]:
+    """sin(j pi / 128) and sin((j + 64) pi / 128) = cos(j pi / 128) as their table pairs,
+    for u32 j (mod 256): one aligned row of QUADS, which CUDA reads as one 16-byte load."""
+    i = b.let((j << 2) & (8 * _N - 4))
+    return (b.let(b.table(i, QUADS, T.F32)), b.table(i | 1, QUADS, T.F32),
+            b.let(b.table(i | 2, QUADS, T.F32)), b.table(i | 3, QUADS, T.F32))
+
+
+def _value(b: Builder, sc: tuple[X, X, X, X], r: tuple[X, X, X, X, X]) -> tuple[X, X, X]:
+    """(s, tail, m): S cos r + C sin r = s + tail within m, for the table pairs
+    sc = (S, Sl, C, Cl) and r = (rh, rl, r^2, sin r - r, h) (module docstring)."""
+    s_hi, s_lo, c_hi, c_lo = sc
+    rh, rl, r2, s_r, h = r
     ph = b.let(c_hi * rh)
     pl = b.fma(c_hi, rh, -ph)  # exact
     s = b.let(s_hi + ph)
     e1 = (s_hi - s) + ph  # exact (Fast2Sum)
-    h = b.let(b.fma(r2, _K24, -0.5))  # cR = r^2 h
     small = b.fma(c_hi, s_r, pl)
     small = b.fma(c_lo, rh, small)
     small = b.fma(b.fma(-s_hi, rh, c_hi), rl, small)
     small = b.fma(s_lo, r2 * h, s_lo + small)
     tail = b.let(b.fma(s_hi * r2, h, small + e1))
     m = b.let(b.fma(s_hi.abs(), _E_TABLE, b.fma(s.abs(), _E_RESULT, _E_ABS)))
-    up = b.let(s + (tail + m))
-    down = s + (tail - m)
+    return s, tail, m
+
+
+def _series(b: Builder, rh: X, rl: X) -> tuple[X, X, X, X, X]:
+    """(rh, rl, r^2, sin r - r, h) with cos r - 1 = r^2 h."""
+    r2 = b.let(rh * rh)
+    s_r = b.let((rh * r2) * b.fma(r2, _K120, -_K6))
+    return rh, rl, r2, s_r, b.let(b.fma(r2, _K24, -0.5))
+
+
+def _decide(b: Builder, x: X, up: X, down: X, slow: Callable[[], X]) -> X:
+    """`up` where the fast range holds `x` and `up` equals `down`, else `slow()`."""
     r = b.var(up)
     lo, hi = FAST_RANGE
     ax = b.let(x.abs())
@@ -122,4 +141,43 @@ def sincos_f32(b: Builder, x: X, is_cos: bool, slow: Callable[[], X]) -> X:
     return r
 
 
-__all__ = ["FAST_RANGE", "PAIRS", "sincos_f32"]
+def sincos_f32(b: Builder, x: X, is_cos: bool, slow: Callable[[], X]) -> X:
+    """sin(x) (or cos(x)) of f32 `x`, correctly rounded: the f32 path (module docstring)
+    and `slow()` (made under an `if`) wherever it cannot decide."""
+    rh, rl, tbits = _reduce(b, x)
+    js = b.let(tbits + _N // 2) if is_cos else tbits  # cos(x) = sin(x + pi / 2)
+    s, tail, m = _value(b, _quad(b, js), _series(b, rh, rl))
+    return _decide(b, x, b.let(s + (tail + m)), s + (tail - m), slow)
+
+
+def _normalised(b: Builder, s: X, tail: X, m: X) -> tuple[X, X, X]:
+    """(s, tail, m) with s + tail unchanged and |tail| <= ulp(s) / 2 (Fast2Sum: the tail
+    is below 2^-12 of s), so that s is the value rounded."""
+    hi = b.let(s + tail)
+    return hi, b.let(tail - (hi - s)), m
+
+
+def tan_f32(b: Builder, x: X, slow: Callable[[], X]) -> X:
+    """tan(x) of f32 `x`, correctly rounded: sin(x) = s1 + t1 and cos(x) = s2 + t2 within
+    m1, m2 by the f32 path (one reduction, two table reads: cos's pairs are sin's a
+    quarter turn on and its negation), each normalised (|t| <= ulp(s) / 2, so that
+    dividing by s2 rather than s2 + t2 errs by 2^-24 of an ulp-sized correction), one
+    division i = RN(1 / s2), q = RN(s1 i) (within 1.5 ulp of s1 / s2), the residual
+    c = (s1 - q s2 + t1) - q t2 (two fmas: |c| <= 3 ulp(q), its roundings below 2^-45
+    |q|), and tan(x) = q + (c +- M) i with M = m1 + |q| m2: the quotient's error is
+    below M |i| less the products' 2^-24 |c i| (the margins hold twice the errors); the
+    result RN(q + (c + M) i) where it equals RN(q + (c - M) i), else `slow()`. Next to a
+    pole s2 is tiny and M |i| large: the slow path."""
+    rh, rl, tbits = _reduce(b, x)
+    a_hi, a_lo, c_hi, c_lo = _quad(b, tbits)
+    r = _series(b, rh, rl)
+    s1, t1, m1 = _normalised(b, *_value(b, (a_hi, a_lo, c_hi, c_lo), r))
+    s2, t2, m2 = _normalised(b, *_value(b, (c_hi, c_lo, b.let(-a_hi), -a_lo), r))
+    inv = b.let(b.f32(1.0) / s2)  # the one division
+    q = b.let(s1 * inv)  # within 1.5 ulp of s1 / s2
+    c = b.let(b.fma(-q, t2, b.fma(-q, s2, s1) + t1))  # (s1 + t1) - q (s2 + t2), nearly
+    big = b.let(b.fma(q.abs(), m2, m1))
+    return _decide(b, x, b.let(q + (c + big) * inv), q + (c - big) * inv, slow)
+
+
+__all__ = ["FAST_RANGE", "PAIRS", "QUADS", "sincos_f32", "tan_f32"]

@@ -1,4 +1,6 @@
-"""tan of f32 and f16, correctly rounded: sin(r) / cos(r) of sincos.py's reduction.
+"""tan of f32 and f16, correctly rounded: sin(r) / cos(r) of sincos.py's reduction (on a
+target with cheap tables, `Traits.indexed_tables`, f32's common path is sincos32.tan_f32's,
+in f32 alone, with this one as its slow path).
 
 tan(k pi/2 + r) is sin(r) / cos(r) for an even k and -cos(r) / sin(r) for an odd one
 (the denominator is never small: cos(r) >= 0.7, and an odd k means |x| >= pi/4, whose
@@ -22,6 +24,7 @@ from .dd import reciprocal
 from .registry import lowering
 from .rounding import finish
 from .sincos import nan_of, reduce, sin_cos_fast, sin_cos_slow
+from .sincos32 import tan_f32
 
 T = ScalarType
 FAST_ERR = 2.0**-48
@@ -29,7 +32,14 @@ FAST_ERR = 2.0**-48
 
 @lowering("tan", T.F32, T.F16)
 def tan(b: Builder, args: tuple[X, ...]) -> X:
-    r = reduce(b, args[0])
+    x = args[0]
+    if b.f32_path(x):  # sincos32's f32 path, this one its slow
+        return tan_f32(b, x, lambda: b.outlined("slow", x.ty, (x,), lambda c, a: _tan(c, a[0])))
+    return _tan(b, x)
+
+
+def _tan(b: Builder, x: X) -> X:
+    r = reduce(b, x)
     odd = b.let((r.k & 1).eq(1))
     neg = b.let((r.bits >> 31).eq(1))
     s, c = sin_cos_fast(b, r)
