@@ -443,3 +443,28 @@ def test_speed_options_leave_the_cubin_unchanged(nvrtc_cache: Any) -> None:
             src = generate(prog, coarsen=coarsen).source
             assert cubin(src, BASE_OPTIONS + extra) == cubin(src, BASE_OPTIONS), \
                 (prog.name, coarsen)
+
+
+def test_a_float_table_holds_any_value_as_a_constant_initializer() -> None:
+    """A core table (vyre.lower.maths) is a `__device__` array, whose initializer must be
+    constant: its entries are bits, so -0, subnormals, infinities, NaN and values only f64
+    holds (rounded to nearest f32: 1e-50 -> 0, 1e39 -> inf) all compile, and read back as
+    those floats."""
+    from vyre.backends.cuda.nvrtc import compile_options, compile_source
+    from vyre.backends.cuda.printer import CudaPrinter
+    from vyre.ir import nodes as N
+
+    f32, f64 = ScalarType.F32, ScalarType.F64
+    odd = (-0.0, 1e-45, float("inf"), -float("inf"), float("nan"), 1e-50, -1e-50, 1e39)
+    printer = CudaPrinter(_saxpy(), restrict=True)
+    zero = N.Const(ty=ScalarType.U32, value=0)
+    reads = [printer.table_read(N.Table(values=odd, index=zero, ty=ty)) for ty in (f32, f64)]
+    assert reads == ["__uint_as_float(vy_tab0[0u])",
+                     "__longlong_as_double((long long)vy_tab1[0u])"]
+    decls = printer.table_decls()
+    assert ("{0x80000000u, 0x00000001u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000000u, "
+            "0x80000000u, 0x7f800000u}") in decls
+    assert "0x7ff0000000000000ull, 0xfff0000000000000ull" in decls
+    src = (decls + 'extern "C" __global__ void k(float* y, double* z) {\n'
+           f"  y[0] = {reads[0]}; z[0] = {reads[1]};\n}}\n")
+    assert compile_source(src, "sm_90", compile_options(), name="tables.cu")

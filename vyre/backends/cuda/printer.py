@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from vyre.errors import InvalidProgram, UnsupportedFeature
 from vyre.ir import nodes as N
 from vyre.ir import ops
@@ -43,6 +45,18 @@ from .spelling import (
 # common path with its slow path outlined (Builder.outlined) has 17-36 (hypot's 34); the
 # f64 paths and the slow paths have hundreds
 INLINE_STATEMENTS = 100
+# a float table's C element type: its values' bits (CudaPrinter.table_decls)
+_TABLE_CTYPE = {ScalarType.F32: "unsigned", ScalarType.F64: "unsigned long long"}
+
+
+def _table_entry(v: float | int, ty: ScalarType) -> str:
+    """One table entry: a float's bits (RN to f32 for an f32 table), else the literal."""
+    if ty is ScalarType.F32:
+        with np.errstate(over="ignore"):
+            return f"0x{int(np.array(v, np.float32).view(np.uint32)):08x}u"
+    if ty is ScalarType.F64:
+        return f"0x{int(np.array(v, np.float64).view(np.uint64)):016x}ull"
+    return literal(v, ty)
 
 
 class CudaPrinter(Printer):
@@ -128,7 +142,12 @@ class CudaPrinter(Printer):
         return self.bitcast(self.expr(e.a), e.a.ty, e.ty)
 
     def table_read(self, e: N.Table) -> str:
-        return f"{self.table(e)}[{self.expr(e.index)}]"
+        read = f"{self.table(e)}[{self.expr(e.index)}]"
+        if e.ty is ST.F32:  # (a float table holds its values' bits: table_decls)
+            return f"__uint_as_float({read})"
+        if e.ty is ST.F64:
+            return f"__longlong_as_double((long long){read})"
+        return read
 
     def invoke(self, e: N.Invoke) -> str:
         return f"{self.function(e.fn)}({', '.join(self.expr(a) for a in e.args)})"
@@ -162,8 +181,8 @@ class CudaPrinter(Printer):
     def function_decls(self) -> str:
         """The core's functions (vyre.lower.maths' definitions), each once: called once,
         or small (a definition's common path, whose slow path is a cold function of its
-        own), NVRTC inlines it as it would the code in place, so coarsened invocations
-        interleave; a large one called more often, and a cold one, stays one function
+        own), NVRTC inlines it as it would the code in place, so a coarsened kernel runs
+        its invocations' common paths without a call; a large one called more often, and a cold one, stays one function
         (`__noinline__`), so the kernel's size and compile time do not grow with the
         calls (a call costs a few instructions, docs/perf-notes.md)."""
         return "".join(
@@ -174,10 +193,13 @@ class CudaPrinter(Printer):
         """The core's constant tables (vyre.lower.maths), in global memory: read through
         the L1 cache, where lanes that read different entries cost one cache line each
         (a `__constant__` array would serialise them). Aligned to 16 bytes, so reads of
-        entries 2j and 2j + 1 (exp32's pairs) are one 8-byte load."""
+        entries 2j and 2j + 1 (exp32's pairs) are one 8-byte load. A float table holds
+        its values' bits (read back by `table_read`): every value, -0, a subnormal, an
+        infinity or a NaN, is then a constant initializer, which a `__device__` array
+        needs (`__uint_as_float(...)` in an initializer is refused by NVRTC)."""
         return "".join(
-            f"__device__ __align__(16) const {CTYPE[ty]} {name}[{len(values)}] = "
-            f"{{{', '.join(literal(v, ty) for v in values)}}};\n"
+            f"__device__ __align__(16) const {_TABLE_CTYPE.get(ty, CTYPE[ty])} {name}"
+            f"[{len(values)}] = {{{', '.join(_table_entry(v, ty) for v in values)}}};\n"
             for (ty, values), name in self.tables.items())
 
     def subgroup(self, e: N.Subgroup) -> str:

@@ -6,7 +6,8 @@ a Python number beside an `X` becomes a constant of the `X`'s type. `Builder` ma
 constants (f64 ones also by their bits), selects, and locals: `let` evaluates an
 expression once into a new local (named with a `.`, which no user name can contain),
 `var` / `assign` a mutable one, and `when(cond)` puts the statements made inside it under
-an `if`. The statements a lowering makes go before the statement that held the call
+an `if`; `outlined` makes a part (a slow path) a cold Function of its own, called by an
+`Invoke`. The statements a lowering makes go before the statement that held the call
 (vyre.lower.maths.apply). Only IR operations every backend computes exactly belong in a
 lowering (the package docstring says which); this module checks nothing of that.
 """
