@@ -48,8 +48,6 @@ def opaque(a: N.ExprNode) -> N.ExprNode:
     return made(N.Select, cond=_NEVER, a=made(N.Unary, op="neg", a=a, ty=a.ty), b=a, ty=a.ty)
 
 
-
-
 class _Apply:
     def __init__(self, lower_body: BodyLowering, traits: Traits,
                  runtime: frozenset[str]) -> None:
