@@ -13,6 +13,7 @@ from typing import Any
 
 from vyre.errors import InvalidProgram
 from vyre.ir import nodes as N
+from vyre.ir.visit import children
 from vyre.lower import guarded_load, guarded_store
 
 from .printer import CudaPrinter
@@ -39,7 +40,7 @@ class LockstepPrinter(CudaPrinter):
         bounds mask, the values total (CudaOptions.speculate). A masked-off lane is past
         its buffer's end, so nothing is lost, and the k computations become one basic
         block the compiler interleaves (exp's map 2,819 -> 3,071 GB/s on the H200)."""
-        return (m is not None and m in self.bounds_masks and self.options.speculate
+        return (m is not None and self.options.speculate and m in self.bounds_masks
                 and all(map(_total, exprs)))
 
     def intercept(self, e: N.ExprNode) -> str | None:
@@ -218,9 +219,10 @@ class LockstepPrinter(CudaPrinter):
                 self.per(j)
                 name, val = self.name_of(s.name), self.expr(s.value)
                 decl = f"{CTYPE[s.value.ty]} " if isinstance(s, N.Let) else ""
-                if m is None or (decl and self.speculated(m, s.value)):
+                spec = self.speculated(m, s.value)
+                if m is None or (decl and spec):
                     self.emit(d, f"{decl}{name} = {val};")
-                elif self.speculated(m, s.value):
+                elif spec:
                     self.emit(d, f"{name} = {m} ? {val} : {name};")
                 else:
                     if decl:
@@ -348,6 +350,4 @@ def _total(e: N.ExprNode) -> bool:
         return _total(e.cond) and _total(e.b)  # (its `a` runs only where cond holds)
     if isinstance(e, (N.RawLoad, N.Native, N.Subgroup)):
         return False
-    from vyre.ir.visit import children
-
     return all(map(_total, children(e)))

@@ -173,8 +173,9 @@ class CudaPrinter(Printer):
         params = ", ".join(f"{CTYPE[t]} {self.name_of(p)}" for p, t in fn.params)
         entry = self.functions.pop(fn.name)  # (re-entered after the callees it printed)
         entry[0] = "\n".join([f"{CTYPE[fn.ty]} {name}({params}) {{", *body, "}"])
-        entry[2] = "__noinline__" if fn.cold else "__forceinline__" if sum(
-            1 for _ in walk_stmts(fn.body)) <= INLINE_STATEMENTS else None  # (None: decided by the calls)
+        small = sum(1 for _ in walk_stmts(fn.body)) <= INLINE_STATEMENTS
+        # (None: decided by the number of calls, function_decls)
+        entry[2] = "__noinline__" if fn.cold else "__forceinline__" if small else None
         self.functions[fn.name] = entry
         return name
 
@@ -182,9 +183,10 @@ class CudaPrinter(Printer):
         """The core's functions (vyre.lower.maths' definitions), each once: called once,
         or small (a definition's common path, whose slow path is a cold function of its
         own), NVRTC inlines it as it would the code in place, so a coarsened kernel runs
-        its invocations' common paths without a call; a large one called more often, and a cold one, stays one function
-        (`__noinline__`), so the kernel's size and compile time do not grow with the
-        calls (a call costs a few instructions, docs/perf-notes.md)."""
+        its invocations' common paths without a call; a large one called more often, and
+        a cold one, stays one function (`__noinline__`), so the kernel's size and compile
+        time do not grow with the calls (a call costs a few instructions,
+        docs/perf-notes.md)."""
         return "".join(
             f"__device__ {how or ('__noinline__' if calls > 1 else '__forceinline__')} {text}\n"
             for text, calls, how in self.functions.values())

@@ -64,15 +64,16 @@ def _parse_ordinal(device: int | str | None) -> int:
     raise InvalidDispatch(f"CUDA device must be an ordinal like 'cuda:0' or 1, got {device!r}")
 
 
-def _coarsen_setting(coarsen: int | None, device: int | str | None) -> int:
-    """Invocations per CUDA thread: `coarsen`, else $VYRE_CUDA_COARSEN, else the default;
-    an int from 1 to MAX_COARSEN (anything else is refused naming where it came from)."""
+def _coarsen_setting(coarsen: int | None, device: int | str | None) -> int | None:
+    """Invocations per CUDA thread the user chose: `coarsen`, else $VYRE_CUDA_COARSEN,
+    else None (the defaults); an int from 1 to MAX_COARSEN (anything else is refused
+    naming where it came from)."""
     given: Any = coarsen
     where = "coarsen"
     if coarsen is None:
         raw = os.environ.get(ENV_COARSEN)
         if raw is None:
-            return DEFAULT_COARSEN
+            return None
         where = f"${ENV_COARSEN}"
         try:
             given = int(raw.strip())
@@ -162,17 +163,16 @@ class CudaBackend(BaseBackend):
             raise InvalidDispatch(
                 f"options must be a vyre.backends.cuda.CudaOptions, got "
                 f"{type(options).__name__}; e.g. CudaBackend(0, options=CudaOptions(...))")
-        factor = _coarsen_setting(coarsen, device)
         # a factor the user chose holds for every kernel; the default is per kind of kernel
-        chosen = coarsen is not None or ENV_COARSEN in os.environ
+        chosen = _coarsen_setting(coarsen, device)
         dev = CudaDevice(ordinal)
         dev.caps = probe_capabilities(dev)
         memory = CudaAllocator(dev)
         # the printer's debug / measurement switches (options.py): fixed for this instance,
         # passed to every generate (and, as BaseBackend.options, in every compile-cache key)
-        compiler = CudaCompiler(dev, dev.caps.details["arch"], DiskCache(cache_dir), factor,
-                                options or DEFAULT_OPTIONS,
-                                factor if chosen else DEFAULT_CALLS_COARSEN)
+        compiler = CudaCompiler(dev, dev.caps.details["arch"], DiskCache(cache_dir),
+                                chosen or DEFAULT_COARSEN, options or DEFAULT_OPTIONS,
+                                chosen or DEFAULT_CALLS_COARSEN)
         super().__init__(dev, memory, compiler, CudaQueue(dev, memory))
 
     # ------------------------------------------------------------ compile

@@ -231,7 +231,14 @@ class Builder:
         like the definition that calls it."""
         fn = define(f"{self.name}.{part}", ty, tuple(a.ty for a in args), body, self.traits,
                     self.lower_body, cold=True)
+        if self.lower_body is not None:
+            fn = self.lower_body(fn)
         return X(self, made(N.Invoke, fn=fn, args=tuple(a.e for a in args), ty=ty))
+
+    def slow_path(self, x: X, body: Callable[[Builder, X], X]) -> Callable[[], X]:
+        """The slow path an f32 path (exp32, log32, sincos32) calls where it cannot
+        decide: `body` of `x` outlined, made when called (under the path's `if`)."""
+        return lambda: self.outlined("slow", x.ty, (x,), lambda c, a: body(c, a[0]))
 
     # ------------------------------------------------------------ locals and statements
     def let(self, v: X) -> X:
@@ -282,8 +289,8 @@ def define(name: str, ty: ScalarType, params: tuple[ScalarType, ...],
            cold: bool = False) -> N.Function:
     """The core `Function` `name` of result type `ty`: `body(b, args)`'s statements and
     result over parameters of types `params` (locals named mx.<n>, parameters mx.a<j>),
-    for a target with `traits`; the Functions it outlines (`Builder.outlined`) lowered
-    by `lower_body` (the caller lowers this one)."""
+    for a target with `traits`; `lower_body` lowers the Functions it outlines
+    (`Builder.outlined`), the caller this one."""
     count = [0]
 
     def fresh() -> str:
@@ -293,9 +300,8 @@ def define(name: str, ty: ScalarType, params: tuple[ScalarType, ...],
     b = Builder(fresh, traits, name, lower_body)
     names = tuple((f"mx.a{j}", t) for j, t in enumerate(params))
     result = body(b, tuple(b.wrap(made(N.Var, name=n, ty=t)) for n, t in names))
-    fn = made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e, ty=ty,
-              cold=cold)
-    return fn if not cold or lower_body is None else lower_body(fn)
+    return made(N.Function, name=name, params=names, body=tuple(b.stmts), result=result.e,
+                ty=ty, cold=cold)
 
 
 __all__ = ["Builder", "X", "define"]

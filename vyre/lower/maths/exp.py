@@ -135,8 +135,7 @@ def pow2(b: Builder, k: X, r: X, r_dd: Callable[[], dd.DD], ty: ScalarType,
 def exp2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return exp_f32(b, x, "exp2", lambda: b.outlined(
-            "slow", x.ty, (x,), lambda c, a: _exp2(c, a[0])))
+        return exp_f32(b, x, "exp2", b.slow_path(x, _exp2))
     return _exp2(b, x)
 
 
@@ -154,8 +153,7 @@ def _exp2(b: Builder, x: X) -> X:
 def exp(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return exp_f32(b, x, "exp", lambda: b.outlined(
-            "slow", x.ty, (x,), lambda c, a: _exp(c, a[0])))
+        return exp_f32(b, x, "exp", b.slow_path(x, _exp))
     return _exp(b, x)
 
 

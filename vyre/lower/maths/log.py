@@ -143,8 +143,7 @@ def _log(b: Builder, x: X, base2: bool) -> X:
 def log(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return log_f32(b, x, "log", lambda: b.outlined(
-            "slow", x.ty, (x,), lambda c, a: _log(c, a[0], base2=False)))
+        return log_f32(b, x, "log", b.slow_path(x, lambda c, y: _log(c, y, base2=False)))
     return _log(b, x, base2=False)
 
 
@@ -152,6 +151,5 @@ def log(b: Builder, args: tuple[X, ...]) -> X:
 def log2(b: Builder, args: tuple[X, ...]) -> X:
     (x,) = args
     if b.f32_path(x):
-        return log_f32(b, x, "log2", lambda: b.outlined(
-            "slow", x.ty, (x,), lambda c, a: _log(c, a[0], base2=True)))
+        return log_f32(b, x, "log2", b.slow_path(x, lambda c, y: _log(c, y, base2=True)))
     return _log(b, x, base2=True)

@@ -12,8 +12,8 @@ buffer's length, a varying id; a local every one of whose definitions is runtime
 only steps that keep a value varying: negation, casts and bitcasts, a select of two
 runtime values, a table read or a call at runtime arguments, and a binary operation of
 a runtime value and a constant that cannot absorb it (+ and - of a finite constant, *
-and / by a nonzero finite one, an integer xor) or of two different runtime values in float + - * /.
-Anything else is "maybe constant" and keeps its guard. This module only decides; it
+and / by a nonzero finite one, an integer xor) or of two different runtime values in
+float + - * /. Anything else is "maybe constant" and keeps its guard. This module only decides; it
 must never rewrite a program.
 """
 

@@ -178,6 +178,5 @@ def _dispatch(b: Builder, x: X, is_cos: bool) -> X:
     """f32 on a target with cheap tables: sincos32's path in f32 alone, this module's as
     its slow path (the same bits); otherwise this module's."""
     if b.f32_path(x):
-        return sincos_f32(b, x, is_cos, lambda: b.outlined(
-            "slow", x.ty, (x,), lambda c, a: _sincos(c, a[0], is_cos)))
+        return sincos_f32(b, x, is_cos, b.slow_path(x, lambda c, y: _sincos(c, y, is_cos)))
     return _sincos(b, x, is_cos)

@@ -34,7 +34,7 @@ FAST_ERR = 2.0**-48
 def tan(b: Builder, args: tuple[X, ...]) -> X:
     x = args[0]
     if b.f32_path(x):  # sincos32's f32 path, this one its slow
-        return tan_f32(b, x, lambda: b.outlined("slow", x.ty, (x,), lambda c, a: _tan(c, a[0])))
+        return tan_f32(b, x, b.slow_path(x, _tan))
     return _tan(b, x)
 
 
